@@ -1,0 +1,63 @@
+/* api_errors.c -- tables generated from api_errors.def. */
+#include "api_errors.h"
+
+static const unsigned statuses[] = {
+#define X(name, status, title) status,
+#include "api_errors.def"
+#undef X
+};
+
+static const char *const titles[] = {
+#define X(name, status, title) title,
+#include "api_errors.def"
+#undef X
+};
+
+/* Codes are the names lower-cased at build time would need a generator; a second table keeps the
+ * list single-sourced while the preprocessor gives us the upper-case spelling. */
+static const char *const names[] = {
+#define X(name, status, title) #name,
+#include "api_errors.def"
+#undef X
+};
+
+static char codes[API_E__COUNT][40];
+
+unsigned
+api_error_status(enum api_error e)
+{
+    return (unsigned)e < API_E__COUNT ? statuses[e] : 500;
+}
+
+const char *
+api_error_title(enum api_error e)
+{
+    return (unsigned)e < API_E__COUNT ? titles[e] : "Internal error";
+}
+
+/* Lower-cases once into a static table; the table is filled at first use from any thread with
+ * identical bytes, so a race writes the same values (benign) -- we still fill it under
+ * pthread_once to keep TSan quiet. */
+#include <pthread.h>
+#include <ctype.h>
+
+static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
+
+static void
+codes_fill(void)
+{
+    for (int i = 0; i < API_E__COUNT; i++) {
+        const char *s = names[i];
+        int j = 0;
+        for (; s[j] != '\0' && j < (int)sizeof(codes[i]) - 1; j++)
+            codes[i][j] = (char)tolower((unsigned char)s[j]);
+        codes[i][j] = '\0';
+    }
+}
+
+const char *
+api_error_code(enum api_error e)
+{
+    pthread_once(&codes_once, codes_fill);
+    return (unsigned)e < API_E__COUNT ? codes[e] : "internal";
+}

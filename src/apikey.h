@@ -1,0 +1,23 @@
+/* apikey.h -- API keys: "tsk_<prefix>_<secret>", prefix 8 hex chars (shown in lists, used to
+ * revoke), secret 32 random bytes base64url. Only the SHA-256 of the whole key is stored. Pure
+ * apart from the random source. */
+#ifndef TOCSIN_APIKEY_H
+#define TOCSIN_APIKEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define APIKEY_PREFIX_LEN 8
+#define APIKEY_LEN (4 + APIKEY_PREFIX_LEN + 1 + 43)
+#define APIKEY_HASH_LEN 32
+
+/* Makes a new key into out (APIKEY_LEN + 1 bytes) and its prefix (APIKEY_PREFIX_LEN + 1 bytes). */
+int apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1]);
+/* Checks the shape of a presented key and extracts its prefix. 0 or -1. */
+int apikey_parse(const char *key, size_t len, char prefix[APIKEY_PREFIX_LEN + 1]);
+/* SHA-256 of the key bytes. */
+void apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN]);
+/* Hex SHA-256 of arbitrary bytes (65 bytes out); used for idempotency request hashes. */
+void apikey_sha256_hex(const void *data, size_t len, char out[65]);
+
+#endif

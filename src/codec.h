@@ -1,0 +1,52 @@
+/* codec.h -- JSON <-> domain structs (jansson). Decoding validates: bounds, types, unknown fields,
+ * each problem reported per field. Encoding writes the API's output representations. */
+#ifndef TOCSIN_CODEC_H
+#define TOCSIN_CODEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "api_errors.h"
+#include "meeting.h"
+
+#define CODEC_FIELD_ERRORS_MAX 16 /* further problems are dropped; the first ones say enough */
+#define CODEC_FIELD_NAME_MAX 64
+#define CODEC_MESSAGE_MAX 160
+
+struct codec_field_error {
+    char field[CODEC_FIELD_NAME_MAX];  /* JSON path, e.g. "reminders[2].minutes_before" */
+    char message[CODEC_MESSAGE_MAX];
+};
+
+struct codec_errors {
+    size_t n;
+    struct codec_field_error e[CODEC_FIELD_ERRORS_MAX];
+};
+
+/* Parses a request body (len bytes, not NUL-terminated; NUL bytes inside are an error) into a
+ * JSON value. Returns a new reference the caller json_decref()s, or NULL with a short reason in
+ * err (API_E_BAD_JSON). Depth is bounded by CODEC_DEPTH_MAX. */
+#define CODEC_DEPTH_MAX 32
+json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
+
+/* Validates a meeting input document (the fields a client may write, DESIGN.md section 5) into m
+ * (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
+ * derived; ids and statuses are left for the database. Returns API_E_NONE, or API_E_VALIDATION
+ * with errs filled. m must be meeting_fini'ed in both cases. */
+enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *errs);
+
+/* The meeting's input document (only the writable fields, absent optionals as null): the target
+ * that a JSON merge patch applies to. New reference. */
+json_t *codec_meeting_input_doc(const struct meeting *m);
+
+/* RFC 7396 JSON merge patch: returns a new reference to the patched copy of target. */
+json_t *codec_merge_patch(const json_t *target, const json_t *patch);
+
+/* The meeting's output representation (input fields + id, version, created_at, updated_at and
+ * reminders with id, fire_at, status, fired_at). New reference. */
+json_t *codec_meeting_encode(const struct meeting *m);
+
+/* Compact, deterministic serialization (malloc'ed; free()). */
+char *codec_dump(const json_t *v);
+
+#endif

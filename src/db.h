@@ -1,0 +1,127 @@
+/* db.h -- PostgreSQL access (libpq lives only in db*.c). One struct db per thread; every statement
+ * is one function returning the four-valued enum db_status. Soft errors (serialization failure,
+ * deadlock, lost connection) are retried only by db_tx_run. */
+#ifndef TOCSIN_DB_H
+#define TOCSIN_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meeting.h"
+
+enum db_status {
+    DB_HARD_ERROR = -2, /* our bug or a constraint we did not expect; do not retry */
+    DB_SOFT_ERROR = -1, /* transient: 40001, 40P01, connection lost; retry the transaction */
+    DB_NO_RESULTS = 0,
+    DB_ONE_RESULT = 1
+};
+
+#define DB_TX_RETRIES_MAX 3
+#define DB_ERR_MAX 256
+#define DB_CONNECT_TIMEOUT_S 5
+
+struct db; /* opaque: a PGconn and its prepared-statement state */
+
+/* Connects (connect_timeout DB_CONNECT_TIMEOUT_S). Returns a handle to free with db_close, or NULL
+ * with the reason in err. The handle reconnects by itself after a lost connection. */
+struct db *db_open(const char *url, char *err, size_t errlen);
+void db_close(struct db *db);
+/* 0 when a trivial query succeeds (reconnecting first if the connection broke), else -1. */
+int db_ping(struct db *db);
+/* Last error text of this handle (static until the next call on it). */
+const char *db_errmsg(const struct db *db);
+
+typedef enum db_status (*db_tx_fn)(struct db *db, void *arg);
+/* BEGIN; fn; COMMIT. Rolls back when fn returns an error; retries the whole transaction up to
+ * DB_TX_RETRIES_MAX times on DB_SOFT_ERROR (from fn or COMMIT). fn must do database work only. */
+enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
+
+/* ---- migrations (db_migrate.c) ---- */
+/* Applies pending embedded migrations under a session advisory lock. An applied migration whose
+ * checksum differs from the embedded one is an error. Returns 0, or -1 with err filled. */
+int db_migrate(struct db *db, char *err, size_t errlen);
+/* 0 when every embedded migration is applied with a matching checksum; -1 otherwise. */
+int db_migrations_current(struct db *db);
+
+/* ---- tenants and API keys (db_keys.c) ---- */
+#define DB_KEY_PREFIX_MAX 32
+#define TENANT_NAME_MAX 100
+enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
+enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
+                             const uint8_t hash[32]);
+/* Finds the live (not revoked) key with this prefix; compares hashes in constant time.
+ * ONE_RESULT with *tenant_id, or NO_RESULTS. */
+enum db_status db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32],
+                             int64_t *tenant_id);
+/* Calls fn once per key row, ordered by created_at. */
+typedef void (*db_key_row_fn)(void *arg, const char *prefix, const char *tenant,
+                              int64_t created_at_ms, int64_t revoked_at_ms /* 0 = live */);
+enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
+/* Revokes live keys whose prefix starts with prefix. ONE_RESULT when at least one was revoked. */
+enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
+
+/* ---- meetings (db_meeting.c). tenant_id scopes every statement. ---- */
+/* Inserts m (m->id, version=1, created/updated set by caller) and its reminders (status pending,
+ * or as the caller set them); fills each reminder's id. */
+enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
+/* Loads a live (not deleted) meeting with its reminders. for_update locks the row (use inside
+ * db_tx_run). m must be fresh from meeting_init. */
+enum db_status db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting *m,
+                              bool for_update);
+/* Replaces the writable fields of meeting m->id with m's, sets version = m->version and
+ * updated_at = m->updated_at_ms, and reconciles reminders by minutes_before: unchanged fire time
+ * keeps id and status; a changed fire time resets to pending with fired_at cleared; new ones are
+ * inserted pending; removed ones are deleted. Fills m->reminders from the result. Pending keys
+ * that stopped existing (old fire time, removed) are appended to gone. */
+enum db_status db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m,
+                                 struct reminder_keys *gone);
+/* Soft-deletes a live meeting and cancels its pending reminders; their keys go to gone. */
+enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *id,
+                                 struct reminder_keys *gone);
+
+#define DB_LIST_LIMIT_MAX 200
+struct db_list_query {
+    int64_t from_ms; /* inclusive lower bound on starts_at; INT64_MIN = none */
+    int64_t to_ms;   /* exclusive upper bound on starts_at; INT64_MAX = none */
+    bool has_after;  /* keyset cursor: rows strictly after (after_starts_at_ms, after_id) */
+    int64_t after_starts_at_ms;
+    char after_id[MEETING_ID_LEN + 1];
+    size_t limit; /* 1..DB_LIST_LIMIT_MAX; the function fetches limit+1 to know if more exist */
+};
+struct db_meeting_list {
+    size_t n;
+    bool more;         /* another page exists after the last item */
+    struct meeting *m; /* n items, malloc'ed; free with db_meeting_list_fini */
+};
+enum db_status db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
+                               struct db_meeting_list *out);
+void db_meeting_list_fini(struct db_meeting_list *l);
+
+/* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
+#define IDEMPOTENCY_KEY_MAX 255
+struct db_idem_response {
+    int status;
+    char *body;     /* malloc'ed */
+    char *location; /* malloc'ed, may be NULL */
+    char *etag;     /* malloc'ed, may be NULL */
+};
+void db_idem_response_fini(struct db_idem_response *r);
+/* pg_try_advisory_xact_lock on (tenant, key): DB_NO_RESULTS when another transaction holds it
+ * (the request is in flight), DB_ONE_RESULT when this transaction now holds it. */
+enum db_status db_idem_lock(struct db *db, int64_t tenant_id, const char *key);
+/* Loads a stored response: ONE_RESULT with request_hash (64 hex + NUL) and *resp filled. */
+enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key,
+                           char request_hash[65], struct db_idem_response *resp);
+enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
+                           const char request_hash[65], const struct db_idem_response *resp);
+
+/* ---- reminders for the mirror repair (db_reminder.c) ---- */
+#define DB_REMINDER_BATCH_MAX 1000
+/* Pending reminders of live meetings with fire_at in (after, until], ordered by (fire_at, id),
+ * strictly after the keyset position (after_fire_at_ms, after_id); at most max rows. */
+enum db_status db_reminder_pending_batch(struct db *db, int64_t after_fire_at_ms, int64_t after_id,
+                                         int64_t until_ms, struct reminder_key *out, size_t max,
+                                         size_t *n_out);
+
+#endif

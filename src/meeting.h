@@ -1,0 +1,85 @@
+/* meeting.h -- the domain: a meeting, its reminders, their limits and fire-time rules.
+ * Pure: no I/O and no library types. codec.c fills these structs from JSON, db*.c from rows. */
+#ifndef TOCSIN_MEETING_H
+#define TOCSIN_MEETING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEETING_TITLE_MAX 200        /* characters (Unicode code points), at least 1 */
+#define MEETING_DESCRIPTION_MAX 5000 /* characters */
+#define MEETING_LOCATION_MAX 500     /* characters */
+#define MEETING_TIME_ZONE_MAX 64     /* bytes of an IANA name */
+#define MEETING_PARTICIPANTS_MAX 500
+#define PARTICIPANT_ID_MAX 200    /* characters, at least 1 */
+#define PARTICIPANT_NAME_MAX 200  /* characters */
+#define PARTICIPANT_EMAIL_MAX 254 /* bytes */
+#define MEETING_REMINDERS_MAX 5
+#define MEETING_MINUTES_BEFORE_MAX 40320 /* four weeks */
+#define MEETING_METADATA_MAX 16384       /* bytes of compact JSON */
+#define MEETING_DEFAULT_MINUTES_BEFORE 5
+#define MEETING_ID_LEN 36 /* canonical UUID text */
+
+enum reminder_status { REMINDER_PENDING, REMINDER_FIRED, REMINDER_MISSED, REMINDER_CANCELLED };
+
+struct reminder {
+    int64_t id; /* database id; 0 before insert */
+    int minutes_before;
+    int64_t fire_at_ms;
+    enum reminder_status status;
+    int64_t fired_at_ms; /* 0 while never fired */
+};
+
+/* A meeting. Strings are heap-owned by the struct (NULL = absent) and freed by meeting_fini. */
+struct meeting {
+    char id[MEETING_ID_LEN + 1]; /* "" before insert */
+    int64_t version;             /* 1 after insert, +1 per update */
+    int64_t created_at_ms;
+    int64_t updated_at_ms;
+    char *title;
+    char *description;
+    char *time_zone;
+    char *location;
+    int64_t starts_at_ms;
+    int64_t ends_at_ms;
+    bool has_ends_at;
+    char *participants_json; /* compact JSON array text; "[]" when none */
+    char *metadata_json;     /* compact JSON object text; NULL when absent */
+    size_t n_reminders;
+    struct reminder reminders[MEETING_REMINDERS_MAX]; /* sorted by minutes_before descending */
+};
+
+/* The Redis mirror's view of one pending reminder occurrence. */
+struct reminder_key {
+    int64_t reminder_id;
+    int64_t fire_at_ms;
+};
+
+/* Keys that a write made stale (to delete) or fresh (to arm). Bounded by what one write touches. */
+#define REMINDER_KEYS_MAX (2 * MEETING_REMINDERS_MAX)
+struct reminder_keys {
+    size_t n;
+    struct reminder_key k[REMINDER_KEYS_MAX];
+};
+
+void meeting_init(struct meeting *m);
+/* Frees the strings; accepts a zeroed or half-filled struct. Leaves m as after meeting_init. */
+void meeting_fini(struct meeting *m);
+
+/* fire_at = starts_at - minutes_before minutes, for every reminder. */
+void meeting_derive_fire_times(struct meeting *m);
+
+/* Appends to out the pending reminders of m (all of them when m is NULL-safe). */
+void meeting_pending_keys(const struct meeting *m, struct reminder_keys *out);
+
+/* Writes a random (version 4) UUID into out (MEETING_ID_LEN + 1 bytes). Returns 0 or -1. */
+int meeting_new_id(char out[MEETING_ID_LEN + 1]);
+/* True when s is a canonical lower-case UUID text of MEETING_ID_LEN bytes. */
+bool meeting_id_valid(const char *s);
+
+/* "pending" | "fired" | "missed" | "cancelled"; and back (returns -1 for unknown text). */
+const char *reminder_status_name(enum reminder_status s);
+int reminder_status_parse(const char *s, enum reminder_status *out);
+
+#endif

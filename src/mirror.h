@@ -1,0 +1,60 @@
+/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c, recon.c and,
+ * later, expiry.c). One key per pending occurrence: "<prefix>:rem:<reminder_id>:<fire_at_ms>",
+ * empty value, PXAT fire_at_ms. This is the only code that writes reminder keys. A struct mirror
+ * belongs to one thread. Redis being down never blocks a caller for long: commands time out after
+ * MIRROR_COMMAND_TIMEOUT_MS and a failed connect is not retried for MIRROR_RECONNECT_BACKOFF_MS. */
+#ifndef TOCSIN_MIRROR_H
+#define TOCSIN_MIRROR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meeting.h"
+
+#define MIRROR_PREFIX_MAX 64
+#define MIRROR_KEY_MAX (MIRROR_PREFIX_MAX + 48)
+#define MIRROR_CONNECT_TIMEOUT_MS 500
+#define MIRROR_COMMAND_TIMEOUT_MS 1000
+#define MIRROR_RECONNECT_BACKOFF_MS 1000
+#define MIRROR_RUN_ID_MAX 64
+
+struct mirror_opts {
+    const char *host;
+    int port;
+    int db;
+    const char *password; /* NULL = no AUTH */
+    const char *prefix;   /* at most MIRROR_PREFIX_MAX bytes */
+    int64_t horizon_ms;   /* only occurrences due within now + horizon_ms are armed */
+};
+
+struct mirror;
+
+/* Creates a mirror; connects lazily (a Redis that is down now is not an error here). The opts
+ * strings are copied. Free with mirror_free. */
+struct mirror *mirror_new(const struct mirror_opts *opts);
+void mirror_free(struct mirror *mi);
+
+/* Writes the key name of one occurrence into buf (MIRROR_KEY_MAX bytes); returns its length. */
+size_t mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
+                         int64_t fire_at_ms);
+/* Parses a key name back; 0 on success, -1 if it is not one of ours (other prefix, bad digits). */
+int mirror_key_parse(const char *key, size_t len, const char *prefix, int64_t *reminder_id,
+                     int64_t *fire_at_ms);
+
+/* SET key "" PXAT fire_at (pipelined) for each key with now_ms < fire_at <= now_ms + horizon.
+ * With only_missing, uses NX so an existing key is left alone (the repair path). Returns 0 when
+ * every command succeeded, -1 otherwise (Redis down, timeout). */
+int mirror_arm(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
+               int only_missing);
+/* DEL of each key (pipelined). 0 or -1. */
+int mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n);
+
+/* PING. 0 when Redis answers. */
+int mirror_ping(struct mirror *mi);
+/* Makes sure notify-keyspace-events contains E and x, adding them with CONFIG SET when missing.
+ * 0 when the setting is right afterwards; -1 with the reason in err (names the setting). */
+int mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen);
+/* Redis INFO server run_id into out (MIRROR_RUN_ID_MAX + 1 bytes). 0 or -1. */
+int mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1]);
+
+#endif
