@@ -34,7 +34,8 @@ struct mirror;
 struct mirror *mirror_new(const struct mirror_opts *opts);
 void mirror_free(struct mirror *mi);
 
-/* Writes the key name of one occurrence into buf (MIRROR_KEY_MAX bytes); returns its length. */
+/* Writes the key name of one occurrence into buf (MIRROR_KEY_MAX bytes); returns its length, or 0
+ * when it does not fit in buflen. */
 size_t mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
                          int64_t fire_at_ms);
 /* Parses a key name back; 0 on success, -1 if it is not one of ours (other prefix, bad digits). */
@@ -46,6 +47,10 @@ int mirror_key_parse(const char *key, size_t len, const char *prefix, int64_t *r
  * every command succeeded, -1 otherwise (Redis down, timeout). */
 int mirror_arm(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
                int only_missing);
+/* mirror_arm that also adds to *n_set the number of keys it actually wrote (with only_missing,
+ * those that were missing). recon.c uses it to report how much Redis had lost. */
+int mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
+                     int only_missing, size_t *n_set);
 /* DEL of each key (pipelined). 0 or -1. */
 int mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n);
 
@@ -54,6 +59,10 @@ int mirror_ping(struct mirror *mi);
 /* Makes sure notify-keyspace-events contains E and x, adding them with CONFIG SET when missing.
  * 0 when the setting is right afterwards; -1 with the reason in err (names the setting). */
 int mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen);
+/* Sets the marker key "<prefix>:recon:marker" (no TTL) unless it exists. Returns 1 when it was
+ * missing (Redis lost data since the last call, or this is its first use), 0 when it was there,
+ * -1 on error. Used by recon.c to notice FLUSHALL and restarts without persistence. */
+int mirror_marker_ensure(struct mirror *mi);
 /* Redis INFO server run_id into out (MIRROR_RUN_ID_MAX + 1 bytes). 0 or -1. */
 int mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1]);
 

@@ -1,0 +1,463 @@
+/* mirror.c -- the Redis mirror: key schema, arm/disarm of reminder keys, and the Redis setup
+ * checks. One redisContext per struct mirror, connected lazily. After any I/O error the context is
+ * dropped and no reconnect is tried for MIRROR_RECONNECT_BACKOFF_MS, so while Redis is down each
+ * call costs a clock read. Reply errors (e.g. -ERR) keep the connection: the protocol is still in
+ * sync. */
+#include "mirror.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIRROR_PIPELINE_MAX 256 /* commands sent before their replies are read */
+#define MIRROR_NUM_MAX 24       /* decimal int64 and NUL */
+#define MIRROR_NOTIFY_MAX 64    /* bytes of a notify-keyspace-events value we handle */
+
+struct mirror {
+    redisContext *c;
+    char *host;
+    int port;
+    int db;
+    char *password; /* NULL = no AUTH */
+    char prefix[MIRROR_PREFIX_MAX + 1];
+    int64_t horizon_ms;
+    int64_t retry_at_ms; /* monotonic; no connect attempt before this */
+};
+
+/* Inspects one reply (error replies included); the caller frees it. Returns 0 or -1. */
+typedef int (*reply_fn)(const redisReply *r, void *arg);
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct timeval
+tv_ms(int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+
+    return tv;
+}
+
+static void
+drop(struct mirror *mi)
+{
+    if (mi->c != NULL)
+        redisFree(mi->c);
+    mi->c = NULL;
+    mi->retry_at_ms = mono_ms() + MIRROR_RECONNECT_BACKOFF_MS;
+}
+
+static int
+reply_ok(const redisReply *r, void *arg)
+{
+    (void)arg;
+    return r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0 ? 0 : -1;
+}
+
+/* One command on the current connection; the reply is freed here, after fn looked at it. */
+static int
+exec(struct mirror *mi, int argc, const char **argv, reply_fn fn, void *arg)
+{
+    redisReply *r = redisCommandArgv(mi->c, argc, argv, NULL);
+    int rc;
+
+    if (r == NULL) {
+        drop(mi);
+        return -1;
+    }
+    rc = fn(r, arg);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* AUTH and SELECT on a fresh connection. */
+static int
+handshake(struct mirror *mi)
+{
+    char db[MIRROR_NUM_MAX];
+
+    if (mi->password != NULL) {
+        const char *argv[] = {"AUTH", mi->password};
+        if (exec(mi, 2, argv, reply_ok, NULL) != 0)
+            return -1;
+    }
+    if (mi->db != 0) {
+        const char *argv[] = {"SELECT", db};
+        snprintf(db, sizeof db, "%d", mi->db);
+        if (exec(mi, 2, argv, reply_ok, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Makes sure mi->c is usable. Fails at once while the backoff after the last failure runs. */
+static int
+connected(struct mirror *mi)
+{
+    if (mi->c != NULL)
+        return 0;
+    if (mono_ms() < mi->retry_at_ms)
+        return -1;
+    mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(MIRROR_CONNECT_TIMEOUT_MS));
+    if (mi->c == NULL || mi->c->err != 0 ||
+        redisSetTimeout(mi->c, tv_ms(MIRROR_COMMAND_TIMEOUT_MS)) != REDIS_OK ||
+        handshake(mi) != 0) {
+        drop(mi);
+        return -1;
+    }
+    return 0;
+}
+
+/* Connects if needed, then runs one command. */
+static int
+call(struct mirror *mi, int argc, const char **argv, reply_fn fn, void *arg)
+{
+    if (connected(mi) != 0)
+        return -1;
+    return exec(mi, argc, argv, fn, arg);
+}
+
+struct mirror *
+mirror_new(const struct mirror_opts *opts)
+{
+    struct mirror *mi = calloc(1, sizeof *mi);
+
+    if (mi == NULL || opts->prefix == NULL || strlen(opts->prefix) > MIRROR_PREFIX_MAX)
+        goto fail;
+    mi->host = strdup(opts->host != NULL ? opts->host : "127.0.0.1");
+    if (mi->host == NULL)
+        goto fail;
+    if (opts->password != NULL && (mi->password = strdup(opts->password)) == NULL)
+        goto fail;
+    mi->port = opts->port;
+    mi->db = opts->db;
+    strcpy(mi->prefix, opts->prefix);
+    mi->horizon_ms = opts->horizon_ms;
+    return mi;
+fail:
+    mirror_free(mi);
+    return NULL;
+}
+
+void
+mirror_free(struct mirror *mi)
+{
+    if (mi == NULL)
+        return;
+    if (mi->c != NULL)
+        redisFree(mi->c);
+    free(mi->host);
+    free(mi->password);
+    free(mi);
+}
+
+size_t
+mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
+                  int64_t fire_at_ms)
+{
+    int n = snprintf(buf, buflen, "%s:rem:%" PRId64 ":%" PRId64, prefix, reminder_id, fire_at_ms);
+
+    if (n < 0 || (size_t)n >= buflen)
+        return 0;
+    return (size_t)n;
+}
+
+/* Parses [s, end) as a canonical non-negative decimal: digits only, no leading zero, no overflow.
+ */
+static int
+parse_num(const char *s, const char *end, int64_t *out)
+{
+    int64_t v = 0;
+
+    if (s == end || (*s == '0' && end - s > 1))
+        return -1;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        if (v > (INT64_MAX - (*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int
+mirror_key_parse(const char *key, size_t len, const char *prefix, int64_t *reminder_id,
+                 int64_t *fire_at_ms)
+{
+    static const char tag[] = ":rem:";
+    size_t plen = strlen(prefix), tlen = sizeof tag - 1;
+    const char *p, *end = key + len, *colon;
+
+    if (len < plen + tlen || memcmp(key, prefix, plen) != 0 || memcmp(key + plen, tag, tlen) != 0)
+        return -1;
+    p = key + plen + tlen;
+    colon = memchr(p, ':', (size_t)(end - p));
+    if (colon == NULL)
+        return -1;
+    if (parse_num(p, colon, reminder_id) != 0 || parse_num(colon + 1, end, fire_at_ms) != 0)
+        return -1;
+    return 0;
+}
+
+/* Reads n pipelined replies. Counts "OK" replies into *n_ok (a nil reply is an NX that found the
+ * key; an integer is a DEL count). Drops the connection on an I/O error. */
+static int
+collect(struct mirror *mi, size_t n, size_t *n_ok)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r;
+
+        if (redisGetReply(mi->c, (void **)&r) != REDIS_OK || r == NULL) {
+            drop(mi);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_ERROR)
+            rc = -1;
+        else if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+            (*n_ok)++;
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+/* Queues one SET ... PXAT. The key and number buffers are copied into hiredis's output buffer. */
+static int
+append_set(struct mirror *mi, const struct reminder_key *k, int only_missing)
+{
+    char key[MIRROR_KEY_MAX], at[MIRROR_NUM_MAX];
+    const char *argv[] = {"SET", key, "", "PXAT", at, "NX"};
+    size_t lens[6];
+
+    lens[1] = mirror_key_format(key, sizeof key, mi->prefix, k->reminder_id, k->fire_at_ms);
+    lens[4] = (size_t)snprintf(at, sizeof at, "%" PRId64, k->fire_at_ms);
+    lens[0] = 3, lens[2] = 0, lens[3] = 4, lens[5] = 2;
+    if (redisAppendCommandArgv(mi->c, only_missing ? 6 : 5, argv, lens) != REDIS_OK) {
+        drop(mi);
+        return -1;
+    }
+    return 0;
+}
+
+int
+mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
+                 int only_missing, size_t *n_set)
+{
+    size_t i = 0, ok = 0;
+    int rc = 0;
+
+    while (i < n) {
+        size_t queued = 0;
+
+        for (; i < n && queued < MIRROR_PIPELINE_MAX; i++) {
+            if (keys[i].fire_at_ms <= now_ms || keys[i].fire_at_ms - now_ms > mi->horizon_ms)
+                continue;
+            if (queued == 0 && connected(mi) != 0)
+                return -1;
+            if (append_set(mi, &keys[i], only_missing) != 0)
+                return -1;
+            queued++;
+        }
+        if (queued > 0 && collect(mi, queued, &ok) != 0) {
+            rc = -1;
+            if (mi->c == NULL)
+                break;
+        }
+    }
+    if (n_set != NULL)
+        *n_set += ok;
+    return rc;
+}
+
+int
+mirror_arm(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
+           int only_missing)
+{
+    return mirror_arm_count(mi, keys, n, now_ms, only_missing, NULL);
+}
+
+int
+mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n)
+{
+    size_t i = 0, ok = 0;
+
+    while (i < n) {
+        size_t queued = 0;
+
+        if (connected(mi) != 0)
+            return -1;
+        for (; i < n && queued < MIRROR_PIPELINE_MAX; i++, queued++) {
+            char key[MIRROR_KEY_MAX];
+            const char *argv[] = {"DEL", key};
+            size_t lens[2] = {3, 0};
+
+            lens[1] = mirror_key_format(key, sizeof key, mi->prefix, keys[i].reminder_id,
+                                        keys[i].fire_at_ms);
+            if (redisAppendCommandArgv(mi->c, 2, argv, lens) != REDIS_OK) {
+                drop(mi);
+                return -1;
+            }
+        }
+        if (collect(mi, queued, &ok) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+reply_pong(const redisReply *r, void *arg)
+{
+    (void)arg;
+    return r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0 ? 0 : -1;
+}
+
+int
+mirror_ping(struct mirror *mi)
+{
+    const char *argv[] = {"PING"};
+
+    return call(mi, 1, argv, reply_pong, NULL);
+}
+
+struct notify {
+    char value[MIRROR_NOTIFY_MAX];
+    char why[MIRROR_NOTIFY_MAX * 2]; /* Redis's error text, if any */
+};
+
+static int
+reply_notify(const redisReply *r, void *arg)
+{
+    struct notify *nt = arg;
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(nt->why, sizeof nt->why, "%s", r->str);
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_STATUS) /* CONFIG SET */
+        return strcmp(r->str, "OK") == 0 ? 0 : -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_STRING || r->element[1]->len >= sizeof nt->value) {
+        snprintf(nt->why, sizeof nt->why, "unexpected CONFIG GET reply");
+        return -1;
+    }
+    memcpy(nt->value, r->element[1]->str, r->element[1]->len);
+    nt->value[r->element[1]->len] = '\0';
+    return 0;
+}
+
+/* Expired-key events need E (keyevent channel) and x (expired); A is an alias that includes x. */
+static int
+notify_ok(const char *v)
+{
+    return strchr(v, 'E') != NULL && (strchr(v, 'x') != NULL || strchr(v, 'A') != NULL);
+}
+
+static int
+notify_fail(char *err, size_t errlen, const char *what, const struct notify *nt)
+{
+    snprintf(err, errlen,
+             "redis notify-keyspace-events: %s%s%s; set it to include E and x "
+             "(e.g. notify-keyspace-events Ex)",
+             what, nt->why[0] != '\0' ? ": " : "", nt->why);
+    return -1;
+}
+
+int
+mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen)
+{
+    const char *get[] = {"CONFIG", "GET", "notify-keyspace-events"};
+    const char *set[] = {"CONFIG", "SET", "notify-keyspace-events", NULL};
+    struct notify nt = {{0}, {0}};
+    char want[MIRROR_NOTIFY_MAX + 2];
+
+    if (connected(mi) != 0) {
+        snprintf(err, errlen, "redis unreachable at %s:%d (cannot check notify-keyspace-events)",
+                 mi->host, mi->port);
+        return -1;
+    }
+    if (exec(mi, 3, get, reply_notify, &nt) != 0)
+        return notify_fail(err, errlen, "cannot read it", &nt);
+    if (notify_ok(nt.value))
+        return 0;
+    snprintf(want, sizeof want, "%s%s%s", nt.value, strchr(nt.value, 'E') ? "" : "E",
+             strchr(nt.value, 'x') ? "" : "x");
+    set[3] = want;
+    if (exec(mi, 4, set, reply_notify, &nt) != 0)
+        return notify_fail(err, errlen, "CONFIG SET refused", &nt);
+    if (exec(mi, 3, get, reply_notify, &nt) != 0 || !notify_ok(nt.value))
+        return notify_fail(err, errlen, "still missing E or x after CONFIG SET", &nt);
+    return 0;
+}
+
+/* SET NX replies OK when it created the marker, nil when the marker was there. */
+static int
+reply_marker(const redisReply *r, void *arg)
+{
+    int *created = arg;
+
+    if (r->type == REDIS_REPLY_NIL)
+        *created = 0;
+    else if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+        *created = 1;
+    else
+        return -1;
+    return 0;
+}
+
+int
+mirror_marker_ensure(struct mirror *mi)
+{
+    char key[MIRROR_KEY_MAX];
+    const char *argv[] = {"SET", key, "1", "NX"};
+    int created = 0;
+
+    snprintf(key, sizeof key, "%s:recon:marker", mi->prefix);
+    if (call(mi, 4, argv, reply_marker, &created) != 0)
+        return -1;
+    return created;
+}
+
+/* Copies the value of the "run_id:" line of INFO server. */
+static int
+reply_run_id(const redisReply *r, void *arg)
+{
+    char *out = arg;
+    const char *p, *end;
+    size_t n;
+
+    if (r->type != REDIS_REPLY_STRING)
+        return -1;
+    for (p = r->str; (p = strstr(p, "run_id:")) != NULL; p++)
+        if (p == r->str || p[-1] == '\n')
+            break;
+    if (p == NULL)
+        return -1;
+    p += strlen("run_id:");
+    end = p + strcspn(p, "\r\n");
+    n = (size_t)(end - p);
+    if (n == 0 || n > MIRROR_RUN_ID_MAX)
+        return -1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 0;
+}
+
+int
+mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1])
+{
+    const char *argv[] = {"INFO", "server"};
+
+    return call(mi, 2, argv, reply_run_id, out);
+}
