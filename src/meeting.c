@@ -1,0 +1,138 @@
+/* meeting.c -- the domain: lifetime of struct meeting, fire-time rules, pending keys, ids and
+ * reminder status names. Pure except meeting_new_id, which asks the kernel for random bytes. */
+#include "meeting.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define MS_PER_MINUTE 60000LL
+#define UUID_BYTES 16
+
+static const char *const status_names[] = {
+    [REMINDER_PENDING] = "pending",
+    [REMINDER_FIRED] = "fired",
+    [REMINDER_MISSED] = "missed",
+    [REMINDER_CANCELLED] = "cancelled",
+};
+#define STATUS_COUNT (sizeof(status_names) / sizeof(status_names[0]))
+
+void
+meeting_init(struct meeting *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void
+meeting_fini(struct meeting *m)
+{
+    if (m == NULL)
+        return;
+    free(m->title);
+    free(m->description);
+    free(m->time_zone);
+    free(m->location);
+    free(m->participants_json);
+    free(m->metadata_json);
+    meeting_init(m);
+}
+
+void
+meeting_derive_fire_times(struct meeting *m)
+{
+    for (size_t i = 0; i < m->n_reminders; i++)
+        m->reminders[i].fire_at_ms =
+            m->starts_at_ms - m->reminders[i].minutes_before * MS_PER_MINUTE;
+}
+
+/* Appends until out is full: REMINDER_KEYS_MAX is twice what one meeting holds, so callers that
+ * collect one stale and one fresh meeting never lose a key. */
+void
+meeting_pending_keys(const struct meeting *m, struct reminder_keys *out)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->n_reminders && out->n < REMINDER_KEYS_MAX; i++) {
+        if (m->reminders[i].status != REMINDER_PENDING)
+            continue;
+        out->k[out->n].reminder_id = m->reminders[i].id;
+        out->k[out->n].fire_at_ms = m->reminders[i].fire_at_ms;
+        out->n++;
+    }
+}
+
+static int
+random_bytes(unsigned char *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = getrandom(buf + got, len - got, 0);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+int
+meeting_new_id(char out[MEETING_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[UUID_BYTES];
+    size_t o = 0;
+
+    if (random_bytes(b, sizeof(b)) != 0)
+        return -1;
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    for (size_t i = 0; i < UUID_BYTES; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 0x0f];
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Any canonical lower-case UUID text is accepted, not only version 4: ids are opaque to clients
+ * and a stricter check would only turn a future id scheme into 404s. */
+bool
+meeting_id_valid(const char *s)
+{
+    if (s == NULL)
+        return false;
+    for (size_t i = 0; i < MEETING_ID_LEN; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+        if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    }
+    return s[MEETING_ID_LEN] == '\0';
+}
+
+const char *
+reminder_status_name(enum reminder_status s)
+{
+    if ((size_t)s >= STATUS_COUNT)
+        return "unknown";
+    return status_names[s];
+}
+
+int
+reminder_status_parse(const char *s, enum reminder_status *out)
+{
+    for (size_t i = 0; i < STATUS_COUNT; i++) {
+        if (strcmp(s, status_names[i]) == 0) {
+            *out = (enum reminder_status)i;
+            return 0;
+        }
+    }
+    return -1;
+}
