@@ -1,0 +1,291 @@
+/* recon.c -- the reconciler thread: PostgreSQL is the truth, the Redis mirror is repaired from it.
+ * Every RECON_TICK_MS it looks at Redis's identity (run_id, marker key); a pass re-arms with SET NX
+ * every pending reminder due within the horizon, batch by batch. A pass runs at start, every
+ * interval_ms, when kicked, and at once after Redis lost data. A failed pass is retried next tick;
+ * an outage is logged once when it starts and once when it ends, never per tick. */
+#include "recon.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+#include "log.h"
+
+struct recon {
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards stop and kicked */
+    pthread_cond_t cv;  /* signalled by recon_kick and recon_stop; waits on CLOCK_MONOTONIC */
+    bool stop;
+    bool kicked;
+    atomic_uint_fast64_t passes;
+    char *database_url;
+    int64_t interval_ms;
+    int64_t horizon_ms;
+    /* Below: used by the thread only, once started. */
+    struct mirror *mi;
+    struct db *db;
+    struct reminder_key *batch;         /* DB_REMINDER_BATCH_MAX entries */
+    char run_id[MIRROR_RUN_ID_MAX + 1]; /* "" until Redis was first seen */
+    bool redis_down;
+    bool db_down;
+};
+
+static int64_t
+clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+outage(bool *down, const char *what, const char *why)
+{
+    if (!*down)
+        LOG_WARN("recon: %s unavailable, retrying every tick: %s", what, why);
+    *down = true;
+}
+
+static void
+recovered(bool *down, const char *what)
+{
+    if (*down)
+        LOG_INFO("recon: %s available again", what);
+    *down = false;
+}
+
+static bool
+stopping(struct recon *r)
+{
+    bool stop;
+
+    pthread_mutex_lock(&r->mu);
+    stop = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    return stop;
+}
+
+/* Sleeps until the next tick, a kick or stop. Returns false when the thread must end. */
+static bool
+wait_tick(struct recon *r, bool *due)
+{
+    struct timespec until;
+    bool go;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += (long)RECON_TICK_MS * 1000000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop && !r->kicked)
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
+            break;
+    go = !r->stop;
+    if (r->kicked)
+        *due = true;
+    r->kicked = false;
+    pthread_mutex_unlock(&r->mu);
+    return go;
+}
+
+/* Returns 1 when Redis lost data since we last saw it (new run_id, or the marker key is gone),
+ * 0 when it looks the same, -1 when it cannot be reached. The first sighting is not a loss: the
+ * start-up pass covers it. */
+static int
+redis_lost(struct recon *r)
+{
+    char id[MIRROR_RUN_ID_MAX + 1];
+    int created;
+    bool known = r->run_id[0] != '\0', changed;
+
+    if (mirror_run_id(r->mi, id) != 0 || (created = mirror_marker_ensure(r->mi)) < 0) {
+        outage(&r->redis_down, "redis", "no answer");
+        return -1;
+    }
+    recovered(&r->redis_down, "redis");
+    changed = known && strcmp(id, r->run_id) != 0;
+    strcpy(r->run_id, id);
+    if (changed)
+        LOG_INFO("recon: redis run_id changed to %s", id);
+    else if (known && created == 1)
+        LOG_INFO("recon: redis marker key vanished");
+    return known && (changed || created == 1);
+}
+
+/* Fetches the batch strictly after (after_at, after_id). Returns the row count or -1. */
+static long
+fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
+{
+    size_t n = 0;
+
+    switch (db_reminder_pending_batch(r->db, after_at, after_id, until, r->batch,
+                                      DB_REMINDER_BATCH_MAX, &n)) {
+    case DB_HARD_ERROR:
+    case DB_SOFT_ERROR:
+        outage(&r->db_down, "database", db_errmsg(r->db));
+        return -1;
+    case DB_NO_RESULTS:
+    case DB_ONE_RESULT:
+        break;
+    }
+    recovered(&r->db_down, "database");
+    return (long)n;
+}
+
+/* One full pass over the horizon. Adds the number of keys it had to write to *rearmed. Returns 0
+ * when complete, -1 when the database or Redis failed or we are stopping (retried next tick). */
+static int
+pass(struct recon *r, size_t *rearmed)
+{
+    char err[DB_ERR_MAX];
+    int64_t now = clock_ms(CLOCK_REALTIME), after_at = now, after_id = INT64_MAX;
+    int64_t until = now + r->horizon_ms;
+    long n;
+
+    if (r->db == NULL && (r->db = db_open(r->database_url, err, sizeof err)) == NULL) {
+        outage(&r->db_down, "database", err);
+        return -1;
+    }
+    while ((n = fetch(r, after_at, after_id, until)) > 0) {
+        /* A fresh now per batch: keys that fell due meanwhile are skipped, not set in the past. */
+        if (mirror_arm_count(r->mi, r->batch, (size_t)n, clock_ms(CLOCK_REALTIME), 1, rearmed) !=
+            0) {
+            outage(&r->redis_down, "redis", "write failed");
+            return -1;
+        }
+        after_at = r->batch[n - 1].fire_at_ms;
+        after_id = r->batch[n - 1].reminder_id;
+        if (n < DB_REMINDER_BATCH_MAX)
+            return 0;
+        if (stopping(r))
+            return -1;
+    }
+    return n == 0 ? 0 : -1;
+}
+
+/* One tick: decides whether a pass is owed and runs it. *due and *lost persist across ticks so a
+ * failed pass is retried and a data loss is still reported when the repair finally succeeds. */
+static void
+tick(struct recon *r, bool *due, bool *lost, int64_t *last_pass_ms)
+{
+    size_t rearmed = 0;
+    int l = redis_lost(r);
+
+    if (l < 0)
+        return; /* every write would fail; keep what is owed for the next tick */
+    if (l > 0)
+        *due = *lost = true;
+    if (clock_ms(CLOCK_MONOTONIC) - *last_pass_ms >= r->interval_ms)
+        *due = true;
+    if (!*due || pass(r, &rearmed) != 0)
+        return;
+    atomic_fetch_add(&r->passes, 1);
+    *last_pass_ms = clock_ms(CLOCK_MONOTONIC);
+    if (*lost)
+        LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", rearmed);
+    else if (rearmed > 0)
+        LOG_INFO("recon: re-mirrored %zu missing keys", rearmed);
+    *due = *lost = false;
+}
+
+static void *
+run(void *arg)
+{
+    struct recon *r = arg;
+    bool due = true, lost = false;
+    int64_t last_pass_ms = clock_ms(CLOCK_MONOTONIC);
+
+    do
+        tick(r, &due, &lost, &last_pass_ms);
+    while (wait_tick(r, &due));
+    return NULL;
+}
+
+static void
+destroy(struct recon *r)
+{
+    db_close(r->db);
+    mirror_free(r->mi);
+    free(r->batch);
+    free(r->database_url);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+/* Mutex and a condition variable that times out on the monotonic clock. */
+static int
+sync_init(struct recon *r)
+{
+    pthread_condattr_t ca;
+    int rc;
+
+    if (pthread_mutex_init(&r->mu, NULL) != 0)
+        return -1;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&r->cv, &ca) == 0
+             ? 0
+             : -1;
+    pthread_condattr_destroy(&ca);
+    return rc;
+}
+
+struct recon *
+recon_start(const struct recon_opts *opts)
+{
+    struct recon *r = calloc(1, sizeof *r);
+
+    if (r == NULL)
+        return NULL;
+    if (sync_init(r) != 0) {
+        free(r);
+        return NULL;
+    }
+    atomic_init(&r->passes, 0);
+    r->interval_ms = opts->interval_ms;
+    r->horizon_ms = opts->mirror.horizon_ms;
+    r->database_url = strdup(opts->database_url);
+    r->mi = mirror_new(&opts->mirror);
+    r->batch = calloc(DB_REMINDER_BATCH_MAX, sizeof *r->batch);
+    if (r->database_url == NULL || r->mi == NULL || r->batch == NULL ||
+        pthread_create(&r->thread, NULL, run, r) != 0) {
+        destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+void
+recon_kick(struct recon *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->kicked = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+uint64_t
+recon_passes(struct recon *r)
+{
+    return atomic_load(&r->passes);
+}
+
+void
+recon_stop(struct recon *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    destroy(r);
+}
