@@ -38,8 +38,8 @@ api_error_title(enum api_error e)
 /* Lower-cases once into a static table; the table is filled at first use from any thread with
  * identical bytes, so a race writes the same values (benign) -- we still fill it under
  * pthread_once to keep TSan quiet. */
-#include <pthread.h>
 #include <ctype.h>
+#include <pthread.h>
 
 static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
 

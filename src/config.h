@@ -13,23 +13,23 @@
 #define CONFIG_ERR_MAX 256
 
 struct config {
-    char http_host[CONFIG_HOST_MAX]; /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
-    int http_port;                   /* TOCSIN_HTTP_ADDR port, default 8080 */
-    int http_threads;                /* TOCSIN_HTTP_THREADS 1..64, default 4 */
-    int http_connections_max;        /* TOCSIN_HTTP_CONNECTIONS_MAX 16..10000, default 1024 */
-    int http_timeout_s;              /* TOCSIN_HTTP_TIMEOUT_S 1..3600, default 30 */
-    char database_url[CONFIG_STR_MAX];    /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
-    char redis_host[CONFIG_HOST_MAX];     /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
+    char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
+    int http_port;                     /* TOCSIN_HTTP_ADDR port, default 8080 */
+    int http_threads;                  /* TOCSIN_HTTP_THREADS 1..64, default 4 */
+    int http_connections_max;          /* TOCSIN_HTTP_CONNECTIONS_MAX 16..10000, default 1024 */
+    int http_timeout_s;                /* TOCSIN_HTTP_TIMEOUT_S 1..3600, default 30 */
+    char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
+    char redis_host[CONFIG_HOST_MAX];  /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
     int redis_port;
     int redis_db;                         /* 0..15 */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
-    char redis_prefix[65];                /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
-    char instance_id[129];                /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
-    enum log_level log_level;             /* TOCSIN_LOG_LEVEL, default info */
-    int64_t mirror_horizon_ms;  /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
-    int64_t recon_interval_ms;  /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 2000 */
-    int64_t missed_grace_ms;    /* TOCSIN_MISSED_GRACE_MS 0..86400000, default 60000 */
-    int64_t auth_cache_ms;      /* TOCSIN_AUTH_CACHE_MS 0..60000, default 2000 */
+    char redis_prefix[65];     /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
+    char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
+    enum log_level log_level;  /* TOCSIN_LOG_LEVEL, default info */
+    int64_t mirror_horizon_ms; /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
+    int64_t recon_interval_ms; /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 2000 */
+    int64_t missed_grace_ms;   /* TOCSIN_MISSED_GRACE_MS 0..86400000, default 60000 */
+    int64_t auth_cache_ms;     /* TOCSIN_AUTH_CACHE_MS 0..60000, default 2000 */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */

@@ -1,0 +1,215 @@
+/* config.c -- reads TOCSIN_* environment variables once at start. Every numeric setting has a
+ * bound; anything malformed or out of range stops the start with one line naming the variable. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HOSTNAME_MAX 64
+
+struct int_setting {
+    const char *name;
+    int64_t def, min, max, scale; /* value stored = parsed * scale */
+    size_t offset;                /* into struct config */
+    int is_int;                   /* stored as int instead of int64_t */
+};
+
+static const struct int_setting int_settings[] = {
+    {"TOCSIN_HTTP_THREADS", 4, 1, 64, 1, offsetof(struct config, http_threads), 1},
+    {"TOCSIN_HTTP_CONNECTIONS_MAX", 1024, 16, 10000, 1,
+     offsetof(struct config, http_connections_max), 1},
+    {"TOCSIN_HTTP_TIMEOUT_S", 30, 1, 3600, 1, offsetof(struct config, http_timeout_s), 1},
+    {"TOCSIN_MIRROR_HORIZON_S", 86400, 3600, 31622400, 1000,
+     offsetof(struct config, mirror_horizon_ms), 0},
+    {"TOCSIN_RECON_INTERVAL_MS", 2000, 100, 3600000, 1, offsetof(struct config, recon_interval_ms),
+     0},
+    {"TOCSIN_MISSED_GRACE_MS", 60000, 0, 86400000, 1, offsetof(struct config, missed_grace_ms), 0},
+    {"TOCSIN_AUTH_CACHE_MS", 2000, 0, 60000, 1, offsetof(struct config, auth_cache_ms), 0},
+};
+
+static int
+fail(char *err, size_t errlen, const char *name, const char *why)
+{
+    snprintf(err, errlen, "%s: %s", name, why);
+    return -1;
+}
+
+/* Strict decimal: no sign, no spaces, no trailing bytes. */
+static int
+parse_int(const char *s, int64_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int
+load_ints(struct config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(int_settings) / sizeof(int_settings[0]); i++) {
+        const struct int_setting *s = &int_settings[i];
+        const char *env = getenv(s->name);
+        int64_t v = s->def;
+        char why[96];
+        if (env != NULL && (parse_int(env, &v) != 0 || v < s->min || v > s->max)) {
+            snprintf(why, sizeof(why), "must be an integer from %lld to %lld", (long long)s->min,
+                     (long long)s->max);
+            return fail(err, errlen, s->name, why);
+        }
+        char *field = (char *)cfg + s->offset;
+        if (s->is_int)
+            *(int *)(void *)field = (int)v;
+        else
+            *(int64_t *)(void *)field = v * s->scale;
+    }
+    return 0;
+}
+
+/* "host:port", host may be "[v6]". */
+static int
+parse_addr(struct config *cfg, const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    int64_t port;
+    if (colon == NULL || colon == s || parse_int(colon + 1, &port) != 0 || port < 1 || port > 65535)
+        return -1;
+    size_t hlen = (size_t)(colon - s);
+    if (s[0] == '[') {
+        if (hlen < 3 || s[hlen - 1] != ']')
+            return -1;
+        s++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof(cfg->http_host))
+        return -1;
+    memcpy(cfg->http_host, s, hlen);
+    cfg->http_host[hlen] = '\0';
+    cfg->http_port = (int)port;
+    return 0;
+}
+
+int
+config_parse_redis_url(struct config *cfg, const char *url)
+{
+    const char *p;
+    int64_t v;
+    char tmp[CONFIG_HOST_MAX];
+
+    if (strncmp(url, "redis://", 8) != 0)
+        return -1;
+    p = url + 8;
+    cfg->redis_password[0] = '\0';
+    const char *at = strchr(p, '@');
+    if (at != NULL) {
+        const char *pw = memchr(p, ':', (size_t)(at - p));
+        pw = pw ? pw + 1 : p; /* "user:pass@" or "pass@"; the user part is ignored */
+        if ((size_t)(at - pw) >= sizeof(cfg->redis_password))
+            return -1;
+        memcpy(cfg->redis_password, pw, (size_t)(at - pw));
+        cfg->redis_password[at - pw] = '\0';
+        p = at + 1;
+    }
+    size_t hostlen = strcspn(p, ":/");
+    if (hostlen == 0 || hostlen >= sizeof(cfg->redis_host))
+        return -1;
+    memcpy(cfg->redis_host, p, hostlen);
+    cfg->redis_host[hostlen] = '\0';
+    p += hostlen;
+    cfg->redis_port = 6379;
+    cfg->redis_db = 0;
+    if (*p == ':') {
+        size_t n = strcspn(p + 1, "/");
+        if (n == 0 || n >= sizeof(tmp))
+            return -1;
+        memcpy(tmp, p + 1, n);
+        tmp[n] = '\0';
+        if (parse_int(tmp, &v) != 0 || v < 1 || v > 65535)
+            return -1;
+        cfg->redis_port = (int)v;
+        p += 1 + n;
+    }
+    if (*p == '/' && p[1] != '\0') {
+        if (parse_int(p + 1, &v) != 0 || v > 15)
+            return -1;
+        cfg->redis_db = (int)v;
+    } else if (*p != '\0' && strcmp(p, "/") != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+valid_prefix(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+static int
+copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        return -1;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+static int
+load_strings(struct config *cfg, char *err, size_t errlen)
+{
+    const char *v;
+
+    v = getenv("TOCSIN_HTTP_ADDR");
+    if (parse_addr(cfg, v ? v : "127.0.0.1:8080") != 0)
+        return fail(err, errlen, "TOCSIN_HTTP_ADDR", "must be host:port, e.g. 127.0.0.1:8080");
+    v = getenv("TOCSIN_DATABASE_URL");
+    if (copy_str(cfg->database_url, sizeof(cfg->database_url), v ? v : "postgresql:///tocsin") ||
+        cfg->database_url[0] == '\0')
+        return fail(err, errlen, "TOCSIN_DATABASE_URL", "must be a libpq URI of under 1024 bytes");
+    v = getenv("TOCSIN_REDIS_URL");
+    if (config_parse_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0") != 0)
+        return fail(err, errlen, "TOCSIN_REDIS_URL",
+                    "must be redis://[:password@]host[:port][/db]");
+    v = getenv("TOCSIN_REDIS_PREFIX");
+    if (!valid_prefix(v ? v : "tocsin"))
+        return fail(err, errlen, "TOCSIN_REDIS_PREFIX", "must be 1..64 of [A-Za-z0-9_.-]");
+    copy_str(cfg->redis_prefix, sizeof(cfg->redis_prefix), v ? v : "tocsin");
+    v = getenv("TOCSIN_LOG_LEVEL");
+    if (v != NULL && log_level_parse(v, &cfg->log_level) != 0)
+        return fail(err, errlen, "TOCSIN_LOG_LEVEL", "must be error, warn, info or debug");
+    v = getenv("TOCSIN_INSTANCE_ID");
+    if (v != NULL) {
+        if (!valid_prefix(v))
+            return fail(err, errlen, "TOCSIN_INSTANCE_ID", "must be 1..64 of [A-Za-z0-9_.-]");
+        copy_str(cfg->instance_id, sizeof(cfg->instance_id), v);
+    } else {
+        char host[HOSTNAME_MAX + 1] = "tocsin";
+        gethostname(host, HOSTNAME_MAX);
+        host[HOSTNAME_MAX] = '\0';
+        snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s-%ld", host, (long)getpid());
+    }
+    return 0;
+}
+
+int
+config_load(struct config *cfg, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->log_level = LOG_LEVEL_INFO;
+    if (load_strings(cfg, err, errlen) != 0)
+        return -1;
+    return load_ints(cfg, err, errlen);
+}

@@ -1,0 +1,127 @@
+/* handler.c -- checks and replies shared by the endpoint handlers. */
+#include "handler.h"
+
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "mirror.h"
+#include "timefmt.h"
+
+#define CONTENT_TYPE_MAX 128
+
+/* Compares the media type (before ';', spaces trimmed, case-insensitive) and accepts only a
+ * utf-8 charset parameter: JSON is UTF-8 by definition and anything else is a client bug. */
+static int
+type_matches(const char *h, const char *want)
+{
+    size_t n = strcspn(h, ";");
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    if (n != strlen(want) || strncasecmp(h, want, n) != 0)
+        return 0;
+    const char *p = h + strcspn(h, ";");
+    while (*p == ';') {
+        p++;
+        p += strspn(p, " \t");
+        size_t plen = strcspn(p, ";");
+        if (plen > 0 && strncasecmp(p, "charset=utf-8", plen) != 0 &&
+            strncasecmp(p, "charset=\"utf-8\"", plen) != 0)
+            return 0;
+        p += plen;
+    }
+    return 1;
+}
+
+int
+handler_require_type(struct request *rq, const char *want, int *ret)
+{
+    const char *h = http_header(rq, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (h != NULL && strlen(h) <= CONTENT_TYPE_MAX && type_matches(h, want))
+        return 0;
+    *ret = http_reply_problem(rq, API_E_UNSUPPORTED_MEDIA_TYPE,
+                              strcmp(want, "application/json") == 0
+                                  ? "Content-Type must be application/json"
+                                  : "Content-Type must be application/merge-patch+json");
+    return -1;
+}
+
+static enum MHD_Result
+count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (*(int *)cls)++;
+    return MHD_YES;
+}
+
+int
+handler_no_query(struct request *rq, int *ret)
+{
+    int n = 0;
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, count_arg, &n);
+    if (n == 0)
+        return 0;
+    *ret = http_reply_problem(rq, API_E_BAD_QUERY, "this endpoint takes no query parameters");
+    return -1;
+}
+
+json_t *
+handler_parse_body(struct request *rq, int *ret)
+{
+    char err[CODEC_MESSAGE_MAX];
+    json_t *doc = codec_parse(rq->body ? rq->body : "", rq->body_len, err, sizeof(err));
+    if (doc == NULL)
+        *ret = http_reply_problem(rq, API_E_BAD_JSON, err);
+    return doc;
+}
+
+const char *
+handler_meeting_id(struct request *rq, int *ret)
+{
+    if (rq->match.nargs == 1 && meeting_id_valid(rq->match.args[0]))
+        return rq->match.args[0];
+    *ret = http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    return NULL;
+}
+
+int
+handler_db_problem(struct request *rq, enum db_status st)
+{
+    switch (st) {
+    case DB_HARD_ERROR:
+    case DB_SOFT_ERROR:
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    case DB_NO_RESULTS:
+        return http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    case DB_ONE_RESULT:
+        break;
+    }
+    LOG_ERROR("handler_db_problem called for a success");
+    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+}
+
+int
+handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_MAX])
+{
+    json_t *v = codec_meeting_encode(m);
+    *body = v ? codec_dump(v) : NULL;
+    json_decref(v);
+    if (*body == NULL)
+        return -1;
+    http_etag(*body, strlen(*body), etag);
+    return 0;
+}
+
+void
+handler_mirror_sync(struct request *rq, const struct reminder_keys *gone, const struct meeting *m)
+{
+    struct reminder_keys fresh = {0};
+    if (gone != NULL && gone->n > 0 && mirror_disarm(rq->w->mi, gone->k, gone->n) != 0)
+        LOG_WARN("redis: %zu stale reminder keys left for the reconciler", gone->n);
+    if (m == NULL)
+        return;
+    meeting_pending_keys(m, &fresh);
+    if (fresh.n > 0 && mirror_arm(rq->w->mi, fresh.k, fresh.n, timefmt_now_ms(), 0) != 0)
+        LOG_WARN("redis: meeting %s: %zu reminder keys left for the reconciler", m->id, fresh.n);
+}

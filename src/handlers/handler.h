@@ -1,0 +1,36 @@
+/* handler.h -- helpers shared by the endpoint handlers: request checks that several endpoints
+ * make, the meeting reply with its ETag, and the after-commit Redis mirror update. */
+#ifndef TOCSIN_HANDLER_H
+#define TOCSIN_HANDLER_H
+
+#include <stdbool.h>
+
+#include "api_errors.h"
+#include "codec.h"
+#include "db.h"
+#include "http_reply.h"
+#include "http_request.h"
+#include "meeting.h"
+
+/* 0 when Content-Type's media type equals want (parameters allowed: charset must be utf-8);
+ * otherwise replies 415 and returns -1 (with *ret set to the MHD result). */
+int handler_require_type(struct request *rq, const char *want, int *ret);
+/* 0 when the request has no query arguments; otherwise replies 400 and returns -1. */
+int handler_no_query(struct request *rq, int *ret);
+/* Parses rq's body as JSON. NULL after replying 400 bad_json (*ret set). */
+json_t *handler_parse_body(struct request *rq, int *ret);
+/* Validates the {id} path argument: NULL after replying 404 (*ret set). */
+const char *handler_meeting_id(struct request *rq, int *ret);
+/* Replies for a failed database status (503 for errors, 404 for NO_RESULTS). */
+int handler_db_problem(struct request *rq, enum db_status st);
+/* Encodes m into *body (malloc'ed) and its ETag; 0 or -1 (out of memory). */
+int handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_MAX]);
+/* After a commit: deletes the keys in gone, arms m's pending reminders. Redis failures are
+ * logged and left to the reconciler. */
+void handler_mirror_sync(struct request *rq, const struct reminder_keys *gone,
+                         const struct meeting *m);
+/* Shared by PUT and PATCH: loads the meeting for update, checks If-Match, builds the new
+ * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
+int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);
+
+#endif

@@ -1,0 +1,136 @@
+/* meeting_replace.c -- the read-modify-write shared by PUT and PATCH. In one transaction: lock the
+ * row, check If-Match against the current representation, build and validate the new state,
+ * write it. The Redis keys follow after the commit. */
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handler.h"
+#include "log.h"
+#include "timefmt.h"
+
+enum replace_outcome { REPLACE_OK, REPLACE_NOT_FOUND, REPLACE_PRECONDITION, REPLACE_INVALID };
+
+struct replace_tx {
+    int64_t tenant_id;
+    const char *id;
+    const json_t *doc;
+    bool is_patch;
+    const char *if_match;
+    struct meeting cur;
+    struct meeting next;
+    struct codec_errors errs;
+    struct reminder_keys gone;
+    char *body;
+    char etag[HTTP_ETAG_MAX];
+    enum replace_outcome outcome;
+};
+
+static void
+replace_reset(struct replace_tx *t)
+{
+    meeting_fini(&t->cur);
+    meeting_fini(&t->next);
+    free(t->body);
+    t->body = NULL;
+    t->errs.n = 0;
+    t->gone.n = 0;
+}
+
+/* The new state of the meeting; REPLACE_INVALID with t->errs when it does not validate. */
+static enum replace_outcome
+build_next(struct replace_tx *t)
+{
+    json_t *input;
+    if (t->is_patch) {
+        json_t *base = codec_meeting_input_doc(&t->cur);
+        input = base ? codec_merge_patch(base, t->doc) : NULL;
+        json_decref(base);
+    } else {
+        input = json_incref((json_t *)t->doc);
+    }
+    if (input == NULL)
+        return REPLACE_INVALID;
+    enum api_error e = codec_meeting_decode(input, &t->next, &t->errs);
+    json_decref(input);
+    if (e != API_E_NONE)
+        return REPLACE_INVALID;
+    memcpy(t->next.id, t->cur.id, sizeof(t->next.id));
+    t->next.created_at_ms = t->cur.created_at_ms;
+    t->next.version = t->cur.version + 1;
+    t->next.updated_at_ms = timefmt_now_ms();
+    return REPLACE_OK;
+}
+
+static enum db_status
+replace_tx_run(struct db *db, void *arg)
+{
+    struct replace_tx *t = arg;
+    enum db_status st;
+
+    replace_reset(t);
+    st = db_meeting_get(db, t->tenant_id, t->id, &t->cur, true);
+    if (st == DB_NO_RESULTS)
+        t->outcome = REPLACE_NOT_FOUND;
+    if (st != DB_ONE_RESULT)
+        return st;
+    if (t->if_match != NULL) {
+        if (handler_meeting_body(&t->cur, &t->body, t->etag) != 0)
+            return DB_HARD_ERROR;
+        if (!http_etag_matches(t->if_match, t->etag, 0)) {
+            t->outcome = REPLACE_PRECONDITION;
+            return DB_NO_RESULTS;
+        }
+        free(t->body);
+        t->body = NULL;
+    }
+    if ((t->outcome = build_next(t)) != REPLACE_OK)
+        return DB_NO_RESULTS;
+    st = db_meeting_update(db, t->tenant_id, &t->next, &t->gone);
+    if (st != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    return handler_meeting_body(&t->next, &t->body, t->etag) == 0 ? DB_ONE_RESULT : DB_HARD_ERROR;
+}
+
+static int
+reply(struct request *rq, struct replace_tx *t, enum db_status st)
+{
+    struct http_reply_meta meta = {t->etag, NULL};
+    if (st == DB_ONE_RESULT) {
+        handler_mirror_sync(rq, &t->gone, &t->next);
+        return http_reply_raw(rq, MHD_HTTP_OK, t->body, strlen(t->body), NULL, &meta);
+    }
+    if (st != DB_NO_RESULTS)
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    switch (t->outcome) {
+    case REPLACE_NOT_FOUND:
+        return http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    case REPLACE_PRECONDITION:
+        return http_reply_problem(rq, API_E_PRECONDITION_FAILED,
+                                  "If-Match does not match the current ETag");
+    case REPLACE_INVALID:
+        return http_reply_validation(rq, &t->errs);
+    case REPLACE_OK:
+        break;
+    }
+    LOG_ERROR("meeting replace: no outcome for a read-only transaction");
+    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+}
+
+int
+handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
+{
+    struct replace_tx t = {
+        .tenant_id = rq->tenant_id, .id = rq->match.args[0], .doc = doc, .is_patch = is_patch};
+    struct db *db = http_db(rq);
+    int ret;
+
+    if (db == NULL)
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    t.if_match = http_header(rq, MHD_HTTP_HEADER_IF_MATCH);
+    meeting_init(&t.cur);
+    meeting_init(&t.next);
+    ret = reply(rq, &t, db_tx_run(db, replace_tx_run, &t));
+    replace_reset(&t);
+    return ret;
+}

@@ -1,0 +1,138 @@
+/* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
+ * meetings ordered by (starts_at, id), keyset-paginated. The cursor is opaque to clients: hex of
+ * "v1:<starts_at_ms>:<id>" of the last item returned. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handler.h"
+#include "http_routes.h"
+#include "timefmt.h"
+
+#define LIST_LIMIT_DEFAULT 50
+#define CURSOR_RAW_MAX 80
+#define CURSOR_MAX (2 * CURSOR_RAW_MAX)
+
+struct list_args {
+    struct db_list_query q;
+    const char *bad; /* the first offending parameter, for the problem detail */
+    int seen_from, seen_to, seen_limit, seen_cursor;
+};
+
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static int
+cursor_decode(const char *s, struct db_list_query *q)
+{
+    char raw[CURSOR_RAW_MAX + 1];
+    size_t n = strlen(s);
+    long long ms;
+    int used = 0;
+
+    if (n == 0 || n % 2 != 0 || n > CURSOR_MAX)
+        return -1;
+    for (size_t i = 0; i < n / 2; i++) {
+        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        raw[i] = (char)(hi * 16 + lo);
+    }
+    raw[n / 2] = '\0';
+    if (sscanf(raw, "v1:%lld:%n", &ms, &used) != 1 || used == 0 || !meeting_id_valid(raw + used))
+        return -1;
+    q->has_after = true;
+    q->after_starts_at_ms = ms;
+    memcpy(q->after_id, raw + used, MEETING_ID_LEN + 1);
+    return 0;
+}
+
+static void
+cursor_encode(const struct meeting *last, char out[CURSOR_MAX + 1])
+{
+    char raw[CURSOR_RAW_MAX + 1];
+    int n = snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
+    for (int i = 0; i < n && i < CURSOR_RAW_MAX; i++)
+        snprintf(out + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+}
+
+static int
+parse_time_arg(const char *v, int64_t *out)
+{
+    return v == NULL ? -1 : timefmt_parse(v, strlen(v), out);
+}
+
+static enum MHD_Result
+take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct list_args *a = cls;
+    int ok;
+    char *end;
+
+    if (strcmp(key, "from") == 0)
+        ok = a->seen_from++ == 0 && parse_time_arg(value, &a->q.from_ms) == 0;
+    else if (strcmp(key, "to") == 0)
+        ok = a->seen_to++ == 0 && parse_time_arg(value, &a->q.to_ms) == 0;
+    else if (strcmp(key, "cursor") == 0)
+        ok = a->seen_cursor++ == 0 && value != NULL && cursor_decode(value, &a->q) == 0;
+    else if (strcmp(key, "limit") == 0) {
+        long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
+        ok = a->seen_limit++ == 0 && value && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
+        a->q.limit = (size_t)v;
+    } else
+        ok = 0;
+    if (!ok) {
+        a->bad = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static int
+reply_page(struct request *rq, struct db_meeting_list *l)
+{
+    json_t *items = json_array();
+    char cursor[CURSOR_MAX + 1] = "";
+    for (size_t i = 0; i < l->n; i++)
+        json_array_append_new(items, codec_meeting_encode(&l->m[i]));
+    if (l->more && l->n > 0)
+        cursor_encode(&l->m[l->n - 1], cursor);
+    json_t *page = json_object();
+    json_object_set_new(page, "items", items);
+    json_object_set_new(page, "next_cursor", cursor[0] ? json_string(cursor) : json_null());
+    return http_reply_json(rq, MHD_HTTP_OK, page, NULL);
+}
+
+int
+handle_meetings_list(struct request *rq)
+{
+    struct list_args a = {
+        .q = {.from_ms = INT64_MIN, .to_ms = INT64_MAX, .limit = LIST_LIMIT_DEFAULT}};
+    struct db_meeting_list l = {0};
+    char detail[96];
+    struct db *db;
+
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
+    if (a.bad != NULL) {
+        snprintf(detail, sizeof(detail), "invalid or repeated query parameter '%.32s'", a.bad);
+        return http_reply_problem(rq, API_E_BAD_QUERY, detail);
+    }
+    if (a.q.from_ms != INT64_MIN && a.q.to_ms != INT64_MAX && a.q.from_ms > a.q.to_ms)
+        return http_reply_problem(rq, API_E_BAD_QUERY, "'from' must not be after 'to'");
+    if ((db = http_db(rq)) == NULL)
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    enum db_status st = db_meeting_list(db, rq->tenant_id, &a.q, &l);
+    int ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
+                  ? reply_page(rq, &l)
+                  : http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    db_meeting_list_fini(&l);
+    return ret;
+}

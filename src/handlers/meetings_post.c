@@ -1,0 +1,154 @@
+/* meetings_post.c -- POST /v1/meetings. Validate, insert (one statement), then arm the Redis keys
+ * after the commit. With an Idempotency-Key the insert and the stored response share one
+ * transaction, serialized per key by a try-lock: a concurrent duplicate gets 409 instead of
+ * waiting, a finished one is replayed byte for byte, a different body with the same key is 422. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apikey.h"
+#include "handler.h"
+#include "http_routes.h"
+#include "timefmt.h"
+
+#define LOCATION_MAX 64
+
+enum post_outcome { POST_CREATED, POST_REPLAY, POST_MISMATCH, POST_IN_FLIGHT };
+
+struct post_tx {
+    int64_t tenant_id;
+    const char *key;
+    char request_hash[65];
+    struct meeting *m;
+    char location[LOCATION_MAX];
+    char etag[HTTP_ETAG_MAX];
+    char *body;
+    struct db_idem_response stored;
+    enum post_outcome outcome;
+};
+
+static int
+idempotency_key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > IDEMPOTENCY_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] < 0x21 || k[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* Runs inside db_tx_run, so it may run again after a soft error: reset what it produced. */
+static enum db_status
+post_tx_run(struct db *db, void *arg)
+{
+    struct post_tx *t = arg;
+    char stored_hash[65];
+    enum db_status st;
+
+    free(t->body);
+    t->body = NULL;
+    db_idem_response_fini(&t->stored);
+    st = db_idem_lock(db, t->tenant_id, t->key);
+    if (st == DB_NO_RESULTS)
+        t->outcome = POST_IN_FLIGHT;
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_idem_get(db, t->tenant_id, t->key, stored_hash, &t->stored);
+    if (st == DB_ONE_RESULT)
+        t->outcome = strcmp(stored_hash, t->request_hash) == 0 ? POST_REPLAY : POST_MISMATCH;
+    if (st != DB_NO_RESULTS)
+        return st;
+    st = db_meeting_insert(db, t->tenant_id, t->m);
+    if (st != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if (handler_meeting_body(t->m, &t->body, t->etag) != 0)
+        return DB_HARD_ERROR;
+    struct db_idem_response resp = {MHD_HTTP_CREATED, t->body, t->location, t->etag};
+    t->outcome = POST_CREATED;
+    return db_idem_put(db, t->tenant_id, t->key, t->request_hash, &resp);
+}
+
+static int
+reply_outcome(struct request *rq, struct post_tx *t)
+{
+    struct http_reply_meta meta = {t->etag, t->location};
+    switch (t->outcome) {
+    case POST_CREATED:
+        handler_mirror_sync(rq, NULL, t->m);
+        return http_reply_raw(rq, MHD_HTTP_CREATED, t->body, strlen(t->body), NULL, &meta);
+    case POST_REPLAY:
+        meta.etag = t->stored.etag;
+        meta.location = t->stored.location;
+        return http_reply_raw(rq, (unsigned)t->stored.status, t->stored.body,
+                              strlen(t->stored.body), NULL, &meta);
+    case POST_MISMATCH:
+        return http_reply_problem(rq, API_E_IDEMPOTENCY_MISMATCH,
+                                  "this Idempotency-Key was used with a different request body");
+    case POST_IN_FLIGHT:
+        return http_reply_problem(rq, API_E_IDEMPOTENCY_IN_FLIGHT, NULL);
+    }
+    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+}
+
+static int
+create(struct request *rq, struct db *db, struct meeting *m, const char *key)
+{
+    struct post_tx t = {.tenant_id = rq->tenant_id, .key = key, .m = m};
+    enum db_status st;
+    int ret;
+
+    snprintf(t.location, sizeof(t.location), "/v1/meetings/%s", m->id);
+    if (key == NULL) {
+        st = db_meeting_insert(db, rq->tenant_id, m);
+        if (st == DB_ONE_RESULT && handler_meeting_body(m, &t.body, t.etag) != 0)
+            st = DB_HARD_ERROR;
+        t.outcome = POST_CREATED;
+    } else {
+        apikey_sha256_hex(rq->body, rq->body_len, t.request_hash);
+        st = db_tx_run(db, post_tx_run, &t);
+    }
+    if (st == DB_ONE_RESULT)
+        ret = reply_outcome(rq, &t);
+    else if (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT)
+        ret = reply_outcome(rq, &t);
+    else
+        ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    free(t.body);
+    db_idem_response_fini(&t.stored);
+    return ret;
+}
+
+int
+handle_meetings_post(struct request *rq)
+{
+    struct meeting m;
+    struct codec_errors errs = {0};
+    const char *key = http_header(rq, "Idempotency-Key");
+    struct db *db;
+    json_t *doc;
+    int ret;
+
+    if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
+        return ret;
+    if (key != NULL && !idempotency_key_valid(key))
+        return http_reply_problem(rq, API_E_BAD_HEADER,
+                                  "Idempotency-Key must be 1..255 printable ASCII characters");
+    if ((doc = handler_parse_body(rq, &ret)) == NULL)
+        return ret;
+    meeting_init(&m);
+    if (codec_meeting_decode(doc, &m, &errs) != API_E_NONE) {
+        ret = http_reply_validation(rq, &errs);
+    } else if (meeting_new_id(m.id) != 0 || (db = http_db(rq)) == NULL) {
+        ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    } else {
+        m.version = 1;
+        m.created_at_ms = m.updated_at_ms = timefmt_now_ms();
+        ret = create(rq, db, &m, key);
+    }
+    json_decref(doc);
+    meeting_fini(&m);
+    return ret;
+}

@@ -1,0 +1,164 @@
+/* http_reply.c -- builds and queues every HTTP response. Handlers never touch MHD responses. */
+#include "http_reply.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apikey.h"
+#include "log.h"
+
+#define PROBLEM_DETAIL_MAX 300
+
+static int
+queue(struct request *rq, unsigned status, struct MHD_Response *resp)
+{
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    rq->status = status;
+    rq->answered = true;
+    enum MHD_Result r = MHD_queue_response(rq->conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+int
+http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len,
+               const char *content_type, const struct http_reply_meta *meta)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", content_type ? content_type : "application/json");
+    if (meta != NULL && meta->etag != NULL)
+        MHD_add_response_header(resp, "ETag", meta->etag);
+    if (meta != NULL && meta->location != NULL)
+        MHD_add_response_header(resp, "Location", meta->location);
+    return queue(rq, status, resp);
+}
+
+int
+http_reply_json(struct request *rq, unsigned status, json_t *v_steal,
+                const struct http_reply_meta *meta)
+{
+    char *s = v_steal ? codec_dump(v_steal) : NULL;
+    json_decref(v_steal);
+    if (s == NULL) {
+        LOG_ERROR("out of memory serializing a reply");
+        return MHD_NO;
+    }
+    int r = http_reply_raw(rq, status, s, strlen(s), NULL, meta);
+    free(s);
+    return r;
+}
+
+static json_t *
+problem_new(enum api_error e, const char *detail)
+{
+    char type[80];
+    snprintf(type, sizeof(type), "urn:tocsin:problem:%s", api_error_code(e));
+    json_t *p = json_object();
+    json_object_set_new(p, "type", json_string(type));
+    json_object_set_new(p, "title", json_string(api_error_title(e)));
+    json_object_set_new(p, "status", json_integer(api_error_status(e)));
+    /* detail is ours or truncated client text; json_stringn keeps invalid bytes out. */
+    char d[PROBLEM_DETAIL_MAX];
+    snprintf(d, sizeof(d), "%s", detail ? detail : api_error_title(e));
+    json_t *ds = json_string(d);
+    json_object_set_new(p, "detail", ds ? ds : json_string(api_error_title(e)));
+    json_object_set_new(p, "code", json_string(api_error_code(e)));
+    return p;
+}
+
+static int
+reply_problem_json(struct request *rq, enum api_error e, json_t *p)
+{
+    unsigned status = api_error_status(e);
+    char *s = codec_dump(p);
+    json_decref(p);
+    if (s == NULL)
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/problem+json");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, "Allow", rq->match.allow);
+    return queue(rq, status, resp);
+}
+
+int
+http_reply_problem(struct request *rq, enum api_error e, const char *detail)
+{
+    return reply_problem_json(rq, e, problem_new(e, detail));
+}
+
+int
+http_reply_validation(struct request *rq, const struct codec_errors *errs)
+{
+    json_t *p = problem_new(API_E_VALIDATION, errs->n > 0 ? errs->e[0].message : NULL);
+    json_t *list = json_array();
+    for (size_t i = 0; i < errs->n; i++)
+        json_array_append_new(list, json_pack("{s:s, s:s}", "field", errs->e[i].field, "message",
+                                              errs->e[i].message));
+    json_object_set_new(p, "errors", list);
+    return reply_problem_json(rq, API_E_VALIDATION, p);
+}
+
+int
+http_reply_empty(struct request *rq, unsigned status)
+{
+    return queue(rq, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+}
+
+int
+http_reply_not_modified(struct request *rq, const char *etag)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (resp != NULL)
+        MHD_add_response_header(resp, "ETag", etag);
+    return queue(rq, MHD_HTTP_NOT_MODIFIED, resp);
+}
+
+void
+http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
+{
+    char hex[65];
+    apikey_sha256_hex(body, len, hex);
+    snprintf(out, HTTP_ETAG_MAX, "\"%.32s\"", hex);
+}
+
+/* Walks a comma-separated list of entity tags. */
+int
+http_etag_matches(const char *header, const char *etag, int weak_ok)
+{
+    size_t elen = strlen(etag);
+    const char *p = header;
+
+    while (*p != '\0') {
+        p += strspn(p, " \t,");
+        if (*p == '\0')
+            break;
+        if (*p == '*' && (p[1] == '\0' || p[1] == ',' || p[1] == ' ' || p[1] == '\t'))
+            return 1;
+        int weak = strncmp(p, "W/", 2) == 0;
+        if (weak)
+            p += 2;
+        size_t n = strcspn(p, ",");
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if ((!weak || weak_ok) && n == elen && memcmp(p, etag, elen) == 0)
+            return 1;
+        p += strcspn(p, ",");
+    }
+    return 0;
+}

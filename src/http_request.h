@@ -1,0 +1,63 @@
+/* http_request.h -- the per-request object and the per-thread worker that handlers receive.
+ * One struct request per HTTP request, allocated on its first callback and freed only in MHD's
+ * completion callback. A struct worker belongs to one MHD pool thread and owns that thread's
+ * PostgreSQL and Redis connections (neither library's connections are thread-safe). */
+#ifndef TOCSIN_HTTP_REQUEST_H
+#define TOCSIN_HTTP_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "route.h"
+
+#define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
+#define HTTP_URL_MAX 2048   /* request targets above this get 414 */
+#define HTTP_HEADER_VALUE_MAX 4096
+#define AUTH_CACHE_SLOTS 64 /* per thread */
+
+struct db;
+struct mirror;
+struct MHD_Connection;
+
+struct auth_cache_slot {
+    uint8_t hash[32];
+    int64_t tenant_id;
+    int64_t expires_ms; /* monotonic */
+};
+
+struct worker {
+    const struct config *cfg;
+    struct db *db;       /* NULL until the first successful connect */
+    int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
+    struct mirror *mi;
+    struct auth_cache_slot auth[AUTH_CACHE_SLOTS];
+    unsigned auth_next;
+    struct worker *next; /* registry list, guarded by the server's registry lock */
+};
+
+struct request {
+    struct MHD_Connection *conn;
+    struct worker *w;
+    const char *method;
+    char *path; /* malloc'ed copy, query string excluded */
+    struct route_match match;
+    char *body; /* malloc'ed, NUL-terminated for convenience; body_len excludes the NUL */
+    size_t body_len;
+    size_t body_cap;
+    bool body_too_large;
+    bool answered;
+    int64_t tenant_id;
+    size_t target_len; /* bytes of the raw request target, query included */
+    int64_t start_ns;
+    unsigned status; /* for the access log */
+};
+
+/* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */
+const char *http_header(struct request *rq, const char *name);
+/* The worker's database, connecting on demand; NULL (and a 503 is the caller's to send) when
+ * PostgreSQL cannot be reached. */
+struct db *http_db(struct request *rq);
+
+#endif

@@ -1,0 +1,19 @@
+/* http_routes.h -- the route table (defined in http_routes.c) and the handlers it names. */
+#ifndef TOCSIN_HTTP_ROUTES_H
+#define TOCSIN_HTTP_ROUTES_H
+
+#include "route.h"
+
+extern const struct route http_routes[];
+extern const size_t http_routes_count;
+
+int handle_healthz(struct request *rq);
+int handle_readyz(struct request *rq);
+int handle_meetings_post(struct request *rq);
+int handle_meetings_list(struct request *rq);
+int handle_meeting_get(struct request *rq);
+int handle_meeting_put(struct request *rq);
+int handle_meeting_patch(struct request *rq);
+int handle_meeting_delete(struct request *rq);
+
+#endif

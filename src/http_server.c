@@ -1,0 +1,367 @@
+/* http_server.c -- the MHD daemon and the request life cycle: allocate on the URI-log callback,
+ * collect the body (bounded), route, authenticate, call the handler, log and free on completion.
+ * Per the known MHD 0.9.75 trap, handlers answer on a later callback than the first, which keeps
+ * keep-alive connections open. Errors caught before the body is read are answered at once. */
+#include "http_server.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "apikey.h"
+#include "db.h"
+#include "http_reply.h"
+#include "http_request.h"
+#include "http_routes.h"
+#include "log.h"
+#include "mirror.h"
+
+#define DB_RETRY_BACKOFF_MS 1000
+#define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    const struct config *cfg;
+    pthread_mutex_t lock; /* guards workers */
+    struct worker *workers;
+};
+
+static _Thread_local struct worker *tl_worker;
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct worker *
+worker_get(struct http_server *srv)
+{
+    if (tl_worker != NULL)
+        return tl_worker;
+    struct worker *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    const struct config *cfg = srv->cfg;
+    struct mirror_opts mo = {cfg->redis_host,   cfg->redis_port,
+                             cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
+                             cfg->redis_prefix, cfg->mirror_horizon_ms};
+    w->cfg = cfg;
+    w->mi = mirror_new(&mo);
+    if (w->mi == NULL) {
+        free(w);
+        return NULL;
+    }
+    pthread_mutex_lock(&srv->lock);
+    w->next = srv->workers;
+    srv->workers = w;
+    pthread_mutex_unlock(&srv->lock);
+    tl_worker = w;
+    return w;
+}
+
+struct db *
+http_db(struct request *rq)
+{
+    struct worker *w = rq->w;
+    char err[DB_ERR_MAX];
+    if (w->db != NULL)
+        return w->db;
+    if (mono_ms() < w->db_retry_ms)
+        return NULL;
+    w->db = db_open(w->cfg->database_url, err, sizeof(err));
+    if (w->db == NULL) {
+        w->db_retry_ms = mono_ms() + DB_RETRY_BACKOFF_MS;
+        LOG_WARN("database unreachable: %s", err);
+    }
+    return w->db;
+}
+
+const char *
+http_header(struct request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+/* MHD calls this first with the full request target; what it returns becomes *con_cls. */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct request *rq = calloc(1, sizeof(*rq));
+    if (rq == NULL)
+        return NULL;
+    rq->conn = conn;
+    rq->start_ns = mono_ns();
+    rq->target_len = strlen(uri);
+    return rq;
+}
+
+static int
+body_append(struct request *rq, const char *data, size_t n)
+{
+    if (rq->body_too_large || rq->body_len + n > HTTP_BODY_MAX) {
+        rq->body_too_large = true;
+        return 0;
+    }
+    if (rq->body_len + n + 1 > rq->body_cap) {
+        size_t cap = rq->body_cap < 1024 ? 1024 : rq->body_cap;
+        while (cap < rq->body_len + n + 1)
+            cap *= 2;
+        char *b = realloc(rq->body, cap);
+        if (b == NULL)
+            return -1;
+        rq->body = b;
+        rq->body_cap = cap;
+    }
+    memcpy(rq->body + rq->body_len, data, n);
+    rq->body_len += n;
+    rq->body[rq->body_len] = '\0';
+    return 0;
+}
+
+/* Checks that can be made from the request line and headers alone. Returns 1 when answered. */
+static int
+early_checks(struct request *rq, enum MHD_Result *ret)
+{
+    const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (rq->target_len > HTTP_URL_MAX) {
+        *ret = (enum MHD_Result)http_reply_problem(rq, API_E_URI_TOO_LONG, NULL);
+        return 1;
+    }
+    if (cl != NULL && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
+        *ret = (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
+                                                   "request bodies are limited to 65536 bytes");
+        return 1;
+    }
+    return 0;
+}
+
+static int
+auth_cache_find(struct worker *w, const uint8_t hash[32], int64_t *tenant)
+{
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < AUTH_CACHE_SLOTS; i++) {
+        struct auth_cache_slot *s = &w->auth[i];
+        if (s->expires_ms > now && memcmp(s->hash, hash, 32) == 0) {
+            *tenant = s->tenant_id;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void
+auth_cache_put(struct worker *w, const uint8_t hash[32], int64_t tenant)
+{
+    if (w->cfg->auth_cache_ms == 0)
+        return;
+    struct auth_cache_slot *s = &w->auth[w->auth_next++ % AUTH_CACHE_SLOTS];
+    memcpy(s->hash, hash, 32);
+    s->tenant_id = tenant;
+    s->expires_ms = mono_ms() + w->cfg->auth_cache_ms;
+}
+
+/* Bearer authentication. Returns 0 with rq->tenant_id set, or the API error to answer. */
+static enum api_error
+authenticate(struct request *rq)
+{
+    const char *h = http_header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
+    char prefix[APIKEY_PREFIX_LEN + 1];
+    uint8_t hash[APIKEY_HASH_LEN];
+
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+        return API_E_UNAUTHORIZED;
+    h += 7;
+    h += strspn(h, " ");
+    size_t len = strlen(h);
+    if (apikey_parse(h, len, prefix) != 0)
+        return API_E_UNAUTHORIZED;
+    apikey_hash(h, len, hash);
+    if (auth_cache_find(rq->w, hash, &rq->tenant_id))
+        return API_E_NONE;
+    struct db *db = http_db(rq);
+    if (db == NULL)
+        return API_E_DB_UNAVAILABLE;
+    switch (db_key_lookup(db, prefix, hash, &rq->tenant_id)) {
+    case DB_HARD_ERROR:
+    case DB_SOFT_ERROR:
+        return API_E_DB_UNAVAILABLE;
+    case DB_NO_RESULTS:
+        return API_E_UNAUTHORIZED;
+    case DB_ONE_RESULT:
+        break;
+    }
+    auth_cache_put(rq->w, hash, rq->tenant_id);
+    return API_E_NONE;
+}
+
+static enum MHD_Result
+dispatch(struct http_server *srv, struct request *rq, const char *url)
+{
+    switch (route_find(http_routes, http_routes_count, rq->method, url, &rq->match)) {
+    case ROUTE_NOT_FOUND:
+        return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_FOUND, NULL);
+    case ROUTE_METHOD_NOT_ALLOWED:
+        return (enum MHD_Result)http_reply_problem(rq, API_E_METHOD_NOT_ALLOWED, NULL);
+    case ROUTE_FOUND:
+        break;
+    }
+    if (rq->body_too_large)
+        return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
+                                                   "request bodies are limited to 65536 bytes");
+    rq->w = worker_get(srv);
+    if (rq->w == NULL)
+        return MHD_NO;
+    if (!(rq->match.route->flags & ROUTE_PUBLIC)) {
+        enum api_error e = authenticate(rq);
+        if (e != API_E_NONE)
+            return (enum MHD_Result)http_reply_problem(rq, e, NULL);
+    }
+    enum MHD_Result r = (enum MHD_Result)rq->match.route->fn(rq);
+    if (!rq->answered && r == MHD_YES) {
+        LOG_ERROR("handler for %s %s returned without answering", rq->method, url);
+        r = (enum MHD_Result)http_reply_problem(rq, API_E_INTERNAL, NULL);
+    }
+    return r;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+           const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    struct request *rq = *con_cls;
+    enum MHD_Result ret;
+
+    if (rq == NULL)
+        return MHD_NO;
+    if (rq->method == NULL) { /* first call: headers are in, the body is not */
+        rq->method = method;
+        rq->path = strdup(url);
+        if (rq->path == NULL)
+            return MHD_NO;
+        if (early_checks(rq, &ret))
+            return ret;
+        return MHD_YES;
+    }
+    if (rq->answered) { /* answered early: drop whatever body still arrives */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (body_append(rq, upload_data, *upload_data_size) != 0)
+            return MHD_NO;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(cls, rq, rq->path);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+    struct request *rq = *con_cls;
+    if (rq == NULL)
+        return;
+    if (rq->method != NULL)
+        LOG_INFO("http %s %.200s %u %.1fms%s", rq->method, rq->path ? rq->path : "?", rq->status,
+                 (double)(mono_ns() - rq->start_ns) / 1e6,
+                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    free(rq->path);
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[256];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    LOG_DEBUG("mhd: %s", line);
+}
+
+static int
+resolve(const struct config *cfg, struct sockaddr_storage *ss, unsigned *flags)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    char port[8];
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof(port), "%d", cfg->http_port);
+    if (getaddrinfo(cfg->http_host, port, &hints, &res) != 0 || res == NULL)
+        return -1;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    if (res->ai_family == AF_INET6)
+        *flags |= MHD_USE_IPv6;
+    freeaddrinfo(res);
+    return 0;
+}
+
+struct http_server *
+http_server_start(const struct config *cfg, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    struct http_server *srv = calloc(1, sizeof(*srv));
+
+    if (srv == NULL || resolve(cfg, &ss, &flags) != 0) {
+        snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot resolve %s", cfg->http_host);
+        free(srv);
+        return NULL;
+    }
+    srv->cfg = cfg;
+    pthread_mutex_init(&srv->lock, NULL);
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_connections_max,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+    if (srv->daemon == NULL) {
+        snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot listen on %s:%d", cfg->http_host,
+                 cfg->http_port);
+        pthread_mutex_destroy(&srv->lock);
+        free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+void
+http_server_stop(struct http_server *srv)
+{
+    if (srv == NULL)
+        return;
+    MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
+    struct worker *w = srv->workers;
+    while (w != NULL) {
+        struct worker *next = w->next;
+        db_close(w->db);
+        mirror_free(w->mi);
+        free(w);
+        w = next;
+    }
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}

@@ -1,0 +1,199 @@
+/* main.c -- wiring only: parse the subcommand, load config, then for serve:
+ * migrate -> Redis notify check -> reconciler -> HTTP; wait for SIGTERM/SIGINT; tear down in
+ * reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apikey.h"
+#include "config.h"
+#include "db.h"
+#include "http_server.h"
+#include "log.h"
+#include "mirror.h"
+#include "recon.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_main[] =
+    "usage: tocsin [serve|migrate|keys] [--help]\n"
+    "  serve                     run the HTTP API and the reconciler (default)\n"
+    "  migrate                   apply pending database migrations and exit\n"
+    "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
+    "  keys list                 list API keys (prefix, tenant, created, state)\n"
+    "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
+    "Configuration comes from TOCSIN_* environment variables; see README.md.\n";
+
+static int
+is_help(const char *s)
+{
+    return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0 || strcmp(s, "help") == 0;
+}
+
+static struct db *
+open_migrated(const struct config *cfg)
+{
+    char err[DB_ERR_MAX];
+    struct db *db = db_open(cfg->database_url, err, sizeof(err));
+    if (db == NULL) {
+        LOG_ERROR("database: %s", err);
+        return NULL;
+    }
+    if (db_migrate(db, err, sizeof(err)) != 0) {
+        LOG_ERROR("migrations: %s", err);
+        db_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+static void
+check_notify(const struct config *cfg)
+{
+    struct mirror_opts mo = {cfg->redis_host,   cfg->redis_port,
+                             cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
+                             cfg->redis_prefix, cfg->mirror_horizon_ms};
+    char err[256];
+    struct mirror *mi = mirror_new(&mo);
+    if (mi != NULL && mirror_ensure_notify(mi, err, sizeof(err)) != 0)
+        LOG_WARN("redis: %s (reported by /readyz; reminders are still repaired from PostgreSQL)",
+                 err);
+    mirror_free(mi);
+}
+
+static int
+serve(const struct config *cfg)
+{
+    char err[CONFIG_ERR_MAX];
+    sigset_t sigs;
+    int sig = 0;
+    struct db *db = open_migrated(cfg);
+
+    if (db == NULL)
+        return 1;
+    db_close(db);
+    check_notify(cfg);
+    /* Block the stop signals before any thread starts so that only sigwait below sees them. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct recon_opts ro = {cfg->database_url,
+                            {cfg->redis_host, cfg->redis_port, cfg->redis_db,
+                             cfg->redis_password[0] ? cfg->redis_password : NULL, cfg->redis_prefix,
+                             cfg->mirror_horizon_ms},
+                            cfg->recon_interval_ms};
+    struct recon *recon = recon_start(&ro);
+    struct http_server *srv = recon ? http_server_start(cfg, err, sizeof(err)) : NULL;
+    if (srv == NULL) {
+        LOG_ERROR("%s", recon ? err : "cannot start the reconciler thread");
+        recon_stop(recon);
+        return 1;
+    }
+    LOG_INFO("tocsin %s listening on %s:%d", cfg->instance_id, cfg->http_host, cfg->http_port);
+    sigwait(&sigs, &sig);
+    LOG_INFO("signal %d: shutting down", sig);
+    http_server_stop(srv);
+    recon_stop(recon);
+    LOG_INFO("stopped");
+    return 0;
+}
+
+static void
+print_key_row(void *arg, const char *prefix, const char *tenant, int64_t created_at_ms,
+              int64_t revoked_at_ms)
+{
+    printf("%s\t%s\t%lld\t%s\n", prefix, tenant, (long long)created_at_ms,
+           revoked_at_ms ? "revoked" : "live");
+}
+
+static int
+keys_create(struct db *db, const char *tenant)
+{
+    char key[APIKEY_LEN + 1], prefix[APIKEY_PREFIX_LEN + 1];
+    uint8_t hash[APIKEY_HASH_LEN];
+    int64_t tenant_id;
+
+    if (strlen(tenant) == 0 || strlen(tenant) > TENANT_NAME_MAX) {
+        fprintf(stderr, "tocsin keys create: --tenant must be 1..%d bytes\n", TENANT_NAME_MAX);
+        return EXIT_USAGE;
+    }
+    if (apikey_generate(key, prefix) != 0 ||
+        db_tenant_ensure(db, tenant, &tenant_id) != DB_ONE_RESULT)
+        return 1;
+    apikey_hash(key, strlen(key), hash);
+    if (db_key_insert(db, tenant_id, prefix, hash) != DB_ONE_RESULT)
+        return 1;
+    printf("%s\n", key);
+    return 0;
+}
+
+static int
+keys(const struct config *cfg, int argc, char **argv)
+{
+    static const char usage[] = "usage: tocsin keys create --tenant NAME | keys list | "
+                                "keys revoke PREFIX\n";
+    int rc = EXIT_USAGE, n = 0;
+    struct db *db;
+
+    if (argc < 1 || is_help(argv[0]) || (argc > 1 && is_help(argv[1]))) {
+        fputs(usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? EXIT_USAGE : 0;
+    }
+    int create = strcmp(argv[0], "create") == 0 && argc == 3 && strcmp(argv[1], "--tenant") == 0;
+    int list = strcmp(argv[0], "list") == 0 && argc == 1;
+    int revoke = strcmp(argv[0], "revoke") == 0 && argc == 2 && argv[1][0] != '\0';
+    if (!create && !list && !revoke) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    if ((db = open_migrated(cfg)) == NULL)
+        return 1;
+    if (create)
+        rc = keys_create(db, argv[2]);
+    else if (list)
+        rc = db_key_list(db, print_key_row, NULL) >= 0 ? 0 : 1;
+    else if (db_key_revoke(db, argv[1], &n) < 0)
+        rc = 1;
+    else {
+        fprintf(stderr, "revoked %d key(s)\n", n);
+        rc = n > 0 ? 0 : 1;
+    }
+    db_close(db);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    const char *cmd = argc > 1 ? argv[1] : "serve";
+
+    if (is_help(cmd) || (argc > 2 && strcmp(cmd, "keys") != 0 && is_help(argv[2]))) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0 && strcmp(cmd, "keys") != 0) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    if (config_load(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "tocsin: %s\n", err);
+        return EXIT_USAGE;
+    }
+    log_set_level(cfg.log_level);
+    if (strcmp(cmd, "keys") == 0)
+        return keys(&cfg, argc - 2, argv + 2);
+    if (argc > 2) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(cmd, "migrate") == 0) {
+        struct db *db = open_migrated(&cfg);
+        db_close(db);
+        return db ? 0 : 1;
+    }
+    return serve(&cfg);
+}

@@ -1,0 +1,37 @@
+/* route.h -- pure path matching over a static route table (the table itself is in http_routes.c,
+ * where it reads as the API's table of contents). No HTTP library types here. */
+#ifndef TOCSIN_ROUTE_H
+#define TOCSIN_ROUTE_H
+
+#include <stddef.h>
+
+#define ROUTE_ARGS_MAX 2
+#define ROUTE_ARG_MAX 64   /* bytes of one {param} path segment */
+#define ROUTE_ALLOW_MAX 64 /* "GET, PUT, PATCH, DELETE, HEAD" */
+
+struct request;
+typedef int (*route_handler_fn)(struct request *rq);
+
+enum route_flags { ROUTE_PUBLIC = 1 }; /* no API key needed */
+
+struct route {
+    const char *method;  /* "GET", "POST", ... */
+    const char *pattern; /* "/v1/meetings/{id}" -- "{...}" matches one non-empty segment */
+    route_handler_fn fn;
+    unsigned flags;
+};
+
+enum route_result { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_METHOD_NOT_ALLOWED };
+
+struct route_match {
+    const struct route *route;
+    size_t nargs;
+    char args[ROUTE_ARGS_MAX][ROUTE_ARG_MAX + 1];
+    char allow[ROUTE_ALLOW_MAX]; /* filled for ROUTE_METHOD_NOT_ALLOWED */
+};
+
+/* Finds the route for method + path (path without query string). HEAD matches GET routes. */
+enum route_result route_find(const struct route *table, size_t n, const char *method,
+                             const char *path, struct route_match *out);
+
+#endif
