@@ -1,0 +1,54 @@
+/* test_apikey.c -- key generation, shape checks and the ETag list matcher. */
+#include <stdio.h>
+#include <string.h>
+
+#include "apikey.h"
+#include "http_reply.h"
+
+int
+main(void)
+{
+    char key[APIKEY_LEN + 1], prefix[APIKEY_PREFIX_LEN + 1], parsed[APIKEY_PREFIX_LEN + 1];
+    int failures = 0;
+
+    if (apikey_generate(key, prefix) != 0 || strlen(key) != APIKEY_LEN ||
+        apikey_parse(key, strlen(key), parsed) != 0 || strcmp(parsed, prefix) != 0) {
+        printf("FAIL generate/parse round trip: %s\n", key);
+        failures++;
+    }
+    const char *bad[] = {"",
+                         "tsk_",
+                         "Bearer x",
+                         "tsk_0123456g_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                         "tsk_01234567-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                         "tsk_01234567_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+",
+                         "tsk_01234567_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (apikey_parse(bad[i], strlen(bad[i]), parsed) == 0) {
+            printf("FAIL accepted bad key %zu\n", i);
+            failures++;
+        }
+    }
+    static const struct {
+        const char *header;
+        int weak_ok, want;
+    } etags[] = {
+        {"\"abc\"", 0, 1},
+        {"W/\"abc\"", 1, 1},
+        {"W/\"abc\"", 0, 0},
+        {"\"x\", \"abc\"", 0, 1},
+        {"*", 0, 1},
+        {"\"abcd\"", 0, 0},
+        {"abc", 0, 0},
+        {"", 0, 0},
+        {" , ,\"abc\" ", 0, 1},
+    };
+    for (size_t i = 0; i < sizeof(etags) / sizeof(etags[0]); i++) {
+        if (http_etag_matches(etags[i].header, "\"abc\"", etags[i].weak_ok) != etags[i].want) {
+            printf("FAIL etag case %zu: %s\n", i, etags[i].header);
+            failures++;
+        }
+    }
+    printf("test_apikey: %d failure(s)\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,79 @@
+/* test_config.c -- environment parsing: defaults, bounds (at the limit and one past), URLs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static const struct {
+    const char *var, *value;
+    int ok;
+} cases[] = {
+    {"TOCSIN_HTTP_THREADS", "1", 1},
+    {"TOCSIN_HTTP_THREADS", "64", 1},
+    {"TOCSIN_HTTP_THREADS", "65", 0},
+    {"TOCSIN_HTTP_THREADS", "0", 0},
+    {"TOCSIN_HTTP_THREADS", "-1", 0},
+    {"TOCSIN_HTTP_THREADS", "4x", 0},
+    {"TOCSIN_HTTP_THREADS", "", 0},
+    {"TOCSIN_HTTP_THREADS", " 4", 0},
+    {"TOCSIN_MIRROR_HORIZON_S", "3600", 1},
+    {"TOCSIN_MIRROR_HORIZON_S", "3599", 0},
+    {"TOCSIN_RECON_INTERVAL_MS", "100", 1},
+    {"TOCSIN_RECON_INTERVAL_MS", "99", 0},
+    {"TOCSIN_MISSED_GRACE_MS", "86400000", 1},
+    {"TOCSIN_MISSED_GRACE_MS", "86400001", 0},
+    {"TOCSIN_MISSED_GRACE_MS", "99999999999999999999999", 0},
+    {"TOCSIN_HTTP_ADDR", "127.0.0.1:1", 1},
+    {"TOCSIN_HTTP_ADDR", "[::1]:8080", 1},
+    {"TOCSIN_HTTP_ADDR", "127.0.0.1", 0},
+    {"TOCSIN_HTTP_ADDR", "127.0.0.1:65536", 0},
+    {"TOCSIN_HTTP_ADDR", ":80", 0},
+    {"TOCSIN_REDIS_URL", "redis://127.0.0.1:6379/0", 1},
+    {"TOCSIN_REDIS_URL", "redis://localhost", 1},
+    {"TOCSIN_REDIS_URL", "redis://:secret@h:1/15", 1},
+    {"TOCSIN_REDIS_URL", "redis://h:1/16", 0},
+    {"TOCSIN_REDIS_URL", "http://h:1/0", 0},
+    {"TOCSIN_REDIS_URL", "redis://h:0/0", 0},
+    {"TOCSIN_REDIS_URL", "redis://:6379", 0},
+    {"TOCSIN_REDIS_PREFIX", "a", 1},
+    {"TOCSIN_REDIS_PREFIX", "has space", 0},
+    {"TOCSIN_REDIS_PREFIX", "", 0},
+    {"TOCSIN_LOG_LEVEL", "debug", 1},
+    {"TOCSIN_LOG_LEVEL", "loud", 0},
+    {"TOCSIN_INSTANCE_ID", "replica-1", 1},
+    {"TOCSIN_INSTANCE_ID", "a:b", 0},
+};
+
+int
+main(void)
+{
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+    int failures = 0;
+
+    if (config_load(&cfg, err, sizeof(err)) != 0 || cfg.http_port != 8080 ||
+        strcmp(cfg.http_host, "127.0.0.1") != 0 || cfg.mirror_horizon_ms != 86400000 ||
+        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0) {
+        printf("FAIL defaults: %s\n", err);
+        failures++;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setenv(cases[i].var, cases[i].value, 1);
+        err[0] = '\0';
+        int ok = config_load(&cfg, err, sizeof(err)) == 0;
+        unsetenv(cases[i].var);
+        if (ok != cases[i].ok || (!ok && strstr(err, cases[i].var) == NULL)) {
+            printf("FAIL config %zu: %s=%s -> %d (%s)\n", i, cases[i].var, cases[i].value, ok, err);
+            failures++;
+        }
+    }
+    setenv("TOCSIN_REDIS_URL", "redis://:pw@redis.local:6380/3", 1);
+    if (config_load(&cfg, err, sizeof(err)) != 0 || strcmp(cfg.redis_host, "redis.local") != 0 ||
+        cfg.redis_port != 6380 || cfg.redis_db != 3 || strcmp(cfg.redis_password, "pw") != 0) {
+        printf("FAIL redis url fields\n");
+        failures++;
+    }
+    printf("test_config: %d failure(s)\n", failures);
+    return failures != 0;
+}
