@@ -264,10 +264,11 @@ mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t n, i
         for (; i < n && queued < MIRROR_PIPELINE_MAX; i++) {
             if (keys[i].fire_at_ms <= now_ms || keys[i].fire_at_ms - now_ms > mi->horizon_ms)
                 continue;
-            if (queued == 0 && connected(mi) != 0)
-                return -1;
-            if (append_set(mi, &keys[i], only_missing) != 0)
-                return -1;
+            if ((queued == 0 && connected(mi) != 0) ||
+                append_set(mi, &keys[i], only_missing) != 0) {
+                rc = -1;
+                goto done;
+            }
             queued++;
         }
         if (queued > 0 && collect(mi, queued, &ok) != 0) {
@@ -276,6 +277,7 @@ mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t n, i
                 break;
         }
     }
+done:
     if (n_set != NULL)
         *n_set += ok;
     return rc;
