@@ -1,0 +1,660 @@
+/* codec.c -- JSON <-> struct meeting (jansson). Handlers call codec_parse on the body, then
+ * codec_meeting_decode, which validates every writable field and collects one error per field
+ * problem; codec_meeting_encode writes the output representation. Error texts never quote more
+ * than ECHO_MAX bytes of client input (only unknown member names are quoted, in field paths). */
+#include "codec.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "timefmt.h"
+
+#define ECHO_MAX 40       /* bytes of client input an error may quote */
+#define PARSE_TEXT_MAX 96 /* bytes of jansson's own message kept in a parse error */
+#define ZONEINFO_DIR "/usr/share/zoneinfo"
+#define ZONE_PATH_MAX 512 /* zoneinfo directory + "/" + name */
+#define TZIF_MAGIC "TZif"
+#define TZIF_MAGIC_LEN 4
+#define INT_TEXT_MAX 24 /* a 64-bit integer in decimal plus NUL */
+
+/* ---- parsing ---------------------------------------------------------------------------- */
+
+/* True when no container in v sits deeper than CODEC_DEPTH_MAX (v itself is at depth + 1). */
+static bool
+depth_ok(const json_t *v, int depth)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return true;
+    if (depth + 1 > CODEC_DEPTH_MAX)
+        return false;
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        if (!depth_ok(json_array_get(v, i), depth + 1))
+            return false;
+    }
+    /* jansson's iterator takes a non-const pointer but does not modify the object. */
+    for (void *it = json_object_iter((json_t *)v); it;
+         it = json_object_iter_next((json_t *)v, it)) {
+        if (!depth_ok(json_object_iter_value(it), depth + 1))
+            return false;
+    }
+    return true;
+}
+
+/* Keeps jansson's reason but drops its "near '...'" quote of the input, which may hold client
+ * bytes that are not even valid UTF-8, and anything that is not printable ASCII. */
+static void
+parse_error(const json_error_t *je, char *err, size_t errlen)
+{
+    char text[PARSE_TEXT_MAX];
+    const char *near = strstr(je->text, " near ");
+    size_t n = near ? (size_t)(near - je->text) : strlen(je->text);
+
+    if (n >= sizeof(text))
+        n = sizeof(text) - 1;
+    for (size_t i = 0; i < n; i++)
+        text[i] = je->text[i] >= 0x20 && je->text[i] < 0x7f ? je->text[i] : '?';
+    text[n] = '\0';
+    snprintf(err, errlen, "%s at line %d, column %d", text, je->line, je->column);
+}
+
+json_t *
+codec_parse(const char *body, size_t len, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *v;
+    char scratch[1];
+
+    if (err == NULL || errlen == 0) {
+        err = scratch;
+        errlen = sizeof(scratch);
+    }
+    /* No JSON_ALLOW_NUL: "\u0000" is rejected; raw NUL bytes are control characters to jansson.
+     * JSON_DECODE_ANY: a merge patch may be any value; decode rejects non-objects per field. */
+    v = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (v == NULL) {
+        parse_error(&je, err, errlen);
+        return NULL;
+    }
+    if (!depth_ok(v, 0)) {
+        json_decref(v);
+        snprintf(err, errlen, "nesting deeper than %d levels", CODEC_DEPTH_MAX);
+        return NULL;
+    }
+    err[0] = '\0';
+    return v;
+}
+
+/* ---- field errors ----------------------------------------------------------------------- */
+
+static void __attribute__((format(printf, 3, 4)))
+add_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    struct codec_field_error *e;
+
+    if (errs->n >= CODEC_FIELD_ERRORS_MAX)
+        return;
+    e = &errs->e[errs->n++];
+    snprintf(e->field, sizeof(e->field), "%s", field);
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof(e->message), fmt, ap);
+    va_end(ap);
+}
+
+/* Bytes of s to quote: at most ECHO_MAX, cut on a UTF-8 boundary so the quote stays valid. */
+static int
+echo_len(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n <= ECHO_MAX)
+        return (int)n;
+    n = ECHO_MAX;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return (int)n;
+}
+
+/* "list[i]" or "list[i].member". */
+static const char *
+item_path(char buf[CODEC_FIELD_NAME_MAX], const char *list, size_t i, const char *member)
+{
+    snprintf(buf, CODEC_FIELD_NAME_MAX, "%s[%zu]%s%s", list, i, member ? "." : "",
+             member ? member : "");
+    return buf;
+}
+
+/* Reports every member of obj whose name is not in known (NULL-terminated). */
+static void
+unknown_fields(const json_t *obj, const char *const *known, const char *prefix,
+               struct codec_errors *errs)
+{
+    char field[CODEC_FIELD_NAME_MAX];
+
+    for (void *it = json_object_iter((json_t *)obj); it;
+         it = json_object_iter_next((json_t *)obj, it)) {
+        const char *key = json_object_iter_key(it);
+        size_t k = 0;
+
+        while (known[k] != NULL && strcmp(known[k], key) != 0)
+            k++;
+        if (known[k] != NULL)
+            continue;
+        snprintf(field, sizeof(field), "%s%.*s", prefix, echo_len(key), key);
+        add_error(errs, field, "unknown field");
+    }
+}
+
+/* ---- strings ---------------------------------------------------------------------------- */
+
+/* Checks a string value: no NUL, no C0 control or DEL (multiline text may hold tab, CR and LF),
+ * min_cp..max_cp code points. jansson has already checked that it is valid UTF-8. */
+static bool
+text_ok(const json_t *v, const char *field, size_t min_cp, size_t max_cp, bool multiline,
+        struct codec_errors *errs)
+{
+    const char *s;
+    size_t len, cp = 0;
+
+    if (!json_is_string(v)) {
+        add_error(errs, field, "must be a string");
+        return false;
+    }
+    s = json_string_value(v);
+    len = json_string_length(v);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool allowed = multiline && (c == '\t' || c == '\n' || c == '\r');
+
+        if ((c < 0x20 || c == 0x7f) && !allowed) {
+            add_error(errs, field, "must not contain control characters");
+            return false;
+        }
+        cp += (c & 0xc0) != 0x80;
+    }
+    if (cp < min_cp || cp > max_cp) {
+        add_error(errs, field, "must be %zu to %zu characters long", min_cp, max_cp);
+        return false;
+    }
+    return true;
+}
+
+/* An optional text member: absent or null leaves *out NULL. */
+static void
+opt_text(const json_t *doc, const char *key, size_t max_cp, bool multiline, char **out,
+         struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, key);
+
+    if (v == NULL || json_is_null(v))
+        return;
+    if (text_ok(v, key, 0, max_cp, multiline, errs))
+        *out = strdup(json_string_value(v));
+}
+
+/* A deliberately loose shape check (local@domain.tld, no blanks): deliverability is the
+ * receiver's business, and RFC 5322 in full accepts far more than anyone types. */
+static bool
+email_ok(const char *s, size_t len)
+{
+    const char *at = memchr(s, '@', len);
+    const char *domain, *dot;
+
+    if (len > PARTICIPANT_EMAIL_MAX || at == NULL || at == s)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+            return false;
+    }
+    domain = at + 1;
+    dot = strchr(domain, '.');
+    return strchr(domain, '@') == NULL && dot != NULL && domain[0] != '.' && s[len - 1] != '.' &&
+           strstr(domain, "..") == NULL;
+}
+
+/* ---- times and time zone ---------------------------------------------------------------- */
+
+static bool
+time_member(const json_t *doc, const char *key, bool required, int64_t *out,
+            struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, key);
+
+    if (v == NULL || json_is_null(v)) {
+        if (required)
+            add_error(errs, key, "is required");
+        return false;
+    }
+    if (!json_is_string(v) ||
+        timefmt_parse(json_string_value(v), json_string_length(v), out) != 0) {
+        add_error(errs, key, "must be an RFC 3339 date-time with an offset, 1970 to 9999");
+        return false;
+    }
+    return true;
+}
+
+static void
+decode_times(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    bool starts = time_member(doc, "starts_at", true, &m->starts_at_ms, errs);
+
+    m->has_ends_at = time_member(doc, "ends_at", false, &m->ends_at_ms, errs);
+    if (starts && m->has_ends_at && m->ends_at_ms <= m->starts_at_ms)
+        add_error(errs, "ends_at", "must be after starts_at");
+}
+
+/* Segments of [A-Za-z0-9_+-] joined by '/'. '.' is outside the alphabet, so no segment can be
+ * "." or "..", and no name can leave the zoneinfo directory. */
+static bool
+zone_shape_ok(const char *s, size_t len)
+{
+    size_t seg = 0;
+
+    if (len == 0 || len > MEETING_TIME_ZONE_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+
+        if (c == '/') {
+            if (seg == 0)
+                return false;
+            seg = 0;
+            continue;
+        }
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '+' || c == '-'))
+            return false;
+        seg++;
+    }
+    return seg > 0;
+}
+
+/* The name must be a compiled zone (TZif file) under $TZDIR or the system zoneinfo. The
+ * directory also holds aliases of the host's own setting and leap-second variants, refused. */
+static bool
+zone_exists(const char *name)
+{
+    const char *dir = getenv("TZDIR");
+    char path[ZONE_PATH_MAX], magic[TZIF_MAGIC_LEN];
+    struct stat st;
+    int fd, n;
+
+    if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0 ||
+        strncmp(name, "right/", 6) == 0 || strncmp(name, "posix/", 6) == 0)
+        return false;
+    if (dir == NULL || dir[0] == '\0')
+        dir = ZONEINFO_DIR;
+    n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    n = (int)read(fd, magic, sizeof(magic));
+    close(fd);
+    return n == TZIF_MAGIC_LEN && memcmp(magic, TZIF_MAGIC, TZIF_MAGIC_LEN) == 0;
+}
+
+static void
+decode_time_zone(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, "time_zone");
+    const char *s;
+
+    if (v == NULL || json_is_null(v))
+        return;
+    if (!json_is_string(v)) {
+        add_error(errs, "time_zone", "must be a string");
+        return;
+    }
+    s = json_string_value(v);
+    if (!zone_shape_ok(s, json_string_length(v)) || !zone_exists(s)) {
+        add_error(errs, "time_zone", "must be a known IANA time zone name, e.g. Europe/Berlin");
+        return;
+    }
+    m->time_zone = strdup(s);
+}
+
+/* ---- participants ----------------------------------------------------------------------- */
+
+/* Validates participants[i]; returns its canonical copy (id, name, email) or NULL. */
+static json_t *
+participant(const json_t *p, size_t i, struct codec_errors *errs)
+{
+    static const char *const known[] = {"id", "name", "email", NULL};
+    const json_t *id = json_object_get(p, "id");
+    const json_t *name = json_object_get(p, "name");
+    const json_t *email = json_object_get(p, "email");
+    char field[CODEC_FIELD_NAME_MAX];
+    size_t before = errs->n;
+
+    if (!json_is_object(p)) {
+        add_error(errs, item_path(field, "participants", i, NULL), "must be an object");
+        return NULL;
+    }
+    item_path(field, "participants", i, "");
+    unknown_fields(p, known, field, errs);
+    if (id == NULL)
+        add_error(errs, item_path(field, "participants", i, "id"), "is required");
+    else
+        text_ok(id, item_path(field, "participants", i, "id"), 1, PARTICIPANT_ID_MAX, false, errs);
+    if (name != NULL && !json_is_null(name))
+        text_ok(name, item_path(field, "participants", i, "name"), 0, PARTICIPANT_NAME_MAX, false,
+                errs);
+    if (email != NULL && !json_is_null(email) &&
+        (!json_is_string(email) || !email_ok(json_string_value(email), json_string_length(email))))
+        add_error(errs, item_path(field, "participants", i, "email"),
+                  "must be an e-mail address (local@domain), at most %d bytes",
+                  PARTICIPANT_EMAIL_MAX);
+    if (errs->n != before)
+        return NULL;
+    /* "s*" leaves out a member whose value is NULL (absent or null on input). */
+    return json_pack("{s:s, s:s*, s:s*}", "id", json_string_value(id), "name",
+                     json_string_value(name), "email", json_string_value(email));
+}
+
+/* True when an earlier participant has the same id as participants[i]. */
+static bool
+duplicate_id(const json_t *list, size_t i)
+{
+    const char *id = json_string_value(json_object_get(json_array_get(list, i), "id"));
+
+    for (size_t j = 0; id != NULL && j < i; j++) {
+        const char *other = json_string_value(json_object_get(json_array_get(list, j), "id"));
+
+        if (other != NULL && strcmp(id, other) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+decode_participants(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, "participants");
+    char field[CODEC_FIELD_NAME_MAX];
+    size_t before = errs->n;
+    json_t *out;
+
+    if (v == NULL || json_is_null(v)) {
+        m->participants_json = strdup("[]");
+        return;
+    }
+    if (!json_is_array(v) || json_array_size(v) > MEETING_PARTICIPANTS_MAX) {
+        add_error(errs, "participants", "must be an array of at most %d participants",
+                  MEETING_PARTICIPANTS_MAX);
+        return;
+    }
+    out = json_array();
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_array_append_new(out, participant(json_array_get(v, i), i, errs));
+        if (duplicate_id(v, i))
+            add_error(errs, item_path(field, "participants", i, "id"), "duplicate id");
+    }
+    if (errs->n == before)
+        m->participants_json = json_dumps(out, JSON_COMPACT);
+    json_decref(out);
+}
+
+/* ---- reminders and metadata ------------------------------------------------------------- */
+
+static void
+reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs)
+{
+    static const char *const known[] = {"minutes_before", NULL};
+    const json_t *mb = json_object_get(r, "minutes_before");
+    char field[CODEC_FIELD_NAME_MAX];
+    json_int_t n;
+
+    if (!json_is_object(r)) {
+        add_error(errs, item_path(field, "reminders", i, NULL), "must be an object");
+        return;
+    }
+    unknown_fields(r, known, item_path(field, "reminders", i, ""), errs);
+    item_path(field, "reminders", i, "minutes_before");
+    if (mb == NULL) {
+        add_error(errs, field, "is required");
+        return;
+    }
+    n = json_integer_value(mb);
+    if (!json_is_integer(mb) || n < 0 || n > MEETING_MINUTES_BEFORE_MAX) {
+        add_error(errs, field, "must be an integer from 0 to %d", MEETING_MINUTES_BEFORE_MAX);
+        return;
+    }
+    for (size_t k = 0; k < m->n_reminders; k++) {
+        if (m->reminders[k].minutes_before == n) {
+            add_error(errs, field, "duplicate value");
+            return;
+        }
+    }
+    m->reminders[m->n_reminders++].minutes_before = (int)n;
+}
+
+static void
+decode_reminders(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, "reminders");
+
+    if (v == NULL || json_is_null(v)) {
+        m->reminders[0].minutes_before = MEETING_DEFAULT_MINUTES_BEFORE;
+        m->n_reminders = 1;
+        return;
+    }
+    if (!json_is_array(v) || json_array_size(v) > MEETING_REMINDERS_MAX) {
+        add_error(errs, "reminders", "must be an array of at most %d reminders",
+                  MEETING_REMINDERS_MAX);
+        return;
+    }
+    for (size_t i = 0; i < json_array_size(v); i++)
+        reminder(json_array_get(v, i), i, m, errs);
+    /* Descending minutes_before puts the earliest fire time first; n <= 5, insertion sort. */
+    for (size_t a = 1; a < m->n_reminders; a++) {
+        struct reminder x = m->reminders[a];
+        size_t b = a;
+
+        for (; b > 0 && m->reminders[b - 1].minutes_before < x.minutes_before; b--)
+            m->reminders[b] = m->reminders[b - 1];
+        m->reminders[b] = x;
+    }
+}
+
+static void
+decode_metadata(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, "metadata");
+    char *text;
+
+    if (v == NULL || json_is_null(v))
+        return;
+    if (!json_is_object(v)) {
+        add_error(errs, "metadata", "must be an object or null");
+        return;
+    }
+    text = json_dumps(v, JSON_COMPACT);
+    if (text == NULL || strlen(text) > MEETING_METADATA_MAX) {
+        add_error(errs, "metadata", "must be at most %d bytes as compact JSON",
+                  MEETING_METADATA_MAX);
+        free(text);
+        return;
+    }
+    m->metadata_json = text;
+}
+
+enum api_error
+codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *errs)
+{
+    static const char *const known[] = {"title",     "description", "starts_at",    "ends_at",
+                                        "time_zone", "location",    "participants", "reminders",
+                                        "metadata",  NULL};
+    const json_t *title;
+
+    errs->n = 0;
+    if (!json_is_object(doc)) {
+        add_error(errs, "", "the body must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    unknown_fields(doc, known, "", errs);
+    title = json_object_get(doc, "title");
+    if (title == NULL)
+        add_error(errs, "title", "is required");
+    else if (text_ok(title, "title", 1, MEETING_TITLE_MAX, false, errs))
+        m->title = strdup(json_string_value(title));
+    opt_text(doc, "description", MEETING_DESCRIPTION_MAX, true, &m->description, errs);
+    decode_times(doc, m, errs);
+    decode_time_zone(doc, m, errs);
+    opt_text(doc, "location", MEETING_LOCATION_MAX, false, &m->location, errs);
+    decode_participants(doc, m, errs);
+    decode_reminders(doc, m, errs);
+    decode_metadata(doc, m, errs);
+    if (errs->n > 0)
+        return API_E_VALIDATION;
+    meeting_derive_fire_times(m);
+    return API_E_NONE;
+}
+
+/* ---- encoding --------------------------------------------------------------------------- */
+
+static json_t *
+str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *
+time_value(int64_t ms)
+{
+    char buf[TIMEFMT_BUF];
+
+    return json_string(timefmt_format(ms, buf));
+}
+
+/* Stored JSON text back to a value; NULL text gives fallback (a new reference or NULL). */
+static json_t *
+load(const char *text, json_t *fallback)
+{
+    if (text == NULL)
+        return fallback;
+    json_decref(fallback);
+    return json_loads(text, JSON_DECODE_ANY, NULL);
+}
+
+static json_t *
+reminder_value(const struct reminder *r, bool full)
+{
+    char id[INT_TEXT_MAX];
+    json_t *o = json_object();
+    int bad = 0;
+
+    if (o == NULL)
+        return NULL;
+    if (full) {
+        snprintf(id, sizeof(id), "%lld", (long long)r->id);
+        bad |= json_object_set_new(o, "id", json_string(id));
+    }
+    bad |= json_object_set_new(o, "minutes_before", json_integer(r->minutes_before));
+    if (full) {
+        bad |= json_object_set_new(o, "fire_at", time_value(r->fire_at_ms));
+        bad |= json_object_set_new(o, "status", json_string(reminder_status_name(r->status)));
+        bad |= json_object_set_new(o, "fired_at",
+                                   r->fired_at_ms ? time_value(r->fired_at_ms) : json_null());
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Adds the writable fields, in contract order, to o. full selects the output form of reminders. */
+static int
+put_fields(json_t *o, const struct meeting *m, bool full)
+{
+    json_t *reminders = json_array();
+    int bad = 0;
+
+    bad |= json_object_set_new(o, "title", str_or_null(m->title));
+    bad |= json_object_set_new(o, "description", str_or_null(m->description));
+    bad |= json_object_set_new(o, "starts_at", time_value(m->starts_at_ms));
+    bad |=
+        json_object_set_new(o, "ends_at", m->has_ends_at ? time_value(m->ends_at_ms) : json_null());
+    bad |= json_object_set_new(o, "time_zone", str_or_null(m->time_zone));
+    bad |= json_object_set_new(o, "location", str_or_null(m->location));
+    bad |= json_object_set_new(o, "participants", load(m->participants_json, json_array()));
+    for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++)
+        bad |= json_array_append_new(reminders, reminder_value(&m->reminders[i], full));
+    bad |= json_object_set_new(o, "reminders", reminders);
+    bad |= json_object_set_new(o, "metadata", load(m->metadata_json, json_null()));
+    return bad ? -1 : 0;
+}
+
+json_t *
+codec_meeting_input_doc(const struct meeting *m)
+{
+    json_t *o = json_object();
+
+    if (o == NULL || put_fields(o, m, false) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_t *
+codec_meeting_encode(const struct meeting *m)
+{
+    json_t *o = json_object();
+    int bad;
+
+    if (o == NULL)
+        return NULL;
+    bad = json_object_set_new(o, "id", json_string(m->id));
+    bad |= put_fields(o, m, true);
+    bad |= json_object_set_new(o, "version", json_integer(m->version));
+    bad |= json_object_set_new(o, "created_at", time_value(m->created_at_ms));
+    bad |= json_object_set_new(o, "updated_at", time_value(m->updated_at_ms));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* RFC 7396, section 2, on copies: neither input is modified and the result shares nothing. */
+json_t *
+codec_merge_patch(const json_t *target, const json_t *patch)
+{
+    json_t *out;
+
+    if (!json_is_object(patch))
+        return json_deep_copy(patch);
+    out = json_is_object(target) ? json_deep_copy(target) : json_object();
+    if (out == NULL)
+        return NULL;
+    for (void *it = json_object_iter((json_t *)patch); it;
+         it = json_object_iter_next((json_t *)patch, it)) {
+        const char *key = json_object_iter_key(it);
+        json_t *value = json_object_iter_value(it);
+
+        if (json_is_null(value)) {
+            json_object_del(out, key);
+            continue;
+        }
+        if (json_object_set_new(out, key, codec_merge_patch(json_object_get(out, key), value))) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+char *
+codec_dump(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}

@@ -1,0 +1,672 @@
+/* test_codec.c -- body parsing, meeting validation (every field at its limit and one past it,
+ * types, unknown fields, dates, time zones), RFC 7396 merge patch, encode and round trips.
+ * Bodies in the tables are written with ' for " to stay readable; q() swaps them back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codec.h"
+
+#define BODY_MAX 65536
+#define ERR_MAX 200
+#define BASE "{'title':'t','starts_at':'2030-01-01T09:00:00Z'"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                 \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* A body is head + count copies of unit (joined by sep, '#' replaced by the copy's index) + tail.
+ */
+static const struct {
+    const char *name;
+    const char *head, *unit, *sep;
+    int count;
+    const char *tail;
+    enum api_error want;
+    const char *field; /* one of the reported fields, or NULL */
+} cases[] = {
+    {"minimal", BASE "}", NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"full",
+     "{'title':'Weekly sync','description':'line1\\nline2\\ttab','starts_at':"
+     "'2026-11-23T09:00:00+01:00','ends_at':'2026-11-23T09:30:00+01:00','time_zone':"
+     "'Europe/Berlin','location':'Room 1','participants':[{'id':'u1','name':'Ada','email':"
+     "'ada@example.com'},{'id':'u2'}],'reminders':[{'minutes_before':5},{'minutes_before':60}],"
+     "'metadata':{'k':[1,2,{'x':null}]}}",
+     NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"all optionals null",
+     BASE ",'description':null,'ends_at':null,'time_zone':null,'location':null,"
+          "'participants':null,'reminders':null,'metadata':null}",
+     NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"not an object", "[1]", NULL, NULL, 0, "", API_E_VALIDATION, ""},
+    {"scalar body", "'x'", NULL, NULL, 0, "", API_E_VALIDATION, ""},
+    {"bad json", "{'title':", NULL, NULL, 0, "", API_E_BAD_JSON, NULL},
+    {"duplicate key", BASE ",'title':'u'}", NULL, NULL, 0, "", API_E_BAD_JSON, NULL},
+    {"escaped NUL", "{'title':'a\\u0000b','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_BAD_JSON, NULL},
+    /* title */
+    {"title missing", "{'starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "title"},
+    {"title null", "{'title':null,'starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title number", "{'title':5,'starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title empty", "{'title':'','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title at limit", "{'starts_at':'2030-01-01T09:00:00Z','title':'", "a", "", 200, "'}",
+     API_E_NONE, NULL},
+    {"title past limit", "{'starts_at':'2030-01-01T09:00:00Z','title':'", "a", "", 201, "'}",
+     API_E_VALIDATION, "title"},
+    {"title 200 two-byte chars", "{'starts_at':'2030-01-01T09:00:00Z','title':'", "\xc3\xa9", "",
+     200, "'}", API_E_NONE, NULL},
+    {"title 201 two-byte chars", "{'starts_at':'2030-01-01T09:00:00Z','title':'", "\xc3\xa9", "",
+     201, "'}", API_E_VALIDATION, "title"},
+    {"title 200 four-byte chars", "{'starts_at':'2030-01-01T09:00:00Z','title':'",
+     "\xf0\x9f\x98\x80", "", 200, "'}", API_E_NONE, NULL},
+    {"title newline", "{'title':'a\\nb','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title C0", "{'title':'a\\u0001b','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title DEL", "{'title':'a\\u007fb','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "title"},
+    {"title blank kept", "{'title':' ','starts_at':'2030-01-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_NONE, NULL},
+    /* description and location */
+    {"description at limit", BASE ",'description':'", "d", "", 5000, "'}", API_E_NONE, NULL},
+    {"description past limit", BASE ",'description':'", "d", "", 5001, "'}", API_E_VALIDATION,
+     "description"},
+    {"description C0", BASE ",'description':'\\u0002'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "description"},
+    {"description array", BASE ",'description':[]}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "description"},
+    {"location at limit", BASE ",'location':'", "l", "", 500, "'}", API_E_NONE, NULL},
+    {"location past limit", BASE ",'location':'", "l", "", 501, "'}", API_E_VALIDATION, "location"},
+    {"location newline", BASE ",'location':'a\\nb'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "location"},
+    /* times */
+    {"starts_at missing", "{'title':'t'}", NULL, NULL, 0, "", API_E_VALIDATION, "starts_at"},
+    {"starts_at no offset", "{'title':'t','starts_at':'2030-01-01T09:00:00'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "starts_at"},
+    {"starts_at Feb 30", "{'title':'t','starts_at':'2026-02-30T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "starts_at"},
+    {"starts_at month 13", "{'title':'t','starts_at':'2026-13-01T09:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "starts_at"},
+    {"starts_at hour 24", "{'title':'t','starts_at':'2026-01-01T24:00:00Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "starts_at"},
+    {"starts_at number", "{'title':'t','starts_at':1700000000}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "starts_at"},
+    {"ends_at before", BASE ",'ends_at':'2030-01-01T08:59:59.999Z'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "ends_at"},
+    {"ends_at equal", BASE ",'ends_at':'2030-01-01T10:00:00+01:00'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "ends_at"},
+    {"ends_at after", BASE ",'ends_at':'2030-01-01T09:00:00.001Z'}", NULL, NULL, 0, "", API_E_NONE,
+     NULL},
+    {"ends_at bad", BASE ",'ends_at':'tomorrow'}", NULL, NULL, 0, "", API_E_VALIDATION, "ends_at"},
+    /* time zone */
+    {"tz UTC", BASE ",'time_zone':'UTC'}", NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"tz three segments", BASE ",'time_zone':'America/Argentina/Buenos_Aires'}", NULL, NULL, 0, "",
+     API_E_NONE, NULL},
+    {"tz Etc/GMT+5", BASE ",'time_zone':'Etc/GMT+5'}", NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"tz traversal", BASE ",'time_zone':'../etc/passwd'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz absolute", BASE ",'time_zone':'/etc/passwd'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz unknown", BASE ",'time_zone':'Europe/Nowhere'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz wrong case", BASE ",'time_zone':'europe/berlin'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz empty segment", BASE ",'time_zone':'Europe//Berlin'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz trailing slash", BASE ",'time_zone':'Europe/'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz directory", BASE ",'time_zone':'Europe'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz data file", BASE ",'time_zone':'zone.tab'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz localtime", BASE ",'time_zone':'localtime'}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "time_zone"},
+    {"tz empty", BASE ",'time_zone':''}", NULL, NULL, 0, "", API_E_VALIDATION, "time_zone"},
+    {"tz past limit", BASE ",'time_zone':'", "A", "", 65, "'}", API_E_VALIDATION, "time_zone"},
+    {"tz number", BASE ",'time_zone':1}", NULL, NULL, 0, "", API_E_VALIDATION, "time_zone"},
+    /* participants */
+    {"participants at limit", BASE ",'participants':[", "{'id':'u#'}", ",", 500, "]}", API_E_NONE,
+     NULL},
+    {"participants past limit", BASE ",'participants':[", "{'id':'u#'}", ",", 501, "]}",
+     API_E_VALIDATION, "participants"},
+    {"participants object", BASE ",'participants':{}}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "participants"},
+    {"participant string", BASE ",'participants':['u1']}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "participants[0]"},
+    {"participant unknown field", BASE ",'participants':[{'id':'a'},{'id':'b','role':'x'}]}", NULL,
+     NULL, 0, "", API_E_VALIDATION, "participants[1].role"},
+    {"participant id missing", BASE ",'participants':[{'name':'Ada'}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "participants[0].id"},
+    {"participant id empty", BASE ",'participants':[{'id':''}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "participants[0].id"},
+    {"participant id number", BASE ",'participants':[{'id':7}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "participants[0].id"},
+    {"participant id at limit", BASE ",'participants':[{'id':'", "i", "", 200, "'}]}", API_E_NONE,
+     NULL},
+    {"participant id past limit", BASE ",'participants':[{'id':'", "i", "", 201, "'}]}",
+     API_E_VALIDATION, "participants[0].id"},
+    {"participant name at limit", BASE ",'participants':[{'id':'a','name':'", "n", "", 200, "'}]}",
+     API_E_NONE, NULL},
+    {"participant name past limit", BASE ",'participants':[{'id':'a','name':'", "n", "", 201,
+     "'}]}", API_E_VALIDATION, "participants[0].name"},
+    {"participant email at limit", BASE ",'participants':[{'id':'a','email':'", "e", "", 242,
+     "@example.com'}]}", API_E_NONE, NULL},
+    {"participant email past limit", BASE ",'participants':[{'id':'a','email':'", "e", "", 243,
+     "@example.com'}]}", API_E_VALIDATION, "participants[0].email"},
+    {"participant email no at", BASE ",'participants':[{'id':'a','email':'ada.example.com'}]}",
+     NULL, NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
+    {"participant email no dot", BASE ",'participants':[{'id':'a','email':'ada@localhost'}]}", NULL,
+     NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
+    {"participant email space", BASE ",'participants':[{'id':'a','email':'a da@example.com'}]}",
+     NULL, NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
+    {"participant email two ats", BASE ",'participants':[{'id':'a','email':'a@b@example.com'}]}",
+     NULL, NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
+    {"participant email null", BASE ",'participants':[{'id':'a','email':null,'name':null}]}", NULL,
+     NULL, 0, "", API_E_NONE, NULL},
+    {"participant duplicate id", BASE ",'participants':[{'id':'a'},{'id':'b'},{'id':'a'}]}", NULL,
+     NULL, 0, "", API_E_VALIDATION, "participants[2].id"},
+    /* reminders */
+    {"reminders empty", BASE ",'reminders':[]}", NULL, NULL, 0, "", API_E_NONE, NULL},
+    {"reminders at limit", BASE ",'reminders':[", "{'minutes_before':#}", ",", 5, "]}", API_E_NONE,
+     NULL},
+    {"reminders past limit", BASE ",'reminders':[", "{'minutes_before':#}", ",", 6, "]}",
+     API_E_VALIDATION, "reminders"},
+    {"minutes at limit", BASE ",'reminders':[{'minutes_before':40320}]}", NULL, NULL, 0, "",
+     API_E_NONE, NULL},
+    {"minutes past limit", BASE ",'reminders':[{'minutes_before':40321}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders[0].minutes_before"},
+    {"minutes negative", BASE ",'reminders':[{'minutes_before':-1}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders[0].minutes_before"},
+    {"minutes real", BASE ",'reminders':[{'minutes_before':5},{'minutes_before':5.0}]}", NULL, NULL,
+     0, "", API_E_VALIDATION, "reminders[1].minutes_before"},
+    {"minutes string", BASE ",'reminders':[{'minutes_before':'5'}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders[0].minutes_before"},
+    {"minutes bool", BASE ",'reminders':[{'minutes_before':true}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders[0].minutes_before"},
+    {"minutes huge", BASE ",'reminders':[{'minutes_before':99999999999999}]}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders[0].minutes_before"},
+    {"minutes missing", BASE ",'reminders':[{}]}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "reminders[0].minutes_before"},
+    {"reminder unknown field", BASE ",'reminders':[{'minutes_before':5,'channel':'sms'}]}", NULL,
+     NULL, 0, "", API_E_VALIDATION, "reminders[0].channel"},
+    {"reminder number", BASE ",'reminders':[5]}", NULL, NULL, 0, "", API_E_VALIDATION,
+     "reminders[0]"},
+    {"reminders duplicate", BASE ",'reminders':[{'minutes_before':10},{'minutes_before':10}]}",
+     NULL, NULL, 0, "", API_E_VALIDATION, "reminders[1].minutes_before"},
+    {"reminders object", BASE ",'reminders':{'minutes_before':5}}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "reminders"},
+    /* metadata: {"k":"<n>"} is n + 8 bytes compact */
+    {"metadata at limit", BASE ",'metadata':{'k':'", "m", "", 16376, "'}}", API_E_NONE, NULL},
+    {"metadata past limit", BASE ",'metadata':{'k':'", "m", "", 16377, "'}}", API_E_VALIDATION,
+     "metadata"},
+    {"metadata spaces do not count", BASE ",'metadata':{ 'k' : '", "m", "", 16376, "' }}",
+     API_E_NONE, NULL},
+    {"metadata array", BASE ",'metadata':[]}", NULL, NULL, 0, "", API_E_VALIDATION, "metadata"},
+    {"metadata string", BASE ",'metadata':'x'}", NULL, NULL, 0, "", API_E_VALIDATION, "metadata"},
+    /* unknown and read-only fields */
+    {"unknown top field", BASE ",'x':1}", NULL, NULL, 0, "", API_E_VALIDATION, "x"},
+    {"read-only id", BASE ",'id':'123e4567-e89b-42d3-a456-426614174000'}", NULL, NULL, 0, "",
+     API_E_VALIDATION, "id"},
+    {"read-only version", BASE ",'version':1}", NULL, NULL, 0, "", API_E_VALIDATION, "version"},
+    {"long unknown name is cut", BASE ",'", "z", "", 100, "':1}", API_E_VALIDATION,
+     "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"},
+};
+
+/* Swaps ' and " so table bodies can be written without escapes. */
+static void
+q(char *s)
+{
+    for (; *s; s++)
+        *s = *s == '\'' ? '"' : *s;
+}
+
+static char *
+build(size_t i)
+{
+    char *body = malloc(BODY_MAX), *p = body;
+
+    p += sprintf(p, "%s", cases[i].head);
+    for (int n = 0; n < cases[i].count; n++) {
+        if (n > 0)
+            p += sprintf(p, "%s", cases[i].sep);
+        for (const char *u = cases[i].unit; *u; u++) {
+            if (*u == '#')
+                p += sprintf(p, "%d", n);
+            else
+                *p++ = *u;
+        }
+    }
+    sprintf(p, "%s", cases[i].tail);
+    q(body);
+    return body;
+}
+
+static bool
+has_field(const struct codec_errors *errs, const char *field)
+{
+    for (size_t i = 0; i < errs->n; i++) {
+        if (strcmp(errs->e[i].field, field) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Decodes a body; returns API_E_BAD_JSON when it does not even parse. */
+static enum api_error
+decode(const char *body, size_t len, struct meeting *m, struct codec_errors *errs)
+{
+    char err[ERR_MAX];
+    json_t *doc = codec_parse(body, len, err, sizeof(err));
+    enum api_error got;
+
+    errs->n = 0;
+    if (doc == NULL)
+        return API_E_BAD_JSON;
+    got = codec_meeting_decode(doc, m, errs);
+    json_decref(doc);
+    return got;
+}
+
+static void
+check_table(void)
+{
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *body = build(i);
+        struct meeting m;
+        struct codec_errors errs;
+        enum api_error got;
+
+        meeting_init(&m);
+        got = decode(body, strlen(body), &m, &errs);
+        if (got != cases[i].want) {
+            printf("FAIL %s: got %s want %s (%s: %s)\n", cases[i].name, api_error_code(got),
+                   api_error_code(cases[i].want), errs.n ? errs.e[0].field : "-",
+                   errs.n ? errs.e[0].message : "-");
+            failures++;
+        } else if (cases[i].field && !has_field(&errs, cases[i].field)) {
+            printf("FAIL %s: no error for field \"%s\" (first: %s)\n", cases[i].name,
+                   cases[i].field, errs.n ? errs.e[0].field : "-");
+            failures++;
+        }
+        for (size_t k = 0; k < errs.n; k++)
+            CHECK(errs.e[k].message[0] != '\0' && strlen(errs.e[k].message) < 100);
+        meeting_fini(&m);
+        free(body);
+    }
+}
+
+/* Bodies the table cannot hold: raw NUL bytes, nesting depth, parse error texts. */
+static void
+check_parse(void)
+{
+    static const char raw_nul[] = "{\"title\":\"a\0b\",\"starts_at\":\"2030-01-01T09:00:00Z\"}";
+    char err[ERR_MAX], *deep = malloc(2 * (CODEC_DEPTH_MAX + 1) + 1);
+    json_t *v;
+
+    CHECK(codec_parse(raw_nul, sizeof(raw_nul) - 1, err, sizeof(err)) == NULL);
+    CHECK(codec_parse("{}\0", 3, err, sizeof(err)) == NULL);
+    CHECK(codec_parse("", 0, err, sizeof(err)) == NULL && err[0] != '\0');
+    CHECK(codec_parse(NULL, 0, NULL, 0) == NULL);
+    for (int depth = CODEC_DEPTH_MAX; depth <= CODEC_DEPTH_MAX + 1; depth++) {
+        memset(deep, '[', (size_t)depth);
+        memset(deep + depth, ']', (size_t)depth);
+        v = codec_parse(deep, 2 * (size_t)depth, err, sizeof(err));
+        CHECK((v != NULL) == (depth <= CODEC_DEPTH_MAX));
+        json_decref(v);
+    }
+    free(deep);
+    /* The reason must not quote the client's bytes, and must stay printable ASCII. */
+    CHECK(codec_parse("{\"a\":secretword}", 16, err, sizeof(err)) == NULL);
+    CHECK(strstr(err, "secretword") == NULL && strstr(err, "line 1") != NULL);
+    CHECK(codec_parse("{\"a\":\"\xff\xfe\"}", 8, err, sizeof(err)) == NULL);
+    for (const char *c = err; *c; c++)
+        CHECK(*c >= 0x20 && *c < 0x7f);
+    v = codec_parse("{\"a\":1} ", 8, err, sizeof(err));
+    CHECK(v != NULL && err[0] == '\0');
+    json_decref(v);
+}
+
+/* Several bad fields are all reported; more than CODEC_FIELD_ERRORS_MAX are capped. */
+static void
+check_error_collection(void)
+{
+    char body[BODY_MAX], *p = body;
+    struct meeting m;
+    struct codec_errors errs;
+
+    strcpy(body, "{'title':'','starts_at':'x','location':1,'reminders':[{'minutes_before':-1}]}");
+    q(body);
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION && errs.n == 4);
+    meeting_fini(&m);
+
+    p += sprintf(p, "{");
+    for (int i = 0; i < 40; i++)
+        p += sprintf(p, "%s\"x%d\":1", i ? "," : "", i);
+    sprintf(p, "}");
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION);
+    CHECK(errs.n == CODEC_FIELD_ERRORS_MAX);
+    meeting_fini(&m);
+}
+
+/* Defaults, sorting, fire times and the canonical participants text. */
+static void
+check_decoded_values(void)
+{
+    static const struct {
+        const char *tail;
+        size_t n;
+        int minutes[MEETING_REMINDERS_MAX];
+    } rems[] = {
+        {"}", 1, {5}},
+        {",'reminders':null}", 1, {5}},
+        {",'reminders':[]}", 0, {0}},
+        {",'reminders':[{'minutes_before':5},{'minutes_before':60},{'minutes_before':0}]}",
+         3,
+         {60, 5, 0}},
+    };
+    char body[BODY_MAX];
+    struct meeting m;
+    struct codec_errors errs;
+
+    for (size_t i = 0; i < sizeof(rems) / sizeof(rems[0]); i++) {
+        snprintf(body, sizeof(body), "%s%s", BASE, rems[i].tail);
+        q(body);
+        meeting_init(&m);
+        CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+        CHECK(m.n_reminders == rems[i].n);
+        for (size_t k = 0; k < m.n_reminders; k++) {
+            CHECK(m.reminders[k].minutes_before == rems[i].minutes[k]);
+            CHECK(m.reminders[k].fire_at_ms ==
+                  1893488400000LL - rems[i].minutes[k] * 60000LL); /* 2030-01-01T09:00Z */
+            CHECK(m.reminders[k].status == REMINDER_PENDING && m.reminders[k].id == 0);
+        }
+        CHECK(strcmp(m.participants_json, "[]") == 0 && m.metadata_json == NULL);
+        CHECK(m.description == NULL && m.location == NULL && m.time_zone == NULL);
+        CHECK(!m.has_ends_at);
+        meeting_fini(&m);
+    }
+    snprintf(body, sizeof(body), "%s",
+             BASE ",'participants':[{'email':'ada@example.com',"
+                  "'name':'Ada','id':'u1'},{'name':null,'id':'u2'}]}");
+    q(body);
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    CHECK(m.participants_json != NULL &&
+          strcmp(
+              m.participants_json,
+              "[{\"id\":\"u1\",\"name\":\"Ada\",\"email\":\"ada@example.com\"},{\"id\":\"u2\"}]") ==
+              0);
+    meeting_fini(&m);
+}
+
+/* A zone directory of our own (TZDIR): the 64-byte limit and the TZif check. */
+static void
+check_tzdir(void)
+{
+    char dir[] = "/tmp/test_codec_tzXXXXXX", path[256], body[512];
+    static const char *const files[] = {
+        "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ/Zone", "Fake/Plain"};
+    static const char *const contents[] = {"TZif2...", "hello"};
+    struct meeting m;
+    struct codec_errors errs;
+    FILE *f;
+
+    CHECK(strlen(files[0]) == MEETING_TIME_ZONE_MAX);
+    if (mkdtemp(dir) == NULL)
+        return;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%.*s", dir, (int)(strchr(files[i], '/') - files[i]),
+                 files[i]);
+        mkdir(path, 0700);
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        f = fopen(path, "w");
+        if (f != NULL) {
+            fputs(contents[i], f);
+            fclose(f);
+        }
+    }
+    setenv("TZDIR", dir, 1);
+    for (int i = 0; i < 3; i++) {
+        const char *tz = i < 2 ? files[i] : "Europe/Berlin"; /* not in our directory */
+
+        snprintf(body, sizeof(body), BASE ",'time_zone':'%s'}", tz);
+        q(body);
+        meeting_init(&m);
+        CHECK(decode(body, strlen(body), &m, &errs) == (i == 0 ? API_E_NONE : API_E_VALIDATION));
+        meeting_fini(&m);
+    }
+    unsetenv("TZDIR");
+    for (int i = 1; i >= 0; i--) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+        *strrchr(path, '/') = '\0';
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
+/* RFC 7396 appendix A, plus a check that neither input is modified. */
+static const struct {
+    const char *target, *patch, *want;
+} patches[] = {
+    {"{'a':'b'}", "{'a':'c'}", "{'a':'c'}"},
+    {"{'a':'b'}", "{'b':'c'}", "{'a':'b','b':'c'}"},
+    {"{'a':'b'}", "{'a':null}", "{}"},
+    {"{'a':'b','b':'c'}", "{'a':null}", "{'b':'c'}"},
+    {"{'a':['b']}", "{'a':'c'}", "{'a':'c'}"},
+    {"{'a':'c'}", "{'a':['b']}", "{'a':['b']}"},
+    {"{'a':{'b':'c'}}", "{'a':{'b':'d','c':null}}", "{'a':{'b':'d'}}"},
+    {"{'a':[{'b':'c'}]}", "{'a':[1]}", "{'a':[1]}"},
+    {"['a','b']", "['c','d']", "['c','d']"},
+    {"{'a':'b'}", "['c']", "['c']"},
+    {"{'a':'foo'}", "null", "null"},
+    {"{'a':'foo'}", "'bar'", "'bar'"},
+    {"{'e':null}", "{'a':1}", "{'e':null,'a':1}"},
+    {"[1,2]", "{'a':'b','c':null}", "{'a':'b'}"},
+    {"{}", "{'a':{'bb':{'ccc':null}}}", "{'a':{'bb':{}}}"},
+    {"{'a':1}", "{}", "{'a':1}"},
+    {"{'a':{'x':1,'y':2}}", "{'a':{'y':null,'z':3}}", "{'a':{'x':1,'z':3}}"},
+};
+
+static json_t *
+load_q(const char *text)
+{
+    char buf[ERR_MAX];
+
+    snprintf(buf, sizeof(buf), "%s", text);
+    q(buf);
+    return json_loads(buf, JSON_DECODE_ANY, NULL);
+}
+
+static void
+check_merge_patch(void)
+{
+    for (size_t i = 0; i < sizeof(patches) / sizeof(patches[0]); i++) {
+        json_t *t = load_q(patches[i].target), *p = load_q(patches[i].patch);
+        json_t *want = load_q(patches[i].want), *got;
+        char *t_before = codec_dump(t), *p_before = codec_dump(p), *t_after, *p_after;
+
+        got = codec_merge_patch(t, p);
+        t_after = codec_dump(t);
+        p_after = codec_dump(p);
+        if (got == NULL || !json_equal(got, want)) {
+            char *g = got ? codec_dump(got) : NULL;
+
+            printf("FAIL merge %s + %s: got %s\n", patches[i].target, patches[i].patch,
+                   g ? g : "NULL");
+            free(g);
+            failures++;
+        }
+        CHECK(strcmp(t_before, t_after) == 0 && strcmp(p_before, p_after) == 0);
+        CHECK(got != t && (got != p || json_is_null(p))); /* null is a singleton */
+        free(t_before);
+        free(p_before);
+        free(t_after);
+        free(p_after);
+        json_decref(t);
+        json_decref(p);
+        json_decref(want);
+        json_decref(got);
+    }
+}
+
+#define FULL_IN                                                                                    \
+    "{'title':'Weekly sync','description':'d\\n','starts_at':'2026-11-23T09:00:00+01:00',"         \
+    "'ends_at':'2026-11-23T09:30:00.5+01:00','time_zone':'Europe/Berlin','location':'Room 1',"     \
+    "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"             \
+    "'reminders':[{'minutes_before':5},{'minutes_before':60}],'metadata':{'k':[1,{'x':null}]}}"
+
+static const char full_input_doc[] =
+    "{'title':'Weekly sync','description':'d\\n','starts_at':'2026-11-23T08:00:00.000Z',"
+    "'ends_at':'2026-11-23T08:30:00.500Z','time_zone':'Europe/Berlin','location':'Room 1',"
+    "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
+    "'reminders':[{'minutes_before':60},{'minutes_before':5}],'metadata':{'k':[1,{'x':null}]}}";
+
+static const char full_output[] =
+    "{'id':'123e4567-e89b-42d3-a456-426614174000','title':'Weekly sync','description':'d\\n',"
+    "'starts_at':'2026-11-23T08:00:00.000Z','ends_at':'2026-11-23T08:30:00.500Z',"
+    "'time_zone':'Europe/Berlin','location':'Room 1',"
+    "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
+    "'reminders':[{'id':'9007199254740993','minutes_before':60,'fire_at':"
+    "'2026-11-23T07:00:00.000Z','status':'fired','fired_at':'2026-11-23T07:00:00.012Z'},"
+    "{'id':'8','minutes_before':5,'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
+    "'fired_at':null}],'metadata':{'k':[1,{'x':null}]},'version':3,"
+    "'created_at':'2026-01-01T00:00:00.000Z','updated_at':'2026-01-02T00:00:00.000Z'}";
+
+static const char minimal_output[] =
+    "{'id':'','title':'t','description':null,'starts_at':'2030-01-01T09:00:00.000Z',"
+    "'ends_at':null,'time_zone':null,'location':null,'participants':[],'reminders':[],"
+    "'metadata':null,'version':0,'created_at':'1970-01-01T00:00:00.000Z',"
+    "'updated_at':'1970-01-01T00:00:00.000Z'}";
+
+static void
+expect_dump(const json_t *v, const char *want_q, const char *what)
+{
+    char want[BODY_MAX], *got = codec_dump(v);
+
+    snprintf(want, sizeof(want), "%s", want_q);
+    q(want);
+    if (got == NULL || strcmp(got, want) != 0) {
+        printf("FAIL %s:\n got  %s\n want %s\n", what, got ? got : "NULL", want);
+        failures++;
+    }
+    free(got);
+}
+
+/* decode -> input doc -> decode gives the same document; encode writes the contract's order. */
+static void
+check_encode_round_trip(void)
+{
+    char body[BODY_MAX], *text;
+    struct meeting m, again;
+    struct codec_errors errs;
+    json_t *doc, *out;
+
+    snprintf(body, sizeof(body), "%s", FULL_IN);
+    q(body);
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    doc = codec_meeting_input_doc(&m);
+    expect_dump(doc, full_input_doc, "input doc");
+    text = codec_dump(doc);
+    meeting_init(&again);
+    CHECK(text && decode(text, strlen(text), &again, &errs) == API_E_NONE);
+    json_decref(doc);
+    doc = codec_meeting_input_doc(&again);
+    expect_dump(doc, full_input_doc, "input doc after round trip");
+    json_decref(doc);
+    free(text);
+    meeting_fini(&again);
+
+    strcpy(m.id, "123e4567-e89b-42d3-a456-426614174000");
+    m.version = 3;
+    m.created_at_ms = 1767225600000LL;
+    m.updated_at_ms = 1767312000000LL;
+    m.reminders[0].id = 9007199254740993LL; /* above 2^53: why ids are strings */
+    m.reminders[0].status = REMINDER_FIRED;
+    m.reminders[0].fired_at_ms = m.reminders[0].fire_at_ms + 12;
+    m.reminders[1].id = 8;
+    out = codec_meeting_encode(&m);
+    expect_dump(out, full_output, "encode full");
+    json_decref(out);
+    meeting_fini(&m);
+
+    snprintf(body, sizeof(body), "%s", BASE ",'reminders':[]}");
+    q(body);
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    out = codec_meeting_encode(&m);
+    expect_dump(out, minimal_output, "encode minimal");
+    json_decref(out);
+    meeting_fini(&m);
+}
+
+/* PATCH flow: input doc + merge patch -> decode. */
+static void
+check_patch_flow(void)
+{
+    char body[BODY_MAX];
+    struct meeting m, patched;
+    struct codec_errors errs;
+    json_t *doc, *patch, *merged;
+
+    snprintf(body, sizeof(body), "%s", FULL_IN);
+    q(body);
+    meeting_init(&m);
+    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    doc = codec_meeting_input_doc(&m);
+    patch = load_q("{'title':'New','location':null,'reminders':null,'metadata':{'k':null}}");
+    merged = codec_merge_patch(doc, patch);
+    meeting_init(&patched);
+    CHECK(codec_meeting_decode(merged, &patched, &errs) == API_E_NONE);
+    CHECK(patched.title && strcmp(patched.title, "New") == 0 && patched.location == NULL);
+    CHECK(patched.n_reminders == 1 && patched.reminders[0].minutes_before == 5);
+    CHECK(patched.metadata_json && strcmp(patched.metadata_json, "{}") == 0);
+    CHECK(patched.starts_at_ms == m.starts_at_ms);
+    meeting_fini(&patched);
+    json_decref(merged);
+    json_decref(patch);
+
+    patch = load_q("{'id':'x'}"); /* read-only fields stay errors through a patch */
+    merged = codec_merge_patch(doc, patch);
+    meeting_init(&patched);
+    CHECK(codec_meeting_decode(merged, &patched, &errs) == API_E_VALIDATION);
+    CHECK(has_field(&errs, "id"));
+    meeting_fini(&patched);
+    json_decref(merged);
+    json_decref(patch);
+    json_decref(doc);
+    meeting_fini(&m);
+}
+
+int
+main(void)
+{
+    check_table();
+    check_parse();
+    check_error_collection();
+    check_decoded_values();
+    check_tzdir();
+    check_merge_patch();
+    check_encode_round_trip();
+    check_patch_flow();
+    if (failures) {
+        printf("test_codec: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_codec: ok\n");
+    return 0;
+}
