@@ -29,6 +29,19 @@ static const struct int_setting int_settings[] = {
      0},
     {"TOCSIN_MISSED_GRACE_MS", 60000, 0, 86400000, 1, offsetof(struct config, missed_grace_ms), 0},
     {"TOCSIN_AUTH_CACHE_MS", 2000, 0, 60000, 1, offsetof(struct config, auth_cache_ms), 0},
+    {"TOCSIN_CLAIM_TTL_MS", 5000, 1000, 600000, 1, offsetof(struct config, claim_ttl_ms), 0},
+    {"TOCSIN_SCHED_WINDOW_MS", 10000, 1000, 600000, 1, offsetof(struct config, sched_window_ms), 0},
+    {"TOCSIN_SCHED_POLL_MS", 500, 50, 60000, 1, offsetof(struct config, sched_poll_ms), 0},
+    {"TOCSIN_DELIVERY_RETRY_BASE_MS", 5000, 10, 3600000, 1,
+     offsetof(struct config, delivery_retry_base_ms), 0},
+    {"TOCSIN_DELIVERY_TIMEOUT_MS", 10000, 100, 60000, 1,
+     offsetof(struct config, delivery_timeout_ms), 0},
+    {"TOCSIN_DELIVERY_MAX_ATTEMPTS", 15, 1, 50, 1, offsetof(struct config, delivery_max_attempts),
+     0},
+    {"TOCSIN_DELIVERY_WORKERS", 4, 1, 64, 1, offsetof(struct config, delivery_workers), 1},
+    {"TOCSIN_WEBHOOK_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webhook_allow_private), 1},
+    {"TOCSIN_SHUTDOWN_GRACE_MS", 10000, 0, 120000, 1, offsetof(struct config, shutdown_grace_ms),
+     0},
 };
 
 static int
