@@ -1,0 +1,286 @@
+/* itest_recon.c -- the reconciler against a real PostgreSQL and Redis. Needs
+ * TOCSIN_TEST_DATABASE_URL (a libpq URI to a database where we may CREATE DATABASE) and
+ * TOCSIN_TEST_REDIS_URL (redis://host:port/db); fails, never skips, without them. Creates its own
+ * database, writes reminders with db_*, deletes their Redis keys and checks recon puts them back
+ * with the exact expiry: after a FLUSHALL-like loss (marker gone), after a kick, and by its
+ * periodic pass. The test uses libpq only for CREATE/DROP DATABASE and hiredis only to look at and
+ * delete keys. */
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "mirror.h"
+#include "recon.h"
+
+#define HOST_MAX 256
+#define URL_MAX 1024
+#define HORIZON_MS 3600000
+#define WAIT_MS 10000 /* the bound on how long recon may take to repair */
+#define N_NEAR 3
+
+static int fails;
+static redisContext *raw;
+static char prefix[MIRROR_PREFIX_MAX + 1];
+static struct reminder_key near_keys[N_NEAR]; /* due within the horizon: must be mirrored */
+static struct reminder_key far_key;           /* beyond the horizon: must not be */
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static int64_t
+clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+pexpiretime(const struct reminder_key *k)
+{
+    char key[MIRROR_KEY_MAX];
+    const char *argv[] = {"PEXPIRETIME", key};
+    redisReply *r;
+    int64_t v = INT64_MIN;
+
+    mirror_key_format(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
+    r = redisCommandArgv(raw, 2, argv, NULL);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+static void
+del_key(const char *key)
+{
+    const char *argv[] = {"DEL", key};
+    redisReply *r = redisCommandArgv(raw, 2, argv, NULL);
+
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+/* Deletes the reminder keys, and the marker too when with_marker (what FLUSHALL would do). */
+static void
+lose_keys(bool with_marker)
+{
+    char key[MIRROR_KEY_MAX];
+
+    for (size_t i = 0; i < N_NEAR; i++) {
+        mirror_key_format(key, sizeof key, prefix, near_keys[i].reminder_id,
+                          near_keys[i].fire_at_ms);
+        del_key(key);
+    }
+    if (with_marker) {
+        snprintf(key, sizeof key, "%s:recon:marker", prefix);
+        del_key(key);
+    }
+}
+
+/* Polls until every near_keys key has PEXPIRETIME == its fire time; returns the wait in ms or -1.
+ */
+static int64_t
+wait_mirrored(void)
+{
+    int64_t t0 = clock_ms(CLOCK_MONOTONIC), t;
+
+    while ((t = clock_ms(CLOCK_MONOTONIC) - t0) < WAIT_MS) {
+        size_t ok = 0;
+
+        for (size_t i = 0; i < N_NEAR; i++)
+            ok += pexpiretime(&near_keys[i]) == near_keys[i].fire_at_ms;
+        if (ok == N_NEAR)
+            return t;
+        usleep(20000);
+    }
+    return -1;
+}
+
+/* The same URI with its database name replaced ("postgresql://h:p/old?x" -> ".../name?x"). */
+static int
+with_dbname(char *out, size_t outlen, const char *url, const char *name)
+{
+    const char *auth = strstr(url, "://"), *path, *query;
+
+    if (auth == NULL)
+        return -1;
+    path = auth + 3 + strcspn(auth + 3, "/?");
+    query = path + strcspn(path, "?");
+    int n = snprintf(out, outlen, "%.*s/%s%s", (int)(path - url), url, name, query);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+static int
+admin_sql(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    PGresult *res = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    int rc = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
+
+    if (rc != 0)
+        printf("FAIL %s: %s\n", sql, PQerrorMessage(c));
+    PQclear(res);
+    PQfinish(c);
+    return rc;
+}
+
+/* One tenant, a meeting starting in 30 minutes with three reminders, one starting in 3 hours. */
+static int
+seed(struct db *db)
+{
+    char err[DB_ERR_MAX];
+    int64_t tenant, now = clock_ms(CLOCK_REALTIME);
+    static const int minutes[] = {20, 10, 5};
+
+    if (db_migrate(db, err, sizeof err) != 0) {
+        printf("FAIL db_migrate: %s\n", err);
+        return -1;
+    }
+    if (db_tenant_ensure(db, "itest-recon", &tenant) != DB_ONE_RESULT)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        struct meeting m;
+        size_t nr = k == 0 ? N_NEAR : 1;
+        enum db_status st;
+
+        meeting_init(&m);
+        if (meeting_new_id(m.id) != 0)
+            return -1;
+        m.version = 1;
+        m.created_at_ms = m.updated_at_ms = now;
+        m.title = strdup("recon test");
+        m.participants_json = strdup("[]");
+        m.starts_at_ms = now + (k == 0 ? 30 : 180) * 60000;
+        m.n_reminders = nr;
+        for (size_t i = 0; i < nr; i++)
+            m.reminders[i] = (struct reminder){.minutes_before = minutes[i]};
+        meeting_derive_fire_times(&m);
+        st = db_meeting_insert(db, tenant, &m);
+        for (size_t i = 0; i < nr; i++) {
+            struct reminder_key rk = {m.reminders[i].id, m.reminders[i].fire_at_ms};
+            if (k == 0)
+                near_keys[i] = rk;
+            else
+                far_key = rk;
+        }
+        meeting_fini(&m);
+        if (st != DB_ONE_RESULT) {
+            printf("FAIL db_meeting_insert: %s\n", db_errmsg(db));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Long interval: only the start-up pass, the marker and kicks can repair within WAIT_MS. */
+static void
+test_loss_and_kick(const struct recon_opts *base)
+{
+    struct recon_opts o = *base;
+    struct recon *r;
+    uint64_t passes;
+
+    o.interval_ms = 3600000;
+    r = recon_start(&o);
+    CHECK(r != NULL, "recon_start failed");
+    if (r == NULL)
+        return;
+    CHECK(wait_mirrored() >= 0, "start-up pass did not mirror the keys");
+    CHECK(pexpiretime(&far_key) == -2, "a reminder beyond the horizon was mirrored");
+    CHECK(recon_passes(r) >= 1, "no pass counted");
+    lose_keys(true);
+    CHECK(wait_mirrored() >= 0, "keys not restored after the marker vanished");
+    passes = recon_passes(r);
+    lose_keys(false);
+    recon_kick(r);
+    CHECK(wait_mirrored() >= 0, "keys not restored after a kick");
+    CHECK(recon_passes(r) > passes, "kick did not count a pass");
+    recon_stop(r);
+}
+
+/* Short interval: a key deleted without any other sign comes back by the periodic pass. */
+static void
+test_periodic(const struct recon_opts *base)
+{
+    struct recon_opts o = *base;
+    struct recon *r;
+    int64_t took;
+
+    o.interval_ms = 300;
+    r = recon_start(&o);
+    CHECK(r != NULL, "recon_start failed");
+    if (r == NULL)
+        return;
+    CHECK(wait_mirrored() >= 0, "start-up pass did not mirror the keys");
+    lose_keys(false);
+    took = wait_mirrored();
+    CHECK(took >= 0 && took < 2000, "periodic pass took %" PRId64 " ms", took);
+    recon_stop(r);
+    lose_keys(true);
+}
+
+int
+main(void)
+{
+    const char *pg = getenv("TOCSIN_TEST_DATABASE_URL"), *rurl = getenv("TOCSIN_TEST_REDIS_URL");
+    char host[HOST_MAX], name[32], url[URL_MAX], sql[128], err[DB_ERR_MAX];
+    int port = 0, rdb = 0;
+    struct db *db;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (pg == NULL || rurl == NULL ||
+        sscanf(rurl, "redis://%255[^:/]:%d/%d", host, &port, &rdb) < 2) {
+        printf("FAIL TOCSIN_TEST_DATABASE_URL and TOCSIN_TEST_REDIS_URL (redis://host:port[/db]) "
+               "must be set\n");
+        return 1;
+    }
+    raw = redisConnect(host, port);
+    if (raw == NULL || raw->err != 0) {
+        printf("FAIL cannot connect to Redis at %s\n", rurl);
+        return 1;
+    }
+    redisReply *sel = redisCommand(raw, "SELECT %d", rdb);
+    if (sel == NULL || sel->type == REDIS_REPLY_ERROR) {
+        printf("FAIL SELECT %d\n", rdb);
+        return 1;
+    }
+    freeReplyObject(sel);
+    snprintf(name, sizeof name, "itest_recon_%ld", (long)getpid());
+    snprintf(prefix, sizeof prefix, "%s_%" PRId64, name, clock_ms(CLOCK_REALTIME));
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
+    if (with_dbname(url, sizeof url, pg, name) != 0 || admin_sql(pg, sql) != 0)
+        return 1;
+    db = db_open(url, err, sizeof err);
+    if (db == NULL)
+        printf("FAIL db_open: %s\n", err);
+    if (db != NULL && seed(db) == 0) {
+        struct recon_opts o = {url, {host, port, rdb, NULL, prefix, HORIZON_MS}, 0};
+        test_loss_and_kick(&o);
+        test_periodic(&o);
+    } else {
+        fails++;
+    }
+    db_close(db);
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
+    admin_sql(pg, sql);
+    redisFree(raw);
+    printf("itest_recon: %s\n", fails == 0 ? "ok" : "FAILED");
+    return fails != 0;
+}
