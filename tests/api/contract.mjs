@@ -1,0 +1,152 @@
+// contract.mjs -- checks HTTP responses against api/openapi.yaml (the API contract).
+// OpenAPI 3.1 schemas are JSON Schema 2020-12, so the document is handed to Ajv2020 as a whole and
+// each response schema is compiled by JSON pointer. A response must use a documented status (or
+// fall under the operation's 4XX/default entry), its documented content type and schema, and
+// carry the documented headers that we can check by pattern.
+import fs from 'node:fs';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import YAML from 'yaml';
+
+const SPEC_PATH = fileURLToPath(new URL('../../api/openapi.yaml', import.meta.url));
+const DOC_ID = 'urn:tocsin:openapi';
+
+export const spec = YAML.parse(fs.readFileSync(SPEC_PATH, 'utf8'));
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema({ ...spec, $id: DOC_ID });
+
+const compiled = new Map();
+function validatorAt(pointer) {
+    let v = compiled.get(pointer);
+    if (!v) {
+        v = ajv.compile({ $ref: `${DOC_ID}#${pointer}` });
+        compiled.set(pointer, v);
+    }
+    return v;
+}
+
+const esc = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function deref(obj, pointer) {
+    let p = pointer;
+    let o = obj;
+    while (o && o.$ref) {
+        p = o.$ref.slice(1);
+        o = p.split('/').slice(1).reduce((a, k) => a[k.replace(/~1/g, '/').replace(/~0/g, '~')], spec);
+    }
+    return { obj: o, pointer: p };
+}
+
+// Validates value against components/schemas/<name>; returns the list of errors (empty = valid).
+export function schemaErrors(name, value) {
+    const v = validatorAt(`/components/schemas/${esc(name)}`);
+    return v(value) ? [] : v.errors;
+}
+
+const templates = Object.keys(spec.paths).map((t) => ({
+    template: t,
+    re: new RegExp('^' + t.replace(/\{[^}]+\}/g, '[^/]+') + '$'),
+}));
+
+// Finds the OpenAPI path template for an actual request path (query removed), or null.
+export function templateFor(urlPath) {
+    const p = urlPath.split('?')[0];
+    return templates.find((t) => t.re.test(p))?.template ?? null;
+}
+
+const fail = (ctx, msg) => assert.fail(`${ctx}: ${msg}`);
+
+function pickResponse(op, status) {
+    const r = op.responses;
+    if (r[String(status)]) {
+        return String(status);
+    }
+    const range = `${String(status)[0]}XX`;
+    if (r[range]) {
+        return range;
+    }
+    return r.default ? 'default' : null;
+}
+
+function checkHeaders(ctx, res, respObj, respPointer) {
+    for (const [name, h] of Object.entries(respObj.headers || {})) {
+        const value = res.header(name);
+        // Allow is only promised for 405; the others are promised whenever the response is documented.
+        if (name === 'Allow' && res.status !== 405) {
+            continue;
+        }
+        if (value === null || value === undefined) {
+            fail(ctx, `missing header ${name}`);
+        }
+        const { pointer } = deref(h, `${respPointer}/headers/${esc(name)}`);
+        const v = validatorAt(`${pointer}/schema`);
+        if (!v(value)) {
+            fail(ctx, `header ${name}: ${JSON.stringify(value)} ${ajv.errorsText(v.errors)}`);
+        }
+    }
+}
+
+// Asserts that res (wrapped response) is what api/openapi.yaml promises for method + urlPath.
+export function checkResponse(method, urlPath, res) {
+    const ctx = `${method} ${urlPath.slice(0, 120)} -> ${res.status}`;
+    if (res.status >= 500 && res.status !== 503) {
+        fail(ctx, `server error: ${res.text.slice(0, 300)}`);
+    }
+    const template = templateFor(urlPath);
+    const pathItem = template ? spec.paths[template] : null;
+    const op = pathItem ? pathItem[method.toLowerCase()] : null;
+    if (!op) {
+        // Unknown path or method: a problem (404 / 405 with Allow, 414, ...).
+        checkProblem(ctx, res);
+        if (template && res.status === 405 && !res.header('allow')) {
+            fail(ctx, '405 without an Allow header');
+        }
+        return;
+    }
+    const key = pickResponse(op, res.status);
+    if (!key) {
+        fail(ctx, `status not documented for ${method} ${template}: ${res.text.slice(0, 300)}`);
+    }
+    const opPointer = `/paths/${esc(template)}/${method.toLowerCase()}/responses/${esc(key)}`;
+    const { obj: respObj, pointer: respPointer } = deref(op.responses[key], opPointer);
+    checkHeaders(ctx, res, respObj, respPointer);
+    if (!respObj.content) {
+        if (res.text.length !== 0) {
+            fail(ctx, `expected no body, got ${JSON.stringify(res.text.slice(0, 200))}`);
+        }
+        return;
+    }
+    const ct = (res.contentType || '').split(';')[0].trim().toLowerCase();
+    if (!respObj.content[ct]) {
+        fail(ctx, `content type ${JSON.stringify(res.contentType)} not in ${Object.keys(respObj.content)}; body ${res.text.slice(0, 200)}`);
+    }
+    const v = validatorAt(`${respPointer}/content/${esc(ct)}/schema`);
+    if (!v(res.json)) {
+        fail(ctx, `body does not match the contract: ${ajv.errorsText(v.errors)}\n${res.text.slice(0, 500)}`);
+    }
+    if (ct === 'application/problem+json' && res.json.status !== res.status) {
+        fail(ctx, `problem status ${res.json.status} != HTTP status`);
+    }
+}
+
+// Asserts a problem+json error body that matches components/schemas/Problem.
+export function checkProblem(ctx, res) {
+    if (res.status < 400) {
+        fail(ctx, `expected an error status, body ${res.text.slice(0, 200)}`);
+    }
+    const ct = (res.contentType || '').split(';')[0].trim().toLowerCase();
+    if (ct !== 'application/problem+json') {
+        fail(ctx, `content type ${JSON.stringify(res.contentType)}, want application/problem+json; body ${res.text.slice(0, 200)}`);
+    }
+    const errs = schemaErrors('Problem', res.json);
+    if (errs.length > 0) {
+        fail(ctx, `problem body does not match the contract: ${ajv.errorsText(errs)}\n${res.text.slice(0, 500)}`);
+    }
+    if (res.json.status !== res.status) {
+        fail(ctx, `problem status ${res.json.status} != HTTP status`);
+    }
+}

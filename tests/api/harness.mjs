@@ -1,0 +1,499 @@
+// harness.mjs -- black-box test harness for the tocsin API tests (node:test, Node 20).
+// Each test file gets a fresh PostgreSQL database, its own `tocsin serve` child processes on free
+// ports with a unique Redis key prefix, API keys from `tocsin keys create`, redis-cli helpers and
+// optionally a private redis-server. Missing environment is an error, never a skip: a test run that
+// silently tested nothing is worse than a red one.
+import { spawn, execFile } from 'node:child_process';
+import { after } from 'node:test';
+import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { checkResponse } from './contract.mjs';
+
+const REQUIRED_ENV = ['TOCSIN_BIN', 'TOCSIN_TEST_DATABASE_URL', 'TOCSIN_TEST_REDIS_URL', 'REDIS_SERVER_BIN'];
+const START_TIMEOUT_MS = 20000;
+const STOP_TIMEOUT_MS = 15000;
+const EXEC_TIMEOUT_MS = 30000;
+const LOG_KEEP_MAX = 64 * 1024; // bytes of each child's output kept for failure messages
+
+export function requireEnv() {
+    const missing = REQUIRED_ENV.filter((n) => !process.env[n]);
+    if (missing.length > 0) {
+        throw new Error(`API tests need these environment variables: ${missing.join(', ')} ` +
+            '(a running PostgreSQL and Redis, the tocsin binary and redis-server); refusing to skip');
+    }
+    for (const n of ['TOCSIN_BIN', 'REDIS_SERVER_BIN']) {
+        if (!fs.existsSync(process.env[n])) {
+            throw new Error(`${n}=${process.env[n]} does not exist`);
+        }
+    }
+    return {
+        bin: process.env.TOCSIN_BIN,
+        dbUrl: process.env.TOCSIN_TEST_DATABASE_URL,
+        redisUrl: process.env.TOCSIN_TEST_REDIS_URL,
+        redisServerBin: process.env.REDIS_SERVER_BIN,
+    };
+}
+
+export function run(file, args, opts = {}) {
+    return new Promise((resolve) => {
+        execFile(file, args, { timeout: EXEC_TIMEOUT_MS, maxBuffer: 16 << 20, ...opts },
+            (err, stdout, stderr) => {
+                const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+                resolve({ code, stdout: String(stdout), stderr: String(stderr), err });
+            });
+    });
+}
+
+async function runOk(file, args, opts) {
+    const r = await run(file, args, opts);
+    if (r.code !== 0) {
+        throw new Error(`${path.basename(file)} ${args.join(' ')} failed (${r.code}): ${r.stderr || r.err}`);
+    }
+    return r;
+}
+
+export function freePort() {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.once('error', reject);
+        s.listen(0, '127.0.0.1', () => {
+            const { port } = s.address();
+            s.close(() => resolve(port));
+        });
+    });
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Polls fn until it returns a truthy value or timeoutMs passes; returns the last value.
+export async function waitFor(fn, timeoutMs, stepMs = 50) {
+    const end = Date.now() + timeoutMs;
+    let v;
+    for (;;) {
+        v = await fn();
+        if (v || Date.now() >= end) {
+            return v;
+        }
+        await sleep(stepMs);
+    }
+}
+
+function keepTail(buf, chunk) {
+    const s = buf + chunk.toString();
+    return s.length > LOG_KEEP_MAX ? s.slice(s.length - LOG_KEEP_MAX) : s;
+}
+
+// A tracked child process: output kept for diagnostics, exit awaited.
+function track(h, child, what) {
+    const c = { child, what, log: '', exited: null };
+    child.stdout?.on('data', (d) => { c.log = keepTail(c.log, d); });
+    child.stderr?.on('data', (d) => { c.log = keepTail(c.log, d); });
+    c.exit = new Promise((resolve) => {
+        child.on('exit', (code, signal) => {
+            c.exited = { code, signal };
+            h.children.delete(c);
+            resolve(c.exited);
+        });
+    });
+    h.children.add(c);
+    return c;
+}
+
+async function stopChild(c, signal, timeoutMs) {
+    if (c.exited) {
+        return c.exited;
+    }
+    c.child.kill(signal);
+    const t = sleep(timeoutMs).then(() => null);
+    const r = await Promise.race([c.exit, t]);
+    if (r === null) {
+        c.child.kill('SIGKILL');
+        await c.exit;
+        throw new Error(`${c.what} did not exit within ${timeoutMs} ms of ${signal}; killed`);
+    }
+    return r;
+}
+
+function dbUrlWithName(base, name) {
+    const u = new URL(base);
+    u.pathname = '/' + name;
+    return u.toString();
+}
+
+// ---------------------------------------------------------------- responses and requests
+
+function wrapResponse(status, headersGet, text) {
+    let parsed;
+    let parseErr = null;
+    try {
+        parsed = text.length > 0 ? JSON.parse(text) : undefined;
+    } catch (e) {
+        parseErr = e;
+    }
+    return {
+        status,
+        header: (n) => headersGet(n.toLowerCase()),
+        get contentType() { return headersGet('content-type'); },
+        text,
+        get json() {
+            if (parseErr) {
+                throw new Error(`response body is not JSON (${parseErr.message}): ${text.slice(0, 200)}`);
+            }
+            return parsed;
+        },
+    };
+}
+
+// Sends raw bytes on a fresh connection and reads one response (the connection is closed by us
+// after the response is complete, or by the server). Returns the wrapped response, or throws on
+// timeout. For what fetch cannot send: invalid UTF-8 is fine in fetch, but lying Content-Length,
+// partial requests and malformed request lines are not.
+export function rawRequest(port, bytes, { timeoutMs = 5000 } = {}) {
+    return new Promise((resolve, reject) => {
+        const sock = net.connect(port, '127.0.0.1');
+        let buf = Buffer.alloc(0);
+        let done = false;
+        const finish = (err, res) => {
+            if (done) {
+                return;
+            }
+            done = true;
+            clearTimeout(timer);
+            sock.destroy();
+            if (err) {
+                reject(err);
+            } else {
+                resolve(res);
+            }
+        };
+        const timer = setTimeout(() => finish(new Error(`no complete response within ${timeoutMs} ms`)),
+            timeoutMs);
+        const tryParse = (closed) => {
+            const end = buf.indexOf('\r\n\r\n');
+            if (end < 0) {
+                if (closed) {
+                    finish(new Error(`connection closed without a response: ${JSON.stringify(buf.toString())}`));
+                }
+                return;
+            }
+            const head = buf.subarray(0, end).toString('latin1').split('\r\n');
+            const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0]);
+            if (!m) {
+                finish(new Error(`bad status line: ${head[0]}`));
+                return;
+            }
+            const headers = new Map();
+            for (const line of head.slice(1)) {
+                const i = line.indexOf(':');
+                const k = line.slice(0, i).trim().toLowerCase();
+                const v = line.slice(i + 1).trim();
+                headers.set(k, headers.has(k) ? `${headers.get(k)}, ${v}` : v);
+            }
+            const body = buf.subarray(end + 4);
+            const status = Number(m[1]);
+            let text = null;
+            if (headers.has('content-length')) {
+                const n = Number(headers.get('content-length'));
+                if (body.length >= n) {
+                    text = body.subarray(0, n).toString();
+                }
+            } else if (/chunked/i.test(headers.get('transfer-encoding') || '')) {
+                text = dechunk(body);
+            } else if (status === 204 || status === 304) {
+                text = '';
+            } else if (closed) {
+                text = body.toString();
+            }
+            if (text !== null) {
+                finish(null, wrapResponse(status, (n) => headers.get(n) ?? null, text));
+            } else if (closed) {
+                finish(new Error('connection closed in the middle of the response body'));
+            }
+        };
+        sock.on('data', (d) => {
+            buf = Buffer.concat([buf, d]);
+            tryParse(false);
+        });
+        sock.on('end', () => tryParse(true));
+        sock.on('close', () => tryParse(true));
+        sock.on('error', (e) => {
+            if (buf.length > 0) {
+                tryParse(true);
+            } else {
+                finish(e);
+            }
+        });
+        sock.write(bytes);
+    });
+}
+
+function dechunk(body) {
+    const parts = [];
+    let off = 0;
+    for (;;) {
+        const eol = body.indexOf('\r\n', off);
+        if (eol < 0) {
+            return null;
+        }
+        const n = parseInt(body.subarray(off, eol).toString(), 16);
+        if (Number.isNaN(n)) {
+            return null;
+        }
+        if (n === 0) {
+            return Buffer.concat(parts).toString();
+        }
+        if (body.length < eol + 2 + n + 2) {
+            return null;
+        }
+        parts.push(body.subarray(eol + 2, eol + 2 + n));
+        off = eol + 2 + n + 2;
+    }
+}
+
+// ---------------------------------------------------------------- the tocsin server
+
+class Server {
+    constructor(h, env, port) {
+        this.h = h;
+        this.env = env;
+        this.port = port;
+        this.base = `http://127.0.0.1:${port}`;
+        this.proc = null;
+    }
+
+    get prefix() { return this.env.TOCSIN_REDIS_PREFIX; }
+    get pid() { return this.proc?.child.pid; }
+    get log() { return this.proc?.log ?? ''; }
+
+    async start() {
+        if (this.proc && !this.proc.exited) {
+            throw new Error('server already running');
+        }
+        const child = spawn(this.h.env.bin, ['serve'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+        this.proc = track(this.h, child, `tocsin serve :${this.port}`);
+        const ok = await waitFor(async () => {
+            if (this.proc.exited) {
+                return 'exited';
+            }
+            try {
+                const r = await fetch(`${this.base}/healthz`, { signal: AbortSignal.timeout(1000) });
+                await r.arrayBuffer();
+                return r.status === 200 ? 'up' : null;
+            } catch {
+                return null;
+            }
+        }, START_TIMEOUT_MS, 50);
+        if (ok !== 'up') {
+            const why = ok === 'exited' ? `exited ${JSON.stringify(this.proc.exited)}` : 'no 200 from /healthz';
+            await this.kill();
+            throw new Error(`tocsin serve did not come up (${why}). Output:\n${this.proc.log}`);
+        }
+        return this;
+    }
+
+    // Graceful stop (SIGTERM); returns {code, signal}.
+    async stop() {
+        if (!this.proc) {
+            return null;
+        }
+        return stopChild(this.proc, 'SIGTERM', STOP_TIMEOUT_MS);
+    }
+
+    async kill() {
+        if (!this.proc || this.proc.exited) {
+            return this.proc?.exited ?? null;
+        }
+        this.proc.child.kill('SIGKILL');
+        return this.proc.exit;
+    }
+
+    async restart() {
+        await this.stop();
+        return this.start();
+    }
+
+    // `tocsin keys ...` with this server's environment.
+    keys(args) {
+        return run(this.h.env.bin, ['keys', ...args], { env: this.env });
+    }
+
+    async createKey(tenant) {
+        const r = await this.keys(['create', '--tenant', tenant]);
+        if (r.code !== 0) {
+            throw new Error(`tocsin keys create --tenant ${tenant} failed (${r.code}): ${r.stderr}`);
+        }
+        const key = r.stdout.trim();
+        if (!/^tsk_[0-9a-f]{8}_[A-Za-z0-9_-]{43}$/.test(key) || r.stdout !== key + '\n') {
+            throw new Error(`tocsin keys create printed something else than one key: ${JSON.stringify(r.stdout)}`);
+        }
+        return key;
+    }
+
+    // One HTTP request through fetch. opts: key (bearer), json (object -> JSON body with
+    // application/json), body (string|Buffer), headers, validate (default true: the response must
+    // match api/openapi.yaml). Returns a wrapped response (status, header(), text, json).
+    async req(method, urlPath, opts = {}) {
+        const headers = { ...(opts.headers || {}) };
+        if (opts.key) {
+            headers.Authorization = `Bearer ${opts.key}`;
+        }
+        let body = opts.body;
+        if (opts.json !== undefined) {
+            body = JSON.stringify(opts.json);
+            if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) {
+                headers['Content-Type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+            }
+        }
+        const r = await fetch(this.base + urlPath, {
+            method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(opts.timeoutMs ?? 15000),
+        });
+        const text = Buffer.from(await r.arrayBuffer()).toString();
+        const res = wrapResponse(r.status, (n) => r.headers.get(n), text);
+        if (opts.validate !== false) {
+            checkResponse(method, urlPath, res);
+        }
+        return res;
+    }
+
+    raw(bytes, opts) {
+        return rawRequest(this.port, bytes, opts);
+    }
+}
+
+// ---------------------------------------------------------------- redis
+
+export function redisCli(url) {
+    const cmd = async (...args) => {
+        const r = await run('redis-cli', ['-u', url, ...args.map(String)]);
+        if (r.code !== 0 || /^(ERR|WRONGTYPE|Could not connect)/m.test(r.stdout + r.stderr)) {
+            throw new Error(`redis-cli ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+        }
+        return r.stdout.replace(/\n$/, '');
+    };
+    return {
+        url,
+        cmd,
+        ping: async () => (await run('redis-cli', ['-u', url, 'PING'])).stdout.trim() === 'PONG',
+        pexpiretime: async (key) => Number(await cmd('PEXPIRETIME', key)),
+        keys: async (pattern) => {
+            const out = await cmd('KEYS', pattern);
+            return out === '' ? [] : out.split('\n').sort();
+        },
+        flushall: () => cmd('FLUSHALL'),
+    };
+}
+
+class PrivateRedis {
+    constructor(h, port) {
+        this.h = h;
+        this.port = port;
+        this.url = `redis://127.0.0.1:${port}/0`;
+        this.cli = redisCli(this.url);
+        this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-api-redis-'));
+        this.proc = null;
+    }
+
+    get pid() { return this.proc?.child.pid; }
+
+    async start() {
+        const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+            '--dir', this.dir, '--daemonize', 'no'];
+        const child = spawn(this.h.env.redisServerBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        this.proc = track(this.h, child, `redis-server :${this.port}`);
+        const ok = await waitFor(async () => this.proc.exited || (await this.cli.ping()), 10000, 50);
+        if (ok !== true) {
+            throw new Error(`redis-server on ${this.port} did not start:\n${this.proc.log}`);
+        }
+        return this;
+    }
+
+    async stop() {
+        if (this.proc) {
+            await stopChild(this.proc, 'SIGTERM', STOP_TIMEOUT_MS);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the per-file harness
+
+// Creates the per-file harness: a fresh database named api_<name>_<pid> (dropped in after()),
+// child tracking, and cleanup. Call once at the top of a test file with top-level await.
+export async function harness(name) {
+    const env = requireEnv();
+    const h = {
+        env,
+        children: new Set(),
+        dbName: `api_${name.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${process.pid}`,
+        serial: 0,
+    };
+    h.dbUrl = dbUrlWithName(env.dbUrl, h.dbName);
+    h.redis = redisCli(env.redisUrl);
+    const psql = (sql) => runOk('psql', [env.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
+    await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
+    await psql(`CREATE DATABASE "${h.dbName}"`);
+
+    // Environment for a server: the caller's extras win. Prefix unique per server.
+    h.serverEnv = (extra = {}) => {
+        h.serial += 1;
+        return {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME ?? '/tmp',
+            LANG: 'C',
+            TOCSIN_DATABASE_URL: h.dbUrl,
+            TOCSIN_REDIS_URL: env.redisUrl,
+            TOCSIN_REDIS_PREFIX: `t${process.pid}_${h.serial}_${Math.random().toString(36).slice(2, 8)}`,
+            TOCSIN_LOG_LEVEL: 'warn',
+            ...extra,
+        };
+    };
+    h.startServer = async (extra = {}) => {
+        const port = await freePort();
+        const s = new Server(h, h.serverEnv({ TOCSIN_HTTP_ADDR: `127.0.0.1:${port}`, ...extra }), port);
+        h.servers.push(s);
+        return s.start();
+    };
+    h.servers = [];
+    h.startRedis = async () => {
+        const r = new PrivateRedis(h, await freePort());
+        h.redises.push(r);
+        return r.start();
+    };
+    h.redises = [];
+    h.cleanup = async () => {
+        for (const c of [...h.children]) {
+            c.child.kill('SIGKILL');
+            await c.exit;
+        }
+        for (const r of h.redises) {
+            fs.rmSync(r.dir, { recursive: true, force: true });
+        }
+        await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
+    };
+    after(async () => {
+        // A failing test is easier to read with the server's own words next to it.
+        if (process.env.TOCSIN_TEST_VERBOSE) {
+            for (const s of h.servers) {
+                process.stderr.write(`--- ${s.base} output ---\n${s.log}\n`);
+            }
+        }
+        await h.cleanup();
+    });
+    return h;
+}
+
+// ---------------------------------------------------------------- small test data helpers
+
+// An RFC 3339 UTC instant rounded down to the minute, offset from now.
+export function isoIn(ms) {
+    const t = Math.floor((Date.now() + ms) / 60000) * 60000;
+    return new Date(t).toISOString();
+}
+
+// The API's output form of an instant: UTC with milliseconds.
+export const utc = (msOrIso) => new Date(typeof msOrIso === 'number' ? msOrIso : Date.parse(msOrIso)).toISOString();
+
+export const MIN = 60 * 1000;
+export const HOUR = 60 * MIN;
+export const DAY = 24 * HOUR;

@@ -1,0 +1,359 @@
+// malformed.test.mjs -- a corpus of hostile requests. Each must answer its 4xx with an
+// application/problem+json body (type, title, status, detail, code) that matches the contract,
+// never a 5xx, never create or change anything, and leave the server answering. Cases fetch cannot
+// send (lying Content-Length, partial requests, chunked floods) go through raw sockets.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { harness, isoIn, DAY, MIN } from './harness.mjs';
+import { checkResponse, schemaErrors } from './contract.mjs';
+
+const h = await harness('malformed');
+let srv;
+let key;
+let target; // a meeting that PUT/PATCH cases aim at; must stay unchanged
+
+before(async () => {
+    srv = await h.startServer();
+    key = await srv.createKey('malformed');
+    const other = await srv.createKey('malformed-target');
+    const c = await srv.req('POST', '/v1/meetings', { key: other, json: { title: 'target', starts_at: isoIn(3 * DAY) } });
+    assert.equal(c.status, 201, c.text);
+    target = { key: other, meeting: c.json };
+});
+
+const STARTS = isoIn(2 * DAY);
+const VALID = { title: 'ok', starts_at: STARTS };
+const J = 'application/json';
+const BAD_JSON_OR_VALIDATION = ['bad_json', 'validation'];
+const with_ = (patch) => JSON.stringify({ ...VALID, ...patch });
+const rem = (...ms) => with_({ reminders: ms.map((m) => ({ minutes_before: m })) });
+const bytes = (...parts) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+
+// [name, body, expected status, expected code(s)] for POST /v1/meetings with application/json.
+const BODIES = [
+    ['invalid JSON', '{title: "x"}', 400, 'bad_json'],
+    ['truncated JSON', '{"title":"a","starts_at":"2026', 400, 'bad_json'],
+    ['empty body', '', 400, 'bad_json'],
+    ['only whitespace', '  \n ', 400, 'bad_json'],
+    ['top-level array', '[]', 400, BAD_JSON_OR_VALIDATION],
+    ['top-level array of meeting', `[${with_({})}]`, 400, BAD_JSON_OR_VALIDATION],
+    ['top-level number', '42', 400, BAD_JSON_OR_VALIDATION],
+    ['top-level string', '"meeting"', 400, BAD_JSON_OR_VALIDATION],
+    ['top-level null', 'null', 400, BAD_JSON_OR_VALIDATION],
+    ['top-level true', 'true', 400, BAD_JSON_OR_VALIDATION],
+    ['10k nested arrays', '['.repeat(10000) + ']'.repeat(10000), 400, BAD_JSON_OR_VALIDATION],
+    ['5k nested objects in metadata', with_({ metadata: 0 }).replace('0}', '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) + '}'), 400, BAD_JSON_OR_VALIDATION],
+    ['trailing garbage', `${with_({})} x`, 400, 'bad_json'],
+    ['two documents', `${with_({})}${with_({})}`, 400, 'bad_json'],
+    ['single quotes', "{'title':'x'}", 400, 'bad_json'],
+    ['trailing comma', `{"title":"x","starts_at":"${STARTS}",}`, 400, 'bad_json'],
+    ['comment', `// hi\n${with_({})}`, 400, 'bad_json'],
+    ['NaN', with_({ reminders: 0 }).replace('"reminders":0', '"reminders":[{"minutes_before":NaN}]'), 400, 'bad_json'],
+    ['1e400', with_({ reminders: 0 }).replace('"reminders":0', '"reminders":[{"minutes_before":1e400}]'), 400, BAD_JSON_OR_VALIDATION],
+    ['escaped NUL in a string', `{"title":"a\\u0000b","starts_at":"${STARTS}"}`, 400, BAD_JSON_OR_VALIDATION],
+    ['lone surrogate escape', `{"title":"a\\ud800b","starts_at":"${STARTS}"}`, 400, BAD_JSON_OR_VALIDATION],
+    ['raw control character in a string', `{"title":"a\u0001b","starts_at":"${STARTS}"}`, 400, 'bad_json'],
+    ['invalid UTF-8 bytes', bytes('{"title":"a', [0xff, 0xfe], 'b","starts_at":"', STARTS, '"}'), 400, 'bad_json'],
+    ['overlong UTF-8', bytes('{"title":"a', [0xc0, 0xaf], 'b","starts_at":"', STARTS, '"}'), 400, 'bad_json'],
+    ['truncated UTF-8 sequence', bytes('{"title":"a', [0xe2, 0x82], '","starts_at":"', STARTS, '"}'), 400, 'bad_json'],
+    ['UTF-8 encoded surrogate', bytes('{"title":"a', [0xed, 0xa0, 0x80], '","starts_at":"', STARTS, '"}'), 400, 'bad_json'],
+    ['raw NUL byte', bytes('{"title":"a', [0x00], '","starts_at":"', STARTS, '"}'), 400, 'bad_json'],
+    ['duplicate keys', `{"title":"a","title":"b","starts_at":"${STARTS}"}`, 400, BAD_JSON_OR_VALIDATION],
+    ['unknown field', with_({ colour: 'red' }), 400, 'validation'],
+    ['unknown participant field', with_({ participants: [{ id: 'u1', role: 'x' }] }), 400, 'validation'],
+    ['unknown reminder field', with_({ reminders: [{ minutes_before: 5, channel: 'sms' }] }), 400, 'validation'],
+    ['read-only id', with_({ id: '00000000-0000-4000-8000-000000000000' }), 400, 'validation'],
+    ['read-only version', with_({ version: 1 }), 400, 'validation'],
+    ['title empty', with_({ title: '' }), 400, 'validation'],
+    ['title 201 chars', with_({ title: 'x'.repeat(201) }), 400, 'validation'],
+    ['title 201 emoji', with_({ title: '\u{1F514}'.repeat(201) }), 400, 'validation'],
+    ['title number', with_({ title: 7 }), 400, 'validation'],
+    ['title null', with_({ title: null }), 400, 'validation'],
+    ['title missing', JSON.stringify({ starts_at: STARTS }), 400, 'validation'],
+    ['starts_at missing', JSON.stringify({ title: 'x' }), 400, 'validation'],
+    ['empty object', '{}', 400, 'validation'],
+    ['description 5001 chars', with_({ description: 'd'.repeat(5001) }), 400, 'validation'],
+    ['description number', with_({ description: 1 }), 400, 'validation'],
+    ['location 501 chars', with_({ location: 'l'.repeat(501) }), 400, 'validation'],
+    ['501 participants', with_({ participants: Array.from({ length: 501 }, (_, i) => ({ id: `p${i}` })) }), 400, 'validation'],
+    ['participant without id', with_({ participants: [{ name: 'Ada' }] }), 400, 'validation'],
+    ['participant id empty', with_({ participants: [{ id: '' }] }), 400, 'validation'],
+    ['participant as string', with_({ participants: ['u1'] }), 400, 'validation'],
+    ['participants object', with_({ participants: { id: 'u1' } }), 400, 'validation'],
+    ['participant name 201 chars', with_({ participants: [{ id: 'u1', name: 'n'.repeat(201) }] }), 400, 'validation'],
+    ['participant email 255 bytes', with_({ participants: [{ id: 'u1', email: `${'e'.repeat(243)}@example.com` }] }), 400, 'validation'],
+    ['6 reminders', rem(1, 2, 3, 4, 5, 6), 400, 'validation'],
+    ['minutes_before -1', rem(-1), 400, 'validation'],
+    ['minutes_before 40321', rem(40321), 400, 'validation'],
+    ['minutes_before 1.5', rem(1.5), 400, 'validation'],
+    ['minutes_before "5"', with_({ reminders: [{ minutes_before: '5' }] }), 400, 'validation'],
+    ['minutes_before null', with_({ reminders: [{ minutes_before: null }] }), 400, 'validation'],
+    ['minutes_before missing', with_({ reminders: [{}] }), 400, 'validation'],
+    ['minutes_before 2^63', with_({ reminders: 0 }).replace('"reminders":0', '"reminders":[{"minutes_before":9223372036854775808}]'), 400, BAD_JSON_OR_VALIDATION],
+    ['duplicate reminders', rem(5, 5), 400, 'validation'],
+    ['reminders object', with_({ reminders: { minutes_before: 5 } }), 400, 'validation'],
+    ['reminders number', with_({ reminders: 5 }), 400, 'validation'],
+    ['starts_at without offset', with_({ starts_at: '2026-11-23T09:00:00' }), 400, 'validation'],
+    ['starts_at 30 February', with_({ starts_at: '2026-02-30T10:00:00Z' }), 400, 'validation'],
+    ['starts_at month 13', with_({ starts_at: '2026-13-01T00:00:00Z' }), 400, 'validation'],
+    ['starts_at hour 24', with_({ starts_at: '2026-11-23T24:00:00Z' }), 400, 'validation'],
+    ['starts_at minute 60', with_({ starts_at: '2026-11-23T10:60:00Z' }), 400, 'validation'],
+    ['starts_at offset +25:00', with_({ starts_at: '2026-11-23T09:00:00+25:00' }), 400, 'validation'],
+    ['starts_at garbage', with_({ starts_at: 'next tuesday' }), 400, 'validation'],
+    ['starts_at number', with_({ starts_at: 1795424400 }), 400, 'validation'],
+    ['starts_at empty', with_({ starts_at: '' }), 400, 'validation'],
+    ['starts_at date only', with_({ starts_at: '2026-11-23' }), 400, 'validation'],
+    ['starts_at trailing junk', with_({ starts_at: `${STARTS}junk` }), 400, 'validation'],
+    ['starts_at year 99999', with_({ starts_at: '99999-01-01T00:00:00Z' }), 400, 'validation'],
+    ['ends_at before starts_at', with_({ ends_at: new Date(Date.parse(STARTS) - MIN).toISOString() }), 400, 'validation'],
+    ['ends_at equal to starts_at', with_({ ends_at: STARTS }), 400, 'validation'],
+    ['ends_at garbage', with_({ ends_at: 'later' }), 400, 'validation'],
+    ['time_zone Mars/Olympus', with_({ time_zone: 'Mars/Olympus' }), 400, 'validation'],
+    ['time_zone path traversal', with_({ time_zone: '../../etc/passwd' }), 400, 'validation'],
+    ['time_zone absolute path', with_({ time_zone: '/etc/localtime' }), 400, 'validation'],
+    ['time_zone empty', with_({ time_zone: '' }), 400, 'validation'],
+    ['time_zone 65 chars', with_({ time_zone: `Europe/${'B'.repeat(58)}` }), 400, 'validation'],
+    ['time_zone number', with_({ time_zone: 1 }), 400, 'validation'],
+    ['metadata array', with_({ metadata: [1, 2] }), 400, 'validation'],
+    ['metadata string', with_({ metadata: 'x' }), 400, 'validation'],
+    ['metadata over 16 KiB', with_({ metadata: { blob: 'm'.repeat(16400) } }), 400, 'validation'],
+];
+
+function expectProblem(r, what, status, codes) {
+    assert.equal(r.status, status, `${what}: want ${status}, got ${r.status} ${r.text.slice(0, 300)}`);
+    assert.match(r.contentType || '', /^application\/problem\+json\b/, `${what}: content type`);
+    const p = r.json;
+    for (const f of ['type', 'title', 'status', 'code']) {
+        assert.ok(p[f] !== undefined && p[f] !== null, `${what}: problem has ${f}`);
+    }
+    if (codes) {
+        const list = Array.isArray(codes) ? codes : [codes];
+        assert.ok(list.includes(p.code), `${what}: code ${p.code}, want ${list.join('|')}`);
+    }
+}
+
+test('the corpus really is invalid by the contract\'s own schema', () => {
+    for (const [what, body] of BODIES) {
+        let doc;
+        try {
+            doc = JSON.parse(Buffer.isBuffer(body) ? body.toString() : body);
+        } catch {
+            continue; // not JSON: nothing for the schema to say
+        }
+        if (/NUL|surrogate|duplicate|nested|Mars|ends_at (before|equal)|16 KiB/.test(what)) {
+            continue; // JSON.parse is more lenient, or the rule is beyond JSON Schema
+        }
+        assert.ok(schemaErrors('MeetingInput', doc).length > 0, `${what} should fail MeetingInput`);
+    }
+    assert.ok(BODIES.length >= 50);
+});
+
+test('POST corpus: each answers its 4xx problem, nothing is created', async () => {
+    for (const [what, body, status, codes] of BODIES) {
+        const r = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': J } });
+        expectProblem(r, what, status, codes);
+    }
+    const list = await srv.req('GET', '/v1/meetings', { key });
+    assert.deepEqual(list.json.items, [], 'no hostile POST created a meeting');
+});
+
+test('PUT and PATCH corpus: refused, the target meeting unchanged', async () => {
+    const path = `/v1/meetings/${target.meeting.id}`;
+    const k = target.key;
+    for (const [what, body, status, codes] of BODIES) {
+        const r = await srv.req('PUT', path, { key: k, body, headers: { 'Content-Type': J } });
+        expectProblem(r, `PUT ${what}`, status, codes);
+    }
+    const patches = [
+        ['invalid JSON', '{', 400, 'bad_json'],
+        ['array', '[]', 400, BAD_JSON_OR_VALIDATION],
+        ['string', '"x"', 400, BAD_JSON_OR_VALIDATION],
+        ['deep nesting', '['.repeat(10000) + ']'.repeat(10000), 400, BAD_JSON_OR_VALIDATION],
+        ['unknown field', '{"colour":"red"}', 400, 'validation'],
+        ['title too long', JSON.stringify({ title: 'x'.repeat(201) }), 400, 'validation'],
+        ['title null', '{"title":null}', 400, 'validation'],
+        ['starts_at null', '{"starts_at":null}', 400, 'validation'],
+        ['bad reminders', '{"reminders":[{"minutes_before":-5}]}', 400, 'validation'],
+        ['metadata string', '{"metadata":"x"}', 400, 'validation'],
+        ['invalid UTF-8', bytes('{"title":"', [0xff], '"}'), 400, 'bad_json'],
+    ];
+    for (const [what, body, status, codes] of patches) {
+        const r = await srv.req('PATCH', path, { key: k, body, headers: { 'Content-Type': 'application/merge-patch+json' } });
+        expectProblem(r, `PATCH ${what}`, status, codes);
+    }
+    const g = await srv.req('GET', path, { key: k });
+    assert.deepEqual(g.json, target.meeting, 'the target meeting is unchanged');
+});
+
+test('content types: wrong or missing -> 415', async () => {
+    const body = with_({});
+    const cases = [
+        ['POST', '/v1/meetings', 'text/plain'],
+        ['POST', '/v1/meetings', null],
+        ['POST', '/v1/meetings', 'application/merge-patch+json'],
+        ['POST', '/v1/meetings', 'application/jsonx'],
+        ['POST', '/v1/meetings', 'application/x-www-form-urlencoded'],
+        ['POST', '/v1/meetings', 'multipart/form-data; boundary=x'],
+        ['POST', '/v1/meetings', ''],
+        ['PUT', `/v1/meetings/${target.meeting.id}`, 'text/plain'],
+        ['PUT', `/v1/meetings/${target.meeting.id}`, null],
+        ['PATCH', `/v1/meetings/${target.meeting.id}`, J],
+        ['PATCH', `/v1/meetings/${target.meeting.id}`, null],
+    ];
+    for (const [method, path, ct] of cases) {
+        // A Uint8Array body makes fetch send no Content-Type at all.
+        const opts = ct === null
+            ? { key: target.key, body: new TextEncoder().encode(body) }
+            : { key: target.key, body, headers: { 'Content-Type': ct } };
+        const r = await srv.req(method, path, opts);
+        expectProblem(r, `${method} content type ${ct}`, 415, 'unsupported_media_type');
+    }
+    // A charset parameter is fine.
+    const ok = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': 'application/json; charset=utf-8' } });
+    assert.equal(ok.status, 201, ok.text);
+    await srv.req('DELETE', `/v1/meetings/${ok.json.id}`, { key });
+});
+
+test('body over 64 KiB -> 413', async () => {
+    for (const size of [65537, 70000]) {
+        const body = with_({ description: 'd'.repeat(size) });
+        const r = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': J } });
+        expectProblem(r, `${size}-byte body`, 413, 'body_too_large');
+    }
+});
+
+test('paths, methods, headers and query strings', async () => {
+    const id = target.meeting.id;
+    const k = target.key;
+    const cases = [
+        ['GET', '/v1/meetings/not-a-uuid', {}, 404],
+        ['GET', '/v1/meetings/%00', {}, 404],
+        ['GET', `/v1/meetings/${id.toUpperCase()}`, {}, 404],
+        ['GET', `/v1/meetings/${id}x`, {}, 404],
+        ['GET', `/v1/meetings/${id}/extra`, {}, 404, 'not_found'],
+        ['GET', '/v2/meetings', {}, 404, 'not_found'],
+        ['GET', '/', {}, 404, 'not_found'],
+        ['GET', '/v1', {}, 404, 'not_found'],
+        ['GET', '/v1/meetingsX', {}, 404, 'not_found'],
+        ['GET', `/${'a'.repeat(3000)}`, {}, 414, 'uri_too_long'],
+        ['GET', `/v1/meetings?cursor=${'c'.repeat(3000)}`, {}, 414, 'uri_too_long'],
+        ['GET', `/v1/meetings/${'b'.repeat(16000)}`, {}, 414, 'uri_too_long'],
+        ['DELETE', '/v1/meetings', {}, 405, 'method_not_allowed'],
+        ['PATCH', '/v1/meetings', {}, 405, 'method_not_allowed'],
+        ['POST', `/v1/meetings/${id}`, {}, 405, 'method_not_allowed'],
+        ['POST', '/healthz', {}, 405, 'method_not_allowed'],
+        ['PUT', '/readyz', {}, 405, 'method_not_allowed'],
+        ['FOO', '/v1/meetings', {}, 405, 'method_not_allowed'],
+        ['POST', '/v1/meetings?dry_run=1', { body: with_({}), headers: { 'Content-Type': J } }, 400, 'bad_query'],
+        ['GET', '/v1/meetings', { headers: { Accept: 'image/png' } }, 406, 'not_acceptable'],
+        ['PUT', `/v1/meetings/${id}`, { body: with_({}), headers: { 'Content-Type': J, 'If-Match': 'garbage' } }, 412, 'precondition_failed'],
+        ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Basic Zm9vOmJhcg==' }, nokey: true }, 401, 'unauthorized'],
+        ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Bearer' }, nokey: true }, 401, 'unauthorized'],
+        ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: `Bearer ${k} ${k}` }, nokey: true }, 401, 'unauthorized'],
+    ];
+    for (const [method, path, extra, status, code] of cases) {
+        const { nokey, ...opts } = extra;
+        const r = await srv.req(method, path, { ...(nokey ? {} : { key: k }), ...opts });
+        expectProblem(r, `${method} ${path.slice(0, 60)}`, status, code);
+        if (status === 405) {
+            assert.ok(r.header('allow'), `${method} ${path}: Allow header`);
+        }
+    }
+    const allowed = async (method, path) => {
+        const r = await srv.req(method, path, { key: k });
+        return (r.header('allow') || '').split(',').map((s) => s.trim()).sort();
+    };
+    assert.deepEqual(await allowed('DELETE', '/v1/meetings'), ['GET', 'POST']);
+    assert.deepEqual(await allowed('POST', `/v1/meetings/${id}`), ['DELETE', 'GET', 'PATCH', 'PUT']);
+    const g = await srv.req('GET', `/v1/meetings/${id}`, { key: k });
+    assert.deepEqual(g.json, target.meeting, 'the target meeting is unchanged');
+});
+
+function rawHead(method, path, headers) {
+    const lines = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...headers];
+    return lines.join('\r\n') + '\r\n\r\n';
+}
+
+test('raw sockets: lying and huge Content-Length, chunked floods', async () => {
+    const auth = `Authorization: Bearer ${key}`;
+    const body = with_({});
+
+    // Announces 10 GB and sends nothing: refused at once, without waiting for the body.
+    const t0 = Date.now();
+    const huge = await srv.raw(rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, 'Content-Length: 10000000000']));
+    checkResponse('POST', '/v1/meetings', huge);
+    expectProblem(huge, 'huge Content-Length', 413, 'body_too_large');
+    assert.ok(Date.now() - t0 < 3000, 'answered without waiting for the body');
+
+    // Announces fewer bytes than sent: the truncated body is not JSON.
+    const lying = await srv.raw(rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, 'Content-Length: 10', 'Connection: close']) + body);
+    checkResponse('POST', '/v1/meetings', lying);
+    expectProblem(lying, 'short Content-Length', 400, 'bad_json');
+
+    // A chunked body that grows past the limit.
+    const chunk = 'x'.repeat(8192);
+    let flood = rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, 'Transfer-Encoding: chunked', 'Connection: close']);
+    flood += `1\r\n{\r\n`;
+    for (let i = 0; i < 12; i++) {
+        flood += `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+    }
+    flood += '0\r\n\r\n';
+    const fl = await srv.raw(flood, { timeoutMs: 5000 });
+    checkResponse('POST', '/v1/meetings', fl);
+    expectProblem(fl, 'chunked flood', 413, 'body_too_large');
+
+    // A well-formed chunked request works (the limit is on bytes, not on the framing).
+    let ch = rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, 'Transfer-Encoding: chunked', 'Connection: close']);
+    ch += `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const okc = await srv.raw(ch);
+    checkResponse('POST', '/v1/meetings', okc);
+    assert.equal(okc.status, 201, okc.text);
+    await srv.req('DELETE', `/v1/meetings/${okc.json.id}`, { key });
+});
+
+test('slow and half-sent requests do not block other clients', async () => {
+    const socks = [];
+    const open = (data) => new Promise((resolve, reject) => {
+        const s = net.connect(srv.port, '127.0.0.1', () => {
+            if (data) {
+                s.write(data);
+            }
+            resolve(s);
+        });
+        s.on('error', () => {});
+        s.once('error', reject);
+        socks.push(s);
+    });
+    try {
+        // More stalled connections than the default worker count (4).
+        for (let i = 0; i < 8; i++) {
+            await open(rawHead('POST', '/v1/meetings', [`Authorization: Bearer ${key}`, `Content-Type: ${J}`, 'Content-Length: 100']) + '{"ti');
+            await open('GET /v1/meetings HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: ');
+            await open(null);
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        for (let i = 0; i < 3; i++) {
+            const t0 = Date.now();
+            const hz = await srv.req('GET', '/healthz', { timeoutMs: 3000 });
+            assert.equal(hz.status, 200);
+            const p = await srv.req('POST', '/v1/meetings', { key, json: VALID, timeoutMs: 3000 });
+            assert.equal(p.status, 201, p.text);
+            await srv.req('DELETE', `/v1/meetings/${p.json.id}`, { key });
+            assert.ok(Date.now() - t0 < 1500, `requests took ${Date.now() - t0} ms next to stalled connections`);
+        }
+    } finally {
+        for (const s of socks) {
+            s.destroy();
+        }
+    }
+});
+
+test('afterwards the server is healthy and still creates meetings', async () => {
+    const hz = await srv.req('GET', '/healthz');
+    assert.equal(hz.status, 200);
+    assert.deepEqual(hz.json, { status: 'ok' });
+    const p = await srv.req('POST', '/v1/meetings', { key, json: VALID });
+    assert.equal(p.status, 201, p.text);
+    assert.equal(srv.proc.exited, null, 'the server process is still running');
+});

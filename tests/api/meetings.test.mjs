@@ -1,0 +1,332 @@
+// meetings.test.mjs -- CRUD, conditional requests, reminders and list pagination of /v1/meetings
+// (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { harness, isoIn, utc, MIN, HOUR, DAY } from './harness.mjs';
+import { schemaErrors } from './contract.mjs';
+
+const h = await harness('meetings');
+let srv;
+let key;
+
+before(async () => {
+    srv = await h.startServer();
+    key = await srv.createKey('meetings-a');
+});
+
+const post = (json, opts = {}) => srv.req('POST', '/v1/meetings', { key, json, ...opts });
+const get = (id, opts = {}) => srv.req('GET', `/v1/meetings/${id}`, { key, ...opts });
+
+function full(startsAt) {
+    return {
+        title: 'Weekly sync',
+        description: 'Agenda: everything',
+        starts_at: startsAt,
+        ends_at: new Date(Date.parse(startsAt) + 30 * MIN).toISOString().replace('Z', '+00:00'),
+        time_zone: 'Europe/Berlin',
+        location: 'Room 4',
+        participants: [{ id: 'u1', name: 'Ada', email: 'ada@example.com' }, { id: 'u2' }],
+        reminders: [{ minutes_before: 5 }, { minutes_before: 60 }, { minutes_before: 0 }],
+        metadata: { team: 'core', n: 3, nested: { ok: true } },
+    };
+}
+
+// Expected reminders of a meeting: sorted by minutes_before descending, fire_at derived.
+function expectReminders(m, minutes) {
+    const sorted = [...minutes].sort((a, b) => b - a);
+    assert.deepEqual(m.reminders.map((r) => r.minutes_before), sorted, 'reminders sorted descending');
+    for (const r of m.reminders) {
+        assert.equal(r.fire_at, utc(Date.parse(m.starts_at) - r.minutes_before * MIN), `fire_at of ${r.minutes_before}`);
+        assert.equal(r.status, 'pending');
+        assert.equal(r.fired_at, null);
+    }
+}
+
+test('the test fixture itself is a valid MeetingInput', () => {
+    assert.deepEqual(schemaErrors('MeetingInput', full(isoIn(2 * DAY))), []);
+});
+
+test('POST creates: 201, Location, ETag, every field echoed in output form', async () => {
+    // A +01:00 input offset must come back as UTC with milliseconds.
+    const startMs = Date.parse(isoIn(3 * DAY));
+    const startsAt = new Date(startMs + HOUR).toISOString().replace(/\.000Z$/, '+01:00');
+    const input = full(startsAt);
+    const before = Date.now();
+    const r = await post(input);
+    assert.equal(r.status, 201, r.text);
+    const m = r.json;
+    assert.equal(r.header('location'), `/v1/meetings/${m.id}`);
+    assert.match(r.header('etag'), /^"[^"]+"$/);
+    assert.equal(m.title, input.title);
+    assert.equal(m.description, input.description);
+    assert.equal(m.starts_at, utc(startMs));
+    assert.equal(m.ends_at, utc(startMs + 30 * MIN));
+    assert.equal(m.time_zone, 'Europe/Berlin');
+    assert.equal(m.location, 'Room 4');
+    assert.deepEqual(m.participants, input.participants);
+    assert.deepEqual(m.metadata, input.metadata);
+    assert.equal(m.version, 1);
+    expectReminders(m, [5, 60, 0]);
+    assert.equal(new Set(m.reminders.map((x) => x.id)).size, 3, 'reminder ids distinct');
+    for (const t of [m.created_at, m.updated_at]) {
+        assert.ok(Math.abs(Date.parse(t) - before) < 60000, `timestamp ${t} near now`);
+    }
+});
+
+test('POST minimal: optional fields null, default reminder [{5}], [] means none', async () => {
+    const startsAt = isoIn(2 * DAY);
+    const r = await post({ title: 'Minimal', starts_at: startsAt });
+    assert.equal(r.status, 201, r.text);
+    const m = r.json;
+    for (const f of ['description', 'ends_at', 'time_zone', 'location', 'metadata']) {
+        assert.equal(m[f], null, f);
+    }
+    assert.deepEqual(m.participants, []);
+    expectReminders(m, [5]);
+
+    const none = await post({ title: 'No reminders', starts_at: startsAt, reminders: [] });
+    assert.equal(none.status, 201, none.text);
+    assert.deepEqual(none.json.reminders, []);
+});
+
+test('GET returns the same representation and ETag; If-None-Match gives 304 without a body', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    assert.equal(c.status, 201, c.text);
+    const id = c.json.id;
+    const etag = c.header('etag');
+
+    const g = await get(id);
+    assert.equal(g.status, 200, g.text);
+    assert.equal(g.header('etag'), etag);
+    assert.deepEqual(g.json, c.json);
+
+    const nm = await get(id, { headers: { 'If-None-Match': etag } });
+    assert.equal(nm.status, 304);
+    assert.equal(nm.text, '');
+    assert.equal(nm.header('etag'), etag);
+
+    const star = await get(id, { headers: { 'If-None-Match': '*' } });
+    assert.equal(star.status, 304);
+
+    const other = await get(id, { headers: { 'If-None-Match': '"not-the-etag"' } });
+    assert.equal(other.status, 200);
+    assert.deepEqual(other.json, c.json);
+});
+
+test('PUT replaces fully; If-Match mismatch 412, match 200 with version 2', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+    const etag = c.header('etag');
+    const newStart = isoIn(4 * DAY);
+    const replacement = { title: 'Replaced', starts_at: newStart, reminders: [{ minutes_before: 15 }] };
+
+    const bad = await srv.req('PUT', `/v1/meetings/${id}`, { key, json: replacement, headers: { 'If-Match': '"stale"' } });
+    assert.equal(bad.status, 412, bad.text);
+    assert.equal(bad.json.code, 'precondition_failed');
+    const unchanged = await get(id);
+    assert.deepEqual(unchanged.json, c.json, 'a failed precondition changes nothing');
+
+    const ok = await srv.req('PUT', `/v1/meetings/${id}`, { key, json: replacement, headers: { 'If-Match': etag } });
+    assert.equal(ok.status, 200, ok.text);
+    const m = ok.json;
+    assert.equal(m.id, id);
+    assert.equal(m.version, 2);
+    assert.equal(m.title, 'Replaced');
+    assert.equal(m.starts_at, utc(newStart));
+    for (const f of ['description', 'ends_at', 'time_zone', 'location', 'metadata']) {
+        assert.equal(m[f], null, `${f} removed by full replacement`);
+    }
+    assert.deepEqual(m.participants, []);
+    expectReminders(m, [15]);
+    assert.equal(m.created_at, c.json.created_at);
+    assert.ok(Date.parse(m.updated_at) >= Date.parse(c.json.updated_at));
+    assert.notEqual(ok.header('etag'), etag, 'ETag changes with the body');
+
+    const g = await get(id);
+    assert.deepEqual(g.json, m);
+    assert.equal(g.header('etag'), ok.header('etag'));
+
+    // The old ETag no longer matches; an unconditional PUT is allowed; the default reminder returns.
+    const stale = await srv.req('PUT', `/v1/meetings/${id}`, { key, json: replacement, headers: { 'If-Match': etag } });
+    assert.equal(stale.status, 412);
+    const uncond = await srv.req('PUT', `/v1/meetings/${id}`, { key, json: { title: 'Again', starts_at: newStart } });
+    assert.equal(uncond.status, 200, uncond.text);
+    assert.equal(uncond.json.version, 3);
+    expectReminders(uncond.json, [5]);
+});
+
+test('PUT recomputes reminders; a kept offset with the same fire time keeps its id', async () => {
+    const startsAt = isoIn(2 * DAY);
+    const c = await post({ title: 'R', starts_at: startsAt, reminders: [{ minutes_before: 10 }, { minutes_before: 30 }] });
+    const id30 = c.json.reminders.find((r) => r.minutes_before === 30).id;
+    const p = await srv.req('PUT', `/v1/meetings/${c.json.id}`, {
+        key, json: { title: 'R', starts_at: startsAt, reminders: [{ minutes_before: 30 }, { minutes_before: 120 }] },
+    });
+    assert.equal(p.status, 200, p.text);
+    expectReminders(p.json, [30, 120]);
+    assert.equal(p.json.reminders.find((r) => r.minutes_before === 30).id, id30);
+
+    const moved = isoIn(5 * DAY);
+    const q = await srv.req('PUT', `/v1/meetings/${c.json.id}`, {
+        key, json: { title: 'R', starts_at: moved, reminders: [{ minutes_before: 30 }] },
+    });
+    assert.equal(q.status, 200, q.text);
+    expectReminders(q.json, [30]);
+});
+
+test('PATCH merge-patch: starts_at moves reminders, null removes, other fields kept', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+
+    const t = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { title: 'Renamed' } });
+    assert.equal(t.status, 200, t.text);
+    assert.equal(t.json.title, 'Renamed');
+    assert.equal(t.json.version, 2);
+    assert.deepEqual(t.json.reminders, c.json.reminders, 'untouched reminders keep ids and fire times');
+    assert.notEqual(t.header('etag'), c.header('etag'));
+
+    const newStart = isoIn(6 * DAY);
+    const newEnd = new Date(Date.parse(newStart) + HOUR).toISOString();
+    const s = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { starts_at: newStart, ends_at: newEnd, description: null },
+    });
+    assert.equal(s.status, 200, s.text);
+    const m = s.json;
+    assert.equal(m.starts_at, utc(newStart));
+    assert.equal(m.ends_at, utc(newEnd));
+    assert.equal(m.description, null);
+    assert.equal(m.title, 'Renamed');
+    assert.equal(m.location, 'Room 4');
+    assert.deepEqual(m.participants, c.json.participants);
+    assert.deepEqual(m.metadata, c.json.metadata);
+    assert.equal(m.version, 3);
+    expectReminders(m, [5, 60, 0]);
+
+    const g = await get(id);
+    assert.deepEqual(g.json, m);
+
+    const r = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { reminders: [{ minutes_before: 45 }], metadata: { a: 1 } } });
+    assert.equal(r.status, 200, r.text);
+    expectReminders(r.json, [45]);
+    assert.deepEqual(r.json.metadata, { a: 1 }, 'merge patch of a member replaces recursively');
+});
+
+test('PATCH refuses application/json (415), read-only fields (400) and invalid results (400)', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+    const wrong = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { title: 'x' }, headers: { 'Content-Type': 'application/json' },
+    });
+    assert.equal(wrong.status, 415, wrong.text);
+    assert.equal(wrong.json.code, 'unsupported_media_type');
+
+    for (const patch of [{ version: 7 }, { id: c.json.id }, { created_at: c.json.created_at }]) {
+        const r = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: patch });
+        assert.equal(r.status, 400, `${JSON.stringify(patch)}: ${r.text}`);
+        assert.equal(r.json.code, 'validation');
+    }
+    const noTitle = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { title: null } });
+    assert.equal(noTitle.status, 400, noTitle.text);
+    assert.ok(noTitle.json.errors.some((e) => e.field === 'title'), noTitle.text);
+    const endsBefore = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { ends_at: new Date(Date.parse(c.json.starts_at) - MIN).toISOString() },
+    });
+    assert.equal(endsBefore.status, 400, endsBefore.text);
+    const g = await get(id);
+    assert.deepEqual(g.json, c.json, 'refused patches change nothing');
+});
+
+test('DELETE 204 without body; then GET/PUT/PATCH/DELETE 404', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+    const d = await srv.req('DELETE', `/v1/meetings/${id}`, { key });
+    assert.equal(d.status, 204);
+    assert.equal(d.text, '');
+    const g = await get(id);
+    assert.equal(g.status, 404);
+    assert.equal(g.json.code, 'meeting_not_found');
+    const p = await srv.req('PUT', `/v1/meetings/${id}`, { key, json: { title: 'x', starts_at: isoIn(DAY) } });
+    assert.equal(p.status, 404);
+    const q = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { title: 'x' } });
+    assert.equal(q.status, 404);
+    const d2 = await srv.req('DELETE', `/v1/meetings/${id}`, { key });
+    assert.equal(d2.status, 404);
+    assert.equal(d2.json.code, 'meeting_not_found');
+});
+
+test('unknown and malformed meeting ids are 404', async () => {
+    for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid',
+        '0B4F3A3C-1111-4222-8333-444455556666', '0b4f3a3c111142228333444455556666']) {
+        const r = await get(id);
+        assert.equal(r.status, 404, `${id}: ${r.text}`);
+    }
+});
+
+test('validation errors name the fields', async () => {
+    const r = await post({ title: '', starts_at: 'soon', reminders: [{ minutes_before: -1 }] });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.code, 'validation');
+    const fields = r.json.errors.map((e) => e.field);
+    for (const f of ['title', 'starts_at', 'reminders[0].minutes_before']) {
+        assert.ok(fields.includes(f), `errors name ${f}: ${JSON.stringify(fields)}`);
+    }
+});
+
+test('list: pagination by starts_at then id, filters, bad parameters', async () => {
+    const lkey = await srv.createKey('meetings-list');
+    const base = Date.parse(isoIn(10 * DAY));
+    // Seven meetings; two pairs share a start time so the id breaks the tie.
+    const offsets = [5, 0, 3, 3, 1, 6, 1];
+    const made = [];
+    for (const [i, o] of offsets.entries()) {
+        const r = await srv.req('POST', '/v1/meetings', {
+            key: lkey, json: { title: `L${i}`, starts_at: new Date(base + o * HOUR).toISOString() },
+        });
+        assert.equal(r.status, 201, r.text);
+        made.push(r.json);
+    }
+    const want = [...made].sort((a, b) => (a.starts_at === b.starts_at
+        ? (a.id < b.id ? -1 : 1) : Date.parse(a.starts_at) - Date.parse(b.starts_at)));
+
+    const pages = [];
+    let cursor = null;
+    do {
+        const q = `/v1/meetings?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const r = await srv.req('GET', q, { key: lkey });
+        assert.equal(r.status, 200, r.text);
+        pages.push(r.json.items);
+        cursor = r.json.next_cursor;
+        assert.ok(pages.length <= 4, 'pagination terminates');
+    } while (cursor !== null);
+    assert.deepEqual(pages.map((p) => p.length), [3, 3, 1]);
+    assert.deepEqual(pages.flat().map((m) => m.id), want.map((m) => m.id));
+    assert.deepEqual(pages.flat(), want, 'list items are full meetings');
+
+    const all = await srv.req('GET', '/v1/meetings', { key: lkey });
+    assert.equal(all.status, 200);
+    assert.equal(all.json.next_cursor, null, 'default limit 50 holds all seven');
+    assert.deepEqual(all.json.items.map((m) => m.id), want.map((m) => m.id));
+
+    // from inclusive, to exclusive.
+    const from = new Date(base + 1 * HOUR).toISOString();
+    const to = new Date(base + 5 * HOUR).toISOString().replace('Z', '+00:00');
+    const f = await srv.req('GET', `/v1/meetings?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, { key: lkey });
+    assert.equal(f.status, 200, f.text);
+    const inRange = want.filter((m) => Date.parse(m.starts_at) >= base + HOUR && Date.parse(m.starts_at) < base + 5 * HOUR);
+    assert.equal(inRange.length, 4);
+    assert.deepEqual(f.json.items.map((m) => m.id), inRange.map((m) => m.id));
+
+    const empty = await srv.req('GET', `/v1/meetings?from=${encodeURIComponent(new Date(base + 7 * HOUR).toISOString())}`, { key: lkey });
+    assert.deepEqual(empty.json, { items: [], next_cursor: null });
+
+    const max = await srv.req('GET', '/v1/meetings?limit=200', { key: lkey });
+    assert.equal(max.status, 200);
+
+    for (const q of ['limit=0', 'limit=201', 'limit=abc', 'limit=-1', 'limit=3.5', 'limit=',
+        'cursor=garbage', 'cursor=%00%01', `cursor=${'A'.repeat(600)}`,
+        'from=yesterday', 'from=2026-11-23T09:00:00', 'to=2026-13-01T00:00:00Z', 'unknown=1']) {
+        const r = await srv.req('GET', `/v1/meetings?${q}`, { key: lkey });
+        assert.equal(r.status, 400, `${q}: ${r.text}`);
+        assert.equal(r.json.code, 'bad_query', q);
+    }
+});
