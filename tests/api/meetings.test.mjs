@@ -205,10 +205,17 @@ test('PATCH merge-patch: starts_at moves reminders, null removes, other fields k
     const g = await get(id);
     assert.deepEqual(g.json, m);
 
-    const r = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { reminders: [{ minutes_before: 45 }], metadata: { a: 1 } } });
+    // RFC 7396: arrays are replaced, objects merged member by member, null members removed.
+    const r = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { reminders: [{ minutes_before: 45 }], metadata: { a: 1, team: null, nested: { ok: false } } },
+    });
     assert.equal(r.status, 200, r.text);
     expectReminders(r.json, [45]);
-    assert.deepEqual(r.json.metadata, { a: 1 }, 'merge patch of a member replaces recursively');
+    assert.deepEqual(r.json.metadata, { n: 3, nested: { ok: false }, a: 1 });
+    const z = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { metadata: null, participants: [] } });
+    assert.equal(z.status, 200, z.text);
+    assert.equal(z.json.metadata, null);
+    assert.deepEqual(z.json.participants, []);
 });
 
 test('PATCH refuses application/json (415), read-only fields (400) and invalid results (400)', async () => {
