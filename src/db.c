@@ -1,0 +1,346 @@
+/* db.c -- the PostgreSQL connection: open/close, lazy prepared statements, reconnecting, error
+ * classification into enum db_status and the transaction runner. The statements themselves live
+ * in db_keys.c, db_meeting.c, db_idem.c, db_reminder.c and db_migrate.c. */
+#include "db_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define DB_STATEMENT_TIMEOUT_MS "10000"
+#define DB_STMT_NAME_MAX 32
+/* Clamp for "no bound" arguments: year 1 .. about year 287000, inside what PostgreSQL timestamps
+ * and a millisecond interval can hold, and outside every time the API accepts (1970..9999). */
+#define DB_MS_MIN (-62135596800000LL)
+#define DB_MS_MAX 9000000000000000LL
+
+struct db {
+    PGconn *conn;
+    bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
+    bool prepared[DB_STMT_COUNT]; /* per connection; cleared when the connection is reset */
+    char err[DB_ERR_MAX];
+};
+
+void
+db_set_err(struct db *db, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(db->err, sizeof(db->err), fmt, ap);
+    va_end(ap);
+    /* libpq messages span lines (ERROR, DETAIL, HINT); a log event is one line. */
+    for (char *p = db->err; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+    }
+    size_t n = strlen(db->err);
+    while (n > 0 && db->err[n - 1] == ' ')
+        db->err[--n] = '\0';
+}
+
+/* Server notices ("relation already exists, skipping") would go to stderr unformatted. */
+static void
+on_notice(void *arg, const char *message)
+{
+    int len = (int)strcspn(message, "\n");
+
+    LOG_DEBUG("database notice: %.*s", len < 200 ? len : 200, message);
+}
+
+/* Session settings that must survive a reconnect. The statement timeout bounds how long a
+ * request thread can hang on a lock or a slow plan. */
+static int
+setup_session(struct db *db)
+{
+    PGresult *res = PQexec(db->conn, "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS);
+
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        db_set_err(db, "session setup: %s", PQerrorMessage(db->conn));
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+struct db *
+db_open(const char *url, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"dbname", "connect_timeout", "fallback_application_name",
+                                       NULL};
+    char timeout[DB_I64_BUF];
+    const char *values[4] = {url, timeout, "tocsin", NULL};
+    struct db *db = calloc(1, sizeof(*db));
+
+    if (db == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(timeout, sizeof(timeout), "%d", DB_CONNECT_TIMEOUT_S);
+    db->conn = PQconnectdbParams(keys, values, 1);
+    if (db->conn != NULL)
+        PQsetNoticeProcessor(db->conn, on_notice, NULL);
+    if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK || setup_session(db) != 0) {
+        if (db->conn != NULL && db->err[0] == '\0')
+            db_set_err(db, "%s", PQerrorMessage(db->conn));
+        snprintf(err, errlen, "database: %s", db->conn == NULL ? "out of memory" : db->err);
+        db_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+void
+db_close(struct db *db)
+{
+    if (db == NULL)
+        return;
+    PQfinish(db->conn);
+    free(db);
+}
+
+const char *
+db_errmsg(const struct db *db)
+{
+    return db->err;
+}
+
+PGconn *
+db_conn(struct db *db)
+{
+    return db->conn;
+}
+
+/* Reconnects a broken connection when that is safe (no transaction open). Prepared statements
+ * die with the old session. Returns 0 when the connection is usable. */
+static int
+ensure_conn(struct db *db)
+{
+    if (PQstatus(db->conn) == CONNECTION_OK)
+        return 0;
+    if (db->in_tx) {
+        db_set_err(db, "connection lost inside a transaction");
+        return -1;
+    }
+    memset(db->prepared, 0, sizeof(db->prepared));
+    PQreset(db->conn);
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        db_set_err(db, "reconnect: %s", PQerrorMessage(db->conn));
+        return -1;
+    }
+    if (setup_session(db) != 0)
+        return -1;
+    LOG_INFO("database connection re-established");
+    return 0;
+}
+
+/* Soft: worth retrying the whole transaction. Serialization failure, deadlock, the connection
+ * class (08), the server shutting down or starting (57P01..57P03), or no SQLSTATE at all because
+ * the connection broke. */
+static bool
+is_soft(PGconn *conn, const char *state)
+{
+    if (state == NULL)
+        return PQstatus(conn) != CONNECTION_OK;
+    return strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+           strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0;
+}
+
+/* Turns a failed result into a status, logs it once and records the message. Clears res. */
+static enum db_status
+classify(struct db *db, PGresult *res, const char *what)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+
+    if (msg == NULL || msg[0] == '\0')
+        msg = PQerrorMessage(db->conn);
+    db_set_err(db, "%s: %s%s%s", what, state ? state : "", state ? " " : "", msg);
+    enum db_status st = is_soft(db->conn, state) ? DB_SOFT_ERROR : DB_HARD_ERROR;
+    if (st == DB_SOFT_ERROR)
+        LOG_WARN("database (will retry): %s", db->err);
+    else
+        LOG_ERROR("database: %s", db->err);
+    PQclear(res);
+    return st;
+}
+
+static enum db_status
+prepare(struct db *db, enum db_stmt id, const char *name, const char *sql, int n)
+{
+    PGresult *res = PQprepare(db->conn, name, sql, n, NULL);
+
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        return classify(db, res, name);
+    PQclear(res);
+    db->prepared[id] = true;
+    return DB_ONE_RESULT;
+}
+
+enum db_status
+db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+        PGresult **res)
+{
+    char name[DB_STMT_NAME_MAX];
+
+    *res = NULL;
+    if (ensure_conn(db) != 0) {
+        LOG_WARN("database (will retry): %s", db->err);
+        return DB_SOFT_ERROR;
+    }
+    if (id == DB_STMT_UNPREPARED) {
+        *res = PQexecParams(db->conn, sql, n, NULL, values, NULL, NULL, 0);
+        snprintf(name, sizeof(name), "statement");
+    } else {
+        snprintf(name, sizeof(name), "tocsin_%d", (int)id);
+        if (!db->prepared[id]) {
+            enum db_status st = prepare(db, id, name, sql, n);
+            if (st != DB_ONE_RESULT)
+                return st;
+        }
+        *res = PQexecPrepared(db->conn, name, n, values, NULL, NULL, 0);
+    }
+    ExecStatusType rs = PQresultStatus(*res);
+    if (rs == PGRES_TUPLES_OK || rs == PGRES_COMMAND_OK)
+        return DB_ONE_RESULT;
+    enum db_status st = classify(db, *res, name);
+    *res = NULL;
+    return st;
+}
+
+enum db_status
+db_exec_simple(struct db *db, const char *sql)
+{
+    if (ensure_conn(db) != 0) {
+        LOG_WARN("database (will retry): %s", db->err);
+        return DB_SOFT_ERROR;
+    }
+    PGresult *res = PQexec(db->conn, sql);
+    ExecStatusType rs = PQresultStatus(res);
+    if (rs == PGRES_TUPLES_OK || rs == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return DB_ONE_RESULT;
+    }
+    return classify(db, res, "simple query");
+}
+
+int
+db_ping(struct db *db)
+{
+    /* An idle connection only learns that the server went away when it is used: one retry
+     * lets ensure_conn reconnect. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (db_exec_simple(db, "SELECT 1") == DB_ONE_RESULT)
+            return 0;
+    }
+    return -1;
+}
+
+/* COMMIT of a transaction that already failed answers "ROLLBACK" without an error: that means fn
+ * swallowed a failed statement, which is our bug. */
+static enum db_status
+commit(struct db *db)
+{
+    PGresult *res = PQexec(db->conn, "COMMIT");
+
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        return classify(db, res, "COMMIT");
+    bool committed = strcmp(PQcmdStatus(res), "COMMIT") == 0;
+    PQclear(res);
+    if (committed)
+        return DB_ONE_RESULT;
+    db_set_err(db, "transaction was rolled back: a statement failed but fn went on");
+    LOG_ERROR("database: %s", db->err);
+    return DB_HARD_ERROR;
+}
+
+static void
+rollback(struct db *db)
+{
+    /* Best effort: on a broken connection the server has rolled back already. */
+    PQclear(PQexec(db->conn, "ROLLBACK"));
+}
+
+static enum db_status
+tx_once(struct db *db, db_tx_fn fn, void *arg)
+{
+    enum db_status st = db_exec_simple(db, "BEGIN");
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    db->in_tx = true;
+    st = fn(db, arg);
+    if (st == DB_HARD_ERROR || st == DB_SOFT_ERROR) {
+        rollback(db);
+        db->in_tx = false;
+        return st;
+    }
+    enum db_status cst = commit(db);
+    db->in_tx = false;
+    return cst == DB_ONE_RESULT ? st : cst;
+}
+
+enum db_status
+db_tx_run(struct db *db, db_tx_fn fn, void *arg)
+{
+    enum db_status st = DB_SOFT_ERROR;
+
+    if (db->in_tx) {
+        db_set_err(db, "db_tx_run called inside a transaction");
+        LOG_ERROR("database: %s", db->err);
+        return DB_HARD_ERROR;
+    }
+    /* The first run plus DB_TX_RETRIES_MAX retries. */
+    for (int attempt = 0; attempt <= DB_TX_RETRIES_MAX; attempt++) {
+        db_set_err(db, "transaction function reported a soft error");
+        st = tx_once(db, fn, arg);
+        if (st != DB_SOFT_ERROR)
+            return st;
+    }
+    LOG_ERROR("database: transaction still failing after %d retries: %s", DB_TX_RETRIES_MAX,
+              db->err);
+    return st;
+}
+
+const char *
+db_i64(char buf[DB_I64_BUF], int64_t v)
+{
+    snprintf(buf, DB_I64_BUF, "%" PRId64, v);
+    return buf;
+}
+
+const char *
+db_ms(char buf[DB_I64_BUF], int64_t ms)
+{
+    if (ms < DB_MS_MIN)
+        ms = DB_MS_MIN;
+    if (ms > DB_MS_MAX)
+        ms = DB_MS_MAX;
+    return db_i64(buf, ms);
+}
+
+int64_t
+db_get_i64(const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        return 0;
+    return strtoll(PQgetvalue(res, row, col), NULL, 10);
+}
+
+char *
+db_get_str(const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        return NULL;
+    return strdup(PQgetvalue(res, row, col));
+}
+
+long
+db_affected(PGresult *res)
+{
+    return strtol(PQcmdTuples(res), NULL, 10);
+}

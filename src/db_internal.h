@@ -1,0 +1,65 @@
+/* db_internal.h -- what the db*.c files share and nobody else sees: the statement ids, the one
+ * function that runs a statement (lazy PREPARE, reconnect, error classification) and helpers for
+ * the text-format parameters and results. Only db*.c include this (it includes libpq-fe.h). */
+#ifndef TOCSIN_DB_INTERNAL_H
+#define TOCSIN_DB_INTERNAL_H
+
+#include <libpq-fe.h>
+
+#include "db.h"
+
+/* Every prepared statement; the id indexes the per-connection "prepared" flags. */
+enum db_stmt {
+    STMT_TENANT_ENSURE,
+    STMT_KEY_INSERT,
+    STMT_KEY_LOOKUP,
+    STMT_KEY_LIST,
+    STMT_KEY_REVOKE,
+    STMT_MEETING_INSERT,
+    STMT_MEETING_GET,
+    STMT_MEETING_GET_FOR_UPDATE,
+    STMT_MEETING_UPDATE,
+    STMT_MEETING_DELETE,
+    STMT_MEETING_LIST,
+    STMT_IDEM_LOCK,
+    STMT_IDEM_GET,
+    STMT_IDEM_PUT,
+    STMT_REMINDER_PENDING_BATCH,
+    DB_STMT_COUNT,
+    DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
+};
+
+#define DB_PARAMS_MAX 20
+#define DB_I64_BUF 24 /* "-9223372036854775808" + NUL, rounded up */
+
+/* SQL fragments for times: parameters and results carry milliseconds since the epoch as bigint so
+ * no code parses or formats time text. */
+#define DB_TS(p) "('epoch'::timestamptz + " p "::bigint * interval '1 millisecond')"
+#define DB_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
+
+/* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
+ * connection. Reconnects first when the connection is broken and no transaction is open.
+ * Returns DB_ONE_RESULT with *res set (the caller PQclear's it; rows may be 0) or an error status
+ * with *res NULL, the error already logged and in db_errmsg. */
+enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
+                       const char *const *values, PGresult **res);
+/* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
+enum db_status db_exec_simple(struct db *db, const char *sql);
+/* The PGconn itself, for the few libpq calls db_exec does not cover. */
+PGconn *db_conn(struct db *db);
+/* Fills db_errmsg with a message of our own. */
+void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Decimal text of v into buf (DB_I64_BUF bytes); returns buf. */
+const char *db_i64(char buf[DB_I64_BUF], int64_t v);
+/* Like db_i64, clamped to what PostgreSQL timestamps hold (year 1 .. ~287000), so callers may
+ * pass INT64_MIN / INT64_MAX as "no bound". */
+const char *db_ms(char buf[DB_I64_BUF], int64_t ms);
+/* Field as int64 (0 when NULL). */
+int64_t db_get_i64(const PGresult *res, int row, int col);
+/* Field copied to a malloc'ed string (NULL when NULL or out of memory: check with PQgetisnull). */
+char *db_get_str(const PGresult *res, int row, int col);
+/* Number of rows an INSERT/UPDATE/DELETE touched. */
+long db_affected(PGresult *res);
+
+#endif

@@ -1,0 +1,147 @@
+/* db_keys.c -- tenants and API keys. Keys are stored as SHA-256 hashes and found by their public
+ * prefix; the hash comparison happens here, in constant time, not in SQL. Used by the
+ * `tocsin keys` commands and by the authentication step of every request. */
+#include <openssl/crypto.h>
+#include <string.h>
+
+#include "db_internal.h"
+
+#define HASH_LEN 32
+
+static int
+hex_nibble(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static int
+hex_decode(const char *hex, uint8_t out[HASH_LEN])
+{
+    if (strlen(hex) != 2 * HASH_LEN)
+        return -1;
+    for (size_t i = 0; i < HASH_LEN; i++) {
+        int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static void
+hex_encode(const uint8_t in[HASH_LEN], char out[2 * HASH_LEN + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < HASH_LEN; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * HASH_LEN] = '\0';
+}
+
+/* Inserts the tenant or finds it. The no-op DO UPDATE makes RETURNING give the id either way. */
+enum db_status
+db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id)
+{
+    static const char sql[] = "INSERT INTO tenants (name) VALUES ($1)"
+                              " ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"
+                              " RETURNING id";
+    const char *params[] = {name};
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_TENANT_ENSURE, sql, 1, params, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    *tenant_id = db_get_i64(res, 0, 0);
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+/* NO_RESULTS when the prefix is taken (the caller makes a new key): prefixes are random, so this
+ * is rare, and not an error worth logging. */
+enum db_status
+db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_t hash[32])
+{
+    static const char sql[] = "INSERT INTO api_keys (tenant_id, prefix, key_hash)"
+                              " VALUES ($1, $2, decode($3, 'hex'))"
+                              " ON CONFLICT (prefix) DO NOTHING";
+    char tid[DB_I64_BUF], hex[2 * HASH_LEN + 1];
+    PGresult *res;
+
+    hex_encode(hash, hex);
+    const char *params[] = {db_i64(tid, tenant_id), prefix, hex};
+    enum db_status st = db_exec(db, STMT_KEY_INSERT, sql, 3, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    return st;
+}
+
+enum db_status
+db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t *tenant_id)
+{
+    static const char sql[] = "SELECT tenant_id, encode(key_hash, 'hex') FROM api_keys"
+                              " WHERE prefix = $1 AND revoked_at IS NULL";
+    const char *params[] = {prefix};
+    uint8_t stored[HASH_LEN];
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_KEY_LOOKUP, sql, 1, params, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = DB_NO_RESULTS;
+    if (PQntuples(res) == 1 && hex_decode(PQgetvalue(res, 0, 1), stored) == 0 &&
+        CRYPTO_memcmp(stored, hash, HASH_LEN) == 0) {
+        *tenant_id = db_get_i64(res, 0, 0);
+        st = DB_ONE_RESULT;
+    }
+    PQclear(res);
+    return st;
+}
+
+/* ONE_RESULT when the query ran, even with no keys at all. */
+enum db_status
+db_key_list(struct db *db, db_key_row_fn fn, void *arg)
+{
+    /* clang-format off */
+    static const char sql[] =
+        "SELECT k.prefix, t.name, " DB_MS("k.created_at") ", " DB_MS("k.revoked_at")
+        " FROM api_keys k JOIN tenants t ON t.id = k.tenant_id ORDER BY k.created_at, k.id";
+    /* clang-format on */
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_KEY_LIST, sql, 0, NULL, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res); row++)
+        fn(arg, PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), db_get_i64(res, row, 2),
+           db_get_i64(res, row, 3));
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+/* An empty prefix would match every key; it matches none instead. */
+enum db_status
+db_key_revoke(struct db *db, const char *prefix, int *n_revoked)
+{
+    static const char sql[] = "UPDATE api_keys SET revoked_at = now()"
+                              " WHERE revoked_at IS NULL AND starts_with(prefix, $1)";
+    const char *params[] = {prefix};
+    PGresult *res;
+
+    *n_revoked = 0;
+    if (prefix[0] == '\0')
+        return DB_NO_RESULTS;
+    enum db_status st = db_exec(db, STMT_KEY_REVOKE, sql, 1, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    *n_revoked = (int)db_affected(res);
+    PQclear(res);
+    return *n_revoked > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+}

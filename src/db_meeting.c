@@ -1,0 +1,504 @@
+/* db_meeting.c -- meetings and their reminders. Each function is one statement, so it is atomic
+ * even in autocommit: data-modifying CTEs write the meeting and its reminders together, and reads
+ * bring the reminders along as one aggregated column. tenant_id scopes every statement, so another
+ * tenant's meeting is simply not found. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_internal.h"
+#include "log.h"
+
+/* Text of a PostgreSQL array literal of up to MEETING_REMINDERS_MAX numbers or status names. */
+#define ARRAY_BUF (MEETING_REMINDERS_MAX * DB_I64_BUF + 3)
+#define STATUS_NAME_MAX 16
+
+/* The statements read better laid out as SQL than as clang-format would wrap them. */
+/* clang-format off */
+
+/* The meeting columns shared by get and list; the last one packs the reminders as
+ * "id,minutes_before,fire_at_ms,status,fired_at_ms;..." ordered by minutes_before descending. */
+#define MEETING_COLUMNS \
+    "m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") ", m.title," \
+    " m.description, m.time_zone, m.location, " DB_MS("m.starts_at") ", " DB_MS("m.ends_at") "," \
+    " m.participants, m.metadata," \
+    " (SELECT string_agg(concat_ws(',', r.id, r.minutes_before, " DB_MS("r.fire_at") "," \
+    "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0))," \
+    "                    ';' ORDER BY r.minutes_before DESC)" \
+    "  FROM reminders r WHERE r.meeting_id = m.id)"
+
+/* $3..$11: the writable fields, in the order of meeting_params(). */
+#define MEETING_WRITE_PARAMS \
+    "$3, $4, " DB_TS("$5") ", " DB_TS("$6") ", $7, $8, $9::json, $10::json, $11::bigint"
+
+/* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays
+ * $14..$17 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never). */
+static const char insert_sql[] =
+    "WITH m AS ("
+    "  INSERT INTO meetings (id, tenant_id, title, description, starts_at, ends_at, time_zone,"
+    "                        location, participants, metadata, version, created_at, updated_at)"
+    "  VALUES ($1::uuid, $2::bigint, " MEETING_WRITE_PARAMS ", " DB_TS("$12") ", " DB_TS("$13") ")"
+    "  RETURNING id, tenant_id)"
+    " INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at)"
+    " SELECT m.id, m.tenant_id, r.mb, " DB_TS("r.fa") ", r.st, " DB_TS("nullif(r.fd, 0)")
+    " FROM m, unnest($14::int[], $15::bigint[], $16::text[], $17::bigint[]) AS r(mb, fa, st, fd)"
+    " RETURNING id, minutes_before";
+
+#define GET_SQL \
+    "SELECT " MEETING_COLUMNS " FROM meetings m" \
+    " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
+static const char get_sql[] = GET_SQL;
+/* Locks the meeting row only: the reminders come from a subquery. Writers of a meeting's
+ * reminders lock the meeting first (update, delete), so this serializes them. */
+static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";
+
+/* Reconciles the reminders by minutes_before in the same statement. Every CTE sees the rows as
+ * they were before the statement (o), which is what the gone keys need: the old fire time of a
+ * pending reminder that was moved (u) or removed (d). Result rows: kind 'm' once when the meeting
+ * exists, 'g' per gone key, 'r' per resulting reminder. $13/$14: minutes_before[], fire_at_ms[]. */
+static const char update_sql[] =
+    "WITH m AS ("
+    "  UPDATE meetings SET title = $3, description = $4, starts_at = " DB_TS("$5") ","
+    "         ends_at = " DB_TS("$6") ", time_zone = $7, location = $8, participants = $9::json,"
+    "         metadata = $10::json, version = $11::bigint, updated_at = " DB_TS("$12")
+    "  WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL"
+    "  RETURNING id, tenant_id),"
+    " w AS (SELECT * FROM unnest($13::int[], $14::bigint[]) AS w(mb, fa)),"
+    " o AS (SELECT r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at"
+    "       FROM reminders r JOIN m ON r.meeting_id = m.id),"
+    " d AS (DELETE FROM reminders r USING m"
+    "       WHERE r.meeting_id = m.id AND r.minutes_before <> ALL ($13::int[]) RETURNING r.id),"
+    " u AS (UPDATE reminders r SET fire_at = " DB_TS("w.fa") ", status = 'pending', fired_at = NULL"
+    "       FROM m, w WHERE r.meeting_id = m.id AND r.minutes_before = w.mb"
+    "       AND r.fire_at <> " DB_TS("w.fa")
+    "       RETURNING r.id, r.minutes_before AS mb, r.fire_at),"
+    " i AS (INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status)"
+    "       SELECT m.id, m.tenant_id, w.mb, " DB_TS("w.fa") ", 'pending' FROM m, w"
+    "       WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.mb = w.mb)"
+    "       RETURNING id, minutes_before AS mb, fire_at)"
+    " SELECT 'm'::text, 0::bigint, 0::int, 0::bigint, ''::text, 0::bigint FROM m"
+    " UNION ALL SELECT 'g', o.id, o.mb, " DB_MS("o.fire_at") ", o.status, 0 FROM o"
+    "   WHERE o.status = 'pending' AND (o.id IN (SELECT id FROM d) OR o.id IN (SELECT id FROM u))"
+    " UNION ALL SELECT 'r', o.id, o.mb, " DB_MS("o.fire_at") ", o.status,"
+    "                  coalesce(" DB_MS("o.fired_at") ", 0)"
+    "   FROM o JOIN w ON w.mb = o.mb AND o.fire_at = " DB_TS("w.fa")
+    " UNION ALL SELECT 'r', u.id, u.mb, " DB_MS("u.fire_at") ", 'pending', 0 FROM u"
+    " UNION ALL SELECT 'r', i.id, i.mb, " DB_MS("i.fire_at") ", 'pending', 0 FROM i";
+
+/* Result rows: 'm' once when a live meeting was deleted, 'g' per cancelled pending reminder. */
+static const char delete_sql[] =
+    "WITH m AS ("
+    "  UPDATE meetings SET deleted_at = now()"
+    "  WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id),"
+    " c AS (UPDATE reminders r SET status = 'cancelled' FROM m"
+    "       WHERE r.meeting_id = m.id AND r.status = 'pending' RETURNING r.id, r.fire_at)"
+    " SELECT 'm'::text, 0::bigint, 0::bigint FROM m"
+    " UNION ALL SELECT 'g', c.id, " DB_MS("c.fire_at") " FROM c";
+
+/* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
+ * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. */
+static const char list_sql[] =
+    "SELECT " MEETING_COLUMNS " FROM meetings m"
+    " WHERE m.tenant_id = $1::bigint AND m.deleted_at IS NULL"
+    " AND m.starts_at >= " DB_TS("$2") " AND m.starts_at < " DB_TS("$3")
+    " AND (m.starts_at, m.id) > (" DB_TS("$4") ", $5::uuid)"
+    " ORDER BY m.starts_at, m.id LIMIT $6::int";
+
+/* clang-format on */
+enum {
+    COL_ID,
+    COL_VERSION,
+    COL_CREATED,
+    COL_UPDATED,
+    COL_TITLE,
+    COL_DESCRIPTION,
+    COL_TIME_ZONE,
+    COL_LOCATION,
+    COL_STARTS,
+    COL_ENDS,
+    COL_PARTICIPANTS,
+    COL_METADATA,
+    COL_REMINDERS
+};
+
+/* Parses one "id,minutes_before,fire_at_ms,status,fired_at_ms" item; returns the byte after it. */
+static const char *
+parse_reminder(const char *s, struct reminder *r)
+{
+    char status[STATUS_NAME_MAX];
+    char *end;
+    size_t len;
+
+    r->id = strtoll(s, &end, 10);
+    if (*end != ',')
+        return NULL;
+    r->minutes_before = (int)strtol(end + 1, &end, 10);
+    if (*end != ',')
+        return NULL;
+    r->fire_at_ms = strtoll(end + 1, &end, 10);
+    if (*end != ',')
+        return NULL;
+    s = end + 1;
+    len = strcspn(s, ",");
+    if (s[len] != ',' || len >= sizeof(status))
+        return NULL;
+    memcpy(status, s, len);
+    status[len] = '\0';
+    if (reminder_status_parse(status, &r->status) != 0)
+        return NULL;
+    r->fired_at_ms = strtoll(s + len + 1, &end, 10);
+    return end;
+}
+
+static int
+parse_reminders(const char *s, struct meeting *m)
+{
+    m->n_reminders = 0;
+    while (*s != '\0') {
+        if (m->n_reminders == MEETING_REMINDERS_MAX)
+            return -1;
+        s = parse_reminder(s, &m->reminders[m->n_reminders++]);
+        if (s == NULL || (*s != ';' && *s != '\0'))
+            return -1;
+        if (*s == ';')
+            s++;
+    }
+    return 0;
+}
+
+/* Copies an optional text column; -1 only when a present value could not be copied. */
+static int
+copy_opt(const PGresult *res, int row, int col, char **out)
+{
+    *out = db_get_str(res, row, col);
+    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
+}
+
+/* Fills a fresh m from a row of MEETING_COLUMNS. 0, or -1 (out of memory, malformed). */
+static int
+fill_meeting(const PGresult *res, int row, struct meeting *m)
+{
+    snprintf(m->id, sizeof(m->id), "%s", PQgetvalue(res, row, COL_ID));
+    m->version = db_get_i64(res, row, COL_VERSION);
+    m->created_at_ms = db_get_i64(res, row, COL_CREATED);
+    m->updated_at_ms = db_get_i64(res, row, COL_UPDATED);
+    m->starts_at_ms = db_get_i64(res, row, COL_STARTS);
+    m->has_ends_at = !PQgetisnull(res, row, COL_ENDS);
+    m->ends_at_ms = db_get_i64(res, row, COL_ENDS);
+    if (copy_opt(res, row, COL_TITLE, &m->title) != 0 ||
+        copy_opt(res, row, COL_DESCRIPTION, &m->description) != 0 ||
+        copy_opt(res, row, COL_TIME_ZONE, &m->time_zone) != 0 ||
+        copy_opt(res, row, COL_LOCATION, &m->location) != 0 ||
+        copy_opt(res, row, COL_PARTICIPANTS, &m->participants_json) != 0 ||
+        copy_opt(res, row, COL_METADATA, &m->metadata_json) != 0)
+        return -1;
+    return parse_reminders(PQgetvalue(res, row, COL_REMINDERS), m);
+}
+
+/* "{a,b,c}" from n int64 values. */
+static const char *
+array_i64(char buf[ARRAY_BUF], const int64_t *v, size_t n)
+{
+    size_t len = 0;
+
+    buf[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len +=
+            (size_t)snprintf(buf + len, ARRAY_BUF - len, "%s%lld", i ? "," : "", (long long)v[i]);
+    snprintf(buf + len, ARRAY_BUF - len, "}");
+    return buf;
+}
+
+/* The reminder columns of m as array literals, for unnest() on the server. */
+struct reminder_arrays {
+    char minutes[ARRAY_BUF], fire_at[ARRAY_BUF], status[ARRAY_BUF], fired_at[ARRAY_BUF];
+};
+
+static void
+reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
+{
+    int64_t minutes[MEETING_REMINDERS_MAX], fire[MEETING_REMINDERS_MAX];
+    int64_t fired[MEETING_REMINDERS_MAX];
+    size_t len = 0;
+
+    a->status[len++] = '{';
+    for (size_t i = 0; i < m->n_reminders; i++) {
+        const struct reminder *r = &m->reminders[i];
+        minutes[i] = r->minutes_before;
+        fire[i] = r->fire_at_ms;
+        fired[i] = r->fired_at_ms;
+        len += (size_t)snprintf(a->status + len, sizeof(a->status) - len, "%s%s", i ? "," : "",
+                                reminder_status_name(r->status));
+    }
+    snprintf(a->status + len, sizeof(a->status) - len, "}");
+    array_i64(a->minutes, minutes, m->n_reminders);
+    array_i64(a->fire_at, fire, m->n_reminders);
+    array_i64(a->fired_at, fired, m->n_reminders);
+}
+
+static struct reminder *
+reminder_by_minutes(struct meeting *m, int minutes_before)
+{
+    for (size_t i = 0; i < m->n_reminders; i++) {
+        if (m->reminders[i].minutes_before == minutes_before)
+            return &m->reminders[i];
+    }
+    return NULL;
+}
+
+/* Parameters $1..$11, shared by insert and update: the identity and the writable fields. */
+struct meeting_params {
+    const char *v[DB_PARAMS_MAX];
+    char tenant[DB_I64_BUF], starts[DB_I64_BUF], ends[DB_I64_BUF], version[DB_I64_BUF];
+    char created[DB_I64_BUF], updated[DB_I64_BUF];
+    struct reminder_arrays arr;
+};
+
+static void
+meeting_params(struct meeting_params *p, int64_t tenant_id, const struct meeting *m)
+{
+    p->v[0] = m->id;
+    p->v[1] = db_i64(p->tenant, tenant_id);
+    p->v[2] = m->title;
+    p->v[3] = m->description;
+    p->v[4] = db_ms(p->starts, m->starts_at_ms);
+    p->v[5] = m->has_ends_at ? db_ms(p->ends, m->ends_at_ms) : NULL;
+    p->v[6] = m->time_zone;
+    p->v[7] = m->location;
+    p->v[8] = m->participants_json ? m->participants_json : "[]";
+    p->v[9] = m->metadata_json;
+    p->v[10] = db_i64(p->version, m->version);
+    reminder_arrays(m, &p->arr);
+}
+
+/* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays. */
+enum db_status
+db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
+{
+    struct meeting_params p;
+    PGresult *res;
+
+    m->version = 1;
+    meeting_params(&p, tenant_id, m);
+    p.v[11] = db_ms(p.created, m->created_at_ms);
+    p.v[12] = db_ms(p.updated, m->updated_at_ms);
+    p.v[13] = p.arr.minutes;
+    p.v[14] = p.arr.fire_at;
+    p.v[15] = p.arr.status;
+    p.v[16] = p.arr.fired_at;
+    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 17, p.v, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res); row++) {
+        struct reminder *r = reminder_by_minutes(m, (int)db_get_i64(res, row, 1));
+        if (r != NULL)
+            r->id = db_get_i64(res, row, 0);
+    }
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+enum db_status
+db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting *m, bool for_update)
+{
+    char tenant[DB_I64_BUF];
+    const char *params[] = {id, db_i64(tenant, tenant_id)};
+    PGresult *res;
+
+    /* Not a UUID cannot name a meeting; asking the server would only log a cast error. */
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    enum db_status st =
+        for_update ? db_exec(db, STMT_MEETING_GET_FOR_UPDATE, get_lock_sql, 2, params, &res)
+                   : db_exec(db, STMT_MEETING_GET, get_sql, 2, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = DB_NO_RESULTS;
+    if (PQntuples(res) == 1) {
+        st = DB_ONE_RESULT;
+        if (fill_meeting(res, 0, m) != 0) {
+            db_set_err(db, "meeting %s: cannot read the row (out of memory or malformed)", id);
+            LOG_ERROR("database: %s", db_errmsg(db));
+            meeting_fini(m);
+            st = DB_HARD_ERROR;
+        }
+    }
+    PQclear(res);
+    return st;
+}
+
+static int
+add_gone(struct db *db, struct reminder_keys *gone, int64_t id, int64_t fire_at_ms)
+{
+    if (gone->n == REMINDER_KEYS_MAX) {
+        db_set_err(db, "more than REMINDER_KEYS_MAX gone reminder keys");
+        LOG_ERROR("database: %s", db_errmsg(db));
+        return -1;
+    }
+    gone->k[gone->n].reminder_id = id;
+    gone->k[gone->n].fire_at_ms = fire_at_ms;
+    gone->n++;
+    return 0;
+}
+
+static int
+by_minutes_desc(const void *a, const void *b)
+{
+    const struct reminder *x = a, *y = b;
+
+    return (x->minutes_before < y->minutes_before) - (x->minutes_before > y->minutes_before);
+}
+
+/* Reads the rows of update_sql into m->reminders (sorted) and gone. */
+static enum db_status
+read_update(struct db *db, const PGresult *res, struct meeting *m, struct reminder_keys *gone)
+{
+    struct reminder rs[MEETING_REMINDERS_MAX];
+    bool found = false;
+    size_t n = 0;
+
+    for (int row = 0; row < PQntuples(res); row++) {
+        char kind = PQgetvalue(res, row, 0)[0];
+        int64_t id = db_get_i64(res, row, 1), fire_at_ms = db_get_i64(res, row, 3);
+        if (kind == 'm') {
+            found = true;
+        } else if (kind == 'g') {
+            if (add_gone(db, gone, id, fire_at_ms) != 0)
+                return DB_HARD_ERROR;
+        } else if (n < MEETING_REMINDERS_MAX &&
+                   reminder_status_parse(PQgetvalue(res, row, 4), &rs[n].status) == 0) {
+            rs[n].id = id;
+            rs[n].minutes_before = (int)db_get_i64(res, row, 2);
+            rs[n].fire_at_ms = fire_at_ms;
+            rs[n].fired_at_ms = db_get_i64(res, row, 5);
+            n++;
+        } else {
+            db_set_err(db, "meeting %s: unexpected reminder row after update", m->id);
+            LOG_ERROR("database: %s", db_errmsg(db));
+            return DB_HARD_ERROR;
+        }
+    }
+    if (!found)
+        return DB_NO_RESULTS;
+    qsort(rs, n, sizeof(rs[0]), by_minutes_desc);
+    memcpy(m->reminders, rs, n * sizeof(rs[0]));
+    m->n_reminders = n;
+    return DB_ONE_RESULT;
+}
+
+enum db_status
+db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m, struct reminder_keys *gone)
+{
+    struct meeting_params p;
+    PGresult *res;
+
+    if (!meeting_id_valid(m->id))
+        return DB_NO_RESULTS;
+    meeting_params(&p, tenant_id, m);
+    p.v[11] = db_ms(p.updated, m->updated_at_ms);
+    p.v[12] = p.arr.minutes;
+    p.v[13] = p.arr.fire_at;
+    enum db_status st = db_exec(db, STMT_MEETING_UPDATE, update_sql, 14, p.v, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = read_update(db, res, m, gone);
+    PQclear(res);
+    return st;
+}
+
+enum db_status
+db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+{
+    char tenant[DB_I64_BUF];
+    const char *params[] = {id, db_i64(tenant, tenant_id)};
+    PGresult *res;
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    enum db_status st = db_exec(db, STMT_MEETING_DELETE, delete_sql, 2, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = DB_NO_RESULTS;
+    for (int row = 0; row < PQntuples(res); row++) {
+        if (PQgetvalue(res, row, 0)[0] == 'm')
+            st = DB_ONE_RESULT;
+        else if (add_gone(db, gone, db_get_i64(res, row, 1), db_get_i64(res, row, 2)) != 0)
+            st = DB_HARD_ERROR;
+        if (st == DB_HARD_ERROR)
+            break;
+    }
+    PQclear(res);
+    return st;
+}
+
+static enum db_status
+read_list(struct db *db, const PGresult *res, size_t limit, struct db_meeting_list *out)
+{
+    size_t rows = (size_t)PQntuples(res);
+
+    out->more = rows > limit;
+    rows = out->more ? limit : rows;
+    out->m = calloc(rows ? rows : 1, sizeof(out->m[0]));
+    if (out->m == NULL) {
+        db_set_err(db, "listing meetings: out of memory");
+        LOG_ERROR("database: %s", db_errmsg(db));
+        return DB_HARD_ERROR;
+    }
+    for (; out->n < rows; out->n++) {
+        meeting_init(&out->m[out->n]);
+        if (fill_meeting(res, (int)out->n, &out->m[out->n]) != 0) {
+            out->n++; /* so db_meeting_list_fini frees the half-filled one too */
+            db_set_err(db, "listing meetings: cannot read a row (out of memory or malformed)");
+            LOG_ERROR("database: %s", db_errmsg(db));
+            return DB_HARD_ERROR;
+        }
+    }
+    return DB_ONE_RESULT;
+}
+
+/* ONE_RESULT whenever the query ran, also for an empty page (out->n == 0): an empty list is an
+ * answer, not a miss. q->after_id must be a valid id when q->has_after (the caller decodes the
+ * cursor); q->limit outside 1..DB_LIST_LIMIT_MAX is a caller bug (DB_HARD_ERROR). */
+enum db_status
+db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
+                struct db_meeting_list *out)
+{
+    char tenant[DB_I64_BUF], from[DB_I64_BUF], to[DB_I64_BUF], after[DB_I64_BUF];
+    char limit[DB_I64_BUF];
+    PGresult *res;
+
+    memset(out, 0, sizeof(*out));
+    if (q->limit < 1 || q->limit > DB_LIST_LIMIT_MAX ||
+        (q->has_after && !meeting_id_valid(q->after_id))) {
+        db_set_err(db, "listing meetings: limit or cursor out of range");
+        LOG_ERROR("database: %s", db_errmsg(db));
+        return DB_HARD_ERROR;
+    }
+    const char *params[] = {
+        db_i64(tenant, tenant_id),
+        db_ms(from, q->from_ms),
+        db_ms(to, q->to_ms),
+        db_ms(after, q->has_after ? q->after_starts_at_ms : INT64_MIN),
+        q->has_after ? q->after_id : "00000000-0000-0000-0000-000000000000",
+        db_i64(limit, (int64_t)q->limit + 1),
+    };
+    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 6, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = read_list(db, res, q->limit, out);
+    PQclear(res);
+    if (st != DB_ONE_RESULT)
+        db_meeting_list_fini(out);
+    return st;
+}
+
+void
+db_meeting_list_fini(struct db_meeting_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        meeting_fini(&l->m[i]);
+    free(l->m);
+    memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,764 @@
+/* itest_db.c -- every db_* function against a real PostgreSQL. Needs TOCSIN_TEST_DATABASE_URL (a
+ * libpq URI or key=value string for a role that may CREATE DATABASE); fails, never skips, without
+ * it. Works in a database of its own (itest_db_<pid>, dropped at the end) so it can run again and
+ * next to other tests. libpq is used directly only for CREATE/DROP DATABASE and for poking rows
+ * (tampering a checksum, marking a reminder fired, killing a backend). */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "db_migrations.h"
+
+#define URL_MAX 1024
+#define DBNAME_MAX 64
+#define MIN_MS 60000LL
+#define BASE_MS 1893456000000LL /* 2030-01-01T00:00:00Z */
+#define LIST_N 7
+#define LIST_PAGE 3
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the test's own raw connection ---- */
+
+static PGconn *raw;
+
+/* Runs sql with up to three text parameters; returns the first column of the first row as a
+ * number (0 when there is none), or -1 on error. */
+static long long
+raw_exec(const char *sql, const char *p1, const char *p2, const char *p3)
+{
+    const char *params[] = {p1, p2, p3};
+    int n = p3 ? 3 : p2 ? 2 : p1 ? 1 : 0;
+    PGresult *res = PQexecParams(raw, sql, n, NULL, params, NULL, NULL, 0);
+    long long v = -1;
+
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        v = PQntuples(res) > 0 && !PQgetisnull(res, 0, 0) ? atoll(PQgetvalue(res, 0, 0)) : 0;
+    else if (PQresultStatus(res) == PGRES_COMMAND_OK)
+        v = atoll(PQcmdTuples(res));
+    else
+        printf("raw sql failed: %s: %s", sql, PQerrorMessage(raw));
+    PQclear(res);
+    return v;
+}
+
+static const char *
+i64s(char buf[32], int64_t v)
+{
+    snprintf(buf, 32, "%" PRId64, v);
+    return buf;
+}
+
+/* The given URL with its database replaced by dbname. URIs get a new path; key=value strings a
+ * trailing dbname= (the last value of a keyword wins). */
+static int
+url_with_db(const char *url, const char *dbname, char out[URL_MAX])
+{
+    const char *scheme = strstr(url, "://");
+    int n;
+
+    if (scheme == NULL) {
+        n = snprintf(out, URL_MAX, "%s dbname=%s", url, dbname);
+    } else {
+        const char *host = scheme + 3;
+        size_t hostlen = strcspn(host, "/?");
+        const char *query = strchr(host + hostlen, '?');
+        n = snprintf(out, URL_MAX, "%.*s/%s%s", (int)(host - url + hostlen), url, dbname,
+                     query ? query : "");
+    }
+    return n > 0 && n < URL_MAX ? 0 : -1;
+}
+
+/* ---- fixtures ---- */
+
+static void
+make_meeting(struct meeting *m, const char *title, int64_t starts_at_ms, const int *minutes,
+             size_t n)
+{
+    meeting_init(m);
+    if (meeting_new_id(m->id) != 0)
+        CHECK(0, "meeting_new_id");
+    m->title = strdup(title);
+    m->starts_at_ms = starts_at_ms;
+    m->participants_json =
+        strdup("[{\"id\":\"u1\",\"name\":\"Ada\",\"email\":\"ada@example.com\"}]");
+    m->created_at_ms = m->updated_at_ms = BASE_MS - 1000;
+    m->n_reminders = n;
+    for (size_t i = 0; i < n; i++)
+        m->reminders[i].minutes_before = minutes[i];
+    meeting_derive_fire_times(m);
+}
+
+static const struct reminder *
+find_reminder(const struct meeting *m, int minutes_before)
+{
+    for (size_t i = 0; i < m->n_reminders; i++) {
+        if (m->reminders[i].minutes_before == minutes_before)
+            return &m->reminders[i];
+    }
+    return NULL;
+}
+
+static bool
+has_key(const struct reminder_keys *k, int64_t id, int64_t fire_at_ms)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        if (k->k[i].reminder_id == id && k->k[i].fire_at_ms == fire_at_ms)
+            return true;
+    }
+    return false;
+}
+
+static bool
+str_eq(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* ---- migrations ---- */
+
+static void
+test_migrate(struct db *db)
+{
+    char err[DB_ERR_MAX];
+    PGresult *res;
+
+    CHECK(db_migrations_current(db) == -1, "fresh database reported current");
+    CHECK(db_migrate(db, err, sizeof(err)) == 0, "first migrate: %s", err);
+    CHECK(db_migrate(db, err, sizeof(err)) == 0, "second migrate: %s", err);
+    CHECK(db_migrations_current(db) == 0, "not current after migrate");
+    CHECK(raw_exec("SELECT count(*) FROM schema_migrations", NULL, NULL, NULL) ==
+              (long long)db_migrations_count,
+          "schema_migrations rows != %zu", db_migrations_count);
+    CHECK(raw_exec("SELECT count(*) FROM schema_migrations WHERE version = 1 AND name = "
+                   "'001_init.sql' AND checksum ~ '^[0-9a-f]{64}$'",
+                   NULL, NULL, NULL) == 1,
+          "001 not recorded with name and checksum");
+
+    res = PQexec(raw, "SELECT checksum FROM schema_migrations WHERE version = 1");
+    char saved[80] = "";
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        snprintf(saved, sizeof(saved), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    raw_exec("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1", NULL, NULL,
+             NULL);
+    err[0] = '\0';
+    CHECK(db_migrate(db, err, sizeof(err)) == -1, "tampered checksum accepted");
+    CHECK(strstr(err, "001_init.sql") != NULL, "error does not name the file: %s", err);
+    CHECK(db_migrations_current(db) == -1, "tampered checksum reported current");
+    raw_exec("UPDATE schema_migrations SET checksum = $1 WHERE version = 1", saved, NULL, NULL);
+    CHECK(db_migrations_current(db) == 0, "not current after restoring the checksum");
+    CHECK(db_migrate(db, err, sizeof(err)) == 0, "migrate after restore: %s", err);
+}
+
+/* ---- tenants and keys ---- */
+
+struct key_rows {
+    int n;
+    int live;
+    char tenant[TENANT_NAME_MAX + 1];
+};
+
+static void
+key_row(void *arg, const char *prefix, const char *tenant, int64_t created_at_ms,
+        int64_t revoked_at_ms)
+{
+    struct key_rows *k = arg;
+
+    k->n++;
+    k->live += revoked_at_ms == 0;
+    snprintf(k->tenant, sizeof(k->tenant), "%s", tenant);
+    CHECK(created_at_ms > BASE_MS - 10LL * 365 * 86400000, "created_at %" PRId64, created_at_ms);
+    CHECK(strcmp(prefix, "abcd1234") == 0, "prefix %s", prefix);
+}
+
+static void
+test_keys(struct db *db, int64_t *t1, int64_t *t2)
+{
+    uint8_t hash[32], other[32];
+    int64_t id = 0, again = 0;
+    int n = -1;
+    struct key_rows rows = {0};
+
+    memset(hash, 0xab, sizeof(hash));
+    memset(other, 0xab, sizeof(other));
+    other[31] = 0;
+    CHECK(db_tenant_ensure(db, "acme", t1) == DB_ONE_RESULT && *t1 > 0, "tenant acme");
+    CHECK(db_tenant_ensure(db, "acme", &again) == DB_ONE_RESULT && again == *t1,
+          "tenant ensure not idempotent: %" PRId64 " vs %" PRId64, again, *t1);
+    CHECK(db_tenant_ensure(db, "globex", t2) == DB_ONE_RESULT && *t2 != *t1, "tenant globex");
+
+    CHECK(db_key_insert(db, *t1, "abcd1234", hash) == DB_ONE_RESULT, "key insert");
+    CHECK(db_key_insert(db, *t2, "abcd1234", other) == DB_NO_RESULTS, "duplicate prefix accepted");
+    CHECK(db_key_lookup(db, "abcd1234", hash, &id) == DB_ONE_RESULT && id == *t1, "lookup");
+    CHECK(db_key_lookup(db, "abcd1234", other, &id) == DB_NO_RESULTS, "wrong hash found");
+    CHECK(db_key_lookup(db, "ffff0000", hash, &id) == DB_NO_RESULTS, "unknown prefix found");
+    CHECK(db_key_list(db, key_row, &rows) == DB_ONE_RESULT, "key list");
+    CHECK(rows.n == 1 && rows.live == 1 && strcmp(rows.tenant, "acme") == 0,
+          "key list rows %d live %d tenant %s", rows.n, rows.live, rows.tenant);
+
+    CHECK(db_key_revoke(db, "", &n) == DB_NO_RESULTS && n == 0, "empty prefix revoked");
+    CHECK(db_key_revoke(db, "abcd", &n) == DB_ONE_RESULT && n == 1, "revoke: n=%d", n);
+    CHECK(db_key_lookup(db, "abcd1234", hash, &id) == DB_NO_RESULTS, "revoked key found");
+    CHECK(db_key_revoke(db, "abcd", &n) == DB_NO_RESULTS && n == 0, "revoked twice");
+    memset(&rows, 0, sizeof(rows));
+    CHECK(db_key_list(db, key_row, &rows) == DB_ONE_RESULT && rows.n == 1 && rows.live == 0,
+          "revoked key not listed as revoked");
+}
+
+/* ---- meetings ---- */
+
+static void
+check_same(const struct meeting *want, const struct meeting *got)
+{
+    CHECK(strcmp(want->id, got->id) == 0, "id %s vs %s", want->id, got->id);
+    CHECK(got->version == want->version, "version %" PRId64, got->version);
+    CHECK(got->created_at_ms == want->created_at_ms, "created_at %" PRId64, got->created_at_ms);
+    CHECK(got->updated_at_ms == want->updated_at_ms, "updated_at %" PRId64, got->updated_at_ms);
+    CHECK(got->starts_at_ms == want->starts_at_ms, "starts_at %" PRId64, got->starts_at_ms);
+    CHECK(got->has_ends_at == want->has_ends_at &&
+              (!want->has_ends_at || got->ends_at_ms == want->ends_at_ms),
+          "ends_at");
+    CHECK(str_eq(got->title, want->title), "title %s", got->title);
+    CHECK(str_eq(got->description, want->description), "description");
+    CHECK(str_eq(got->time_zone, want->time_zone), "time_zone");
+    CHECK(str_eq(got->location, want->location), "location");
+    CHECK(str_eq(got->participants_json, want->participants_json), "participants %s",
+          got->participants_json);
+    CHECK(str_eq(got->metadata_json, want->metadata_json), "metadata %s", got->metadata_json);
+    CHECK(got->n_reminders == want->n_reminders, "n_reminders %zu vs %zu", got->n_reminders,
+          want->n_reminders);
+    for (size_t i = 0; i < got->n_reminders && i < want->n_reminders; i++) {
+        const struct reminder *a = &want->reminders[i], *b = &got->reminders[i];
+        CHECK(a->id == b->id && a->minutes_before == b->minutes_before &&
+                  a->fire_at_ms == b->fire_at_ms && a->status == b->status &&
+                  a->fired_at_ms == b->fired_at_ms,
+              "reminder %zu: id %" PRId64 "/%" PRId64 " mb %d/%d status %d/%d", i, a->id, b->id,
+              a->minutes_before, b->minutes_before, (int)a->status, (int)b->status);
+    }
+}
+
+static void
+test_insert_get(struct db *db, int64_t t1, int64_t t2)
+{
+    static const int minutes[] = {60, 10, 0};
+    struct meeting m, got, bare;
+
+    make_meeting(&m, "Weekly sync \xc3\xa9", BASE_MS + 86400000, minutes, 3);
+    m.description = strdup("it's \"quoted\" ?? and \\ backslash");
+    m.time_zone = strdup("Europe/Berlin");
+    m.location = strdup("Room 1");
+    m.has_ends_at = true;
+    m.ends_at_ms = m.starts_at_ms + 30 * MIN_MS;
+    m.metadata_json = strdup("{\"z\":1,\"a\":[true,null]}");
+    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    CHECK(m.version == 1, "version after insert %" PRId64, m.version);
+    for (size_t i = 0; i < m.n_reminders; i++)
+        CHECK(m.reminders[i].id > 0, "reminder %zu has no id", i);
+    CHECK(m.reminders[0].id != m.reminders[1].id && m.reminders[1].id != m.reminders[2].id,
+          "reminder ids not distinct");
+
+    meeting_init(&got);
+    CHECK(db_meeting_get(db, t1, m.id, &got, false) == DB_ONE_RESULT, "get");
+    check_same(&m, &got);
+    meeting_fini(&got);
+    CHECK(db_meeting_get(db, t2, m.id, &got, false) == DB_NO_RESULTS, "other tenant sees it");
+    CHECK(db_meeting_get(db, t1, "not-a-uuid", &got, false) == DB_NO_RESULTS, "bad id");
+    CHECK(db_meeting_get(db, t1, "00000000-0000-4000-8000-000000000000", &got, false) ==
+              DB_NO_RESULTS,
+          "unknown id found");
+
+    /* No reminders, no optional fields; a reminder inserted as already fired keeps its state. */
+    make_meeting(&bare, "bare", BASE_MS + 2 * 86400000, NULL, 0);
+    CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert bare");
+    CHECK(db_meeting_get(db, t1, bare.id, &got, false) == DB_ONE_RESULT && got.n_reminders == 0 &&
+              got.metadata_json == NULL && got.description == NULL && !got.has_ends_at,
+          "bare meeting read back wrong");
+    meeting_fini(&got);
+    meeting_fini(&bare);
+
+    static const int one[] = {5};
+    make_meeting(&bare, "fired", BASE_MS + 3 * 86400000, one, 1);
+    bare.reminders[0].status = REMINDER_FIRED;
+    bare.reminders[0].fired_at_ms = BASE_MS + 123;
+    CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert fired");
+    CHECK(db_meeting_get(db, t1, bare.id, &got, true) == DB_ONE_RESULT,
+          "get for_update outside tx");
+    check_same(&bare, &got);
+    meeting_fini(&got);
+    meeting_fini(&bare);
+
+    /* Duplicate ids are a hard error, not a silent overwrite. */
+    CHECK(db_meeting_insert(db, t1, &m) == DB_HARD_ERROR, "duplicate id accepted");
+    meeting_fini(&m);
+}
+
+struct update_arg {
+    int64_t tenant;
+    struct meeting *m;
+    struct reminder_keys *gone;
+    enum db_status get_st;
+};
+
+/* What a PUT handler does: lock, then write. */
+static enum db_status
+locked_update(struct db *db, void *arg)
+{
+    struct update_arg *a = arg;
+    struct meeting cur;
+
+    meeting_init(&cur);
+    a->get_st = db_meeting_get(db, a->tenant, a->m->id, &cur, true);
+    meeting_fini(&cur);
+    if (a->get_st != DB_ONE_RESULT)
+        return a->get_st;
+    return db_meeting_update(db, a->tenant, a->m, a->gone);
+}
+
+static void
+test_update_delete(struct db *db, int64_t t1, int64_t t2)
+{
+    static const int before[] = {60, 10, 0}, after[] = {10, 5};
+    struct meeting m, got;
+    struct reminder_keys gone = {0};
+    char idbuf[32];
+
+    make_meeting(&m, "update me", BASE_MS + 5 * 86400000, before, 3);
+    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT, "insert");
+    struct reminder r60 = m.reminders[0], r10 = m.reminders[1], r0 = m.reminders[2];
+    CHECK(raw_exec("UPDATE reminders SET status = 'fired', fired_at = now() WHERE id = $1",
+                   i64s(idbuf, r10.id), NULL, NULL) == 1,
+          "mark fired");
+
+    /* Same start, reminders {10, 5}: 10 keeps id and fired state, 60 and 0 go, 5 is new. */
+    free(m.title);
+    m.title = strdup("updated");
+    m.version = 2;
+    m.updated_at_ms = BASE_MS + 5;
+    m.n_reminders = 2;
+    memset(m.reminders, 0, sizeof(m.reminders));
+    m.reminders[0].minutes_before = after[0];
+    m.reminders[1].minutes_before = after[1];
+    meeting_derive_fire_times(&m);
+    CHECK(db_meeting_update(db, t2, &m, &gone) == DB_NO_RESULTS && gone.n == 0,
+          "other tenant updated it");
+    CHECK(db_meeting_update(db, t1, &m, &gone) == DB_ONE_RESULT, "update: %s", db_errmsg(db));
+    CHECK(gone.n == 2 && has_key(&gone, r60.id, r60.fire_at_ms) &&
+              has_key(&gone, r0.id, r0.fire_at_ms),
+          "gone after first update: n=%zu", gone.n);
+    const struct reminder *k10 = find_reminder(&m, 10), *k5 = find_reminder(&m, 5);
+    CHECK(m.n_reminders == 2 && m.reminders[0].minutes_before == 10, "result not sorted desc");
+    CHECK(k10 && k10->id == r10.id && k10->status == REMINDER_FIRED && k10->fired_at_ms > 0,
+          "unchanged reminder lost its id or state");
+    CHECK(k5 && k5->id > r60.id && k5->status == REMINDER_PENDING, "new reminder");
+    meeting_init(&got);
+    CHECK(db_meeting_get(db, t1, m.id, &got, false) == DB_ONE_RESULT, "get after update");
+    check_same(&m, &got);
+    meeting_fini(&got);
+
+    /* One hour later: both move; only the pending one (5) leaves a gone key; 10 is re-armed. */
+    struct reminder old5 = *k5;
+    gone.n = 0;
+    m.starts_at_ms += 60 * MIN_MS;
+    m.version = 3;
+    meeting_derive_fire_times(&m);
+    struct update_arg ua = {t1, &m, &gone, DB_HARD_ERROR};
+    CHECK(db_tx_run(db, locked_update, &ua) == DB_ONE_RESULT, "locked update");
+    CHECK(gone.n == 1 && has_key(&gone, old5.id, old5.fire_at_ms), "gone after move: n=%zu",
+          gone.n);
+    k10 = find_reminder(&m, 10);
+    k5 = find_reminder(&m, 5);
+    CHECK(k10 && k10->id == r10.id && k10->status == REMINDER_PENDING && k10->fired_at_ms == 0 &&
+              k10->fire_at_ms == m.starts_at_ms - 10 * MIN_MS,
+          "moved fired reminder not reset to pending");
+    CHECK(k5 && k5->id == old5.id && k5->fire_at_ms == m.starts_at_ms - 5 * MIN_MS,
+          "moved pending reminder");
+    meeting_init(&got);
+    CHECK(db_meeting_get(db, t1, m.id, &got, false) == DB_ONE_RESULT, "get after move");
+    check_same(&m, &got);
+    meeting_fini(&got);
+
+    /* Delete: pending reminders are cancelled and their keys reported; then it is gone. */
+    gone.n = 0;
+    CHECK(db_meeting_delete(db, t2, m.id, &gone) == DB_NO_RESULTS, "other tenant deleted it");
+    CHECK(db_meeting_delete(db, t1, m.id, &gone) == DB_ONE_RESULT, "delete");
+    CHECK(gone.n == 2 && has_key(&gone, k10->id, k10->fire_at_ms) &&
+              has_key(&gone, k5->id, k5->fire_at_ms),
+          "gone after delete: n=%zu", gone.n);
+    CHECK(db_meeting_get(db, t1, m.id, &got, false) == DB_NO_RESULTS, "deleted meeting found");
+    CHECK(db_meeting_delete(db, t1, m.id, &gone) == DB_NO_RESULTS && gone.n == 2, "deleted twice");
+    CHECK(db_meeting_update(db, t1, &m, &gone) == DB_NO_RESULTS, "deleted meeting updated");
+    CHECK(raw_exec("SELECT count(*) FROM reminders WHERE meeting_id = $1::uuid AND status = "
+                   "'cancelled'",
+                   m.id, NULL, NULL) == 2,
+          "reminders not cancelled");
+    ua.m = &m;
+    CHECK(db_tx_run(db, locked_update, &ua) == DB_NO_RESULTS && ua.get_st == DB_NO_RESULTS,
+          "locked update of a deleted meeting");
+    meeting_fini(&m);
+}
+
+/* ---- listing ---- */
+
+static int
+by_start_id(const void *a, const void *b)
+{
+    const struct meeting *x = a, *y = b;
+
+    if (x->starts_at_ms != y->starts_at_ms)
+        return x->starts_at_ms < y->starts_at_ms ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+static void
+test_list(struct db *db, int64_t t1)
+{
+    static const int one[] = {5};
+    struct meeting all[LIST_N], gone_m;
+    struct db_list_query q = {.from_ms = INT64_MIN, .to_ms = INT64_MAX, .limit = LIST_PAGE};
+    struct db_meeting_list page = {0};
+    struct reminder_keys gone = {0};
+    int64_t tenant = 0;
+    size_t seen = 0;
+
+    CHECK(db_tenant_ensure(db, "lister", &tenant) == DB_ONE_RESULT, "tenant");
+    for (int i = 0; i < LIST_N; i++) {
+        /* Two meetings share a start so the id has to break the tie. */
+        make_meeting(&all[i], "listed", BASE_MS + (i == 4 ? 3 : i) * MIN_MS, one, 1);
+        CHECK(db_meeting_insert(db, tenant, &all[i]) == DB_ONE_RESULT, "insert %d", i);
+    }
+    make_meeting(&gone_m, "deleted", BASE_MS + 2 * MIN_MS, one, 1);
+    CHECK(db_meeting_insert(db, tenant, &gone_m) == DB_ONE_RESULT &&
+              db_meeting_delete(db, tenant, gone_m.id, &gone) == DB_ONE_RESULT,
+          "deleted meeting");
+    meeting_fini(&gone_m);
+    qsort(all, LIST_N, sizeof(all[0]), by_start_id);
+
+    for (int p = 0; p < 4; p++) {
+        CHECK(db_meeting_list(db, tenant, &q, &page) == DB_ONE_RESULT, "list page %d", p);
+        for (size_t i = 0; i < page.n && seen < LIST_N; i++, seen++) {
+            CHECK(strcmp(page.m[i].id, all[seen].id) == 0, "page %d item %zu out of order", p, i);
+            CHECK(page.m[i].n_reminders == 1 && page.m[i].reminders[0].id > 0, "reminders");
+        }
+        bool more = page.more;
+        CHECK(more == (seen < LIST_N), "page %d: more=%d after %zu", p, more, seen);
+        if (page.n > 0) {
+            q.has_after = true;
+            q.after_starts_at_ms = page.m[page.n - 1].starts_at_ms;
+            memcpy(q.after_id, page.m[page.n - 1].id, sizeof(q.after_id));
+        }
+        db_meeting_list_fini(&page);
+        if (!more)
+            break;
+    }
+    CHECK(seen == LIST_N, "listed %zu of %d", seen, LIST_N);
+
+    /* Bounds: from inclusive, to exclusive. */
+    struct db_list_query b = {
+        .from_ms = BASE_MS + MIN_MS, .to_ms = BASE_MS + 3 * MIN_MS, .limit = DB_LIST_LIMIT_MAX};
+    CHECK(db_meeting_list(db, tenant, &b, &page) == DB_ONE_RESULT && page.n == 2 && !page.more,
+          "bounded list: n=%zu", page.n);
+    db_meeting_list_fini(&page);
+    CHECK(db_meeting_list(db, t1 + 1000000, &q, &page) == DB_ONE_RESULT && page.n == 0,
+          "unknown tenant: n=%zu", page.n);
+    db_meeting_list_fini(&page);
+    b.limit = 0;
+    CHECK(db_meeting_list(db, tenant, &b, &page) == DB_HARD_ERROR && page.n == 0, "limit 0");
+    b.limit = DB_LIST_LIMIT_MAX + 1;
+    CHECK(db_meeting_list(db, tenant, &b, &page) == DB_HARD_ERROR, "limit past max");
+    for (int i = 0; i < LIST_N; i++)
+        meeting_fini(&all[i]);
+}
+
+/* ---- idempotency ---- */
+
+struct idem_arg {
+    struct db *other;
+    int64_t tenant;
+    enum db_status first, second, get_before, put, put_again;
+};
+
+static enum db_status
+other_lock(struct db *db, void *arg)
+{
+    struct idem_arg *a = arg;
+
+    return db_idem_lock(db, a->tenant, "req-1");
+}
+
+static enum db_status
+first_tx(struct db *db, void *arg)
+{
+    struct idem_arg *a = arg;
+    struct db_idem_response resp = {201, "{\"id\":\"x\"}", "/v1/meetings/x", "\"1\""};
+    char hash[65];
+    struct db_idem_response got;
+
+    a->first = db_idem_lock(db, a->tenant, "req-1");
+    /* While this transaction holds the lock, the other connection must not get it. */
+    a->second = db_tx_run(a->other, other_lock, a);
+    a->get_before = db_idem_get(db, a->tenant, "req-1", hash, &got);
+    memset(hash, 'a', 64);
+    hash[64] = '\0';
+    a->put = db_idem_put(db, a->tenant, "req-1", hash, &resp);
+    a->put_again = db_idem_put(db, a->tenant, "req-1", hash, &resp);
+    return DB_ONE_RESULT;
+}
+
+static void
+test_idem(struct db *a, struct db *b, int64_t t1, int64_t t2)
+{
+    struct idem_arg ia = {b, t1, 0, 0, 0, 0, 0};
+    struct db_idem_response got;
+    char hash[65];
+
+    CHECK(db_tx_run(a, first_tx, &ia) == DB_ONE_RESULT, "first tx");
+    CHECK(ia.first == DB_ONE_RESULT, "first lock %d", ia.first);
+    CHECK(ia.second == DB_NO_RESULTS, "second connection got the lock: %d", ia.second);
+    CHECK(ia.get_before == DB_NO_RESULTS && ia.put == DB_ONE_RESULT &&
+              ia.put_again == DB_NO_RESULTS,
+          "get %d put %d put again %d", ia.get_before, ia.put, ia.put_again);
+    CHECK(db_tx_run(b, other_lock, &ia) == DB_ONE_RESULT, "lock not released at commit");
+    CHECK(db_idem_get(b, t1, "req-1", hash, &got) == DB_ONE_RESULT, "get stored");
+    CHECK(got.status == 201 && str_eq(got.body, "{\"id\":\"x\"}") &&
+              str_eq(got.location, "/v1/meetings/x") && str_eq(got.etag, "\"1\"") &&
+              strspn(hash, "a") == 64,
+          "stored response differs");
+    db_idem_response_fini(&got);
+    CHECK(db_idem_get(b, t2, "req-1", hash, &got) == DB_NO_RESULTS && got.body == NULL,
+          "other tenant sees the key");
+
+    struct db_idem_response bare = {200, "{}", NULL, NULL};
+    CHECK(db_idem_put(a, t2, "req-1", hash, &bare) == DB_ONE_RESULT, "put without location");
+    CHECK(db_idem_get(a, t2, "req-1", hash, &got) == DB_ONE_RESULT && got.location == NULL &&
+              got.etag == NULL && got.status == 200,
+          "NULL location/etag");
+    db_idem_response_fini(&got);
+}
+
+/* ---- reminder batches ---- */
+
+static void
+test_batch(struct db *db)
+{
+    static const int three[] = {30, 20, 10};
+    struct reminder_key out[DB_REMINDER_BATCH_MAX];
+    struct reminder_keys gone = {0};
+    struct meeting m, dead;
+    int64_t tenant = 0, start = BASE_MS + 400LL * 86400000; /* later than anything else here */
+    size_t n = 99;
+    char idbuf[32];
+
+    CHECK(db_tenant_ensure(db, "batcher", &tenant) == DB_ONE_RESULT, "tenant");
+    make_meeting(&m, "batched", start, three, 3);
+    make_meeting(&dead, "dead", start, three, 3);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT &&
+              db_meeting_insert(db, tenant, &dead) == DB_ONE_RESULT &&
+              db_meeting_delete(db, tenant, dead.id, &gone) == DB_ONE_RESULT,
+          "fixtures");
+    raw_exec("UPDATE reminders SET status = 'fired' WHERE id = $1", i64s(idbuf, m.reminders[1].id),
+             NULL, NULL);
+
+    /* Pending, live, fire_at > start - 31 min: the 30 and 10 minute reminders, in fire order. */
+    int64_t after = start - 31 * MIN_MS;
+    CHECK(db_reminder_pending_batch(db, after, 0, INT64_MAX, out, 1, &n) == DB_ONE_RESULT &&
+              n == 1 && out[0].reminder_id == m.reminders[0].id &&
+              out[0].fire_at_ms == m.reminders[0].fire_at_ms,
+          "first batch: n=%zu", n);
+    CHECK(db_reminder_pending_batch(db, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
+                                    &n) == DB_ONE_RESULT &&
+              n == 1 && out[0].reminder_id == m.reminders[2].id,
+          "second batch: n=%zu", n);
+    CHECK(db_reminder_pending_batch(db, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
+                                    &n) == DB_ONE_RESULT &&
+              n == 0,
+          "third batch not empty: n=%zu", n);
+    /* until is inclusive and bounds the walk. */
+    CHECK(db_reminder_pending_batch(db, after, 0, m.reminders[0].fire_at_ms, out, 10, &n) ==
+                  DB_ONE_RESULT &&
+              n == 1,
+          "until: n=%zu", n);
+    CHECK(db_reminder_pending_batch(db, INT64_MIN, 0, INT64_MAX, out, DB_REMINDER_BATCH_MAX, &n) ==
+                  DB_ONE_RESULT &&
+              n >= 2,
+          "unbounded walk: n=%zu", n);
+    meeting_fini(&m);
+    meeting_fini(&dead);
+}
+
+/* ---- the transaction runner and reconnecting ---- */
+
+struct tx_arg {
+    int calls;
+    int soft_until; /* return SOFT for calls below this */
+    int64_t tenant;
+};
+
+static enum db_status
+flaky(struct db *db, void *arg)
+{
+    struct tx_arg *a = arg;
+    int64_t id;
+
+    a->calls++;
+    if (db_tenant_ensure(db, "rolled-back", &id) != DB_ONE_RESULT)
+        return DB_HARD_ERROR;
+    return a->calls <= a->soft_until ? DB_SOFT_ERROR : DB_ONE_RESULT;
+}
+
+static enum db_status
+hard_fail(struct db *db, void *arg)
+{
+    int64_t id;
+
+    (void)arg;
+    db_tenant_ensure(db, "never-committed", &id);
+    return DB_HARD_ERROR;
+}
+
+/* A failed statement whose error fn ignores: COMMIT then rolls back, which must not pass. */
+static enum db_status
+swallow(struct db *db, void *arg)
+{
+    struct meeting m;
+    int64_t id;
+
+    (void)arg;
+    db_tenant_ensure(db, "swallowed", &id);
+    make_meeting(&m, "", BASE_MS, NULL, 0); /* empty title violates a CHECK */
+    db_meeting_insert(db, id, &m);
+    meeting_fini(&m);
+    return DB_ONE_RESULT;
+}
+
+static void
+test_tx(struct db *db, struct db *other)
+{
+    struct tx_arg a = {0, 2, 0};
+    char pid[32];
+
+    CHECK(db_tx_run(db, flaky, &a) == DB_ONE_RESULT && a.calls == 3, "soft retried: calls=%d",
+          a.calls);
+    a = (struct tx_arg){0, 100, 0};
+    CHECK(db_tx_run(db, flaky, &a) == DB_SOFT_ERROR && a.calls == 1 + DB_TX_RETRIES_MAX,
+          "retries not bounded: calls=%d", a.calls);
+    CHECK(db_tx_run(db, hard_fail, NULL) == DB_HARD_ERROR, "hard error passed");
+    CHECK(db_tx_run(db, swallow, NULL) == DB_HARD_ERROR, "swallowed error committed");
+    CHECK(raw_exec("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
+                   NULL, NULL, NULL) == 0,
+          "rolled-back work is visible");
+    CHECK(db_ping(db) == 0, "ping");
+
+    /* Kill the backend: the next use reconnects and prepared statements are prepared again. */
+    PGresult *res = PQexec(raw, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+                                "'tocsin' AND datname = current_database() AND pid <> "
+                                "pg_backend_pid() ORDER BY backend_start LIMIT 1");
+    snprintf(pid, sizeof(pid), "%s",
+             PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0)
+                                                                           : "0");
+    PQclear(res);
+    CHECK(raw_exec("SELECT pg_terminate_backend($1::int)::int", pid, NULL, NULL) == 1,
+          "terminate backend %s", pid);
+    usleep(100000);
+    int64_t id = 0;
+    enum db_status st = db_tenant_ensure(db, "acme", &id);
+    if (st == DB_SOFT_ERROR) /* the handle that was killed learns it on this call */
+        st = db_tenant_ensure(db, "acme", &id);
+    CHECK(st == DB_ONE_RESULT && id > 0, "statement after reconnect: %d", st);
+    CHECK(db_ping(db) == 0 && db_ping(other) == 0, "ping after reconnect");
+}
+
+/* ---- setup ---- */
+
+static int
+admin_exec(PGconn *admin, const char *sql)
+{
+    PGresult *res = PQexec(admin, sql);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+    if (!ok)
+        printf("%s: %s", sql, PQerrorMessage(admin));
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+static void
+run(const char *url)
+{
+    char err[DB_ERR_MAX];
+    int64_t t1 = 0, t2 = 0;
+    struct db *a = db_open(url, err, sizeof(err));
+    struct db *b = a ? db_open(url, err, sizeof(err)) : NULL;
+
+    raw = PQconnectdb(url);
+    if (a == NULL || b == NULL || PQstatus(raw) != CONNECTION_OK) {
+        CHECK(0, "cannot connect to the test database: %s", err);
+        goto out;
+    }
+    CHECK(db_open("postgresql://127.0.0.1:1/none", err, sizeof(err)) == NULL && err[0] != '\0',
+          "open of a closed port succeeded");
+    test_migrate(a);
+    test_keys(a, &t1, &t2);
+    test_insert_get(a, t1, t2);
+    test_update_delete(a, t1, t2);
+    test_list(a, t1);
+    test_idem(a, b, t1, t2);
+    test_batch(a);
+    test_tx(a, b);
+out:
+    db_close(a);
+    db_close(b);
+    PQfinish(raw);
+}
+
+int
+main(void)
+{
+    const char *url = getenv("TOCSIN_TEST_DATABASE_URL");
+    char dbname[DBNAME_MAX], sql[2 * DBNAME_MAX], test_url[URL_MAX];
+
+    if (url == NULL || url[0] == '\0') {
+        printf("FAIL: TOCSIN_TEST_DATABASE_URL is not set (a libpq URL of a PostgreSQL where "
+               "this test may CREATE DATABASE)\n");
+        return 1;
+    }
+    PGconn *admin = PQconnectdb(url);
+    if (PQstatus(admin) != CONNECTION_OK) {
+        printf("FAIL: cannot connect to TOCSIN_TEST_DATABASE_URL: %s", PQerrorMessage(admin));
+        PQfinish(admin);
+        return 1;
+    }
+    /* The name is built from our pid, not from input, so formatting it into SQL is safe. */
+    snprintf(dbname, sizeof(dbname), "itest_db_%ld", (long)getpid());
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
+    if (admin_exec(admin, sql) != 0 || url_with_db(url, dbname, test_url) != 0) {
+        printf("FAIL: cannot create the test database %s\n", dbname);
+        PQfinish(admin);
+        return 1;
+    }
+    run(test_url);
+    snprintf(sql, sizeof(sql), "DROP DATABASE %s WITH (FORCE)", dbname);
+    if (admin_exec(admin, sql) != 0)
+        fails++;
+    PQfinish(admin);
+    if (fails > 0) {
+        printf("itest_db: %d failure(s)\n", fails);
+        return 1;
+    }
+    printf("itest_db: ok\n");
+    return 0;
+}
