@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,14 @@
 
 #define DB_RETRY_BACKOFF_MS 1000
 #define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
+#define DRAIN_POLL_MS 10                   /* how often shutdown checks for in-flight requests */
 
 struct http_server {
     struct MHD_Daemon *daemon;
     const struct config *cfg;
     pthread_mutex_t lock; /* guards workers */
     struct worker *workers;
+    atomic_long inflight; /* requests between their first callback and completion */
 };
 
 static _Thread_local struct worker *tl_worker;
@@ -107,6 +110,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         return NULL;
     rq->conn = conn;
     rq->start_ns = mono_ns();
+    atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
     return rq;
 }
@@ -210,6 +214,41 @@ authenticate(struct request *rq)
     return API_E_NONE;
 }
 
+/* Is media range r (up to its ';') one that application/json satisfies? */
+static int
+range_fits_json(const char *r, size_t n)
+{
+    static const char *const ok[] = {"*/*", "application/*", "application/json",
+                                     "application/problem+json"};
+    while (n > 0 && (r[n - 1] == ' ' || r[n - 1] == '\t'))
+        n--;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strlen(ok[i]) == n && strncasecmp(r, ok[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Accept negotiation: every body we send is JSON, so a client that accepts none of it gets 406.
+ * No Accept header means anything goes. A range with q=0 is a refusal. */
+static int
+accepts_json(const char *accept)
+{
+    const char *p = accept;
+    if (accept == NULL)
+        return 1;
+    while (*p != '\0') {
+        p += strspn(p, " \t,");
+        size_t len = strcspn(p, ",");
+        size_t type_len = strcspn(p, ";,");
+        const char *q = strstr(p, "q=");
+        int refused = q != NULL && q < p + len && strtod(q + 2, NULL) <= 0.0;
+        if (len > 0 && !refused && range_fits_json(p, type_len))
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
 static enum MHD_Result
 dispatch(struct http_server *srv, struct request *rq, const char *url)
 {
@@ -224,6 +263,9 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
     if (rq->body_too_large)
         return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
                                                    "request bodies are limited to 65536 bytes");
+    if (!accepts_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
+        return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,
+                                                   "responses are application/json");
     rq->w = worker_get(srv);
     if (rq->w == NULL)
         return MHD_NO;
@@ -278,6 +320,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct request *rq = *con_cls;
     if (rq == NULL)
         return;
+    atomic_fetch_sub(&((struct http_server *)cls)->inflight, 1);
     if (rq->method != NULL)
         LOG_INFO("http %s %.200s %u %.1fms%s", rq->method, rq->path ? rq->path : "?", rq->status,
                  (double)(mono_ns() - rq->start_ns) / 1e6,
@@ -348,11 +391,27 @@ http_server_start(const struct config *cfg, char *err, size_t errlen)
     return srv;
 }
 
+/* Stops accepting, then gives requests already under way up to grace_ms to finish. Idle
+ * keep-alive connections do not count: they are closed by MHD_stop_daemon. */
+static void
+drain(struct http_server *srv, int64_t grace_ms)
+{
+    struct timespec pause = {0, DRAIN_POLL_MS * 1000000L};
+    int64_t deadline = mono_ms() + grace_ms;
+    MHD_quiesce_daemon(srv->daemon);
+    while (atomic_load(&srv->inflight) > 0 && mono_ms() < deadline)
+        nanosleep(&pause, NULL);
+    if (atomic_load(&srv->inflight) > 0)
+        LOG_WARN("shutdown: %ld requests still in flight after %lld ms",
+                 atomic_load(&srv->inflight), (long long)grace_ms);
+}
+
 void
 http_server_stop(struct http_server *srv)
 {
     if (srv == NULL)
         return;
+    drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
     struct worker *w = srv->workers;
     while (w != NULL) {
