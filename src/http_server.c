@@ -21,6 +21,7 @@
 #include "http_routes.h"
 #include "log.h"
 #include "mirror.h"
+#include "timefmt.h"
 
 #define DB_RETRY_BACKOFF_MS 1000
 #define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
@@ -35,14 +36,6 @@ struct http_server {
 };
 
 static _Thread_local struct worker *tl_worker;
-
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t
 mono_ns(void)
@@ -85,11 +78,11 @@ http_db(struct request *rq)
     char err[DB_ERR_MAX];
     if (w->db != NULL)
         return w->db;
-    if (mono_ms() < w->db_retry_ms)
+    if (timefmt_mono_ms() < w->db_retry_ms)
         return NULL;
     w->db = db_open(w->cfg->database_url, err, sizeof(err));
     if (w->db == NULL) {
-        w->db_retry_ms = mono_ms() + DB_RETRY_BACKOFF_MS;
+        w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
         LOG_WARN("database unreachable: %s", err);
     }
     return w->db;
@@ -158,7 +151,7 @@ early_checks(struct request *rq, enum MHD_Result *ret)
 static int
 auth_cache_find(struct worker *w, const uint8_t hash[32], int64_t *tenant)
 {
-    int64_t now = mono_ms();
+    int64_t now = timefmt_mono_ms();
     for (size_t i = 0; i < AUTH_CACHE_SLOTS; i++) {
         struct auth_cache_slot *s = &w->auth[i];
         if (s->expires_ms > now && memcmp(s->hash, hash, 32) == 0) {
@@ -177,7 +170,7 @@ auth_cache_put(struct worker *w, const uint8_t hash[32], int64_t tenant)
     struct auth_cache_slot *s = &w->auth[w->auth_next++ % AUTH_CACHE_SLOTS];
     memcpy(s->hash, hash, 32);
     s->tenant_id = tenant;
-    s->expires_ms = mono_ms() + w->cfg->auth_cache_ms;
+    s->expires_ms = timefmt_mono_ms() + w->cfg->auth_cache_ms;
 }
 
 /* Bearer authentication. Returns 0 with rq->tenant_id set, or the API error to answer. */
@@ -397,9 +390,9 @@ static void
 drain(struct http_server *srv, int64_t grace_ms)
 {
     struct timespec pause = {0, DRAIN_POLL_MS * 1000000L};
-    int64_t deadline = mono_ms() + grace_ms;
+    int64_t deadline = timefmt_mono_ms() + grace_ms;
     MHD_quiesce_daemon(srv->daemon);
-    while (atomic_load(&srv->inflight) > 0 && mono_ms() < deadline)
+    while (atomic_load(&srv->inflight) > 0 && timefmt_mono_ms() < deadline)
         nanosleep(&pause, NULL);
     if (atomic_load(&srv->inflight) > 0)
         LOG_WARN("shutdown: %ld requests still in flight after %lld ms",

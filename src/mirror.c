@@ -4,6 +4,7 @@
  * call costs a clock read. Reply errors (e.g. -ERR) keep the connection: the protocol is still in
  * sync. */
 #include "mirror.h"
+#include "timefmt.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -30,15 +31,6 @@ struct mirror {
 /* Inspects one reply (error replies included); the caller frees it. Returns 0 or -1. */
 typedef int (*reply_fn)(const redisReply *r, void *arg);
 
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct timeval
 tv_ms(int ms)
 {
@@ -53,7 +45,7 @@ drop(struct mirror *mi)
     if (mi->c != NULL)
         redisFree(mi->c);
     mi->c = NULL;
-    mi->retry_at_ms = mono_ms() + MIRROR_RECONNECT_BACKOFF_MS;
+    mi->retry_at_ms = timefmt_mono_ms() + MIRROR_RECONNECT_BACKOFF_MS;
 }
 
 static int
@@ -105,7 +97,7 @@ connected(struct mirror *mi)
 {
     if (mi->c != NULL)
         return 0;
-    if (mono_ms() < mi->retry_at_ms)
+    if (timefmt_mono_ms() < mi->retry_at_ms)
         return -1;
     mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(MIRROR_CONNECT_TIMEOUT_MS));
     if (mi->c == NULL || mi->c->err != 0 ||

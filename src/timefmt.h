@@ -22,5 +22,7 @@ char *timefmt_format(int64_t ms, char buf[TIMEFMT_BUF]);
 
 /* Wall clock now, in milliseconds since the epoch. */
 int64_t timefmt_now_ms(void);
+/* Monotonic clock in milliseconds (for timeouts and backoff, never for fire times). */
+int64_t timefmt_mono_ms(void);
 
 #endif
