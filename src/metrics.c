@@ -1,0 +1,153 @@
+/* metrics.c -- the counters and histogram behind metrics.h: fixed arrays of relaxed atomics, so
+ * the hot paths (dispatch, expiry) pay one atomic add per event and never a lock. */
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define METRICS_RENDER_MAX 8192 /* bytes of the rendered text; checked below */
+#define LATENESS_BUCKETS_MAX 14 /* the bounds below plus +Inf */
+
+static const struct {
+    const char *name;
+    const char *help;
+} counters[METRIC_COUNT] = {
+    [METRIC_FIRED] = {"tocsin_reminders_fired_total", "Reminders recorded as fired."},
+    [METRIC_MISSED] = {"tocsin_reminders_missed_total",
+                       "Reminders recorded as missed (processed after meeting start + grace)."},
+    [METRIC_STALE_DROPPED] = {"tocsin_fire_stale_dropped_total",
+                              "Fire attempts dropped: stale, already fired or deleted."},
+    [METRIC_CLAIMS_LOST] = {"tocsin_claims_lost_total",
+                            "Fire attempts that lost the cross-replica claim."},
+    [METRIC_EXPIRED_EVENTS] = {"tocsin_redis_expired_events_total",
+                               "Redis expired events received for reminder keys."},
+    [METRIC_DISPATCH_ERRORS] = {"tocsin_dispatch_errors_total",
+                                "Failed fire statements (database errors), retries included."},
+    [METRIC_QUEUE_DROPPED] = {"tocsin_dispatch_queue_dropped_total",
+                              "Items refused by a full dispatch queue (left to the reconciler)."},
+};
+
+/* Upper bounds in milliseconds; the last bucket is +Inf. */
+static const int64_t bounds[LATENESS_BUCKETS_MAX - 1] = {1,   2,   5,    10,   20,   50,   100,
+                                                         250, 500, 1000, 2500, 5000, 10000};
+
+static atomic_uint_fast64_t values[METRIC_COUNT];
+static atomic_uint_fast64_t buckets[LATENESS_BUCKETS_MAX]; /* not cumulative */
+static atomic_uint_fast64_t lateness_sum_ms;
+
+void
+metrics_add(enum metric m, uint64_t n)
+{
+    if ((unsigned)m < METRIC_COUNT)
+        atomic_fetch_add_explicit(&values[m], n, memory_order_relaxed);
+}
+
+uint64_t
+metrics_get(enum metric m)
+{
+    if ((unsigned)m >= METRIC_COUNT)
+        return 0;
+    return atomic_load_explicit(&values[m], memory_order_relaxed);
+}
+
+static size_t
+bucket_of(int64_t ms)
+{
+    size_t i = 0;
+
+    while (i < LATENESS_BUCKETS_MAX - 1 && ms > bounds[i])
+        i++;
+    return i;
+}
+
+void
+metrics_observe_lateness_ms(int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    atomic_fetch_add_explicit(&buckets[bucket_of(ms)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&lateness_sum_ms, (uint64_t)ms, memory_order_relaxed);
+}
+
+uint64_t
+metrics_lateness_le(int64_t le_ms)
+{
+    uint64_t n = 0;
+    size_t last = bucket_of(le_ms);
+
+    for (size_t i = 0; i <= last; i++)
+        n += atomic_load_explicit(&buckets[i], memory_order_relaxed);
+    return n;
+}
+
+uint64_t
+metrics_lateness_count(void)
+{
+    return metrics_lateness_le(INT64_MAX);
+}
+
+static int put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Appends to buf at *len; returns -1 once the buffer is too small. */
+static int
+put(char *buf, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *len, METRICS_RENDER_MAX - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= METRICS_RENDER_MAX - *len)
+        return -1;
+    *len += (size_t)n;
+    return 0;
+}
+
+static int
+render_histogram(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_fire_lateness_milliseconds";
+    uint64_t cum = 0;
+    int rc = put(buf, len,
+                 "# HELP %s Fire time minus due time of fired reminders.\n# TYPE %s "
+                 "histogram\n",
+                 name, name);
+
+    for (size_t i = 0; i < LATENESS_BUCKETS_MAX && rc == 0; i++) {
+        cum += atomic_load_explicit(&buckets[i], memory_order_relaxed);
+        if (i < LATENESS_BUCKETS_MAX - 1)
+            rc = put(buf, len, "%s_bucket{le=\"%" PRId64 "\"} %" PRIu64 "\n", name, bounds[i], cum);
+        else
+            rc = put(buf, len, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
+    }
+    if (rc == 0)
+        rc = put(buf, len, "%s_sum %" PRIu64 "\n%s_count %" PRIu64 "\n", name,
+                 (uint64_t)atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed), name, cum);
+    return rc;
+}
+
+char *
+metrics_render(void)
+{
+    char *buf = malloc(METRICS_RENDER_MAX);
+    size_t len = 0;
+    int rc = 0;
+
+    if (buf == NULL)
+        return NULL;
+    buf[0] = '\0';
+    for (size_t i = 0; i < METRIC_COUNT && rc == 0; i++)
+        rc = put(buf, &len, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counters[i].name,
+                 counters[i].help, counters[i].name, counters[i].name, metrics_get((enum metric)i));
+    if (rc == 0)
+        rc = render_histogram(buf, &len);
+    if (rc != 0) {
+        free(buf); /* METRICS_RENDER_MAX too small: a bug caught by test_metrics */
+        return NULL;
+    }
+    return buf;
+}

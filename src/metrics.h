@@ -1,0 +1,35 @@
+/* metrics.h -- process-wide counters and the fire-lateness histogram, rendered for GET /metrics in
+ * the Prometheus text format. Lock-free (relaxed atomics): any thread may add or observe at any
+ * time, and a render is a consistent-enough snapshot for monitoring, not an audit. */
+#ifndef TOCSIN_METRICS_H
+#define TOCSIN_METRICS_H
+
+#include <stdint.h>
+
+/* Append new counters before METRIC_COUNT and give them a row in metrics.c's table. */
+enum metric {
+    METRIC_FIRED,           /* reminders recorded fired (outbox rows written) */
+    METRIC_MISSED,          /* reminders recorded missed (processed after start + grace) */
+    METRIC_STALE_DROPPED,   /* fire attempts that changed nothing: stale, fired, deleted */
+    METRIC_CLAIMS_LOST,     /* items another replica (or an earlier attempt) had claimed */
+    METRIC_EXPIRED_EVENTS,  /* Redis expired events for reminder keys */
+    METRIC_DISPATCH_ERRORS, /* failed fire statements (each retry counts) */
+    METRIC_QUEUE_DROPPED,   /* items refused by a full dispatch queue (repaired by recon) */
+    METRIC_COUNT
+};
+
+/* Adds n to counter m. Thread-safe. */
+void metrics_add(enum metric m, uint64_t n);
+/* Current value of counter m. Thread-safe. */
+uint64_t metrics_get(enum metric m);
+/* Records one fire's lateness (fired_at - fire_at) in milliseconds; negative counts as 0. */
+void metrics_observe_lateness_ms(int64_t ms);
+/* Number of lateness observations so far, and how many of them were <= le_ms (le_ms must be one
+ * of the bucket bounds; other values give the next bucket up). For tests and benchmarks. */
+uint64_t metrics_lateness_count(void);
+uint64_t metrics_lateness_le(int64_t le_ms);
+/* Every counter and the histogram in the Prometheus text exposition format. Returns a malloc'ed
+ * string the caller frees with free(), or NULL when out of memory. */
+char *metrics_render(void);
+
+#endif

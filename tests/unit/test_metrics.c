@@ -1,0 +1,71 @@
+/* test_metrics.c -- counters and the lateness histogram: bucket boundaries (a value equal to a
+ * bound falls in that bucket), negatives count as 0, and the rendered text carries cumulative
+ * buckets, _sum and _count. */
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static const struct {
+    int64_t observe;
+    int64_t le;     /* smallest bucket bound that must contain it */
+    int64_t not_le; /* the bound below, which must not (-1: none) */
+} cases[] = {
+    {-5, 1, -1},
+    {0, 1, -1},
+    {1, 1, -1},
+    {2, 2, 1},
+    {3, 5, 2},
+    {20, 20, 10},
+    {21, 50, 20},
+    {10000, 10000, 5000},
+    {10001, INT64_MAX, 10000},
+};
+
+int
+main(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t le0 = metrics_lateness_le(cases[i].le);
+        uint64_t below0 = cases[i].not_le >= 0 ? metrics_lateness_le(cases[i].not_le) : 0;
+        metrics_observe_lateness_ms(cases[i].observe);
+        CHECK(metrics_lateness_le(cases[i].le) == le0 + 1, "case %zu: not in le=%lld", i,
+              (long long)cases[i].le);
+        if (cases[i].not_le >= 0)
+            CHECK(metrics_lateness_le(cases[i].not_le) == below0, "case %zu: in le=%lld", i,
+                  (long long)cases[i].not_le);
+    }
+    CHECK(metrics_lateness_count() == sizeof cases / sizeof cases[0], "count");
+    metrics_add(METRIC_FIRED, 3);
+    metrics_add(METRIC_FIRED, 2);
+    CHECK(metrics_get(METRIC_FIRED) == 5, "fired %llu",
+          (unsigned long long)metrics_get(METRIC_FIRED));
+    metrics_add(METRIC_COUNT, 1); /* out of range: ignored */
+    char *text = metrics_render();
+    CHECK(text != NULL, "render");
+    if (text != NULL) {
+        CHECK(strstr(text, "\ntocsin_reminders_fired_total 5\n") != NULL, "fired line");
+        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"1\"} 3\n") != NULL,
+              "le=1 bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"+Inf\"} 9\n") != NULL,
+              "+Inf bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_count 9\n") != NULL, "count line");
+        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_sum 20048\n") != NULL, "sum line");
+    }
+    free(text);
+    printf("test_metrics: %s\n", fails == 0 ? "ok" : "FAILED");
+    return fails != 0;
+}
