@@ -25,6 +25,8 @@ enum db_stmt {
     STMT_IDEM_GET,
     STMT_IDEM_PUT,
     STMT_REMINDER_PENDING_BATCH,
+    STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
+    STMT_REMINDER_DUE_BATCH,  /* db_sched.c */
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
