@@ -75,7 +75,7 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     struct list_args *a = cls;
     int ok;
-    char *end;
+    char *end = NULL;
 
     if (strcmp(key, "from") == 0)
         ok = a->seen_from++ == 0 && parse_time_arg(value, &a->q.from_ms) == 0;
@@ -84,8 +84,10 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
     else if (strcmp(key, "cursor") == 0)
         ok = a->seen_cursor++ == 0 && value != NULL && cursor_decode(value, &a->q) == 0;
     else if (strcmp(key, "limit") == 0) {
+        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
         long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
-        ok = a->seen_limit++ == 0 && value && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
+        ok =
+            a->seen_limit++ == 0 && end != NULL && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
         a->q.limit = (size_t)v;
     } else
         ok = 0;
