@@ -14,7 +14,7 @@
 #define CODEC_MESSAGE_MAX 160
 
 struct codec_field_error {
-    char field[CODEC_FIELD_NAME_MAX];  /* JSON path, e.g. "reminders[2].minutes_before" */
+    char field[CODEC_FIELD_NAME_MAX]; /* JSON path, e.g. "reminders[2].minutes_before" */
     char message[CODEC_MESSAGE_MAX];
 };
 
@@ -33,7 +33,8 @@ json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
  * (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
  * derived; ids and statuses are left for the database. Returns API_E_NONE, or API_E_VALIDATION
  * with errs filled. m must be meeting_fini'ed in both cases. */
-enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *errs);
+enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m,
+                                    struct codec_errors *errs);
 
 /* The meeting's input document (only the writable fields, absent optionals as null): the target
  * that a JSON merge patch applies to. New reference. */

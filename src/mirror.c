@@ -4,6 +4,7 @@
  * call costs a clock read. Reply errors (e.g. -ERR) keep the connection: the protocol is still in
  * sync. */
 #include "mirror.h"
+#include "mirror_internal.h"
 #include "timefmt.h"
 
 #include <hiredis/hiredis.h>
@@ -454,4 +455,23 @@ mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1])
     const char *argv[] = {"INFO", "server"};
 
     return call(mi, 2, argv, reply_run_id, out);
+}
+
+/* Accessors for mirror_claim.c (mirror_internal.h). */
+struct redisContext *
+mirror_conn(struct mirror *mi)
+{
+    return connected(mi) == 0 ? mi->c : NULL;
+}
+
+void
+mirror_conn_lost(struct mirror *mi)
+{
+    drop(mi);
+}
+
+const char *
+mirror_prefix(const struct mirror *mi)
+{
+    return mi->prefix;
 }

@@ -1,0 +1,130 @@
+/* db_fire.c -- the fire statement of db_fire.h: one data-modifying CTE that flips a batch of
+ * pending occurrences and writes their outbox rows. In READ COMMITTED a concurrent fire of the
+ * same row waits for the row lock, then re-checks status = 'pending' on the new row version and
+ * skips it: two replicas (or a replica and a late Redis event) can never both fire one occurrence.
+ */
+#include "db_fire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_internal.h"
+
+/* The pairs travel as two bigint[] in text form; unnest zips them row by row. The missed decision
+ * is made in SQL, against the meeting row the UPDATE joins, so it sees a concurrent reschedule's
+ * committed start. The final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
+/* clang-format off */
+static const char fire_sql[] =
+    "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
+    " upd AS ("
+    "  UPDATE reminders r SET status = CASE WHEN " DB_TS("$3") " > m.starts_at + $4::bigint *"
+    "   interval '1 millisecond' THEN 'missed' ELSE 'fired' END, fired_at = " DB_TS("$3")
+    "  FROM want w, meetings m"
+    "  WHERE r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms") " AND r.status = 'pending'"
+    "   AND r.fire_at <= " DB_TS("$3") " AND m.id = r.meeting_id AND m.deleted_at IS NULL"
+    "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status),"
+    " ins AS ("
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, lease_owner,"
+    "   lease_until, next_attempt_at)"
+    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, $5::text,"
+    "   " DB_TS("$3") " + interval '30 seconds', " DB_TS("$3")
+    "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
+    "  WHERE u.status = 'fired'"
+    "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"
+    "  RETURNING id)"
+    " SELECT 'r', u.id, " DB_MS("u.fire_at") ", u.status FROM upd u"
+    " UNION ALL SELECT 'o', i.id, NULL, NULL FROM ins i";
+/* clang-format on */
+
+/* "{a,b,c}" of field (0 = reminder_id, 1 = fire_at_ms) of each key; malloc'ed, NULL when out of
+ * memory. Only digits and '-' come from the data, so no quoting is needed. */
+static char *
+array_text(const struct reminder_key *k, size_t n, int field)
+{
+    char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
+    size_t len = 0;
+
+    if (s == NULL)
+        return NULL;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(db_i64(num, field == 0 ? k[i].reminder_id : k[i].fire_at_ms));
+        if (i > 0)
+            s[len++] = ',';
+        memcpy(s + len, num, l);
+        len += l;
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+/* Copies the result rows into out. Returns 0, or -1 when out of memory or a row is malformed. */
+static int
+collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
+{
+    int rows = PQntuples(res);
+
+    out->outbox_ids = malloc(((size_t)rows + 1) * sizeof *out->outbox_ids);
+    if (out->outbox_ids == NULL)
+        return -1;
+    for (int row = 0; row < rows; row++) {
+        const char *kind = PQgetvalue(res, row, 0);
+
+        if (kind[0] == 'o') {
+            out->outbox_ids[out->n_outbox++] = db_get_i64(res, row, 1);
+            continue;
+        }
+        if (out->n == DB_FIRE_BATCH_MAX)
+            return -1;
+        struct db_fire_item *it = &out->item[out->n++];
+        it->reminder_id = db_get_i64(res, row, 1);
+        it->fire_at_ms = db_get_i64(res, row, 2);
+        it->lateness_ms = now_ms - it->fire_at_ms;
+        if (reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+enum db_status
+db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, int64_t now_ms,
+                       int64_t missed_grace_ms, const char *lease_owner, struct db_fire_result *out)
+{
+    char now[DB_I64_BUF], grace[DB_I64_BUF];
+    PGresult *res = NULL;
+    enum db_status st = DB_HARD_ERROR;
+
+    out->n = out->n_outbox = 0;
+    out->outbox_ids = NULL;
+    if (n == 0 || n > DB_FIRE_BATCH_MAX) {
+        db_set_err(db, "fire batch of %zu (allowed 1..%d)", n, DB_FIRE_BATCH_MAX);
+        return DB_HARD_ERROR;
+    }
+    char *ids = array_text(k, n, 0), *fires = array_text(k, n, 1);
+    const char *params[] = {ids, fires, db_ms(now, now_ms), db_i64(grace, missed_grace_ms),
+                            lease_owner};
+    if (ids == NULL || fires == NULL) {
+        db_set_err(db, "out of memory");
+        goto done;
+    }
+    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, &res);
+    if (st == DB_ONE_RESULT && collect(res, now_ms, out) != 0) {
+        /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
+        db_set_err(db, "fire result unreadable (out of memory or unexpected row)");
+        st = DB_HARD_ERROR;
+    }
+    PQclear(res);
+done:
+    free(ids);
+    free(fires);
+    return st;
+}
+
+void
+db_fire_result_fini(struct db_fire_result *out)
+{
+    free(out->outbox_ids);
+    out->outbox_ids = NULL;
+    out->n = out->n_outbox = 0;
+}

@@ -1,0 +1,45 @@
+/* db_fire.h -- the fire statement: reminder occurrences pending -> fired (or missed) plus their
+ * outbox rows, a whole batch in one statement (so one commit). The conditional UPDATE is what makes
+ * "fired once" true across replicas, whatever Redis does. Implemented in db_fire.c. */
+#ifndef TOCSIN_DB_FIRE_H
+#define TOCSIN_DB_FIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "meeting.h"
+
+#define DB_FIRE_BATCH_MAX 1024 /* occurrences per statement */
+#define DB_FIRE_LEASE_MS 30000 /* outbox lease of the firing replica (also in the SQL text) */
+
+struct db_fire_item {
+    int64_t reminder_id;
+    int64_t fire_at_ms;
+    enum reminder_status status; /* REMINDER_FIRED or REMINDER_MISSED */
+    int64_t lateness_ms;         /* now_ms - fire_at_ms */
+};
+
+struct db_fire_result {
+    size_t n; /* occurrences this statement changed; the others of the batch were stale */
+    struct db_fire_item item[DB_FIRE_BATCH_MAX];
+    size_t n_outbox;
+    int64_t *outbox_ids; /* n_outbox new outbox row ids, malloc'ed; freed by db_fire_result_fini */
+};
+
+/* Fires the occurrences k[0..n) (n <= DB_FIRE_BATCH_MAX, no duplicates) in one statement: each row
+ * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= now_ms (never
+ * early) and whose meeting is not deleted becomes 'missed' when now_ms is past the meeting's start
+ * plus missed_grace_ms, else 'fired', with fired_at = now_ms; each fired one gets an outbox row per
+ * live webhook of its tenant, leased to lease_owner for DB_FIRE_LEASE_MS and due now. An outbox row
+ * that exists already for the occurrence (fired, rescheduled away and back) is not duplicated.
+ * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
+ * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
+ * status it may be passed to db_fire_result_fini. */
+enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
+                                      int64_t now_ms, int64_t missed_grace_ms,
+                                      const char *lease_owner, struct db_fire_result *out);
+/* Frees out->outbox_ids and empties out. */
+void db_fire_result_fini(struct db_fire_result *out);
+
+#endif

@@ -1,0 +1,56 @@
+/* dispatch.h -- the dispatch thread: takes reminder occurrences that are due (from the scheduler,
+ * Redis expired events and the reconciler's overdue sweep, in any number and order, duplicates
+ * welcome), claims them across replicas in Redis and fires the winners in PostgreSQL, one
+ * statement per batch. Never fires early; fires each occurrence at most once (the database's
+ * conditional UPDATE decides); hands the new outbox rows to delivery after commit. Owns its own
+ * database and Redis connections. */
+#ifndef TOCSIN_DISPATCH_H
+#define TOCSIN_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meeting.h"
+#include "mirror.h"
+
+#define DISPATCH_QUEUE_MAX 131072 /* occurrences waiting; a full queue refuses more */
+#define DISPATCH_BATCH_MAX 512    /* occurrences per claim pipeline and fire statement */
+#define DISPATCH_DEFER_MAX 4096   /* early occurrences held until due */
+#define DISPATCH_DEFER_HORIZON_MS                                                                  \
+    60000                            /* an occurrence due later than this is dropped, not held     \
+                                      */
+#define DISPATCH_BACKOFF_MIN_MS 50   /* first wait after a failed fire statement */
+#define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
+#define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
+
+/* Called on the dispatch thread after a fire statement committed, with the outbox row ids it
+ * created (borrowed for the call). Must not block for long: the next batch waits for it. */
+typedef void (*dispatch_fired_fn)(void *arg, const int64_t *outbox_ids, size_t n);
+
+struct dispatch_opts {
+    const char *database_url;
+    struct mirror_opts mirror;
+    const char *instance_id;    /* claim value and outbox lease owner */
+    int64_t claim_ttl_ms;       /* how long a claim blocks other replicas */
+    int64_t missed_grace_ms;    /* fired later than meeting start + this: recorded missed */
+    dispatch_fired_fn on_fired; /* NULL = nobody to hand rows to (delivery's poller finds them) */
+    void *on_fired_arg;
+};
+
+struct dispatch;
+
+/* Starts the thread; connections are opened lazily (a database or Redis down now is not an
+ * error). opts strings are copied. NULL when out of memory or the thread cannot start. */
+struct dispatch *dispatch_start(const struct dispatch_opts *opts);
+/* Queues k[0..n) for firing. Thread-safe, never blocks. Returns how many were accepted; the rest
+ * are refused because the queue is full or stopping (counted in METRIC_QUEUE_DROPPED): the
+ * caller may retry them, and the reconciler's overdue sweep fires them in any case. */
+size_t dispatch_submit(struct dispatch *d, const struct reminder_key *k, size_t n);
+/* Occurrences waiting in the queue (for metrics and tests). Thread-safe. */
+size_t dispatch_depth(struct dispatch *d);
+/* Refuses new work, fires what is queued for at most DISPATCH_DRAIN_MS, then stops the thread
+ * and frees d. What is left unfired stays pending in PostgreSQL for the next sweep. Accepts
+ * NULL. */
+void dispatch_stop(struct dispatch *d);
+
+#endif

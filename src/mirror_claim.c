@@ -1,0 +1,86 @@
+/* mirror_claim.c -- the claim of mirror_claim.h, on the struct mirror's own connection (lazy
+ * connect and reconnect backoff from mirror.c through mirror_internal.h). */
+#include "mirror_claim.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mirror_internal.h"
+
+#define CLAIM_NUM_MAX 24 /* decimal int64 and NUL */
+#define CLAIM_KEY_MAX (MIRROR_PREFIX_MAX + 56)
+
+size_t
+mirror_claim_key(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
+                 int64_t fire_at_ms)
+{
+    int n = snprintf(buf, buflen, "%s:claim:%" PRId64 ":%" PRId64, prefix, reminder_id, fire_at_ms);
+
+    if (n < 0 || (size_t)n >= buflen)
+        return 0;
+    return (size_t)n;
+}
+
+static int
+append(redisContext *c, const char *prefix, const struct reminder_key *k, const char *instance,
+       const char *ttl)
+{
+    char key[CLAIM_KEY_MAX];
+    const char *argv[] = {"SET", key, instance, "NX", "PX", ttl};
+    size_t lens[] = {3, 0, strlen(instance), 2, 2, strlen(ttl)};
+
+    lens[1] = mirror_claim_key(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
+    return redisAppendCommandArgv(c, 6, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+/* Reads n replies: OK = won, nil = lost. Returns -1 on an I/O error (connection dropped) or an
+ * error reply (connection kept: the protocol is still in sync). */
+static int
+collect(struct mirror *mi, redisContext *c, size_t n, unsigned char *won)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r;
+
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL) {
+            mirror_conn_lost(mi);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+            won[i] = 1;
+        else if (r->type == REDIS_REPLY_NIL)
+            won[i] = 0;
+        else
+            rc = -1;
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+int
+mirror_claim(struct mirror *mi, const struct reminder_key *k, size_t n, const char *instance_id,
+             int64_t ttl_ms, unsigned char *won)
+{
+    char ttl[CLAIM_NUM_MAX];
+
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    for (size_t i = 0; i < n;) {
+        redisContext *c = mirror_conn(mi);
+        size_t chunk = n - i < MIRROR_CLAIM_PIPELINE_MAX ? n - i : MIRROR_CLAIM_PIPELINE_MAX;
+
+        if (c == NULL)
+            return -1;
+        for (size_t j = 0; j < chunk; j++)
+            if (append(c, mirror_prefix(mi), &k[i + j], instance_id, ttl) != 0) {
+                mirror_conn_lost(mi);
+                return -1;
+            }
+        if (collect(mi, c, chunk, won + i) != 0)
+            return -1;
+        i += chunk;
+    }
+    return 0;
+}

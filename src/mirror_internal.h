@@ -1,0 +1,19 @@
+/* mirror_internal.h -- what mirror.c lends to the other mirror*.c files (mirror_claim.c): the
+ * connection with its lazy connect and reconnect backoff, and the key prefix. Only mirror*.c
+ * include this; the caller must include hiredis.h to use the context. */
+#ifndef TOCSIN_MIRROR_INTERNAL_H
+#define TOCSIN_MIRROR_INTERNAL_H
+
+#include "mirror.h"
+
+struct redisContext;
+
+/* The connected context (connecting first unless the reconnect backoff is running), or NULL.
+ * Borrowed: valid until mirror_conn_lost or mirror_free. */
+struct redisContext *mirror_conn(struct mirror *mi);
+/* Drops the context after an I/O error and starts the reconnect backoff. */
+void mirror_conn_lost(struct mirror *mi);
+/* The key prefix (NUL-terminated, at most MIRROR_PREFIX_MAX bytes). */
+const char *mirror_prefix(const struct mirror *mi);
+
+#endif
