@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# bench/create.sh -- meeting-creation throughput next to PostgreSQL's own insert rate, in one run:
+# a release build, its own PostgreSQL and Redis under .local/bench, `tocsin serve` driven by wrk
+# (bench/create.lua, keep-alive), then pgbench running the same inserts (bench/create.sql) with the
+# same client count and duration. Prints req/s, tx/s, their ratio and wrk's p50/p99 latency.
+# Environment: BENCH_DURATION_S (15), BENCH_CONNECTIONS ("32 64"), TOCSIN_BENCH_THREADS (unset:
+# try 4, 6 and 8 HTTP threads for 5 s each and keep the fastest). Not part of CI.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+cd "$TOCSIN_ROOT"
+
+PG_PORT=${TOCSIN_BENCH_PG_PORT:-54349}
+REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63819}
+HTTP_ADDR=${TOCSIN_BENCH_HTTP_ADDR:-127.0.0.1:18080}
+DURATION_S=${BENCH_DURATION_S:-15}
+CONNECTIONS=${BENCH_CONNECTIONS:-32 64}
+TUNE_THREADS="4 6 8"
+TUNE_DURATION_S=5
+BENCH=$TOCSIN_ROOT/.local/bench
+BIN=$TOCSIN_ROOT/build-release/tocsin
+URL=http://$HTTP_ADDR
+WRK_THREADS=$(nproc)
+
+export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+export TOCSIN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+export TOCSIN_HTTP_ADDR=$HTTP_ADDR
+export TOCSIN_LOG_LEVEL=warn
+
+SERVE_PID=
+cleanup()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_serve
+    tocsin_redis_stop "$BENCH/redis" || true
+    tocsin_pg_stop "$BENCH/pg" || true
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_serve()
+{
+    TOCSIN_HTTP_THREADS=$1 "$BIN" serve >>"$BENCH/serve.log" 2>&1 &
+    SERVE_PID=$!
+    wait_for "tocsin on $URL" curl -fs -o /dev/null "$URL/readyz"
+}
+
+stop_serve()
+{
+    [ -n "$SERVE_PID" ] || return 0
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+    SERVE_PID=
+}
+
+# run_wrk CONNECTIONS SECONDS: prints "req_s p50_ms p99_ms" from create.lua's RESULT line.
+run_wrk()
+{
+    local out line
+    out=$(TOKEN=$TOKEN wrk -t "$WRK_THREADS" -c "$1" -d "${2}s" -s bench/create.lua "$URL")
+    line=$(grep '^RESULT ' <<<"$out") || tocsin_die "wrk printed no result: $out"
+    awk '{
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        if (v["errors"] > 0) { printf "wrk: %d errors\n", v["errors"] > "/dev/stderr"; exit 1 }
+        printf "%.0f %.2f %.2f\n", v["requests"] / (v["duration_us"] / 1e6),
+            v["p50_us"] / 1000, v["p99_us"] / 1000
+    }' <<<"$line"
+}
+
+# run_pgbench CLIENTS SECONDS: prints the transactions per second of create.sql.
+run_pgbench()
+{
+    local out
+    out=$("$(tocsin_pg_bindir)/pgbench" -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared \
+        -c "$1" -j "$(nproc)" -T "$2" -D tenant="$TENANT_ID" -f bench/create.sql tocsin 2>&1) ||
+        tocsin_die "pgbench failed: $out"
+    sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1
+}
+
+tocsin_install_deps
+tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+
+tocsin_redis_stop "$BENCH/redis"
+tocsin_pg_stop "$BENCH/pg"
+tocsin_pg_wipe "$BENCH/pg"
+rm -rf "$BENCH"
+mkdir -p "$BENCH"
+tocsin_pg_start "$BENCH/pg" "$PG_PORT"
+tocsin_redis_start "$BENCH/redis" "$REDIS_PORT"
+"$BIN" migrate
+TOKEN=$("$BIN" keys create --tenant bench)
+TENANT_ID=$("$(tocsin_pg_bindir)/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d tocsin -tA \
+    -c "SELECT id FROM tenants WHERE name = 'bench'")
+
+threads=${TOCSIN_BENCH_THREADS:-}
+if [ -z "$threads" ]; then
+    best=0
+    for t in $TUNE_THREADS; do
+        start_serve "$t"
+        res=$(run_wrk 32 "$TUNE_DURATION_S")
+        read -r rate _ <<<"$res"
+        stop_serve
+        tocsin_log "TOCSIN_HTTP_THREADS=$t: $rate req/s (32 connections, ${TUNE_DURATION_S} s)"
+        if [ "${rate%.*}" -gt "$best" ]; then
+            best=${rate%.*}
+            threads=$t
+        fi
+    done
+fi
+
+start_serve "$threads"
+results=()
+for c in $CONNECTIONS; do
+    tocsin_log "wrk: $c connections, ${DURATION_S} s"
+    res=$(run_wrk "$c" "$DURATION_S")
+    read -r rate p50 p99 <<<"$res"
+    results+=("$c $rate $p50 $p99")
+done
+stop_serve
+i=0
+for c in $CONNECTIONS; do
+    tocsin_log "pgbench: $c clients, ${DURATION_S} s"
+    tps=$(run_pgbench "$c" "$DURATION_S")
+    results[i]="${results[i]} $tps"
+    i=$((i + 1))
+done
+
+echo
+echo "meeting creation, TOCSIN_HTTP_THREADS=$threads, ${DURATION_S} s per run, $(nproc) CPUs"
+printf '%-12s %14s %10s %10s %16s %8s\n' connections "tocsin req/s" "p50 ms" "p99 ms" \
+    "pgbench tx/s" ratio
+for r in "${results[@]}"; do
+    read -r c rate p50 p99 tps <<<"$r"
+    printf '%-12s %14s %10s %10s %16.0f %8s\n' "$c" "$rate" "$p50" "$p99" "$tps" \
+        "$(awk -v a="$rate" -v b="$tps" 'BEGIN { printf "%.2f", a / b }')"
+done

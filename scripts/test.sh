@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- the whole test suite in one command, from a fresh Debian 12 machine: installs
+# what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
+# loopback under .local/test, runs ctest (unit + integration) and the black-box API tests, then the
+# integration tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TOCSIN_ROOT"
+
+PG_PORT=${TOCSIN_TEST_PG_PORT:-54339}
+REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
+TSAN=${TOCSIN_TEST_TSAN:-1}
+TEST_DIR=$TOCSIN_ROOT/.local/test
+TEST_DB=tocsin_test
+CTEST_TIMEOUT_S=600 # per test executable
+
+PASSED=0
+FAILED=0
+RESULTS=()
+SUMMARY_DONE=
+
+summary()
+{
+    local r
+    [ -z "$SUMMARY_DONE" ] || return 0
+    SUMMARY_DONE=1
+    echo
+    for r in "${RESULTS[@]}"; do
+        echo "  $r"
+    done
+    echo "$PASSED passed, $FAILED failed"
+}
+
+cleanup()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    tocsin_redis_stop "$TEST_DIR/redis" || true
+    tocsin_pg_stop "$TEST_DIR/pg" || true
+    if [ "$rc" -ne 0 ] && [ -z "$SUMMARY_DONE" ]; then
+        RESULTS+=("setup: FAILED (exit $rc)")
+        FAILED=$((FAILED + 1))
+    fi
+    summary
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# record NAME CMD...: runs one suite, counts it, and keeps going after a failure.
+record()
+{
+    local name=$1 start rc=0
+    shift
+    start=$SECONDS
+    tocsin_log "suite $name: $*"
+    "$@" || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        PASSED=$((PASSED + 1))
+        RESULTS+=("$name: ok ($((SECONDS - start)) s)")
+    else
+        FAILED=$((FAILED + 1))
+        RESULTS+=("$name: FAILED (exit $rc, $((SECONDS - start)) s)")
+    fi
+}
+
+# Every suite starts from an empty test database and an empty Redis.
+reset_state()
+{
+    tocsin_pg_dropdb "$PG_PORT" "$TEST_DB"
+    tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" flushall >/dev/null
+}
+
+# run_ctest BUILD_DIR [ctest args...]: ctest under the sanitizer wrapper this kernel needs.
+run_ctest()
+{
+    local dir=$1 wrap
+    shift
+    reset_state
+    wrap=$(tocsin_sanitizer_wrap "$dir/tocsin" --help)
+    [ -z "$wrap" ] || tocsin_log "sanitizer runtime needs ASLR off here: running under $wrap"
+    $wrap ctest --test-dir "$dir" --output-on-failure --no-tests=error \
+        --timeout "$CTEST_TIMEOUT_S" "$@"
+}
+
+# node's runner reports "tests 0" and exits 0 when it found no test file: that is a failure here.
+run_node()
+{
+    local log=$TEST_DIR/node.log rc=0 wrap
+    reset_state
+    wrap=$(tocsin_sanitizer_wrap "$TOCSIN_BIN" --help)
+    $wrap node --test --test-concurrency=1 tests/api/ 2>&1 | tee "$log" || rc=$?
+    [ "$rc" -eq 0 ] || return "$rc"
+    if grep -Eq '^(# |ℹ )tests 0$' "$log"; then
+        echo "node --test found no tests in tests/api/" >&2
+        return 1
+    fi
+}
+
+tocsin_install_deps
+tocsin_npm_install
+tocsin_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=ON \
+    -DTOCSIN_TSAN=OFF
+
+tocsin_log "starting PostgreSQL on 127.0.0.1:$PG_PORT and Redis on 127.0.0.1:$REDIS_PORT"
+tocsin_redis_stop "$TEST_DIR/redis"
+tocsin_pg_stop "$TEST_DIR/pg"
+tocsin_pg_wipe "$TEST_DIR/pg"
+rm -rf "$TEST_DIR"
+mkdir -p "$TEST_DIR"
+# Throwaway data: durability settings off make the suite faster and change no behaviour tested.
+tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "fsync = off" "synchronous_commit = off" \
+    "full_page_writes = off" "max_connections = 300"
+tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT"
+tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
+
+export TOCSIN_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/$TEST_DB
+export TOCSIN_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+export TOCSIN_BIN=$TOCSIN_ROOT/build-asan/tocsin
+REDIS_SERVER_BIN=$(command -v redis-server)
+PG_BIN_DIR=$(tocsin_pg_bindir)
+export REDIS_SERVER_BIN PG_BIN_DIR
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LSAN_OPTIONS=${LSAN_OPTIONS:-}
+if [ -f tests/lsan.supp ]; then
+    LSAN_OPTIONS=suppressions=$TOCSIN_ROOT/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
+fi
+
+record ctest run_ctest build-asan
+if [ -d tests/api ]; then
+    record node run_node
+fi
+
+if [ "$TSAN" != 0 ]; then
+    tocsin_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=OFF \
+        -DTOCSIN_TSAN=ON
+    export TOCSIN_BIN=$TOCSIN_ROOT/build-tsan/tocsin
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}
+    if [ -f tests/tsan.supp ]; then
+        TSAN_OPTIONS=$TSAN_OPTIONS:suppressions=$TOCSIN_ROOT/tests/tsan.supp
+    fi
+    record tsan run_ctest build-tsan -L integration
+fi
+
+summary
+[ "$FAILED" -eq 0 ]
