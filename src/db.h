@@ -111,8 +111,8 @@ void db_idem_response_fini(struct db_idem_response *r);
  * (the request is in flight), DB_ONE_RESULT when this transaction now holds it. */
 enum db_status db_idem_lock(struct db *db, int64_t tenant_id, const char *key);
 /* Loads a stored response: ONE_RESULT with request_hash (64 hex + NUL) and *resp filled. */
-enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key,
-                           char request_hash[65], struct db_idem_response *resp);
+enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash[65],
+                           struct db_idem_response *resp);
 enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
                            const char request_hash[65], const struct db_idem_response *resp);
 
