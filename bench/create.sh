@@ -4,7 +4,7 @@
 # (bench/create.lua, keep-alive), then pgbench running the same inserts (bench/create.sql) with the
 # same client count and duration. Prints req/s, tx/s, their ratio and wrk's p50/p99 latency.
 # Environment: BENCH_DURATION_S (15), BENCH_CONNECTIONS ("32 64"), TOCSIN_BENCH_THREADS (unset:
-# try 4, 6 and 8 HTTP threads for 5 s each and keep the fastest). Not part of CI.
+# try 8, 16 and 32 HTTP threads for 5 s each and keep the fastest). Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -14,7 +14,7 @@ REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63819}
 HTTP_ADDR=${TOCSIN_BENCH_HTTP_ADDR:-127.0.0.1:18080}
 DURATION_S=${BENCH_DURATION_S:-15}
 CONNECTIONS=${BENCH_CONNECTIONS:-32 64}
-TUNE_THREADS="4 6 8"
+TUNE_THREADS="8 16 32"
 TUNE_DURATION_S=5
 BENCH=$TOCSIN_ROOT/.local/bench
 BIN=$TOCSIN_ROOT/build-release/tocsin

@@ -19,7 +19,9 @@ struct int_setting {
 };
 
 static const struct int_setting int_settings[] = {
-    {"TOCSIN_HTTP_THREADS", 4, 1, 64, 1, offsetof(struct config, http_threads), 1},
+    /* Each HTTP thread holds one PostgreSQL connection and waits for its commit: the thread count
+     * is also how many inserts can share one WAL flush (group commit), hence more than cores. */
+    {"TOCSIN_HTTP_THREADS", 16, 1, 64, 1, offsetof(struct config, http_threads), 1},
     {"TOCSIN_HTTP_CONNECTIONS_MAX", 1024, 16, 10000, 1,
      offsetof(struct config, http_connections_max), 1},
     {"TOCSIN_HTTP_TIMEOUT_S", 30, 1, 3600, 1, offsetof(struct config, http_timeout_s), 1},
