@@ -324,7 +324,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static void
+/* MHD passes its own printf format; the attribute tells the compiler so (clang checks it). */
+__attribute__((format(printf, 2, 0))) static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[256];
