@@ -1,0 +1,29 @@
+# Dockerfile -- two stages: build tocsin with cmake on Debian 12, run it on a slim Debian 12 with
+# only the shared libraries it links. The runtime image holds the binary and nothing else of the
+# repository (migrations are compiled in). Runs as an unprivileged user.
+FROM debian:bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev make cmake pkg-config \
+        libmicrohttpd-dev libjansson-dev libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY cmake ./cmake
+COPY migrations ./migrations
+COPY src ./src
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTOCSIN_WERROR=ON \
+ && cmake --build build -j"$(nproc)" --target tocsin \
+ && install -m 0755 build/tocsin /usr/local/bin/tocsin
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 libhiredis0.14 libpq5 \
+        libssl3 libcurl4 ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --no-create-home --shell /usr/sbin/nologin tocsin
+COPY --from=build /usr/local/bin/tocsin /usr/local/bin/tocsin
+USER tocsin
+ENV TOCSIN_HTTP_ADDR=0.0.0.0:8080
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/tocsin"]
+CMD ["serve"]
