@@ -29,6 +29,8 @@ static const struct int_setting int_settings[] = {
      offsetof(struct config, mirror_horizon_ms), 0},
     {"TOCSIN_RECON_INTERVAL_MS", 2000, 100, 3600000, 1, offsetof(struct config, recon_interval_ms),
      0},
+    {"TOCSIN_RECON_FULL_INTERVAL_MS", 60000, 1000, 86400000, 1,
+     offsetof(struct config, recon_full_interval_ms), 0},
     {"TOCSIN_MISSED_GRACE_MS", 60000, 0, 86400000, 1, offsetof(struct config, missed_grace_ms), 0},
     {"TOCSIN_AUTH_CACHE_MS", 2000, 0, 60000, 1, offsetof(struct config, auth_cache_ms), 0},
     {"TOCSIN_CLAIM_TTL_MS", 5000, 1000, 600000, 1, offsetof(struct config, claim_ttl_ms), 0},

@@ -18,6 +18,7 @@
 #define AUTH_CACHE_SLOTS 64 /* per thread */
 
 struct db;
+struct engine;
 struct mirror;
 struct MHD_Connection;
 
@@ -32,6 +33,7 @@ struct worker {
     struct db *db;       /* NULL until the first successful connect */
     int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
     struct mirror *mi;
+    struct engine *engine; /* the replica's reminder engine (thread-safe calls), or NULL */
     struct auth_cache_slot auth[AUTH_CACHE_SLOTS];
     unsigned auth_next;
     struct worker *next; /* registry list, guarded by the server's registry lock */

@@ -30,6 +30,7 @@
 struct http_server {
     struct MHD_Daemon *daemon;
     const struct config *cfg;
+    struct engine *engine;
     pthread_mutex_t lock; /* guards workers */
     struct worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
@@ -58,6 +59,7 @@ worker_get(struct http_server *srv)
                              cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
                              cfg->redis_prefix, cfg->mirror_horizon_ms};
     w->cfg = cfg;
+    w->engine = srv->engine;
     w->mi = mirror_new(&mo);
     if (w->mi == NULL) {
         free(w);
@@ -353,7 +355,7 @@ resolve(const struct config *cfg, struct sockaddr_storage *ss, unsigned *flags)
 }
 
 struct http_server *
-http_server_start(const struct config *cfg, char *err, size_t errlen)
+http_server_start(const struct config *cfg, struct engine *engine, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     unsigned flags =
@@ -366,6 +368,7 @@ http_server_start(const struct config *cfg, char *err, size_t errlen)
         return NULL;
     }
     srv->cfg = cfg;
+    srv->engine = engine;
     pthread_mutex_init(&srv->lock, NULL);
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,

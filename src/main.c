@@ -1,6 +1,6 @@
 /* main.c -- wiring only: parse the subcommand, load config, then for serve:
- * migrate -> Redis notify check -> reconciler -> HTTP; wait for SIGTERM/SIGINT; tear down in
- * reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
+ * migrate -> Redis notify check -> reminder engine -> HTTP; wait for SIGTERM/SIGINT; tear down
+ * in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,16 +8,16 @@
 #include "apikey.h"
 #include "config.h"
 #include "db.h"
+#include "engine.h"
 #include "http_server.h"
 #include "log.h"
 #include "mirror.h"
-#include "recon.h"
 
 #define EXIT_USAGE 2
 
 static const char usage_main[] =
     "usage: tocsin [serve|migrate|keys] [--help]\n"
-    "  serve                     run the HTTP API and the reconciler (default)\n"
+    "  serve                     run the HTTP API and the reminder engine (default)\n"
     "  migrate                   apply pending database migrations and exit\n"
     "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
@@ -79,23 +79,19 @@ serve(const struct config *cfg)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    struct recon_opts ro = {cfg->database_url,
-                            {cfg->redis_host, cfg->redis_port, cfg->redis_db,
-                             cfg->redis_password[0] ? cfg->redis_password : NULL, cfg->redis_prefix,
-                             cfg->mirror_horizon_ms},
-                            cfg->recon_interval_ms};
-    struct recon *recon = recon_start(&ro);
-    struct http_server *srv = recon ? http_server_start(cfg, err, sizeof(err)) : NULL;
+    /* Delivery plugs in here: on_fired gets the outbox ids of each committed fire. */
+    struct engine *engine = engine_start(cfg, NULL, NULL);
+    struct http_server *srv = engine ? http_server_start(cfg, engine, err, sizeof(err)) : NULL;
     if (srv == NULL) {
-        LOG_ERROR("%s", recon ? err : "cannot start the reconciler thread");
-        recon_stop(recon);
+        LOG_ERROR("%s", engine ? err : "cannot start the reminder engine's threads");
+        engine_stop(engine);
         return 1;
     }
     LOG_INFO("tocsin %s listening on %s:%d", cfg->instance_id, cfg->http_host, cfg->http_port);
     sigwait(&sigs, &sig);
     LOG_INFO("signal %d: shutting down", sig);
     http_server_stop(srv);
-    recon_stop(recon);
+    engine_stop(engine);
     LOG_INFO("stopped");
     return 0;
 }

@@ -1,8 +1,12 @@
 /* recon.c -- the reconciler thread: PostgreSQL is the truth, the Redis mirror is repaired from it.
- * Every RECON_TICK_MS it looks at Redis's identity (run_id, marker key); a pass re-arms with SET NX
- * every pending reminder due within the horizon, batch by batch. A pass runs at start, every
- * interval_ms, when kicked, and at once after Redis lost data. A failed pass is retried next tick;
- * an outage is logged once when it starts and once when it ends, never per tick. */
+ * Every RECON_TICK_MS it looks at Redis's identity (run_id, marker key). A full pass re-arms with
+ * SET NX every pending reminder due within the horizon, batch by batch: at start, when kicked,
+ * at once after Redis lost data, and every full_interval_ms. In between, every interval_ms, a
+ * short pass arms only the slice that entered the horizon since the last pass, so the periodic
+ * cost does not grow with the number of pending reminders. Every interval it also sweeps overdue
+ * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
+ * the scheduler fail: interval_ms + one sweep + one fire. A failed pass is retried next tick; an
+ * outage is logged once when it starts and once when it ends, never per tick. */
 #include "recon.h"
 
 #include <errno.h>
@@ -14,7 +18,9 @@
 #include <time.h>
 
 #include "db.h"
+#include "db_sched.h"
 #include "log.h"
+#include "timefmt.h"
 
 struct recon {
     pthread_t thread;
@@ -25,11 +31,14 @@ struct recon {
     atomic_uint_fast64_t passes;
     char *database_url;
     int64_t interval_ms;
+    int64_t full_interval_ms;
     int64_t horizon_ms;
+    struct dispatch *d; /* NULL: no overdue sweep */
     /* Below: used by the thread only, once started. */
     struct mirror *mi;
     struct db *db;
-    struct reminder_key *batch;         /* DB_REMINDER_BATCH_MAX entries */
+    struct reminder_key *batch;         /* DB_DUE_BATCH_MAX entries */
+    int64_t armed_until;                /* realtime ms: the horizon is armed up to here */
     char run_id[MIRROR_RUN_ID_MAX + 1]; /* "" until Redis was first seen */
     bool redis_down;
     bool db_down;
@@ -138,14 +147,15 @@ fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
     return (long)n;
 }
 
-/* One full pass over the horizon. Adds the number of keys it had to write to *rearmed. Returns 0
- * when complete, -1 when the database or Redis failed or we are stopping (retried next tick). */
+/* Arms the pending reminders due in (from, now + horizon] (from clamped to now), batch by batch;
+ * a full pass starts at now. Adds the number of keys it had to write to *rearmed. Returns 0 when
+ * complete, -1 when the database or Redis failed or we are stopping (retried next tick). */
 static int
-pass(struct recon *r, size_t *rearmed)
+pass(struct recon *r, int64_t from, size_t *rearmed)
 {
     char err[DB_ERR_MAX];
-    int64_t now = clock_ms(CLOCK_REALTIME), after_at = now, after_id = INT64_MAX;
-    int64_t until = now + r->horizon_ms;
+    int64_t now = clock_ms(CLOCK_REALTIME), after_id = INT64_MAX;
+    int64_t after_at = from > now ? from : now, until = now + r->horizon_ms;
     long n;
 
     if (r->db == NULL && (r->db = db_open(r->database_url, err, sizeof err)) == NULL) {
@@ -162,48 +172,91 @@ pass(struct recon *r, size_t *rearmed)
         after_at = r->batch[n - 1].fire_at_ms;
         after_id = r->batch[n - 1].reminder_id;
         if (n < DB_REMINDER_BATCH_MAX)
-            return 0;
+            break;
         if (stopping(r))
             return -1;
     }
-    return n == 0 ? 0 : -1;
+    if (n < 0)
+        return -1;
+    r->armed_until = until;
+    return 0;
 }
 
-/* One tick: decides whether a pass is owed and runs it. *due and *lost persist across ticks so a
- * failed pass is retried and a data loss is still reported when the repair finally succeeds. */
+/* Hands every overdue pending reminder to dispatch (which claims, fires once, and drops what is
+ * stale or already fired). The read walks the partial index of pending reminders from its start,
+ * so it costs what is overdue, not what is pending. */
 static void
-tick(struct recon *r, bool *due, bool *lost, int64_t *last_pass_ms)
+sweep(struct recon *r)
+{
+    int64_t now = timefmt_now_ms(), at = INT64_MIN, id = 0;
+    size_t n;
+
+    if (r->d == NULL || r->db == NULL)
+        return;
+    do {
+        if (db_reminder_due_batch(r->db, at, id, now, r->batch, DB_DUE_BATCH_MAX, &n) !=
+            DB_ONE_RESULT) {
+            outage(&r->db_down, "database", db_errmsg(r->db));
+            return;
+        }
+        for (size_t done = 0; done < n;) {
+            size_t chunk = n - done < DISPATCH_BATCH_MAX ? n - done : DISPATCH_BATCH_MAX;
+            if (dispatch_submit(r->d, r->batch + done, chunk) < chunk)
+                return; /* the queue is full: the next sweep brings the rest */
+            done += chunk;
+        }
+        if (n > 0) {
+            at = r->batch[n - 1].fire_at_ms;
+            id = r->batch[n - 1].reminder_id;
+        }
+    } while (n == DB_DUE_BATCH_MAX && !stopping(r));
+}
+
+/* One tick: decides whether a pass is owed, and which, and runs it. *full and *lost persist
+ * across ticks so a failed pass is retried and a data loss is still reported when the repair
+ * finally succeeds. */
+static void
+tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
     size_t rearmed = 0;
+    int64_t mono = clock_ms(CLOCK_MONOTONIC);
     int l = redis_lost(r);
 
-    if (l < 0)
-        return; /* every write would fail; keep what is owed for the next tick */
     if (l > 0)
-        *due = *lost = true;
-    if (clock_ms(CLOCK_MONOTONIC) - *last_pass_ms >= r->interval_ms)
-        *due = true;
-    if (!*due || pass(r, &rearmed) != 0)
+        *full = *lost = true;
+    if (mono - *last_full_ms >= r->full_interval_ms)
+        *full = true;
+    if (!*full && mono - *last_pass_ms < r->interval_ms)
+        return;
+    /* The sweep needs no Redis: with Redis down, overdue reminders still fire from the database. */
+    if (l < 0 || pass(r, *full ? INT64_MIN : r->armed_until, &rearmed) != 0) {
+        sweep(r);
+        *last_pass_ms = mono;
+        return;
+    }
+    sweep(r);
+    *last_pass_ms = mono;
+    if (!*full)
         return;
     atomic_fetch_add(&r->passes, 1);
-    *last_pass_ms = clock_ms(CLOCK_MONOTONIC);
+    *last_full_ms = mono;
     if (*lost)
         LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", rearmed);
     else if (rearmed > 0)
         LOG_INFO("recon: re-mirrored %zu missing keys", rearmed);
-    *due = *lost = false;
+    *full = *lost = false;
 }
 
 static void *
 run(void *arg)
 {
     struct recon *r = arg;
-    bool due = true, lost = false;
-    int64_t last_pass_ms = clock_ms(CLOCK_MONOTONIC);
+    bool full = true, lost = false;
+    int64_t last_pass_ms = clock_ms(CLOCK_MONOTONIC), last_full_ms = last_pass_ms;
 
     do
-        tick(r, &due, &lost, &last_pass_ms);
-    while (wait_tick(r, &due));
+        tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
+    while (wait_tick(r, &full));
     return NULL;
 }
 
@@ -250,10 +303,12 @@ recon_start(const struct recon_opts *opts)
     }
     atomic_init(&r->passes, 0);
     r->interval_ms = opts->interval_ms;
+    r->full_interval_ms = opts->full_interval_ms > 0 ? opts->full_interval_ms : opts->interval_ms;
     r->horizon_ms = opts->mirror.horizon_ms;
+    r->d = opts->dispatch;
     r->database_url = strdup(opts->database_url);
     r->mi = mirror_new(&opts->mirror);
-    r->batch = calloc(DB_REMINDER_BATCH_MAX, sizeof *r->batch);
+    r->batch = calloc(DB_DUE_BATCH_MAX, sizeof *r->batch);
     if (r->database_url == NULL || r->mi == NULL || r->batch == NULL ||
         pthread_create(&r->thread, NULL, run, r) != 0) {
         destroy(r);

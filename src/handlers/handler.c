@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine.h"
 #include "log.h"
 #include "mirror.h"
 #include "timefmt.h"
@@ -117,11 +118,20 @@ void
 handler_mirror_sync(struct request *rq, const struct reminder_keys *gone, const struct meeting *m)
 {
     struct reminder_keys fresh = {0};
-    if (gone != NULL && gone->n > 0 && mirror_disarm(rq->w->mi, gone->k, gone->n) != 0)
+    bool failed = false;
+
+    if (gone != NULL && gone->n > 0 && mirror_disarm(rq->w->mi, gone->k, gone->n) != 0) {
         LOG_WARN("redis: %zu stale reminder keys left for the reconciler", gone->n);
-    if (m == NULL)
-        return;
-    meeting_pending_keys(m, &fresh);
-    if (fresh.n > 0 && mirror_arm(rq->w->mi, fresh.k, fresh.n, timefmt_now_ms(), 0) != 0)
+        failed = true;
+    }
+    if (m != NULL) {
+        meeting_pending_keys(m, &fresh);
+        engine_reminders_changed(rq->w->engine, fresh.k, fresh.n);
+    }
+    if (fresh.n > 0 && mirror_arm(rq->w->mi, fresh.k, fresh.n, timefmt_now_ms(), 0) != 0) {
         LOG_WARN("redis: meeting %s: %zu reminder keys left for the reconciler", m->id, fresh.n);
+        failed = true;
+    }
+    if (failed)
+        engine_mirror_failed(rq->w->engine);
 }

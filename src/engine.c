@@ -1,0 +1,101 @@
+/* engine.c -- the wiring of engine.h. Start order: dispatch, reconciler (with dispatch for its
+ * overdue sweep), scheduler, expiry listener (whose every subscribe asks the reconciler for a
+ * pass, covering events lost while it was away). Stop order is the reverse, dispatch last so what
+ * the others queued is still fired. */
+#include "engine.h"
+
+#include <stdlib.h>
+
+#include "expiry.h"
+#include "recon.h"
+#include "sched.h"
+
+struct engine {
+    struct dispatch *dispatch;
+    struct recon *recon;
+    struct sched *sched;
+    struct expiry *expiry;
+};
+
+static struct mirror_opts
+mirror_opts_of(const struct config *cfg)
+{
+    return (struct mirror_opts){
+        cfg->redis_host,   cfg->redis_port,
+        cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
+        cfg->redis_prefix, cfg->mirror_horizon_ms};
+}
+
+static void
+on_subscribed(void *arg)
+{
+    recon_kick(arg);
+}
+
+struct engine *
+engine_start(const struct config *cfg, dispatch_fired_fn on_fired, void *arg)
+{
+    struct engine *e = calloc(1, sizeof *e);
+    struct mirror_opts mo = mirror_opts_of(cfg);
+
+    if (e == NULL)
+        return NULL;
+    struct dispatch_opts dopt = {
+        cfg->database_url, mo, cfg->instance_id, cfg->claim_ttl_ms, cfg->missed_grace_ms,
+        on_fired,          arg};
+    if ((e->dispatch = dispatch_start(&dopt)) == NULL)
+        goto fail;
+    struct recon_opts ropt = {cfg->database_url, mo, cfg->recon_interval_ms,
+                              cfg->recon_full_interval_ms, e->dispatch};
+    if ((e->recon = recon_start(&ropt)) == NULL)
+        goto fail;
+    struct sched_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,
+                              e->dispatch};
+    if ((e->sched = sched_start(&sopt)) == NULL)
+        goto fail;
+    struct expiry_opts eopt = {mo, e->dispatch, on_subscribed, e->recon};
+    if ((e->expiry = expiry_start(&eopt)) == NULL)
+        goto fail;
+    return e;
+fail:
+    engine_stop(e);
+    return NULL;
+}
+
+void
+engine_reminders_changed(struct engine *e, const struct reminder_key *k, size_t n)
+{
+    if (e != NULL)
+        sched_note(e->sched, k, n);
+}
+
+void
+engine_mirror_failed(struct engine *e)
+{
+    if (e != NULL && e->recon != NULL)
+        recon_kick(e->recon);
+}
+
+void
+engine_gauges(struct engine *e, struct engine_gauges *out)
+{
+    *out = (struct engine_gauges){0};
+    if (e == NULL)
+        return;
+    out->dispatch_queue = e->dispatch ? dispatch_depth(e->dispatch) : 0;
+    out->sched_held = sched_size(e->sched);
+    out->subscribed = expiry_connected(e->expiry);
+    out->recon_passes = e->recon ? recon_passes(e->recon) : 0;
+}
+
+void
+engine_stop(struct engine *e)
+{
+    if (e == NULL)
+        return;
+    expiry_stop(e->expiry);
+    sched_stop(e->sched);
+    recon_stop(e->recon);
+    dispatch_stop(e->dispatch);
+    free(e);
+}

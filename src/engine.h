@@ -1,0 +1,38 @@
+/* engine.h -- the reminder engine of one replica, wired in one place: the dispatch thread (claim +
+ * fire), the precision scheduler, the expiry listener and the reconciler, each with its own
+ * connections. The HTTP layer sees only this interface: it reports reminders it wrote and mirror
+ * writes that failed, and reads the engine's state for /readyz and /metrics. */
+#ifndef TOCSIN_ENGINE_H
+#define TOCSIN_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "meeting.h"
+
+struct engine;
+
+struct engine_gauges {
+    size_t dispatch_queue; /* occurrences waiting for dispatch */
+    size_t sched_held;     /* occurrences the scheduler holds for the next window */
+    bool subscribed;       /* the expiry listener is subscribed */
+    unsigned long long recon_passes;
+};
+
+/* Starts the threads (dispatch first, so the others have somewhere to send). on_fired receives
+ * the outbox ids of each committed fire (NULL: delivery finds them by polling). cfg must outlive
+ * the engine. NULL when a thread cannot start. */
+struct engine *engine_start(const struct config *cfg, dispatch_fired_fn on_fired, void *arg);
+/* Reminder occurrences just committed (created or moved): the scheduler takes those due soon. */
+void engine_reminders_changed(struct engine *e, const struct reminder_key *k, size_t n);
+/* A mirror write failed after a commit: asks the reconciler for a full pass now. */
+void engine_mirror_failed(struct engine *e);
+/* A snapshot of the engine's state. Thread-safe; zeroes for NULL. */
+void engine_gauges(struct engine *e, struct engine_gauges *out);
+/* Stops the producers (scheduler, listener, reconciler), then lets dispatch fire what is queued
+ * (bounded), and frees e. What is left stays pending in PostgreSQL. Accepts NULL. */
+void engine_stop(struct engine *e);
+
+#endif

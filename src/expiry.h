@@ -1,0 +1,35 @@
+/* expiry.h -- the expiry listener: its own thread and Redis connection, SUBSCRIBEd to
+ * __keyevent@<db>__:expired. Each expired reminder key of our prefix becomes an occurrence for
+ * dispatch. Events are hints: late, lost while disconnected, seen by every replica; the scheduler
+ * and the reconciler cover what they miss. Reconnects with the mirror's backoff and calls
+ * on_connect after every (re)subscribe so a repair pass covers the gap. */
+#ifndef TOCSIN_EXPIRY_H
+#define TOCSIN_EXPIRY_H
+
+#include <stdbool.h>
+
+#include "dispatch.h"
+#include "mirror.h"
+
+#define EXPIRY_POLL_MS 250 /* how often the thread looks at its stop flag while idle */
+
+typedef void (*expiry_connect_fn)(void *arg);
+
+struct expiry_opts {
+    struct mirror_opts mirror;    /* host, port, db, password, prefix */
+    struct dispatch *dispatch;    /* borrowed; must outlive the listener */
+    expiry_connect_fn on_connect; /* called on the listener's thread; may be NULL */
+    void *on_connect_arg;
+};
+
+struct expiry;
+
+/* Starts the thread (connecting lazily). opts strings are copied. NULL when out of memory or the
+ * thread cannot start. */
+struct expiry *expiry_start(const struct expiry_opts *opts);
+/* True while subscribed (for /readyz). Thread-safe; false for NULL. */
+bool expiry_connected(struct expiry *e);
+/* Stops the thread within about EXPIRY_POLL_MS and frees e. Accepts NULL. */
+void expiry_stop(struct expiry *e);
+
+#endif

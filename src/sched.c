@@ -1,0 +1,299 @@
+/* sched.c -- the precision scheduler of sched.h. The thread sleeps on a condition variable until
+ * the earliest held occurrence is due (plus SCHED_SLACK_MS), a poll is owed, or sched_note brings
+ * news. Polls read only the part of the window not read yet (keyset on (fire_at, id)); every
+ * SCHED_FULL_READ_MS a full read of the window also picks up what other replicas created or moved
+ * inside it, and what is overdue. The timerheap's dedupe set makes the repeated reads harmless. */
+#include "sched.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+#include "db_sched.h"
+#include "log.h"
+#include "timefmt.h"
+#include "timerheap.h"
+
+struct sched {
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards stop, inbox, n_inbox, inbox_lost */
+    pthread_cond_t cv;  /* signalled by sched_note and sched_stop; waits on CLOCK_MONOTONIC */
+    bool stop;
+    struct reminder_key inbox[SCHED_INBOX_MAX];
+    size_t n_inbox;
+    bool inbox_lost; /* the inbox overflowed: a full read is owed */
+    atomic_size_t size;
+    char *database_url;
+    int64_t window_ms, poll_ms;
+    struct dispatch *d;
+    /* Below: the thread's own. */
+    struct db *db;
+    bool db_down;
+    struct timerheap h;
+    int64_t read_at, read_id; /* keyset position up to which the window has been read */
+    int64_t next_poll_ms;     /* monotonic */
+    int64_t next_full_ms;     /* monotonic */
+    struct reminder_key page[DB_DUE_BATCH_MAX];
+    struct reminder_key out[DISPATCH_BATCH_MAX];
+    struct reminder_key news[SCHED_INBOX_MAX];
+};
+
+/* Adds one page of rows to the heap; returns -1 when the heap is full. */
+static int
+hold(struct sched *s, const struct reminder_key *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (timerheap_add(&s->h, &k[i]) < 0)
+            return -1;
+    return 0;
+}
+
+static bool
+db_ready(struct sched *s)
+{
+    char err[DB_ERR_MAX];
+
+    if (s->db != NULL)
+        return true;
+    if ((s->db = db_open(s->database_url, err, sizeof err)) != NULL)
+        return true;
+    if (!s->db_down)
+        LOG_WARN("sched: database unavailable, retrying every poll: %s", err);
+    s->db_down = true;
+    return false;
+}
+
+/* Reads pending occurrences from the keyset position (at, id) up to until into the heap, page by
+ * page. Returns 0 when everything up to until was read, -1 on a database error or a full heap
+ * (the position then stays where the last complete page ended). */
+static int
+read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
+{
+    size_t n;
+
+    for (;;) {
+        enum db_status st =
+            db_reminder_due_batch(s->db, at, id, until, s->page, DB_DUE_BATCH_MAX, &n);
+        if (st != DB_ONE_RESULT) {
+            if (!s->db_down)
+                LOG_WARN("sched: reading due reminders failed: %s", db_errmsg(s->db));
+            s->db_down = true;
+            return -1;
+        }
+        if (s->db_down)
+            LOG_INFO("sched: database available again");
+        s->db_down = false;
+        if (hold(s, s->page, n) != 0) {
+            LOG_WARN("sched: %d occurrences held; the rest waits for the next poll",
+                     SCHED_HEAP_MAX);
+            return -1;
+        }
+        if (n > 0 &&
+            (s->page[n - 1].fire_at_ms > s->read_at || (s->page[n - 1].fire_at_ms == s->read_at &&
+                                                        s->page[n - 1].reminder_id > s->read_id))) {
+            s->read_at = s->page[n - 1].fire_at_ms;
+            s->read_id = s->page[n - 1].reminder_id;
+        }
+        if (n < DB_DUE_BATCH_MAX)
+            return 0;
+        at = s->page[n - 1].fire_at_ms;
+        id = s->page[n - 1].reminder_id;
+    }
+}
+
+static void
+poll_db(struct sched *s, bool full)
+{
+    int64_t until = timefmt_now_ms() + s->window_ms;
+
+    if (!db_ready(s))
+        return;
+    if (full ? read_window(s, INT64_MIN, 0, until) : read_window(s, s->read_at, s->read_id, until))
+        return;
+    if (until > s->read_at) {
+        s->read_at = until; /* all read through until: rows due later come with the next poll */
+        s->read_id = INT64_MAX;
+    }
+}
+
+/* Takes what sched_note brought; returns true when a full read is owed (the inbox overflowed). */
+static bool
+take_news(struct sched *s)
+{
+    size_t n;
+    bool lost;
+    int64_t until = timefmt_now_ms() + s->window_ms;
+
+    pthread_mutex_lock(&s->mu);
+    n = s->n_inbox;
+    memcpy(s->news, s->inbox, n * sizeof *s->news);
+    s->n_inbox = 0;
+    lost = s->inbox_lost;
+    s->inbox_lost = false;
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+        if (s->news[i].fire_at_ms <= until && timerheap_add(&s->h, &s->news[i]) < 0)
+            lost = true;
+    return lost;
+}
+
+/* Hands every occurrence due by now to dispatch, in batches. */
+static void
+hand_out_due(struct sched *s, int64_t now)
+{
+    const struct reminder_key *top;
+    size_t n = 0;
+
+    while ((top = timerheap_peek(&s->h)) != NULL && top->fire_at_ms + SCHED_SLACK_MS <= now) {
+        timerheap_pop(&s->h, now, &s->out[n++]);
+        if (n == DISPATCH_BATCH_MAX) {
+            dispatch_submit(s->d, s->out, n);
+            n = 0;
+        }
+    }
+    if (n > 0)
+        dispatch_submit(s->d, s->out, n); /* refusals are counted there; recon fires them */
+}
+
+/* Waits until the next due occurrence, the next poll, news or stop. Returns false on stop. */
+static bool
+wait_next(struct sched *s)
+{
+    const struct reminder_key *top = timerheap_peek(&s->h);
+    int64_t mono = timefmt_mono_ms(), until = s->next_poll_ms;
+    struct timespec ts;
+    bool go;
+
+    if (top != NULL) {
+        int64_t due_in = top->fire_at_ms + SCHED_SLACK_MS - timefmt_now_ms();
+        if (mono + due_in < until)
+            until = mono + due_in;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t wait_ns = (until - mono) * 1000000;
+    if (wait_ns < 0)
+        wait_ns = 0;
+    ts.tv_sec += (time_t)(wait_ns / 1000000000);
+    ts.tv_nsec += (long)(wait_ns % 1000000000);
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop && s->n_inbox == 0 && !s->inbox_lost)
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+            break;
+    go = !s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return go;
+}
+
+static void *
+run(void *arg)
+{
+    struct sched *s = arg;
+
+    do {
+        int64_t mono = timefmt_mono_ms(), now;
+        bool full = take_news(s) || mono >= s->next_full_ms;
+
+        if (full || mono >= s->next_poll_ms) {
+            poll_db(s, full);
+            s->next_poll_ms = mono + s->poll_ms;
+            if (full)
+                s->next_full_ms = mono + SCHED_FULL_READ_MS;
+        }
+        now = timefmt_now_ms();
+        hand_out_due(s, now);
+        timerheap_forget(&s->h, now - SCHED_FORGET_MS);
+        atomic_store(&s->size, timerheap_size(&s->h));
+    } while (wait_next(s));
+    return NULL;
+}
+
+static void
+destroy(struct sched *s)
+{
+    db_close(s->db);
+    timerheap_fini(&s->h);
+    free(s->database_url);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+struct sched *
+sched_start(const struct sched_opts *opts)
+{
+    struct sched *s = calloc(1, sizeof *s);
+    pthread_condattr_t ca;
+
+    if (s == NULL)
+        return NULL;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        return NULL;
+    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->size, 0);
+    s->window_ms = opts->window_ms;
+    s->poll_ms = opts->poll_ms;
+    s->d = opts->dispatch;
+    s->read_at = INT64_MIN;
+    s->database_url = strdup(opts->database_url);
+    if (s->database_url == NULL || timerheap_init(&s->h, SCHED_HEAP_MAX) != 0 ||
+        pthread_create(&s->thread, NULL, run, s) != 0) {
+        destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void
+sched_note(struct sched *s, const struct reminder_key *k, size_t n)
+{
+    if (s == NULL || n == 0)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (s->n_inbox == SCHED_INBOX_MAX) {
+            s->inbox_lost = true;
+            break;
+        }
+        s->inbox[s->n_inbox++] = k[i];
+    }
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+size_t
+sched_size(struct sched *s)
+{
+    return s == NULL ? 0 : atomic_load(&s->size);
+}
+
+void
+sched_stop(struct sched *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    destroy(s);
+}

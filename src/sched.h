@@ -1,0 +1,43 @@
+/* sched.h -- the precision scheduler: one thread per replica that keeps the reminder occurrences
+ * due within the next window in a min-heap (timerheap.c), loaded from PostgreSQL, and hands each
+ * to dispatch one millisecond after it is due. Redis's own expiry is late by seconds to minutes
+ * once many keys carry a TTL; this is what makes lateness independent of how many reminders are
+ * pending. Every replica schedules every occurrence; dispatch's claim decides who fires. Owns its
+ * own database connection. */
+#ifndef TOCSIN_SCHED_H
+#define TOCSIN_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dispatch.h"
+#include "meeting.h"
+
+#define SCHED_HEAP_MAX 131072   /* occurrences held at once (13 MiB); beyond, they wait a poll */
+#define SCHED_INBOX_MAX 4096    /* occurrences noted by sched_note between two wake-ups */
+#define SCHED_FULL_READ_MS 5000 /* period of a full re-read of the window (others' changes) */
+#define SCHED_FORGET_MS 30000   /* a handed-out occurrence is not handed out again for this long */
+#define SCHED_SLACK_MS 1        /* handed out this long after its due millisecond, never before */
+
+struct sched_opts {
+    const char *database_url;
+    int64_t window_ms;         /* load what is due within now + window_ms */
+    int64_t poll_ms;           /* how often the window is extended from the database */
+    struct dispatch *dispatch; /* borrowed; must outlive the scheduler */
+};
+
+struct sched;
+
+/* Starts the thread; the database is connected lazily (down now is not an error). opts strings
+ * are copied. NULL when out of memory or the thread cannot start. */
+struct sched *sched_start(const struct sched_opts *opts);
+/* Tells the scheduler about occurrences just written (created or moved) so that one due inside
+ * the window already loaded is not left for the next full read. Thread-safe, never blocks for
+ * long; occurrences beyond the window are ignored (a poll loads them). Accepts a NULL s. */
+void sched_note(struct sched *s, const struct reminder_key *k, size_t n);
+/* Occurrences currently held (for /metrics). Thread-safe. */
+size_t sched_size(struct sched *s);
+/* Stops the thread and frees s. Held occurrences stay pending in PostgreSQL. Accepts NULL. */
+void sched_stop(struct sched *s);
+
+#endif
