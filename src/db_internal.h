@@ -27,6 +27,7 @@ enum db_stmt {
     STMT_REMINDER_PENDING_BATCH,
     STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
     STMT_REMINDER_DUE_BATCH,  /* db_sched.c */
+    STMT_OUTBOX_BACKLOG,      /* db_fire.c */
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -4,6 +4,7 @@
 const struct route http_routes[] = {
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
     {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC},
+    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC},
     {"POST", "/v1/meetings", handle_meetings_post, 0},
     {"GET", "/v1/meetings", handle_meetings_list, 0},
     {"GET", "/v1/meetings/{id}", handle_meeting_get, 0},

@@ -9,6 +9,7 @@ extern const size_t http_routes_count;
 
 int handle_healthz(struct request *rq);
 int handle_readyz(struct request *rq);
+int handle_metrics(struct request *rq);
 int handle_meetings_post(struct request *rq);
 int handle_meetings_list(struct request *rq);
 int handle_meeting_get(struct request *rq);

@@ -1,9 +1,10 @@
 /* health.c -- GET /healthz (the process answers) and GET /readyz (PostgreSQL reachable, schema
- * migrated, Redis reachable with keyspace notifications enabled). Readiness is checked live on
- * each call with this thread's own connections. */
+ * migrated, Redis reachable with keyspace notifications enabled, the expiry listener subscribed).
+ * Readiness is checked live on each call with this thread's own connections. */
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "engine.h"
 #include "handler.h"
 #include "http_routes.h"
 #include "mirror.h"
@@ -37,10 +38,15 @@ handle_readyz(struct request *rq)
 
     if (redis[0] == 'o')
         notify = mirror_ensure_notify(rq->w->mi, err, sizeof(err)) == 0 ? "ok" : "misconfigured";
-    int ready = pg[0] == 'o' && migrations[0] == 'o' && redis[0] == 'o' && notify[0] == 'o';
-    json_t *body = json_pack("{s:s, s:{s:s, s:s, s:s, s:s}}", "status",
-                             ready ? "ready" : "not_ready", "checks", "postgres", pg, "migrations",
-                             migrations, "redis", redis, "notify_config", notify);
+    struct engine_gauges g;
+    engine_gauges(rq->w->engine, &g);
+    const char *sub = rq->w->engine == NULL ? "off" : g.subscribed ? "ok" : "down";
+    int ready = pg[0] == 'o' && migrations[0] == 'o' && redis[0] == 'o' && notify[0] == 'o' &&
+                sub[0] != 'd';
+    json_t *body =
+        json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "status", ready ? "ready" : "not_ready",
+                  "checks", "postgres", pg, "migrations", migrations, "redis", redis,
+                  "notify_config", notify, "subscriber", sub);
     if (err[0] != '\0')
         json_object_set_new(body, "detail", json_string(err));
     return http_reply_json(rq, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body, NULL);

@@ -165,7 +165,7 @@ test('Redis down: POST still 201 quickly, /readyz 503; Redis back: key re-armed 
     }, REPAIR_BOUND_MS, 100);
     assert.ok(up, `/readyz after Redis is back: ${rz.status} ${rz.text}`);
     assert.deepEqual(rz.json, {
-        status: 'ready', checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', notify_config: 'ok' },
+        status: 'ready', checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', notify_config: 'ok', subscriber: 'ok' },
     });
     const nke = await redis.cli.cmd('CONFIG', 'GET', 'notify-keyspace-events');
     const flags = nke.split('\n')[1] || '';
