@@ -122,7 +122,10 @@ export TOCSIN_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 export TOCSIN_BIN=$TOCSIN_ROOT/build-asan/tocsin
 REDIS_SERVER_BIN=$(command -v redis-server)
 PG_BIN_DIR=$(tocsin_pg_bindir)
-export REDIS_SERVER_BIN PG_BIN_DIR
+# The engine tests restart PostgreSQL on purpose: where its data is and who runs it.
+TOCSIN_TEST_PG_DATA=$(readlink -f "$TEST_DIR/pg")
+TOCSIN_TEST_PG_USER=$(pg_user)
+export REDIS_SERVER_BIN PG_BIN_DIR TOCSIN_TEST_PG_DATA TOCSIN_TEST_PG_USER
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=${LSAN_OPTIONS:-}

@@ -433,6 +433,17 @@ export async function harness(name) {
     const psql = (sql) => runOk('psql', [env.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
     await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
     await psql(`CREATE DATABASE "${h.dbName}"`);
+    // One query on this file's database; its unaligned, tuples-only output.
+    h.sql = async (sql) => (await runOk('psql', [h.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql])).stdout.trim();
+    // Restarts the shared PostgreSQL (scripts/test.sh says where its data and binaries are).
+    h.restartPostgres = async () => {
+        const { PG_BIN_DIR: bin, TOCSIN_TEST_PG_DATA: data, TOCSIN_TEST_PG_USER: user } = process.env;
+        if (!bin || !data || !user) {
+            throw new Error('PG_BIN_DIR, TOCSIN_TEST_PG_DATA and TOCSIN_TEST_PG_USER are needed to restart PostgreSQL');
+        }
+        const args = [`${bin}/pg_ctl`, 'restart', '-D', data, '-m', 'fast', '-w', '-t', '60', '-l', `${data}/server.log`];
+        return process.getuid() === 0 ? runOk('runuser', ['-u', user, '--', ...args]) : runOk(args[0], args.slice(1));
+    };
 
     // Environment for a server: the caller's extras win. Prefix unique per server.
     h.serverEnv = (extra = {}) => {
