@@ -28,6 +28,14 @@ enum db_stmt {
     STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
     STMT_REMINDER_DUE_BATCH,  /* db_sched.c */
     STMT_OUTBOX_BACKLOG,      /* db_fire.c */
+    STMT_WEBHOOK_INSERT,      /* db_webhook.c */
+    STMT_WEBHOOK_LIST,
+    STMT_WEBHOOK_DELETE,
+    STMT_OUTBOX_CLAIM,
+    STMT_OUTBOX_PAYLOAD,
+    STMT_OUTBOX_DELIVERED,
+    STMT_OUTBOX_FAILED,
+    STMT_MEETING_DELIVERIES,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -1,6 +1,7 @@
 /* main.c -- wiring only: parse the subcommand, load config, then for serve:
- * migrate -> Redis notify check -> reminder engine -> HTTP; wait for SIGTERM/SIGINT; tear down
- * in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
+ * migrate -> Redis notify check -> delivery workers -> reminder engine -> HTTP; wait for
+ * SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or
+ * configuration error. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,10 +9,12 @@
 #include "apikey.h"
 #include "config.h"
 #include "db.h"
+#include "deliver.h"
 #include "engine.h"
 #include "http_server.h"
 #include "log.h"
 #include "mirror.h"
+#include "webhook.h"
 
 #define EXIT_USAGE 2
 
@@ -79,12 +82,20 @@ serve(const struct config *cfg)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    /* Delivery plugs in here: on_fired gets the outbox ids of each committed fire. */
-    struct engine *engine = engine_start(cfg, NULL, NULL);
+    struct deliver_opts dopt = {cfg->database_url,
+                                cfg->instance_id,
+                                cfg->delivery_workers,
+                                cfg->delivery_retry_base_ms,
+                                cfg->delivery_timeout_ms,
+                                (int)cfg->delivery_max_attempts,
+                                cfg->webhook_allow_private != 0};
+    struct deliver *deliver = webhook_global_init() == 0 ? deliver_start(&dopt) : NULL;
+    struct engine *engine = deliver ? engine_start(cfg, deliver_notify, deliver) : NULL;
     struct http_server *srv = engine ? http_server_start(cfg, engine, err, sizeof(err)) : NULL;
     if (srv == NULL) {
-        LOG_ERROR("%s", engine ? err : "cannot start the reminder engine's threads");
+        LOG_ERROR("%s", engine ? err : "cannot start the reminder engine's or delivery's threads");
         engine_stop(engine);
+        deliver_stop(deliver);
         return 1;
     }
     LOG_INFO("tocsin %s listening on %s:%d", cfg->instance_id, cfg->http_host, cfg->http_port);
@@ -92,6 +103,7 @@ serve(const struct config *cfg)
     LOG_INFO("signal %d: shutting down", sig);
     http_server_stop(srv);
     engine_stop(engine);
+    deliver_stop(deliver);
     LOG_INFO("stopped");
     return 0;
 }

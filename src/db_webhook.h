@@ -1,0 +1,71 @@
+/* db_webhook.h -- webhooks (per tenant receivers) and the outbox as delivery sees it: claiming due
+ * rows, fixing their payload, recording each attempt, and the per-meeting delivery list.
+ * Implemented in db_webhook.c. */
+#ifndef TOCSIN_DB_WEBHOOK_H
+#define TOCSIN_DB_WEBHOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "meeting.h"
+
+#define WEBHOOKS_PER_TENANT_MAX 100
+#define DB_OUTBOX_CLAIM_MAX 64 /* rows one delivery worker takes at a time */
+
+struct db_webhook {
+    char id[MEETING_ID_LEN + 1];
+    char *url;
+    char *description; /* NULL when none */
+    char *secret;      /* only filled by db_webhook_insert's caller; never read back in lists */
+    int64_t created_at_ms;
+};
+
+/* Inserts w (id, url, description, secret set by the caller) unless the tenant has
+ * WEBHOOKS_PER_TENANT_MAX live ones: ONE_RESULT (created_at_ms filled) or NO_RESULTS (cap). */
+enum db_status db_webhook_insert(struct db *db, int64_t tenant_id, struct db_webhook *w);
+typedef void (*db_webhook_row_fn)(void *arg, const struct db_webhook *w);
+/* Calls fn for each live webhook of the tenant, oldest first (secret NULL). */
+enum db_status db_webhook_list(struct db *db, int64_t tenant_id, db_webhook_row_fn fn, void *arg);
+/* Soft-deletes one: ONE_RESULT, or NO_RESULTS when the tenant has no such live webhook. */
+enum db_status db_webhook_delete(struct db *db, int64_t tenant_id, const char *id);
+
+struct db_outbox_item {
+    int64_t id, tenant_id, reminder_id, fire_at_ms;
+    int attempts; /* before this one */
+    char meeting_id[MEETING_ID_LEN + 1];
+    char *payload; /* NULL until fixed by db_outbox_set_payload */
+    char *url, *secret;
+    bool webhook_deleted;
+};
+
+/* Leases up to max (<= DB_OUTBOX_CLAIM_MAX) due pending rows to owner for lease_ms: rows nobody
+ * holds, whose lease ran out, or leased to `fired_by` (this replica's fire statement). *n rows
+ * into out; free each with db_outbox_item_fini. */
+enum db_status db_outbox_claim(struct db *db, const char *owner, const char *fired_by,
+                               int64_t lease_ms, struct db_outbox_item *out, size_t max, size_t *n);
+void db_outbox_item_fini(struct db_outbox_item *it);
+/* Stores the body sent at every attempt of this row. */
+enum db_status db_outbox_set_payload(struct db *db, int64_t id, const char *payload);
+/* Marks rows delivered (one statement), with the HTTP status of their last attempt. */
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
+/* Records a failed attempt: retried at now + retry_ms, or 'failed' when this was attempt
+ * max_attempts (or give_up). */
+enum db_status db_outbox_failed(struct db *db, int64_t id, int http_status, const char *error,
+                                int64_t retry_ms, int max_attempts, bool give_up);
+
+struct db_delivery {
+    int64_t id, reminder_id, fire_at_ms, next_attempt_at_ms, delivered_at_ms; /* 0 = never */
+    char webhook_id[MEETING_ID_LEN + 1];
+    char status[12];
+    int attempts, last_status; /* last_status 0 = none */
+    char *last_error;          /* NULL when none */
+};
+typedef void (*db_delivery_row_fn)(void *arg, const struct db_delivery *d);
+/* The outbox rows of one of the tenant's live meetings, oldest first.
+ * NO_RESULTS when the tenant has no such meeting. */
+enum db_status db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
+                                     db_delivery_row_fn fn, void *arg);
+
+#endif

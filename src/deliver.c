@@ -1,0 +1,319 @@
+/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, fixes each row's body
+ * at its first attempt (the meeting as the API shows it, and the reminder), signs it with the
+ * occurrence's stable id, POSTs it, and records the batch's successes in one statement. */
+#include "deliver.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+#include "db.h"
+#include "db_webhook.h"
+#include "log.h"
+#include "timefmt.h"
+#include "webhook.h"
+#include "webhook_sign.h"
+
+#define OWNER_MAX 160
+
+struct worker {
+    struct deliver *d;
+    pthread_t thread;
+    int index;
+    bool started;
+    char owner[OWNER_MAX];
+    struct db *db;
+    bool db_down;
+    struct webhook_client *http;
+    unsigned seed;
+    struct db_outbox_item batch[DB_OUTBOX_CLAIM_MAX];
+    int64_t ok_ids[DB_OUTBOX_CLAIM_MAX];
+    int ok_status[DB_OUTBOX_CLAIM_MAX];
+};
+
+struct deliver {
+    pthread_mutex_t mu; /* guards stop and wakeups */
+    pthread_cond_t cv;  /* monotonic clock */
+    bool stop;
+    unsigned long wakeups;
+    char *database_url, *instance_id;
+    int64_t retry_base_ms, timeout_ms;
+    int max_attempts;
+    bool allow_private;
+    int n_workers;
+    struct worker *workers;
+};
+
+int64_t
+deliver_backoff_ms(int64_t base_ms, int attempt, double r)
+{
+    int64_t d = base_ms;
+
+    for (int i = 1; i < attempt && d < DELIVER_BACKOFF_MAX_MS; i++)
+        d *= 2;
+    if (d > DELIVER_BACKOFF_MAX_MS)
+        d = DELIVER_BACKOFF_MAX_MS;
+    return d + (int64_t)((double)d * DELIVER_JITTER_PCT / 100.0 * (2.0 * r - 1.0));
+}
+
+static bool
+stopping(struct deliver *d)
+{
+    pthread_mutex_lock(&d->mu);
+    bool s = d->stop;
+    pthread_mutex_unlock(&d->mu);
+    return s;
+}
+
+/* Waits up to DELIVER_POLL_MS for a notify (seen_wakeups tracks which ones were seen). */
+static void
+idle(struct deliver *d, unsigned long *seen)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)DELIVER_POLL_MS * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop && d->wakeups == *seen)
+        if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) == ETIMEDOUT)
+            break;
+    *seen = d->wakeups;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* {"type":"meeting.reminder","timestamp":...,"data":{"reminder":{...},"meeting":{...}}}, with the
+ * reminder taken from the meeting's own representation. NULL when the meeting is gone. */
+static char *
+build_payload(struct worker *w, const struct db_outbox_item *it, enum db_status *st)
+{
+    struct meeting m;
+    char rid[24], now[TIMEFMT_BUF];
+    json_t *reminder = NULL, *doc, *meeting;
+    size_t i;
+    json_t *r;
+
+    meeting_init(&m);
+    *st = db_meeting_get(w->db, it->tenant_id, it->meeting_id, &m, false);
+    if (*st != DB_ONE_RESULT)
+        return NULL;
+    meeting = codec_meeting_encode(&m);
+    meeting_fini(&m);
+    snprintf(rid, sizeof rid, "%lld", (long long)it->reminder_id);
+    json_array_foreach(json_object_get(meeting, "reminders"), i, r)
+    {
+        if (json_is_string(json_object_get(r, "id")) &&
+            strcmp(json_string_value(json_object_get(r, "id")), rid) == 0)
+            reminder = json_incref(r);
+    }
+    doc = json_pack("{s:s, s:s, s:{s:o, s:o}}", "type", "meeting.reminder", "timestamp",
+                    timefmt_format(timefmt_now_ms(), now), "data", "reminder",
+                    reminder ? reminder : json_null(), "meeting", meeting);
+    char *text = doc ? codec_dump(doc) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+/* Gives up on a row for good, or schedules its retry. */
+static void
+record_failure(struct worker *w, const struct db_outbox_item *it, long status, const char *err,
+               bool give_up)
+{
+    int attempt = it->attempts + 1;
+    int64_t delay =
+        deliver_backoff_ms(w->d->retry_base_ms, attempt, (double)rand_r(&w->seed) / RAND_MAX);
+
+    if (give_up || attempt >= w->d->max_attempts)
+        LOG_WARN("deliver: outbox %lld failed for good after %d attempts: %s", (long long)it->id,
+                 attempt, err);
+    if (db_outbox_failed(w->db, it->id, (int)status, err, delay, w->d->max_attempts, give_up) !=
+        DB_ONE_RESULT)
+        LOG_WARN("deliver: cannot record an attempt of outbox %lld: %s", (long long)it->id,
+                 db_errmsg(w->db));
+}
+
+/* One attempt at one row. Returns 1 when delivered (status in *status), 0 otherwise. */
+static int
+send_one(struct worker *w, struct db_outbox_item *it, long *status)
+{
+    char id[WEBHOOK_ID_MAX], sig[WEBHOOK_SIGNATURE_LEN + 1], err[WEBHOOK_ERR_MAX];
+    int64_t ts = timefmt_now_ms() / 1000;
+    enum db_status st = DB_ONE_RESULT;
+
+    *status = 0;
+    if (it->webhook_deleted) {
+        record_failure(w, it, 0, "webhook deleted", true);
+        return 0;
+    }
+    if (it->payload == NULL) {
+        it->payload = build_payload(w, it, &st);
+        if (st == DB_NO_RESULTS) {
+            record_failure(w, it, 0, "meeting deleted before delivery", true);
+            return 0;
+        }
+        if (it->payload == NULL ||
+            db_outbox_set_payload(w->db, it->id, it->payload) != DB_ONE_RESULT)
+            return 0; /* database trouble: the lease runs out and the row is tried again */
+    }
+    webhook_message_id(it->reminder_id, it->fire_at_ms, id);
+    if (webhook_sign(it->secret, id, ts, it->payload, strlen(it->payload), sig) != 0) {
+        record_failure(w, it, 0, "webhook secret unusable", true);
+        return 0;
+    }
+    struct webhook_message msg = {it->url, id, ts, sig, it->payload, strlen(it->payload)};
+    if (webhook_post(w->http, &msg, status, err) == 0)
+        return 1;
+    record_failure(w, it, *status, err, false);
+    return 0;
+}
+
+/* Leases and works through one batch; returns how many rows it leased. */
+static size_t
+round_of(struct worker *w)
+{
+    size_t n = 0, ok = 0;
+    char err[DB_ERR_MAX];
+
+    if (w->db == NULL && (w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
+        if (!w->db_down)
+            LOG_WARN("deliver: database unavailable, retrying: %s", err);
+        w->db_down = true;
+        return 0;
+    }
+    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS, w->batch,
+                        DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
+        if (!w->db_down)
+            LOG_WARN("deliver: cannot lease outbox rows: %s", db_errmsg(w->db));
+        w->db_down = true;
+        return 0;
+    }
+    w->db_down = false;
+    for (size_t i = 0; i < n; i++) {
+        long status;
+        /* Stopping: what is left keeps its lease until it runs out, then anyone sends it. */
+        if (!stopping(w->d) && send_one(w, &w->batch[i], &status)) {
+            w->ok_ids[ok] = w->batch[i].id;
+            w->ok_status[ok++] = (int)status;
+        }
+        db_outbox_item_fini(&w->batch[i]);
+    }
+    if (ok > 0 && db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok) != DB_ONE_RESULT)
+        LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
+                 db_errmsg(w->db));
+    return n;
+}
+
+static void *
+run(void *arg)
+{
+    struct worker *w = arg;
+    unsigned long seen = 0;
+
+    while (!stopping(w->d))
+        if (round_of(w) < DB_OUTBOX_CLAIM_MAX)
+            idle(w->d, &seen);
+    return NULL;
+}
+
+static void
+destroy(struct deliver *d)
+{
+    for (int i = 0; d->workers != NULL && i < d->n_workers; i++) {
+        webhook_client_free(d->workers[i].http);
+        db_close(d->workers[i].db);
+    }
+    free(d->workers);
+    free(d->database_url);
+    free(d->instance_id);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+static int
+sync_init(struct deliver *d)
+{
+    pthread_condattr_t ca;
+    int rc;
+
+    if (pthread_mutex_init(&d->mu, NULL) != 0)
+        return -1;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0)
+        pthread_mutex_destroy(&d->mu);
+    return rc == 0 ? 0 : -1;
+}
+
+struct deliver *
+deliver_start(const struct deliver_opts *opts)
+{
+    struct deliver *d = calloc(1, sizeof *d);
+
+    if (d == NULL || sync_init(d) != 0) {
+        free(d);
+        return NULL;
+    }
+    d->retry_base_ms = opts->retry_base_ms;
+    d->timeout_ms = opts->timeout_ms;
+    d->max_attempts = opts->max_attempts;
+    d->allow_private = opts->allow_private;
+    d->database_url = strdup(opts->database_url);
+    d->instance_id = strdup(opts->instance_id);
+    d->workers = calloc((size_t)opts->workers, sizeof *d->workers);
+    if (d->database_url == NULL || d->instance_id == NULL || d->workers == NULL) {
+        destroy(d);
+        return NULL;
+    }
+    for (int i = 0; i < opts->workers; i++) {
+        struct worker *w = &d->workers[i];
+        w->d = d;
+        w->index = i;
+        w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
+        snprintf(w->owner, sizeof w->owner, "%s/%d", opts->instance_id, i);
+        d->n_workers = i + 1;
+        if ((w->http = webhook_client_new(opts->timeout_ms, opts->allow_private)) == NULL ||
+            pthread_create(&w->thread, NULL, run, w) != 0) {
+            deliver_stop(d);
+            return NULL;
+        }
+        w->started = true;
+    }
+    return d;
+}
+
+void
+deliver_notify(void *arg, const int64_t *outbox_ids, size_t n)
+{
+    struct deliver *d = arg;
+
+    (void)outbox_ids;
+    if (d == NULL || n == 0)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->wakeups++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+void
+deliver_stop(struct deliver *d)
+{
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < d->n_workers; i++)
+        if (d->workers[i].started)
+            pthread_join(d->workers[i].thread, NULL);
+    destroy(d);
+}

@@ -1,0 +1,43 @@
+/* deliver.h -- delivery workers: threads, each with its own PostgreSQL connection and HTTP client,
+ * that lease due outbox rows (any replica's, once their lease ran out), POST each signed
+ * notification (webhook.h, webhook_sign.h) and record the attempt: delivered, retried later with
+ * exponential backoff and jitter, or failed after the last attempt. Everything is in the outbox,
+ * so a restart resumes where the last process stopped. */
+#ifndef TOCSIN_DELIVER_H
+#define TOCSIN_DELIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DELIVER_LEASE_MS 30000          /* a claimed row is ours this long (DB_FIRE_LEASE_MS too) */
+#define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
+#define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
+#define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
+
+struct deliver_opts {
+    const char *database_url;
+    const char *instance_id; /* the fire statement leases new rows to this name */
+    int workers;
+    int64_t retry_base_ms;
+    int64_t timeout_ms;
+    int max_attempts;
+    bool allow_private;
+};
+
+struct deliver;
+
+/* Starts opts->workers threads (connecting lazily). NULL when out of memory or a thread cannot
+ * start. */
+struct deliver *deliver_start(const struct deliver_opts *opts);
+/* Wakes the workers: rows were just written (a dispatch_fired_fn; arg is the struct deliver).
+ * Thread-safe, never blocks for long. */
+void deliver_notify(void *arg, const int64_t *outbox_ids, size_t n);
+/* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped,
+ * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
+int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
+/* Stops taking rows, lets each worker finish the request it is sending (bounded by the HTTP
+ * timeout), joins them and frees d. Rows not sent stay pending for the next process. NULL ok. */
+void deliver_stop(struct deliver *d);
+
+#endif
