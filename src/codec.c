@@ -658,3 +658,25 @@ codec_dump(const json_t *v)
 {
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
+
+/* ---- webhooks --------------------------------------------------------------------------- */
+
+enum api_error
+codec_webhook_decode(const json_t *doc, char **url, char **description, struct codec_errors *errs)
+{
+    static const char *const known[] = {"url", "description", NULL};
+    const json_t *u = json_object_get(doc, "url");
+
+    *url = *description = NULL;
+    if (!json_is_object(doc)) {
+        add_error(errs, "", "must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    unknown_fields(doc, known, "", errs);
+    if (u == NULL)
+        add_error(errs, "url", "is required");
+    else if (text_ok(u, "url", 1, CODEC_URL_MAX, false, errs))
+        *url = strdup(json_string_value(u));
+    opt_text(doc, "description", CODEC_WEBHOOK_DESCRIPTION_MAX, false, description, errs);
+    return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}

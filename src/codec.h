@@ -47,6 +47,16 @@ json_t *codec_merge_patch(const json_t *target, const json_t *patch);
  * reminders with id, fire_at, status, fired_at). New reference. */
 json_t *codec_meeting_encode(const struct meeting *m);
 
+#define CODEC_URL_MAX 2048                /* a webhook URL, bytes (ASCII expected) */
+#define CODEC_WEBHOOK_DESCRIPTION_MAX 500 /* characters */
+
+/* Validates a webhook input document {"url", "description"?}: shape, unknown fields, lengths,
+ * control characters. The URL's meaning (scheme, host, addresses) is webhook.c's to check. On
+ * API_E_NONE *url (and *description unless absent or null) are malloc'ed copies; free() them in
+ * both cases. */
+enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
+                                    struct codec_errors *errs);
+
 /* Compact, deterministic serialization (malloc'ed; free()). */
 char *codec_dump(const json_t *v);
 

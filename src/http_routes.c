@@ -11,6 +11,10 @@ const struct route http_routes[] = {
     {"PUT", "/v1/meetings/{id}", handle_meeting_put, 0},
     {"PATCH", "/v1/meetings/{id}", handle_meeting_patch, 0},
     {"DELETE", "/v1/meetings/{id}", handle_meeting_delete, 0},
+    {"GET", "/v1/meetings/{id}/deliveries", handle_meeting_deliveries, 0},
+    {"POST", "/v1/webhooks", handle_webhooks_post, 0},
+    {"GET", "/v1/webhooks", handle_webhooks_list, 0},
+    {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, 0},
 };
 
 const size_t http_routes_count = sizeof(http_routes) / sizeof(http_routes[0]);

@@ -16,5 +16,9 @@ int handle_meeting_get(struct request *rq);
 int handle_meeting_put(struct request *rq);
 int handle_meeting_patch(struct request *rq);
 int handle_meeting_delete(struct request *rq);
+int handle_meeting_deliveries(struct request *rq);
+int handle_webhooks_post(struct request *rq);
+int handle_webhooks_list(struct request *rq);
+int handle_webhook_delete(struct request *rq);
 
 #endif
