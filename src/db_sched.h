@@ -1,4 +1,4 @@
-/* db_sched.h -- what the precision scheduler (sched.c) and the reconciler's overdue sweep
+/* db_sched.h -- what the precision scheduler (scheduler.c) and the reconciler's overdue sweep
  * (recon.c) read: pending occurrences of live meetings in (fire_at, id) order, keyset paged.
  * Implemented in db_sched.c. */
 #ifndef TOCSIN_DB_SCHED_H

@@ -8,7 +8,7 @@
 
 #include "expiry.h"
 #include "recon.h"
-#include "sched.h"
+#include "scheduler.h"
 
 struct engine {
     struct dispatch *dispatch;

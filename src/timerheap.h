@@ -1,7 +1,7 @@
 /* timerheap.h -- the scheduler's memory: a bounded min-heap of reminder occurrences ordered by
  * (fire_at, id), with a hash set that remembers every occurrence queued or recently handed out so
  * the same (id, fire_at) is handed out once however often the database returns it. Pure: no
- * threads, no I/O; one owner (sched.c's thread). */
+ * threads, no I/O; one owner (scheduler.c's thread). */
 #ifndef TOCSIN_TIMERHEAP_H
 #define TOCSIN_TIMERHEAP_H
 

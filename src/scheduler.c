@@ -1,9 +1,9 @@
-/* sched.c -- the precision scheduler of sched.h. The thread sleeps on a condition variable until
- * the earliest held occurrence is due (plus SCHED_SLACK_MS), a poll is owed, or sched_note brings
- * news. Polls read only the part of the window not read yet (keyset on (fire_at, id)); every
+/* scheduler.c -- the precision scheduler of scheduler.h. The thread sleeps on a condition variable
+ * until the earliest held occurrence is due (plus SCHED_SLACK_MS), a poll is owed, or sched_note
+ * brings news. Polls read only the part of the window not read yet (keyset on (fire_at, id)); every
  * SCHED_FULL_READ_MS a full read of the window also picks up what other replicas created or moved
  * inside it, and what is overdue. The timerheap's dedupe set makes the repeated reads harmless. */
-#include "sched.h"
+#include "scheduler.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,11 +1,11 @@
-/* sched.h -- the precision scheduler: one thread per replica that keeps the reminder occurrences
- * due within the next window in a min-heap (timerheap.c), loaded from PostgreSQL, and hands each
- * to dispatch one millisecond after it is due. Redis's own expiry is late by seconds to minutes
- * once many keys carry a TTL; this is what makes lateness independent of how many reminders are
- * pending. Every replica schedules every occurrence; dispatch's claim decides who fires. Owns its
- * own database connection. */
-#ifndef TOCSIN_SCHED_H
-#define TOCSIN_SCHED_H
+/* scheduler.h -- the precision scheduler: one thread per replica that keeps the reminder
+ * occurrences due within the next window in a min-heap (timerheap.c), loaded from PostgreSQL, and
+ * hands each to dispatch one millisecond after it is due. Redis's own expiry is late by seconds to
+ * minutes once many keys carry a TTL; this is what makes lateness independent of how many reminders
+ * are pending. Every replica schedules every occurrence; dispatch's claim decides who fires. Owns
+ * its own database connection. */
+#ifndef TOCSIN_SCHEDULER_H
+#define TOCSIN_SCHEDULER_H
 
 #include <stddef.h>
 #include <stdint.h>
