@@ -11,6 +11,10 @@ cd "$TOCSIN_ROOT"
 PG_PORT=${TOCSIN_TEST_PG_PORT:-54339}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
 TSAN=${TOCSIN_TEST_TSAN:-1}
+# For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
+# suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
+NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/}
+CTEST=${TOCSIN_TEST_CTEST:-1}
 TEST_DIR=$TOCSIN_ROOT/.local/test
 TEST_DB=tocsin_test
 CTEST_TIMEOUT_S=600 # per test executable
@@ -87,15 +91,20 @@ run_ctest()
 }
 
 # node's runner reports "tests 0" and exits 0 when it found no test file: that is a failure here.
+# Each test has NODE_TEST_TIMEOUT_MS and the whole run NODE_RUN_TIMEOUT_S, so that a file whose
+# process stays alive (a server left open) fails the run instead of hanging CI.
+NODE_TEST_TIMEOUT_MS=240000
+NODE_RUN_TIMEOUT_S=1500
 run_node()
 {
     local log=$TEST_DIR/node.log rc=0 wrap
     reset_state
     wrap=$(tocsin_sanitizer_wrap "$TOCSIN_BIN" --help)
-    $wrap node --test --test-concurrency=1 tests/api/ 2>&1 | tee "$log" || rc=$?
+    $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 \
+        --test-timeout="$NODE_TEST_TIMEOUT_MS" $NODE_TESTS 2>&1 | tee "$log" || rc=$?
     [ "$rc" -eq 0 ] || return "$rc"
     if grep -Eq '^(# |ℹ )tests 0$' "$log"; then
-        echo "node --test found no tests in tests/api/" >&2
+        echo "node --test found no tests in $NODE_TESTS" >&2
         return 1
     fi
 }
@@ -133,7 +142,9 @@ if [ -f tests/lsan.supp ]; then
     LSAN_OPTIONS=suppressions=$TOCSIN_ROOT/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
 fi
 
-record ctest run_ctest build-asan
+if [ "$CTEST" != 0 ]; then
+    record ctest run_ctest build-asan
+fi
 if [ -d tests/api ]; then
     record node run_node
 fi

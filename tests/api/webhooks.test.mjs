@@ -1,0 +1,216 @@
+// webhooks.test.mjs -- webhooks and delivery against real servers: registration rules (shape,
+// private targets, tenant isolation, the secret shown once), then reminders fired for real and
+// delivered to local receivers whose signatures are checked by the Standard Webhooks reference
+// library (not our code): a receiver that fails twice, one that always fails, one that is down
+// across a restart of tocsin, and a webhook deleted with notifications still pending.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { harness, waitFor, MIN } from './harness.mjs';
+
+const { Webhook } = createRequire(import.meta.url)('standardwebhooks');
+const LEAD_MS = 1500;
+const BOUND_MS = 20000; // generous bound for a delivery (or its retries) to be recorded
+
+// Replicas on one database share its outbox, so each server configuration below gets a database of
+// its own: a replica with other settings would otherwise take part in the deliveries under test.
+const h = await harness('webhooks');
+const hGuarded = await harness('webhooks_guarded');
+const hRestart = await harness('webhooks_restart');
+const hDeleted = await harness('webhooks_deleted');
+let guarded; // a server with the private-address guard on (the default)
+let open;    // TOCSIN_WEBHOOK_ALLOW_PRIVATE=1, quick retries, three attempts
+let key;
+let otherKey;
+
+before(async () => {
+    guarded = await hGuarded.startServer();
+    open = await h.startServer({
+        TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
+        TOCSIN_DELIVERY_RETRY_BASE_MS: '200',
+        TOCSIN_DELIVERY_MAX_ATTEMPTS: '3',
+    });
+    key = await open.createKey('hooks');
+    otherKey = await open.createKey('hooks-other');
+});
+
+// A receiver on 127.0.0.1 answering each request with plan(n) (the n-th request, from 1), closed
+// when test t ends, passed or not (an open server would keep this file's process alive).
+async function receiver(t, plan = () => 204) {
+    const rx = { got: [] };
+    rx.server = http.createServer((req, res) => {
+        const chunks = [];
+        req.on('data', (c) => chunks.push(c));
+        req.on('end', () => {
+            rx.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString(), method: req.method });
+            res.writeHead(plan(rx.got.length)).end();
+        });
+    });
+    await new Promise((r) => rx.server.listen(0, '127.0.0.1', r));
+    rx.url = `http://127.0.0.1:${rx.server.address().port}/hook`;
+    rx.close = () => new Promise((r) => {
+        rx.server.closeAllConnections();
+        rx.server.close(() => r());
+    });
+    t.after(rx.close);
+    return rx;
+}
+
+async function register(srv, k, url, description) {
+    const r = await srv.req('POST', '/v1/webhooks', { key: k, json: { url, ...(description ? { description } : {}) } });
+    assert.equal(r.status, 201, r.text);
+    return r.json;
+}
+
+// A meeting whose single reminder fires LEAD_MS from now.
+async function dueSoon(srv, k) {
+    const starts = new Date(Date.now() + LEAD_MS + 5 * MIN).toISOString();
+    const r = await srv.req('POST', '/v1/meetings', { key: k, json: { title: 'hook', starts_at: starts, metadata: { room: 7 } } });
+    assert.equal(r.status, 201, r.text);
+    return r.json;
+}
+
+async function deliveriesWhen(srv, k, id, pred) {
+    let last;
+    await waitFor(async () => {
+        last = await srv.req('GET', `/v1/meetings/${id}/deliveries`, { key: k });
+        return last.status === 200 && pred(last.json.items);
+    }, BOUND_MS, 100);
+    return last;
+}
+
+test('registration: 201 with Location and the secret once; lists never show it; delete is 204 then 404', async () => {
+    const w = await register(open, key, 'http://127.0.0.1:9/x', 'desk');
+    assert.match(w.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
+    assert.equal(w.description, 'desk');
+    const list = await open.req('GET', '/v1/webhooks', { key });
+    assert.equal(list.status, 200);
+    const mine = list.json.items.find((x) => x.id === w.id);
+    assert.ok(mine && !('secret' in mine), 'listed without the secret');
+    assert.equal((await open.req('GET', '/v1/webhooks', { key: otherKey })).json.items.some((x) => x.id === w.id), false);
+    assert.equal((await open.req('DELETE', `/v1/webhooks/${w.id}`, { key: otherKey })).status, 404, 'other tenant');
+    assert.equal((await open.req('DELETE', `/v1/webhooks/${w.id}`, { key })).status, 204);
+    assert.equal((await open.req('DELETE', `/v1/webhooks/${w.id}`, { key })).status, 404, 'already deleted');
+    assert.equal((await open.req('DELETE', '/v1/webhooks/not-a-uuid', { key })).status, 404);
+});
+
+test('bad webhook input: 400 validation naming the field, 415, and nothing stored', async () => {
+    const before = (await open.req('GET', '/v1/webhooks', { key })).json.items.length;
+    const cases = [
+        [{}, 'url'], [{ url: 5 }, 'url'], [{ url: '' }, 'url'], [{ url: 'ftp://example.com/x' }, 'url'],
+        [{ url: 'http://' }, 'url'], [{ url: 'not a url' }, 'url'], [{ url: 'http://u:p@127.0.0.1/' }, 'url'],
+        [{ url: `http://127.0.0.1/${'a'.repeat(2049)}` }, 'url'], [{ url: 'http://127.0.0.1/\u0001' }, 'url'],
+        [{ url: 'http://127.0.0.1/', description: 'd'.repeat(501) }, 'description'],
+        [{ url: 'http://127.0.0.1/', extra: 1 }, 'extra'],
+    ];
+    for (const [json, field] of cases) {
+        const r = await open.req('POST', '/v1/webhooks', { key, json });
+        assert.equal(r.status, 400, `${JSON.stringify(json).slice(0, 80)}: ${r.text}`);
+        assert.equal(r.json.code, 'validation');
+        assert.ok(r.json.errors.some((e) => e.field === field), `${field} named in ${r.text}`);
+    }
+    const t = await open.req('POST', '/v1/webhooks', { key, body: 'url=x', headers: { 'Content-Type': 'text/plain' } });
+    assert.equal(t.status, 415);
+    assert.equal((await open.req('GET', '/v1/webhooks', { key })).json.items.length, before);
+});
+
+test('private targets are refused unless TOCSIN_WEBHOOK_ALLOW_PRIVATE=1; public ones are taken', async () => {
+    const k = await guarded.createKey('hooks-guarded');
+    for (const url of ['http://127.0.0.1/', 'http://localhost:8080/x', 'http://10.1.2.3/', 'http://192.168.0.1/',
+        'http://172.16.5.4/', 'http://169.254.169.254/latest', 'http://[::1]/', 'http://[fd00::1]/',
+        'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://100.64.0.1/', 'https://[fe80::1]/']) {
+        const r = await guarded.req('POST', '/v1/webhooks', { key: k, json: { url } });
+        assert.equal(r.status, 400, `${url}: ${r.text}`);
+        assert.equal(r.json.errors[0].field, 'url');
+    }
+    const ok = await guarded.req('POST', '/v1/webhooks', { key: k, json: { url: 'https://93.184.216.34/hook' } });
+    assert.equal(ok.status, 201, ok.text);
+});
+
+test('delivery: signed per Standard Webhooks (checked by the reference library), retried after two failures with the same id and bytes', async (t) => {
+    const rx = await receiver(t, (n) => (n <= 2 ? 500 : 200));
+    const k = await open.createKey('hooks-deliver');
+    const w = await register(open, k, rx.url);
+    const m = await dueSoon(open, k);
+    const d = await deliveriesWhen(open, k, m.id, (items) => items.length === 1 && items[0].status === 'delivered');
+    assert.equal(d.json.items[0].status, 'delivered', d.text);
+    assert.equal(d.json.items[0].attempts, 3);
+    assert.equal(d.json.items[0].last_status, 200);
+    assert.equal(d.json.items[0].webhook_id, w.id);
+    assert.equal(rx.got.length, 3);
+    const verifier = new Webhook(w.secret);
+    for (const g of rx.got) {
+        assert.equal(g.method, 'POST');
+        assert.equal(g.headers['content-type'], 'application/json');
+        verifier.verify(g.body, g.headers); // throws on a bad signature
+        assert.equal(g.headers['webhook-id'], rx.got[0].headers['webhook-id'], 'stable webhook-id');
+        assert.equal(g.body, rx.got[0].body, 'identical bytes on every attempt');
+    }
+    assert.throws(() => new Webhook(`whsec_${Buffer.from('wrong key').toString('base64')}`).verify(rx.got[0].body, rx.got[0].headers));
+    const body = JSON.parse(rx.got[0].body);
+    assert.equal(body.type, 'meeting.reminder');
+    assert.equal(body.data.meeting.id, m.id);
+    assert.deepEqual(body.data.meeting.metadata, { room: 7 });
+    assert.equal(body.data.reminder.id, m.reminders[0].id);
+    assert.equal(body.data.reminder.fire_at, m.reminders[0].fire_at);
+    assert.equal(rx.got[0].headers['webhook-id'], `rem_${m.reminders[0].id}_${Date.parse(m.reminders[0].fire_at)}`);
+});
+
+test('a receiver that always fails: failed after the last attempt, with the last error', async (t) => {
+    const rx = await receiver(t, () => 500);
+    const k = await open.createKey('hooks-fail');
+    await register(open, k, rx.url);
+    const m = await dueSoon(open, k);
+    const d = await deliveriesWhen(open, k, m.id, (items) => items.length === 1 && items[0].status === 'failed');
+    assert.equal(d.json.items[0].status, 'failed', d.text);
+    assert.equal(d.json.items[0].attempts, 3);
+    assert.equal(d.json.items[0].last_status, 500);
+    assert.equal(d.json.items[0].last_error, 'HTTP 500');
+    assert.equal(rx.got.length, 3);
+    assert.equal((await open.req('GET', `/v1/meetings/${m.id}/deliveries`, { key: otherKey })).status, 404);
+});
+
+test('receiver down, tocsin restarted: the pending delivery resumes and arrives once', async (t) => {
+    const srv = await hRestart.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '1000' });
+    const k = await srv.createKey('hooks-restart');
+    const rx = await receiver(t);
+    const port = rx.server.address().port;
+    await rx.close(); // the port is closed: attempts fail with a connection error
+    const w = await register(srv, k, `http://127.0.0.1:${port}/hook`);
+    const m = await dueSoon(srv, k);
+    const p = await deliveriesWhen(srv, k, m.id, (items) => items.length === 1 && items[0].attempts >= 1);
+    assert.equal(p.json.items[0].status, 'pending', p.text);
+    assert.ok(p.json.items[0].last_error, 'the connection error is recorded');
+    await srv.stop();
+    const back = http.createServer((req, res) => {
+        const chunks = [];
+        req.on('data', (c) => chunks.push(c));
+        req.on('end', () => { back.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() }); res.writeHead(204).end(); });
+    });
+    back.got = [];
+    await new Promise((r) => back.listen(port, '127.0.0.1', r));
+    t.after(() => new Promise((r) => {
+        back.closeAllConnections();
+        back.close(() => r());
+    }));
+    await srv.start();
+    const d = await deliveriesWhen(srv, k, m.id, (items) => items[0].status === 'delivered');
+    assert.equal(d.json.items[0].status, 'delivered', d.text);
+    assert.equal(back.got.length, 1);
+    new Webhook(w.secret).verify(back.got[0].body, back.got[0].headers);
+});
+
+test('a webhook deleted while its notification is pending: recorded failed, never sent', async (t) => {
+    const srv = await hDeleted.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '1500' });
+    const k = await srv.createKey('hooks-deleted');
+    const rx = await receiver(t, () => 503);
+    const w = await register(srv, k, rx.url);
+    const m = await dueSoon(srv, k);
+    await deliveriesWhen(srv, k, m.id, (items) => items.length === 1 && items[0].attempts === 1);
+    assert.equal((await srv.req('DELETE', `/v1/webhooks/${w.id}`, { key: k })).status, 204);
+    const d = await deliveriesWhen(srv, k, m.id, (items) => items[0].status === 'failed');
+    assert.equal(d.json.items[0].status, 'failed', d.text);
+    assert.equal(d.json.items[0].last_error, 'webhook deleted');
+    assert.equal(rx.got.length, 1, 'no request after the delete');
+});
