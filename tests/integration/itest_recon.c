@@ -3,8 +3,10 @@
  * TOCSIN_TEST_REDIS_URL (redis://host:port/db); fails, never skips, without them. Creates its own
  * database, writes reminders with db_*, deletes their Redis keys and checks recon puts them back
  * with the exact expiry: after a FLUSHALL-like loss (marker gone), after a kick, and by its
- * periodic pass. The test uses libpq only for CREATE/DROP DATABASE and hiredis only to look at and
- * delete keys. */
+ * periodic pass. Then the stated worst case when every Redis event is lost and no scheduler runs:
+ * the overdue sweep alone fires a reminder within SWEEP_INTERVAL_MS plus SWEEP_SLACK_MS. The test
+ * uses libpq only for CREATE/DROP DATABASE and to read the fired reminder, hiredis only to look at
+ * and delete keys. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "dispatch.h"
 #include "mirror.h"
 #include "recon.h"
 
@@ -24,6 +27,9 @@
 #define HORIZON_MS 3600000
 #define WAIT_MS 10000 /* the bound on how long recon may take to repair */
 #define N_NEAR 3
+#define SWEEP_INTERVAL_MS 2000 /* TOCSIN_RECON_INTERVAL_MS's default, the bound README states */
+#define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
+#define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
 
 static int fails;
 static redisContext *raw;
@@ -142,6 +148,27 @@ with_dbname(char *out, size_t outlen, const char *url, const char *name)
     return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
+/* The reminder's fired_at minus its fire_at in ms, once it is fired; INT64_MIN while it is not
+ * (or on error). */
+static int64_t
+fired_lateness(PGconn *c, int64_t reminder_id)
+{
+    char id[24];
+    const char *params[] = {id};
+    PGresult *res;
+    int64_t late = INT64_MIN;
+
+    snprintf(id, sizeof id, "%" PRId64, reminder_id);
+    res = PQexecParams(c,
+                       "SELECT round(extract(epoch FROM fired_at - fire_at) * 1000)::bigint "
+                       "FROM reminders WHERE id = $1 AND status = 'fired'",
+                       1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        late = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return late;
+}
+
 static int
 admin_sql(const char *url, const char *sql)
 {
@@ -202,6 +229,73 @@ seed(struct db *db)
         }
     }
     return 0;
+}
+
+/* Inserts a meeting whose one reminder (5 minutes before) falls due lead_ms from now; its key. */
+static int
+insert_due_soon(struct db *db, int64_t lead_ms, struct reminder_key *out)
+{
+    int64_t tenant, now = clock_ms(CLOCK_REALTIME);
+    struct meeting m;
+    enum db_status st;
+
+    if (db_tenant_ensure(db, "itest-recon", &tenant) != DB_ONE_RESULT)
+        return -1;
+    meeting_init(&m);
+    if (meeting_new_id(m.id) != 0)
+        return -1;
+    m.version = 1;
+    m.created_at_ms = m.updated_at_ms = now;
+    m.title = strdup("sweep test");
+    m.participants_json = strdup("[]");
+    m.starts_at_ms = now + lead_ms + 5 * 60000;
+    m.n_reminders = 1;
+    m.reminders[0] = (struct reminder){.minutes_before = 5};
+    meeting_derive_fire_times(&m);
+    st = db_meeting_insert(db, tenant, &m);
+    *out = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
+    meeting_fini(&m);
+    if (st != DB_ONE_RESULT)
+        printf("FAIL db_meeting_insert: %s\n", db_errmsg(db));
+    return st == DB_ONE_RESULT ? 0 : -1;
+}
+
+/* Every Redis event lost, no scheduler: nobody listens to this prefix's expired events and only
+ * the reconciler feeds dispatch. The reminder must still fire, never early, within one sweep
+ * interval plus the slack: the worst case README states. */
+static void
+test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
+{
+    struct recon_opts o = *base;
+    struct dispatch_opts dopts = {url, base->mirror, "itest-recon", 30000, 3600000, NULL, NULL};
+    struct reminder_key k;
+    struct dispatch *d;
+    struct recon *r;
+    PGconn *c = PQconnectdb(url);
+    int64_t late = INT64_MIN, deadline;
+
+    CHECK(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    d = dispatch_start(&dopts);
+    o.interval_ms = SWEEP_INTERVAL_MS;
+    o.full_interval_ms = 3600000;
+    o.dispatch = d;
+    r = d != NULL ? recon_start(&o) : NULL;
+    CHECK(r != NULL, "dispatch_start or recon_start failed");
+    if (r != NULL && PQstatus(c) == CONNECTION_OK && insert_due_soon(db, SWEEP_LEAD_MS, &k) == 0) {
+        deadline = k.fire_at_ms + SWEEP_INTERVAL_MS + SWEEP_SLACK_MS + WAIT_MS;
+        while ((late = fired_lateness(c, k.reminder_id)) == INT64_MIN &&
+               clock_ms(CLOCK_REALTIME) < deadline)
+            usleep(20000);
+        CHECK(late != INT64_MIN, "not fired %d ms after it was due", WAIT_MS);
+        CHECK(late >= 0, "fired %" PRId64 " ms early", -late);
+        CHECK(late <= SWEEP_INTERVAL_MS + SWEEP_SLACK_MS,
+              "fired %" PRId64 " ms late by the sweep alone (bound %d ms)", late,
+              SWEEP_INTERVAL_MS + SWEEP_SLACK_MS);
+        printf("itest_recon: sweep alone fired %" PRId64 " ms after due\n", late);
+    }
+    recon_stop(r);
+    dispatch_stop(d);
+    PQfinish(c);
 }
 
 /* Long interval: only the start-up pass, the marker and kicks can repair within WAIT_MS. */
@@ -290,6 +384,7 @@ main(void)
         struct recon_opts o = {url, {host, port, rdb, NULL, prefix, HORIZON_MS}, 0, 0, NULL};
         test_loss_and_kick(&o);
         test_periodic(&o);
+        test_sweep_bound(&o, db, url);
     } else {
         fails++;
     }
