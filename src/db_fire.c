@@ -13,6 +13,10 @@
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The missed decision
  * is made in SQL, against the meeting row the UPDATE joins, so it sees a concurrent reschedule's
  * committed start. The final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
+#define FIRE_LEASE_STR2(ms) "interval '" #ms " milliseconds'"
+#define FIRE_LEASE_STR(ms) FIRE_LEASE_STR2(ms)
+#define FIRE_LEASE_SQL FIRE_LEASE_STR(DB_FIRE_LEASE_MS)
+
 /* clang-format off */
 static const char fire_sql[] =
     "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
@@ -27,7 +31,7 @@ static const char fire_sql[] =
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, lease_owner,"
     "   lease_until, next_attempt_at)"
     "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, $5::text,"
-    "   " DB_TS("$3") " + interval '30 seconds', " DB_TS("$3")
+    "   " DB_TS("$3") " + " FIRE_LEASE_SQL ", " DB_TS("$3")
     "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE u.status = 'fired'"
     "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"

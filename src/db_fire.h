@@ -11,7 +11,10 @@
 #include "meeting.h"
 
 #define DB_FIRE_BATCH_MAX 1024 /* occurrences per statement */
-#define DB_FIRE_LEASE_MS 30000 /* outbox lease of the firing replica (also in the SQL text) */
+/* How long the outbox rows of a fire statement wait for the firing replica's own workers (woken
+ * right after the commit) before any replica's may take them: short, so that a replica killed
+ * after firing, or one busy with a burst, delays nobody for long. */
+#define DB_FIRE_LEASE_MS 1000
 
 struct db_fire_item {
     int64_t reminder_id;

@@ -35,6 +35,7 @@ enum db_stmt {
     STMT_OUTBOX_PAYLOAD,
     STMT_OUTBOX_DELIVERED,
     STMT_OUTBOX_FAILED,
+    STMT_OUTBOX_RELEASE,
     STMT_MEETING_DELIVERIES,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */

@@ -39,6 +39,9 @@ static const char failed_sql[] =
     "  status = CASE WHEN $6::bool OR attempts + 1 >= $5::int THEN 'failed' ELSE 'pending' END,"
     "  lease_owner = NULL, lease_until = NULL"
     " WHERE id = $1::bigint";
+static const char release_sql[] =
+    "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
@@ -220,6 +223,21 @@ db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t
         db_set_err(db, "out of memory");
     free(a);
     free(b);
+    return st;
+}
+
+enum db_status
+db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n)
+{
+    char *a = int_array(ids, NULL, n);
+    const char *params[] = {a, owner};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (a != NULL)
+        st = exec_no_rows(db, STMT_OUTBOX_RELEASE, release_sql, 2, params);
+    else
+        db_set_err(db, "out of memory");
+    free(a);
     return st;
 }
 

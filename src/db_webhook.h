@@ -50,6 +50,9 @@ void db_outbox_item_fini(struct db_outbox_item *it);
 enum db_status db_outbox_set_payload(struct db *db, int64_t id, const char *payload);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt. */
 enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
+/* Gives back the lease of rows `owner` holds but did not send (stopping, or too little lease left
+ * for another request): any worker of any replica may take them at once. */
+enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n);
 /* Records a failed attempt: retried at now + retry_ms, or 'failed' when this was attempt
  * max_attempts (or give_up). */
 enum db_status db_outbox_failed(struct db *db, int64_t id, int http_status, const char *error,

@@ -33,6 +33,7 @@ struct worker {
     struct db_outbox_item batch[DB_OUTBOX_CLAIM_MAX];
     int64_t ok_ids[DB_OUTBOX_CLAIM_MAX];
     int ok_status[DB_OUTBOX_CLAIM_MAX];
+    int64_t unsent_ids[DB_OUTBOX_CLAIM_MAX];
 };
 
 struct deliver {
@@ -176,7 +177,8 @@ send_one(struct worker *w, struct db_outbox_item *it, long *status)
 static size_t
 round_of(struct worker *w)
 {
-    size_t n = 0, ok = 0;
+    size_t n = 0, ok = 0, unsent = 0;
+    int64_t lease_end;
     char err[DB_ERR_MAX];
 
     if (w->db == NULL && (w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
@@ -185,8 +187,11 @@ round_of(struct worker *w)
         w->db_down = true;
         return 0;
     }
-    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS, w->batch,
-                        DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
+    /* Taken before the claim: the lease starts no earlier. A request may start only if it ends,
+     * timeout included, before the lease does; past that, another worker could send the row. */
+    lease_end = timefmt_mono_ms() + DELIVER_LEASE_MS - DELIVER_LEASE_MARGIN_MS;
+    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS + w->d->timeout_ms,
+                        w->batch, DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
         if (!w->db_down)
             LOG_WARN("deliver: cannot lease outbox rows: %s", db_errmsg(w->db));
         w->db_down = true;
@@ -195,8 +200,10 @@ round_of(struct worker *w)
     w->db_down = false;
     for (size_t i = 0; i < n; i++) {
         long status;
-        /* Stopping: what is left keeps its lease until it runs out, then anyone sends it. */
-        if (!stopping(w->d) && send_one(w, &w->batch[i], &status)) {
+
+        if (stopping(w->d) || timefmt_mono_ms() > lease_end)
+            w->unsent_ids[unsent++] = w->batch[i].id;
+        else if (send_one(w, &w->batch[i], &status)) {
             w->ok_ids[ok] = w->batch[i].id;
             w->ok_status[ok++] = (int)status;
         }
@@ -205,6 +212,9 @@ round_of(struct worker *w)
     if (ok > 0 && db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok) != DB_ONE_RESULT)
         LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
                  db_errmsg(w->db));
+    /* If this fails the leases simply run out: later, never lost. */
+    if (unsent > 0 && db_outbox_release(w->db, w->owner, w->unsent_ids, unsent) != DB_ONE_RESULT)
+        LOG_WARN("deliver: cannot release %zu unsent rows: %s", unsent, db_errmsg(w->db));
     return n;
 }
 

@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DELIVER_LEASE_MS 30000          /* a claimed row is ours this long (DB_FIRE_LEASE_MS too) */
+/* A worker's requests for a claimed batch start within DELIVER_LEASE_MS minus the margin (kept
+ * for recording the results); its lease is DELIVER_LEASE_MS plus the HTTP timeout. */
+#define DELIVER_LEASE_MS 30000
+#define DELIVER_LEASE_MARGIN_MS 2000
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
@@ -37,7 +40,8 @@ void deliver_notify(void *arg, const int64_t *outbox_ids, size_t n);
  * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
 int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
 /* Stops taking rows, lets each worker finish the request it is sending (bounded by the HTTP
- * timeout), joins them and frees d. Rows not sent stay pending for the next process. NULL ok. */
+ * timeout), gives back the leases of the rows it did not send, joins the workers and frees d.
+ * Those rows stay pending: another replica, or the next process, sends them. NULL ok. */
 void deliver_stop(struct deliver *d);
 
 #endif

@@ -2,7 +2,8 @@
 // private targets, tenant isolation, the secret shown once), then reminders fired for real and
 // delivered to local receivers whose signatures are checked by the Standard Webhooks reference
 // library (not our code): a receiver that fails twice, one that always fails, one that is down
-// across a restart of tocsin, and a webhook deleted with notifications still pending.
+// across a restart of tocsin, a webhook deleted with notifications still pending, and SIGTERM with
+// a request in flight.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -19,6 +20,7 @@ const h = await harness('webhooks');
 const hGuarded = await harness('webhooks_guarded');
 const hRestart = await harness('webhooks_restart');
 const hDeleted = await harness('webhooks_deleted');
+const hStop = await harness('webhooks_sigterm');
 let guarded; // a server with the private-address guard on (the default)
 let open;    // TOCSIN_WEBHOOK_ALLOW_PRIVATE=1, quick retries, three attempts
 let key;
@@ -213,4 +215,46 @@ test('a webhook deleted while its notification is pending: recorded failed, neve
     assert.equal(d.json.items[0].status, 'failed', d.text);
     assert.equal(d.json.items[0].last_error, 'webhook deleted');
     assert.equal(rx.got.length, 1, 'no request after the delete');
+});
+
+test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the rest stay pending and are sent once after', async (t) => {
+    const srv = await hStop.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_WORKERS: '1' });
+    const k = await srv.createKey('hooks-sigterm');
+    const HOLD_MS = 1500;
+    let arrived;
+    const first = new Promise((r) => { arrived = r; });
+    // Holds every answer HOLD_MS: the first request is in flight when the signal comes.
+    const rx = await receiver(t, () => 200);
+    rx.server.removeAllListeners('request');
+    rx.server.on('request', (req, res) => {
+        const chunks = [];
+        req.on('data', (c) => chunks.push(c));
+        req.on('end', () => {
+            rx.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
+            arrived();
+            setTimeout(() => res.writeHead(200).end(), HOLD_MS);
+        });
+    });
+    await register(srv, k, rx.url);
+    const ms = [];
+    for (let i = 0; i < 3; i++) {
+        ms.push(await dueSoon(srv, k));
+    }
+    await first;
+    const exit = await srv.stop();
+    assert.deepEqual(exit, { code: 0, signal: null }, `graceful SIGTERM exit:\n${srv.log}`);
+    const rows = (await hStop.sql(`SELECT status || ':' || coalesce(lease_owner, '-') FROM outbox ORDER BY id`)).split('\n');
+    assert.equal(rows.length, 3, rows.join(' '));
+    assert.equal(rows.filter((r) => r === 'delivered:-').length, rx.got.length, `in flight finished: ${rows.join(' ')}`);
+    // Rows a worker held and did not send were given back (a worker's lease names it "<id>/<n>").
+    assert.ok(rows.every((r) => r === 'delivered:-' || (r.startsWith('pending:') && !r.includes('/'))),
+        `no worker lease kept: ${rows.join(' ')}`);
+    await srv.start();
+    for (const m of ms) {
+        const d = await deliveriesWhen(srv, k, m.id, (items) => items.length === 1 && items[0].status === 'delivered');
+        assert.equal(d.json.items[0].attempts, 1, d.text);
+    }
+    const ids = rx.got.map((g) => g.headers['webhook-id']);
+    assert.equal(new Set(ids).size, 3, `each sent once: ${ids.join(' ')}`);
+    assert.equal(ids.length, 3);
 });
