@@ -14,6 +14,7 @@
 #include "db.h"
 #include "db_webhook.h"
 #include "log.h"
+#include "metrics.h"
 #include "timefmt.h"
 #include "webhook.h"
 #include "webhook_sign.h"
@@ -128,14 +129,18 @@ record_failure(struct worker *w, const struct db_outbox_item *it, long status, c
     int attempt = it->attempts + 1;
     int64_t delay =
         deliver_backoff_ms(w->d->retry_base_ms, attempt, (double)rand_r(&w->seed) / RAND_MAX);
+    bool last = give_up || attempt >= w->d->max_attempts;
 
-    if (give_up || attempt >= w->d->max_attempts)
-        LOG_WARN("deliver: outbox %lld failed for good after %d attempts: %s", (long long)it->id,
-                 attempt, err);
     if (db_outbox_failed(w->db, it->id, (int)status, err, delay, w->d->max_attempts, give_up) !=
-        DB_ONE_RESULT)
+        DB_ONE_RESULT) {
         LOG_WARN("deliver: cannot record an attempt of outbox %lld: %s", (long long)it->id,
                  db_errmsg(w->db));
+        return;
+    }
+    metrics_add(last ? METRIC_DELIVERY_FAILED : METRIC_DELIVERY_RETRIED, 1);
+    if (last)
+        LOG_WARN("deliver: outbox %lld failed for good after %d attempts: %s", (long long)it->id,
+                 attempt, err);
 }
 
 /* One attempt at one row. Returns 1 when delivered (status in *status), 0 otherwise. */
@@ -212,6 +217,8 @@ round_of(struct worker *w)
     if (ok > 0 && db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok) != DB_ONE_RESULT)
         LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
                  db_errmsg(w->db));
+    else if (ok > 0)
+        metrics_add(METRIC_DELIVERED, ok);
     /* If this fails the leases simply run out: later, never lost. */
     if (unsent > 0 && db_outbox_release(w->db, w->owner, w->unsent_ids, unsent) != DB_ONE_RESULT)
         LOG_WARN("deliver: cannot release %zu unsent rows: %s", unsent, db_errmsg(w->db));

@@ -28,6 +28,12 @@ static const struct {
                                 "Failed fire statements (database errors), retries included."},
     [METRIC_QUEUE_DROPPED] = {"tocsin_dispatch_queue_dropped_total",
                               "Items refused by a full dispatch queue (left to the reconciler)."},
+    [METRIC_DELIVERED] = {"tocsin_deliveries_delivered_total",
+                          "Webhook deliveries recorded delivered."},
+    [METRIC_DELIVERY_RETRIED] = {"tocsin_delivery_attempts_failed_total",
+                                 "Failed webhook attempts with another attempt scheduled."},
+    [METRIC_DELIVERY_FAILED] = {"tocsin_deliveries_failed_total",
+                                "Webhook deliveries recorded failed (no attempt left)."},
 };
 
 /* Upper bounds in milliseconds; the last bucket is +Inf. */

@@ -8,13 +8,16 @@
 
 /* Append new counters before METRIC_COUNT and give them a row in metrics.c's table. */
 enum metric {
-    METRIC_FIRED,           /* reminders recorded fired (outbox rows written) */
-    METRIC_MISSED,          /* reminders recorded missed (processed after start + grace) */
-    METRIC_STALE_DROPPED,   /* fire attempts that changed nothing: stale, fired, deleted */
-    METRIC_CLAIMS_LOST,     /* items another replica (or an earlier attempt) had claimed */
-    METRIC_EXPIRED_EVENTS,  /* Redis expired events for reminder keys */
-    METRIC_DISPATCH_ERRORS, /* failed fire statements (each retry counts) */
-    METRIC_QUEUE_DROPPED,   /* items refused by a full dispatch queue (repaired by recon) */
+    METRIC_FIRED,            /* reminders recorded fired (outbox rows written) */
+    METRIC_MISSED,           /* reminders recorded missed (processed after start + grace) */
+    METRIC_STALE_DROPPED,    /* fire attempts that changed nothing: stale, fired, deleted */
+    METRIC_CLAIMS_LOST,      /* items another replica (or an earlier attempt) had claimed */
+    METRIC_EXPIRED_EVENTS,   /* Redis expired events for reminder keys */
+    METRIC_DISPATCH_ERRORS,  /* failed fire statements (each retry counts) */
+    METRIC_QUEUE_DROPPED,    /* items refused by a full dispatch queue (repaired by recon) */
+    METRIC_DELIVERED,        /* webhook deliveries recorded delivered (2xx) */
+    METRIC_DELIVERY_RETRIED, /* failed attempts with another one scheduled */
+    METRIC_DELIVERY_FAILED, /* deliveries recorded failed (last attempt, webhook or meeting gone) */
     METRIC_COUNT
 };
 

@@ -171,6 +171,12 @@ test('a receiver that always fails: failed after the last attempt, with the last
     assert.equal(d.json.items[0].last_error, 'HTTP 500');
     assert.equal(rx.got.length, 3);
     assert.equal((await open.req('GET', `/v1/meetings/${m.id}/deliveries`, { key: otherKey })).status, 404);
+    // `open` alone serves this database: its counters hold this test's and the one before.
+    const text = (await open.req('GET', '/metrics', { validate: false })).text;
+    const counter = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+    assert.equal(counter('tocsin_deliveries_delivered_total'), 1, text);
+    assert.equal(counter('tocsin_delivery_attempts_failed_total'), 4, text);
+    assert.equal(counter('tocsin_deliveries_failed_total'), 1, text);
 });
 
 test('receiver down, tocsin restarted: the pending delivery resumes and arrives once', async (t) => {
