@@ -3,10 +3,15 @@
 // `tocsin serve` processes on one database and one Redis, a local webhook receiver, and runs:
 //   lateness: BENCH_DUE reminders due evenly over BENCH_SPREAD_S seconds, once for each pending
 //             load in BENCH_PENDING (other reminders mirrored in Redis with a TTL meanwhile);
-//   burst:    BENCH_BURST reminders due at the same millisecond.
+//   burst:    BENCH_BURST reminders due at the same millisecond;
+//   kill:     BENCH_KILL_DUE reminders due over 10 s, one replica killed (SIGKILL) 5 s in;
+//   subdown:  1,000 reminders due over 10 s while every subscriber connection is killed
+//             (CLIENT KILL TYPE pubsub) every 100 ms.
 // Lateness is receipt time at the receiver minus the reminder's fire_at. The baseline, measured in
-// the same run on the same keys, is the seed articles' approach: the time Redis's own `expired`
-// keyspace event for each reminder key arrives at a plain subscriber. Prints one table; exits
+// the same run, is the seed articles' approach: for each reminder the bench writes a shadow key
+// `bl:rem:<n>:<fire_ms>` with PXAT fire_ms into the same Redis (tocsin deletes its own keys when it
+// fires, so those cannot serve) and records when Redis's own `expired` event for it arrives at a
+// plain subscriber. Prints one table; exits
 // non-zero when a reminder was lost, delivered twice or early.
 import { spawn, execFile } from 'node:child_process';
 import http from 'node:http';
@@ -22,7 +27,8 @@ const PENDING = env('BENCH_PENDING', '0 1000000').split(/\s+/).filter(Boolean).m
 const DUE = Number(env('BENCH_DUE', '10000'));
 const SPREAD_S = Number(env('BENCH_SPREAD_S', '20'));
 const BURST = Number(env('BENCH_BURST', '50000'));
-const SCENARIOS = env('BENCH_SCENARIOS', 'lateness burst').split(/\s+/);
+const SCENARIOS = env('BENCH_SCENARIOS', 'lateness burst kill subdown').split(/\s+/);
+const KILL_DUE = Number(env('BENCH_KILL_DUE', '10000'));
 const LEAD_MS = 15000;         // first reminder due this long after its rows are written
 const SETTLE_MS = 60000;       // wait for stragglers after the last due time
 const ARM_TIMEOUT_MS = 600000; // for the reconciler to mirror the pending load into Redis
@@ -86,8 +92,11 @@ function startReceiver() {
             }
             const id = req.headers['webhook-id'] ?? '';
             rx.total++;
-            if (!rx.seen.has(id)) {
-                rx.seen.set(id, { at: now, fireAt });
+            const seen = rx.seen.get(id);
+            if (seen) {
+                seen.count++;
+            } else {
+                rx.seen.set(id, { at: now, fireAt, count: 1 });
             }
         });
     });
@@ -114,7 +123,7 @@ function startBaseline() {
         while ((nl = buf.indexOf('\n')) >= 0) {
             const line = buf.slice(0, nl);
             buf = buf.slice(nl + 1);
-            const m = /"message","[^"]*","([^"]*:rem:(\d+):(\d+))"/.exec(line);
+            const m = /"message","[^"]*","(bl:rem:(\d+):(\d+))"/.exec(line);
             if (m && !bl.at.has(m[1])) {
                 bl.at.set(m[1], now - Number(m[3]));
             }
@@ -125,11 +134,8 @@ function startBaseline() {
 
 // ------------------------------------------------------------------ tocsin replicas
 
-async function startReplicas() {
-    const reps = [];
-    for (let i = 0; i < REPLICAS; i++) {
-        const port = await freePort();
-        const child = spawn(BIN, ['serve'], {
+async function startReplica(i, port) {
+    const child = spawn(BIN, ['serve'], {
             stdio: ['ignore', 'inherit', 'inherit'],
             env: {
                 ...process.env,
@@ -143,20 +149,23 @@ async function startReplicas() {
                 TOCSIN_LOG_LEVEL: 'warn',
             },
         });
-        reps.push({ port, child });
-    }
-    for (const r of reps) {
-        const end = Date.now() + 30000;
-        for (;;) {
-            const ok = await fetch(`http://127.0.0.1:${r.port}/readyz`).then((x) => x.ok, () => false);
-            if (ok) {
-                break;
-            }
-            if (Date.now() > end) {
-                die(`replica on ${r.port} not ready after 30 s`);
-            }
-            await sleep(100);
+    const end = Date.now() + 30000;
+    for (;;) {
+        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((x) => x.ok, () => false);
+        if (ok) {
+            return { port, child };
         }
+        if (Date.now() > end) {
+            die(`replica on ${port} not ready after 30 s`);
+        }
+        await sleep(100);
+    }
+}
+
+async function startReplicas() {
+    const reps = [];
+    for (let i = 0; i < REPLICAS; i++) {
+        reps.push(await startReplica(i, await freePort()));
     }
     return reps;
 }
@@ -170,13 +179,32 @@ async function stopReplicas(reps) {
 
 // ------------------------------------------------------------------ data
 
+// Writes the baseline's shadow keys for n reminders due at t0Ms + i * stepUs microseconds.
+let shadowSerial = 0;
+function shadowKeys(n, t0Ms, stepUs) {
+    const lines = [];
+    for (let i = 0; i < n; i++) {
+        const at = t0Ms + Math.floor((i * stepUs) / 1000);
+        const key = `bl:rem:${++shadowSerial}:${at}`;
+        lines.push(`*5\r\n$3\r\nSET\r\n$${key.length}\r\n${key}\r\n$0\r\n\r\n$4\r\nPXAT\r\n$${String(at).length}\r\n${at}\r\n`);
+    }
+    return new Promise((resolve, reject) => {
+        const child = spawn('redis-cli', ['-h', '127.0.0.1', '-p', String(REDIS_PORT), '--pipe'], { stdio: ['pipe', 'ignore', 'inherit'] });
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`redis-cli --pipe: ${code}`))));
+        child.stdin.end(lines.join(''));
+    });
+}
+
 // Inserts n meetings with one reminder each (minutes_before 5), due at t0 + i * stepUs microseconds.
-async function insertDue(tenant, n, t0Ms, stepUs) {
+async function insertDue(tenant, n, t0Ms, stepUs, shadow = true) {
+    if (shadow) {
+        await shadowKeys(n, t0Ms, stepUs);
+    }
     await psql(`
         WITH m AS (
             INSERT INTO meetings (id, tenant_id, title, starts_at, participants, version, created_at, updated_at)
             SELECT gen_random_uuid(), ${tenant}, 'bench',
-                   to_timestamp(${t0Ms} / 1000.0) + (i * ${stepUs}) * interval '1 microsecond' + interval '5 minutes',
+                   to_timestamp(${t0Ms} / 1000.0) + (i::bigint * ${stepUs}) * interval '1 microsecond' + interval '5 minutes',
                    '[]'::json, 1, now(), now()
             FROM generate_series(0, ${n - 1}) AS i
             RETURNING id, tenant_id, starts_at)
@@ -206,12 +234,13 @@ async function collect(rx, bl, t0Ms, lastDueMs, n, tag) {
         await sleep(200);
     }
     const late = [];
-    let early = 0, lastAt = 0;
-    for (const { at, fireAt } of rx.seen.values()) {
+    let early = 0, lastAt = 0, wireDup = 0;
+    for (const { at, fireAt, count } of rx.seen.values()) {
         if (fireAt >= t0Ms && fireAt <= lastDueMs) {
             late.push(at - fireAt);
             early += at < fireAt ? 1 : 0;
             lastAt = Math.max(lastAt, at);
+            wireDup += count - 1;
         }
     }
     late.sort((a, b) => a - b);
@@ -226,7 +255,10 @@ async function collect(rx, bl, t0Ms, lastDueMs, n, tag) {
     const dbDup = Number(await psql(`SELECT count(*) FROM (SELECT reminder_id, fire_at, webhook_id FROM outbox
         WHERE fire_at BETWEEN to_timestamp(${t0Ms} / 1000.0) AND to_timestamp(${lastDueMs} / 1000.0)
         GROUP BY 1, 2, 3 HAVING count(*) > 1) d`));
-    return { tag, n, got: late.length, lost: n - late.length, early, dbDup, late, base, lastAt };
+    const notFired = Number(await psql(`SELECT count(*) FROM reminders
+        WHERE fire_at BETWEEN to_timestamp(${t0Ms} / 1000.0) AND to_timestamp(${lastDueMs} / 1000.0)
+          AND status <> 'fired'`));
+    return { tag, n, got: late.length, lost: n - late.length, early, dbDup, wireDup, notFired, late, base, lastAt };
 }
 
 function countFrom(rx, t0Ms) {
@@ -242,7 +274,7 @@ async function lateness(rx, bl, tenant, pending) {
         const now = Date.now();
         // The load falls due 10 to 50 minutes from now: inside the mirror horizon, after the run.
         process.stderr.write(`==> inserting ${pending} pending reminders\n`);
-        await insertDue(tenant, pending, now + 600000, Math.floor(2400e6 / pending));
+        await insertDue(tenant, pending, now + 600000, Math.floor(2400e6 / pending), false);
         process.stderr.write('==> waiting for the reconciler to mirror them into Redis\n');
         await waitArmed(pending);
     }
@@ -263,16 +295,51 @@ async function burst(rx, bl, tenant) {
     return r;
 }
 
+// One replica SIGKILLed halfway through KILL_DUE reminders due over 10 s; started again after.
+async function kill(rx, bl, tenant, reps) {
+    const spread = 10000;
+    const t0 = Date.now() + LEAD_MS;
+    const stepUs = Math.floor((spread * 1000) / KILL_DUE);
+    await insertDue(tenant, KILL_DUE, t0, stepUs);
+    const last = t0 + Math.floor(((KILL_DUE - 1) * stepUs) / 1000) + 1;
+    process.stderr.write(`==> ${KILL_DUE} reminders due over 10 s, replica ${reps.length} killed 5 s in\n`);
+    const victim = reps[reps.length - 1];
+    const timer = setTimeout(() => victim.child.kill('SIGKILL'), t0 + spread / 2 - Date.now());
+    const r = await collect(rx, bl, t0, last, KILL_DUE, `kill -9 one of ${reps.length}`);
+    clearTimeout(timer);
+    await new Promise((res) => (victim.child.exitCode !== null || victim.child.signalCode !== null ? res() : victim.child.on('exit', res)));
+    reps[reps.length - 1] = await startReplica(reps.length - 1, victim.port);
+    return r;
+}
+
+// 1,000 reminders due over 10 s while every pubsub connection is killed every 100 ms.
+async function subdown(rx, bl, tenant) {
+    const n = 1000, spread = 10000;
+    const t0 = Date.now() + LEAD_MS;
+    const stepUs = Math.floor((spread * 1000) / n);
+    await insertDue(tenant, n, t0, stepUs);
+    const last = t0 + Math.floor(((n - 1) * stepUs) / 1000) + 1;
+    process.stderr.write(`==> ${n} reminders due over 10 s, subscribers killed every 100 ms meanwhile\n`);
+    await sleep(t0 - Date.now());
+    const end = last;
+    while (Date.now() < end) {
+        await redis('CLIENT', 'KILL', 'TYPE', 'pubsub').catch(() => {});
+        await sleep(100);
+    }
+    return collect(rx, bl, t0, last, n, 'subscriber down 10 s');
+}
+
 function fmt(v) {
     return Number.isNaN(v) ? '-' : String(Math.round(v));
 }
 
 function report(results) {
     console.log(`\nreminder engine, ${REPLICAS} replicas, lateness = receipt at the webhook - fire_at (ms)`);
-    console.log('scenario                    tocsin p50/p99/max      received lost dup early | baseline (Redis expired events) p50/p99/max, arrived');
+    console.log('(lost: never received; dup db: outbox rows twice; dup wire: requests received twice; not fired: reminders not recorded fired)');
+    console.log('scenario                    tocsin p50/p99/max      received lost dup-db dup-wire early not-fired | baseline (Redis expired events) p50/p99/max, arrived');
     for (const r of results) {
         const q = (a) => `${fmt(quantile(a, 0.5))}/${fmt(quantile(a, 0.99))}/${fmt(a[a.length - 1] ?? NaN)}`;
-        console.log(`${r.tag.padEnd(27)} ${q(r.late).padEnd(22)} ${String(r.got).padStart(8)} ${String(r.lost).padStart(4)} ${String(r.dbDup).padStart(3)} ${String(r.early).padStart(5)} | ${q(r.base)} ms, ${r.base.length} of ${r.n}` +
+        console.log(`${r.tag.padEnd(27)} ${q(r.late).padEnd(22)} ${String(r.got).padStart(8)} ${String(r.lost).padStart(4)} ${String(r.dbDup).padStart(6)} ${String(r.wireDup).padStart(8)} ${String(r.early).padStart(5)} ${String(r.notFired).padStart(9)} | ${q(r.base)} ms, ${r.base.length} of ${r.n}` +
             (r.allAfterMs !== undefined ? `\n  burst: all ${r.n} received ${fmt(r.allAfterMs)} ms after the due instant` : ''));
     }
 }
@@ -304,6 +371,12 @@ async function main() {
         if (SCENARIOS.includes('burst')) {
             results.push(await burst(rx, bl, tenant));
         }
+        if (SCENARIOS.includes('kill')) {
+            results.push(await kill(rx, bl, tenant, reps));
+        }
+        if (SCENARIOS.includes('subdown')) {
+            results.push(await subdown(rx, bl, tenant));
+        }
     } finally {
         await stopReplicas(reps);
         bl.child.kill('SIGTERM');
@@ -311,7 +384,7 @@ async function main() {
         rx.server.closeAllConnections?.();
     }
     report(results);
-    const bad = results.some((r) => r.lost > 0 || r.dbDup > 0 || r.early > 0) || rx.total !== rx.seen.size;
+    const bad = results.some((r) => r.lost > 0 || r.dbDup > 0 || r.early > 0 || r.notFired > 0);
     if (rx.total !== rx.seen.size) {
         console.log(`duplicates on the wire: ${rx.total - rx.seen.size} (at-least-once; the record is what must be once)`);
     }

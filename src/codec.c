@@ -661,6 +661,43 @@ codec_dump(const json_t *v)
 
 /* ---- webhooks --------------------------------------------------------------------------- */
 
+char *
+codec_notification_encode(const struct meeting *m, int64_t reminder_id, int64_t now_ms)
+{
+    char rid[24], now[TIMEFMT_BUF];
+    json_t *meeting = codec_meeting_encode(m), *reminder = NULL, *doc, *r;
+    size_t i;
+
+    snprintf(rid, sizeof rid, "%lld", (long long)reminder_id);
+    json_array_foreach(json_object_get(meeting, "reminders"), i, r)
+    {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        if (id != NULL && strcmp(id, rid) == 0)
+            reminder = json_incref(r);
+    }
+    doc = json_pack("{s:s, s:s, s:{s:o, s:o}}", "type", "meeting.reminder", "timestamp",
+                    timefmt_format(now_ms, now), "data", "reminder",
+                    reminder ? reminder : json_null(), "meeting", meeting);
+    char *text = doc ? codec_dump(doc) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+char *
+codec_string_array(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    char *text = NULL;
+    bool bad = a == NULL;
+
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = json_array_append_new(a, json_string(v[i])) != 0;
+    if (!bad)
+        text = codec_dump(a);
+    json_decref(a);
+    return text;
+}
+
 enum api_error
 codec_webhook_decode(const json_t *doc, char **url, char **description, struct codec_errors *errs)
 {

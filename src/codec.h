@@ -60,4 +60,11 @@ enum api_error codec_webhook_decode(const json_t *doc, char **url, char **descri
 /* Compact, deterministic serialization (malloc'ed; free()). */
 char *codec_dump(const json_t *v);
 
+/* The webhook body of a fired reminder (malloc'ed text; NULL when out of memory):
+ * {"type":"meeting.reminder","timestamp":now,"data":{"reminder":{...},"meeting":{...}}}, the
+ * reminder as the meeting's own representation shows it (null if it is no longer there). */
+char *codec_notification_encode(const struct meeting *m, int64_t reminder_id, int64_t now_ms);
+/* A JSON array of the n strings v[0..n) (malloc'ed text; NULL when out of memory). */
+char *codec_string_array(const char *const *v, size_t n);
+
 #endif

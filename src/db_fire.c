@@ -10,9 +10,12 @@
 
 #include "db_internal.h"
 
-/* The pairs travel as two bigint[] in text form; unnest zips them row by row. The missed decision
- * is made in SQL, against the meeting row the UPDATE joins, so it sees a concurrent reschedule's
- * committed start. The final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
+/* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
+ * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
+ * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
+ * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
+ * meetings need no test: deleting one cancels its pending reminders in the same statement. The
+ * final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
 #define FIRE_LEASE_STR2(ms) "interval '" #ms " milliseconds'"
 #define FIRE_LEASE_STR(ms) FIRE_LEASE_STR2(ms)
 #define FIRE_LEASE_SQL FIRE_LEASE_STR(DB_FIRE_LEASE_MS)
@@ -21,11 +24,12 @@
 static const char fire_sql[] =
     "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
     " upd AS ("
-    "  UPDATE reminders r SET status = CASE WHEN " DB_TS("$3") " > m.starts_at + $4::bigint *"
-    "   interval '1 millisecond' THEN 'missed' ELSE 'fired' END, fired_at = " DB_TS("$3")
-    "  FROM want w, meetings m"
-    "  WHERE r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms") " AND r.status = 'pending'"
-    "   AND r.fire_at <= " DB_TS("$3") " AND m.id = r.meeting_id AND m.deleted_at IS NULL"
+    "  UPDATE reminders r SET status = CASE WHEN " DB_TS("$3") " > (SELECT m.starts_at"
+    "   FROM meetings m WHERE m.id = r.meeting_id) + $4::bigint * interval '1 millisecond'"
+    "   THEN 'missed' ELSE 'fired' END, fired_at = " DB_TS("$3")
+    "  FROM want w"
+    "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")
+    "   AND r.status = 'pending' AND r.fire_at <= " DB_TS("$3")
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status),"
     " ins AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, lease_owner,"

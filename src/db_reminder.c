@@ -2,12 +2,13 @@
  * in (fire_at, id) order in bounded batches along the partial index reminders_pending_fire. */
 #include "db_internal.h"
 
-/* The status filter matches the partial index; the join drops reminders of deleted meetings,
- * which delete cancels anyway, so it only guards against a half-finished history. */
+/* The status filter matches the partial index. No join with meetings: deleting a meeting cancels
+ * its pending reminders in the same statement, and a join lets stale statistics pick a plan
+ * quadratic in the number of pending reminders. */
 /* clang-format off */
 static const char batch_sql[] =
-    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r JOIN meetings m ON m.id = r.meeting_id"
-    " WHERE r.status = 'pending' AND m.deleted_at IS NULL"
+    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r"
+    " WHERE r.status = 'pending'"
     " AND (r.fire_at, r.id) > (" DB_TS("$1") ", $2::bigint) AND r.fire_at <= " DB_TS("$3")
     " ORDER BY r.fire_at, r.id LIMIT $4::int";
 /* clang-format on */

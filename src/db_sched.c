@@ -1,14 +1,16 @@
 /* db_sched.c -- the due-reminder read of db_sched.h. The same walk as db_reminder_pending_batch
  * (db_reminder.c) along the partial index reminders_pending_fire, with its own larger page so the
- * scheduler loads a burst of simultaneous reminders in few round trips. */
+ * scheduler loads a burst of simultaneous reminders in few round trips. No join: deleting a
+ * meeting cancels its pending reminders in the same statement, and a join lets stale statistics
+ * (a table that grew fast since its last ANALYZE) pick a plan quadratic in the pending count. */
 #include "db_sched.h"
 
 #include "db_internal.h"
 
 /* clang-format off */
 static const char due_sql[] =
-    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r JOIN meetings m ON m.id = r.meeting_id"
-    " WHERE r.status = 'pending' AND m.deleted_at IS NULL"
+    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r"
+    " WHERE r.status = 'pending'"
     " AND (r.fire_at, r.id) > (" DB_TS("$1") ", $2::bigint) AND r.fire_at <= " DB_TS("$3")
     " ORDER BY r.fire_at, r.id LIMIT $4::int";
 /* clang-format on */

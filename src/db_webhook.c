@@ -28,7 +28,11 @@ static const char claim_sql[] =
     " WHERE o.id = c.id AND w.id = o.webhook_id"
     " RETURNING o.id, o.tenant_id, o.meeting_id, o.reminder_id, " DB_MS("o.fire_at") ","
     "  o.attempts, o.payload, w.url, w.secret, (w.deleted_at IS NOT NULL)::int";
-static const char payload_sql[] = "UPDATE outbox SET payload = $2 WHERE id = $1::bigint";
+static const char payload_sql[] =
+    "UPDATE outbox o SET payload = p.v"
+    " FROM unnest($1::bigint[], ARRAY(SELECT e FROM json_array_elements_text($2::json)"
+    "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS p(id, v)"
+    " WHERE o.id = p.id";
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL, lease_until = NULL"
@@ -179,13 +183,21 @@ exec_no_rows(struct db *db, enum db_stmt id, const char *sql, int n, const char 
     return st;
 }
 
-enum db_status
-db_outbox_set_payload(struct db *db, int64_t id, const char *payload)
-{
-    char ids[DB_I64_BUF];
-    const char *params[] = {db_i64(ids, id), payload};
+static char *int_array(const int64_t *v64, const int *v32, size_t n);
 
-    return exec_no_rows(db, STMT_OUTBOX_PAYLOAD, payload_sql, 2, params);
+enum db_status
+db_outbox_set_payloads(struct db *db, const int64_t *ids, size_t n, const char *payloads_json)
+{
+    char *a = int_array(ids, NULL, n);
+    const char *params[] = {a, payloads_json};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (a != NULL)
+        st = exec_no_rows(db, STMT_OUTBOX_PAYLOAD, payload_sql, 2, params);
+    else
+        db_set_err(db, "out of memory");
+    free(a);
+    return st;
 }
 
 /* "{1,2,3}" of n integers; malloc'ed, NULL when out of memory. */

@@ -35,7 +35,7 @@ struct db_outbox_item {
     int64_t id, tenant_id, reminder_id, fire_at_ms;
     int attempts; /* before this one */
     char meeting_id[MEETING_ID_LEN + 1];
-    char *payload; /* NULL until fixed by db_outbox_set_payload */
+    char *payload; /* NULL until fixed by db_outbox_set_payloads */
     char *url, *secret;
     bool webhook_deleted;
 };
@@ -46,8 +46,10 @@ struct db_outbox_item {
 enum db_status db_outbox_claim(struct db *db, const char *owner, const char *fired_by,
                                int64_t lease_ms, struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
-/* Stores the body sent at every attempt of this row. */
-enum db_status db_outbox_set_payload(struct db *db, int64_t id, const char *payload);
+/* Stores the bodies sent at every attempt of rows ids[0..n), in one statement: payloads_json is a
+ * JSON array of n strings, the body of ids[i] at index i. */
+enum db_status db_outbox_set_payloads(struct db *db, const int64_t *ids, size_t n,
+                                      const char *payloads_json);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt. */
 enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
 /* Gives back the lease of rows `owner` holds but did not send (stopping, or too little lease left

@@ -1,6 +1,7 @@
-/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, fixes each row's body
- * at its first attempt (the meeting as the API shows it, and the reminder), signs it with the
- * occurrence's stable id, POSTs it, and records the batch's successes in one statement. */
+/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, fixes the body of each
+ * row at its first attempt (the meeting as the API shows it, and the reminder; one statement for
+ * the batch), signs it with the occurrence's stable id, POSTs it, and records the batch's
+ * successes in one statement. */
 #include "deliver.h"
 
 #include <errno.h>
@@ -21,6 +22,13 @@
 
 #define OWNER_MAX 160
 
+/* What a round does with a leased row. */
+enum row_state {
+    ROW_SEND,    /* body fixed: send it */
+    ROW_DONE,    /* recorded failed for good already (webhook or meeting deleted) */
+    ROW_RELEASE, /* database trouble: give the lease back, try again later */
+};
+
 struct worker {
     struct deliver *d;
     pthread_t thread;
@@ -35,6 +43,10 @@ struct worker {
     int64_t ok_ids[DB_OUTBOX_CLAIM_MAX];
     int ok_status[DB_OUTBOX_CLAIM_MAX];
     int64_t unsent_ids[DB_OUTBOX_CLAIM_MAX];
+    enum row_state state[DB_OUTBOX_CLAIM_MAX];
+    size_t fresh[DB_OUTBOX_CLAIM_MAX]; /* rows whose body was built in this round */
+    int64_t fresh_ids[DB_OUTBOX_CLAIM_MAX];
+    const char *fresh_bodies[DB_OUTBOX_CLAIM_MAX];
 };
 
 struct deliver {
@@ -89,38 +101,6 @@ idle(struct deliver *d, unsigned long *seen)
     pthread_mutex_unlock(&d->mu);
 }
 
-/* {"type":"meeting.reminder","timestamp":...,"data":{"reminder":{...},"meeting":{...}}}, with the
- * reminder taken from the meeting's own representation. NULL when the meeting is gone. */
-static char *
-build_payload(struct worker *w, const struct db_outbox_item *it, enum db_status *st)
-{
-    struct meeting m;
-    char rid[24], now[TIMEFMT_BUF];
-    json_t *reminder = NULL, *doc, *meeting;
-    size_t i;
-    json_t *r;
-
-    meeting_init(&m);
-    *st = db_meeting_get(w->db, it->tenant_id, it->meeting_id, &m, false);
-    if (*st != DB_ONE_RESULT)
-        return NULL;
-    meeting = codec_meeting_encode(&m);
-    meeting_fini(&m);
-    snprintf(rid, sizeof rid, "%lld", (long long)it->reminder_id);
-    json_array_foreach(json_object_get(meeting, "reminders"), i, r)
-    {
-        if (json_is_string(json_object_get(r, "id")) &&
-            strcmp(json_string_value(json_object_get(r, "id")), rid) == 0)
-            reminder = json_incref(r);
-    }
-    doc = json_pack("{s:s, s:s, s:{s:o, s:o}}", "type", "meeting.reminder", "timestamp",
-                    timefmt_format(timefmt_now_ms(), now), "data", "reminder",
-                    reminder ? reminder : json_null(), "meeting", meeting);
-    char *text = doc ? codec_dump(doc) : NULL;
-    json_decref(doc);
-    return text;
-}
-
 /* Gives up on a row for good, or schedules its retry. */
 static void
 record_failure(struct worker *w, const struct db_outbox_item *it, long status, const char *err,
@@ -143,29 +123,67 @@ record_failure(struct worker *w, const struct db_outbox_item *it, long status, c
                  attempt, err);
 }
 
-/* One attempt at one row. Returns 1 when delivered (status in *status), 0 otherwise. */
+/* The body of a row sent for the first time, from its meeting as the API shows it now. Records
+ * the row failed and returns ROW_DONE when the meeting is gone; ROW_RELEASE on database trouble. */
+static enum row_state
+build_payload(struct worker *w, struct db_outbox_item *it)
+{
+    struct meeting m;
+    enum db_status st;
+
+    meeting_init(&m);
+    st = db_meeting_get(w->db, it->tenant_id, it->meeting_id, &m, false);
+    if (st == DB_ONE_RESULT)
+        it->payload = codec_notification_encode(&m, it->reminder_id, timefmt_now_ms());
+    meeting_fini(&m);
+    if (st == DB_NO_RESULTS) {
+        record_failure(w, it, 0, "meeting deleted before delivery", true);
+        return ROW_DONE;
+    }
+    return it->payload != NULL ? ROW_SEND : ROW_RELEASE;
+}
+
+/* Decides each leased row's fate before anything is sent: rows of deleted webhooks or meetings
+ * are recorded failed; the bodies of rows sent for the first time are fixed in one statement (if
+ * that fails, those rows are given back untouched). */
+static void
+prepare(struct worker *w, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct db_outbox_item *it = &w->batch[i];
+
+        w->state[i] = ROW_SEND;
+        if (it->webhook_deleted) {
+            record_failure(w, it, 0, "webhook deleted", true);
+            w->state[i] = ROW_DONE;
+        } else if (it->payload == NULL && (w->state[i] = build_payload(w, it)) == ROW_SEND) {
+            w->fresh[k] = i;
+            w->fresh_ids[k] = it->id;
+            w->fresh_bodies[k++] = it->payload;
+        }
+    }
+    if (k == 0)
+        return;
+    char *json = codec_string_array(w->fresh_bodies, k);
+    if (json == NULL || db_outbox_set_payloads(w->db, w->fresh_ids, k, json) != DB_ONE_RESULT) {
+        LOG_WARN("deliver: cannot store %zu notification bodies: %s", k,
+                 json ? db_errmsg(w->db) : "out of memory");
+        for (size_t j = 0; j < k; j++)
+            w->state[w->fresh[j]] = ROW_RELEASE;
+    }
+    free(json);
+}
+
+/* One attempt at one prepared row. Returns 1 when delivered (status in *status), 0 otherwise. */
 static int
 send_one(struct worker *w, struct db_outbox_item *it, long *status)
 {
     char id[WEBHOOK_ID_MAX], sig[WEBHOOK_SIGNATURE_LEN + 1], err[WEBHOOK_ERR_MAX];
     int64_t ts = timefmt_now_ms() / 1000;
-    enum db_status st = DB_ONE_RESULT;
 
     *status = 0;
-    if (it->webhook_deleted) {
-        record_failure(w, it, 0, "webhook deleted", true);
-        return 0;
-    }
-    if (it->payload == NULL) {
-        it->payload = build_payload(w, it, &st);
-        if (st == DB_NO_RESULTS) {
-            record_failure(w, it, 0, "meeting deleted before delivery", true);
-            return 0;
-        }
-        if (it->payload == NULL ||
-            db_outbox_set_payload(w->db, it->id, it->payload) != DB_ONE_RESULT)
-            return 0; /* database trouble: the lease runs out and the row is tried again */
-    }
     webhook_message_id(it->reminder_id, it->fire_at_ms, id);
     if (webhook_sign(it->secret, id, ts, it->payload, strlen(it->payload), sig) != 0) {
         record_failure(w, it, 0, "webhook secret unusable", true);
@@ -203,10 +221,13 @@ round_of(struct worker *w)
         return 0;
     }
     w->db_down = false;
+    prepare(w, n);
     for (size_t i = 0; i < n; i++) {
         long status;
 
-        if (stopping(w->d) || timefmt_mono_ms() > lease_end)
+        if (w->state[i] == ROW_DONE)
+            ;
+        else if (w->state[i] == ROW_RELEASE || stopping(w->d) || timefmt_mono_ms() > lease_end)
             w->unsent_ids[unsent++] = w->batch[i].id;
         else if (send_one(w, &w->batch[i], &status)) {
             w->ok_ids[ok] = w->batch[i].id;
