@@ -27,12 +27,12 @@ struct config {
     char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
     enum log_level log_level;  /* TOCSIN_LOG_LEVEL, default info */
     int64_t mirror_horizon_ms; /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
-    int64_t recon_interval_ms; /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 2000 */
+    int64_t recon_interval_ms; /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
     int64_t
         recon_full_interval_ms; /* TOCSIN_RECON_FULL_INTERVAL_MS 1000..86400000, default 60000 */
     int64_t missed_grace_ms;    /* TOCSIN_MISSED_GRACE_MS 0..86400000, default 60000 */
     int64_t auth_cache_ms;      /* TOCSIN_AUTH_CACHE_MS 0..60000, default 2000 */
-    int64_t claim_ttl_ms;       /* TOCSIN_CLAIM_TTL_MS 1000..600000, default 5000 */
+    int64_t claim_ttl_ms;       /* TOCSIN_CLAIM_TTL_MS 1000..600000, default 2000 */
     int64_t sched_window_ms;    /* TOCSIN_SCHED_WINDOW_MS 1000..600000, default 10000 */
     int64_t sched_poll_ms;      /* TOCSIN_SCHED_POLL_MS 50..60000, default 500 */
     int64_t delivery_retry_base_ms; /* TOCSIN_DELIVERY_RETRY_BASE_MS 10..3600000, default 5000 */

@@ -46,6 +46,9 @@ static const char failed_sql[] =
 static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
     " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
+static const char renew_sql[] =
+    "UPDATE outbox SET lease_until = now() + $3::bigint * interval '1 millisecond'"
+    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
@@ -247,6 +250,21 @@ db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n
 
     if (a != NULL)
         st = exec_no_rows(db, STMT_OUTBOX_RELEASE, release_sql, 2, params);
+    else
+        db_set_err(db, "out of memory");
+    free(a);
+    return st;
+}
+
+enum db_status
+db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t lease_ms)
+{
+    char *a = int_array(ids, NULL, n), ms[DB_I64_BUF];
+    const char *params[] = {a, owner, db_i64(ms, lease_ms)};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (a != NULL)
+        st = exec_no_rows(db, STMT_OUTBOX_RENEW, renew_sql, 3, params);
     else
         db_set_err(db, "out of memory");
     free(a);

@@ -52,6 +52,9 @@ enum db_status db_outbox_set_payloads(struct db *db, const int64_t *ids, size_t 
                                       const char *payloads_json);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt. */
 enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
+/* Extends the lease of rows ids[0..n) that owner still holds to lease_ms from now. */
+enum db_status db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n,
+                               int64_t lease_ms);
 /* Gives back the lease of rows `owner` holds but did not send (stopping, or too little lease left
  * for another request): any worker of any replica may take them at once. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n);

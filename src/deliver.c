@@ -43,6 +43,10 @@ struct worker {
     int64_t ok_ids[DB_OUTBOX_CLAIM_MAX];
     int ok_status[DB_OUTBOX_CLAIM_MAX];
     int64_t unsent_ids[DB_OUTBOX_CLAIM_MAX];
+    int64_t batch_ids[DB_OUTBOX_CLAIM_MAX]; /* the current batch, for lease renewal */
+    size_t n_batch;                         /* 0 between batches */
+    int64_t renewed_ms;                     /* monotonic time of the claim or last renewal */
+    bool lease_lost;                        /* a renewal failed: send nothing more */
     enum row_state state[DB_OUTBOX_CLAIM_MAX];
     size_t fresh[DB_OUTBOX_CLAIM_MAX]; /* rows whose body was built in this round */
     int64_t fresh_ids[DB_OUTBOX_CLAIM_MAX];
@@ -123,33 +127,53 @@ record_failure(struct worker *w, const struct db_outbox_item *it, long status, c
                  attempt, err);
 }
 
-/* The body of a row sent for the first time, from its meeting as the API shows it now. Records
- * the row failed and returns ROW_DONE when the meeting is gone; ROW_RELEASE on database trouble. */
-static enum row_state
-build_payload(struct worker *w, struct db_outbox_item *it)
+static const struct meeting *
+find_meeting(const struct db_meeting_list *l, const char *id)
 {
-    struct meeting m;
-    enum db_status st;
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->m[i].id, id) == 0)
+            return &l->m[i];
+    return NULL;
+}
 
-    meeting_init(&m);
-    st = db_meeting_get(w->db, it->tenant_id, it->meeting_id, &m, false);
-    if (st == DB_ONE_RESULT)
-        it->payload = codec_notification_encode(&m, it->reminder_id, timefmt_now_ms());
-    meeting_fini(&m);
-    if (st == DB_NO_RESULTS) {
-        record_failure(w, it, 0, "meeting deleted before delivery", true);
-        return ROW_DONE;
+/* Builds the bodies of the rows sent for the first time (indexes need[0..k)) from their meetings
+ * as the API shows them now, loaded in one round trip. A row whose meeting is gone is recorded
+ * failed (ROW_DONE); on database trouble the rows are given back (ROW_RELEASE). */
+static void
+build_payloads(struct worker *w, const size_t *need, size_t k)
+{
+    struct db_meeting_list ms;
+    const char *ids[DB_OUTBOX_CLAIM_MAX];
+    int64_t now = timefmt_now_ms();
+
+    for (size_t j = 0; j < k; j++)
+        ids[j] = w->batch[need[j]].meeting_id;
+    if (db_meeting_get_many(w->db, ids, k, &ms) != DB_ONE_RESULT) {
+        for (size_t j = 0; j < k; j++)
+            w->state[need[j]] = ROW_RELEASE;
+        return;
     }
-    return it->payload != NULL ? ROW_SEND : ROW_RELEASE;
+    for (size_t j = 0; j < k; j++) {
+        struct db_outbox_item *it = &w->batch[need[j]];
+        const struct meeting *m = find_meeting(&ms, it->meeting_id);
+
+        if (m == NULL) {
+            record_failure(w, it, 0, "meeting deleted before delivery", true);
+            w->state[need[j]] = ROW_DONE;
+        } else if ((it->payload = codec_notification_encode(m, it->reminder_id, now)) == NULL) {
+            w->state[need[j]] = ROW_RELEASE;
+        }
+    }
+    db_meeting_list_fini(&ms);
 }
 
 /* Decides each leased row's fate before anything is sent: rows of deleted webhooks or meetings
- * are recorded failed; the bodies of rows sent for the first time are fixed in one statement (if
- * that fails, those rows are given back untouched). */
+ * are recorded failed; the bodies of rows sent for the first time are built and fixed in one
+ * statement (if that fails, those rows are given back untouched). */
 static void
 prepare(struct worker *w, size_t n)
 {
-    size_t k = 0;
+    size_t k = 0, need = 0;
 
     for (size_t i = 0; i < n; i++) {
         struct db_outbox_item *it = &w->batch[i];
@@ -158,11 +182,19 @@ prepare(struct worker *w, size_t n)
         if (it->webhook_deleted) {
             record_failure(w, it, 0, "webhook deleted", true);
             w->state[i] = ROW_DONE;
-        } else if (it->payload == NULL && (w->state[i] = build_payload(w, it)) == ROW_SEND) {
-            w->fresh[k] = i;
-            w->fresh_ids[k] = it->id;
-            w->fresh_bodies[k++] = it->payload;
+        } else if (it->payload == NULL) {
+            w->fresh[need++] = i;
         }
+    }
+    if (need == 0)
+        return;
+    build_payloads(w, w->fresh, need);
+    for (size_t j = 0; j < need; j++) {
+        if (w->state[w->fresh[j]] != ROW_SEND)
+            continue;
+        w->fresh_ids[k] = w->batch[w->fresh[j]].id;
+        w->fresh_bodies[k] = w->batch[w->fresh[j]].payload;
+        w->fresh[k++] = w->fresh[j];
     }
     if (k == 0)
         return;
@@ -196,12 +228,37 @@ send_one(struct worker *w, struct db_outbox_item *it, long *status)
     return 0;
 }
 
+/* Extends the lease of the current batch when DELIVER_RENEW_MS have passed since the last time;
+ * called between requests and, through the HTTP client's tick, during them. A failed renewal
+ * stops the batch: once the lease may have run out, another worker may be sending the rows. */
+static void
+renew(struct worker *w)
+{
+    int64_t now = timefmt_mono_ms();
+
+    if (w->n_batch == 0 || w->lease_lost || now - w->renewed_ms < DELIVER_RENEW_MS)
+        return;
+    if (db_outbox_renew(w->db, w->owner, w->batch_ids, w->n_batch, DELIVER_LEASE_MS) !=
+        DB_ONE_RESULT) {
+        LOG_WARN("deliver: cannot renew the lease of %zu rows: %s", w->n_batch, db_errmsg(w->db));
+        w->lease_lost = true;
+        return;
+    }
+    w->renewed_ms = now;
+}
+
+static void
+tick(void *arg)
+{
+    renew(arg);
+}
+
 /* Leases and works through one batch; returns how many rows it leased. */
 static size_t
 round_of(struct worker *w)
 {
     size_t n = 0, ok = 0, unsent = 0;
-    int64_t lease_end;
+    int64_t window_end;
     char err[DB_ERR_MAX];
 
     if (w->db == NULL && (w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
@@ -210,24 +267,30 @@ round_of(struct worker *w)
         w->db_down = true;
         return 0;
     }
-    /* Taken before the claim: the lease starts no earlier. A request may start only if it ends,
-     * timeout included, before the lease does; past that, another worker could send the row. */
-    lease_end = timefmt_mono_ms() + DELIVER_LEASE_MS - DELIVER_LEASE_MARGIN_MS;
-    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS + w->d->timeout_ms,
-                        w->batch, DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
+    /* Taken before the claim, like the renewal times: the lease starts no earlier. */
+    w->renewed_ms = timefmt_mono_ms();
+    window_end = w->renewed_ms + DELIVER_BATCH_WINDOW_MS;
+    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS, w->batch,
+                        DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
         if (!w->db_down)
             LOG_WARN("deliver: cannot lease outbox rows: %s", db_errmsg(w->db));
         w->db_down = true;
         return 0;
     }
     w->db_down = false;
+    w->lease_lost = false;
+    for (size_t i = 0; i < n; i++)
+        w->batch_ids[i] = w->batch[i].id;
+    w->n_batch = n;
     prepare(w, n);
     for (size_t i = 0; i < n; i++) {
         long status;
 
+        renew(w);
         if (w->state[i] == ROW_DONE)
             ;
-        else if (w->state[i] == ROW_RELEASE || stopping(w->d) || timefmt_mono_ms() > lease_end)
+        else if (w->state[i] == ROW_RELEASE || w->lease_lost || stopping(w->d) ||
+                 timefmt_mono_ms() > window_end)
             w->unsent_ids[unsent++] = w->batch[i].id;
         else if (send_one(w, &w->batch[i], &status)) {
             w->ok_ids[ok] = w->batch[i].id;
@@ -243,6 +306,7 @@ round_of(struct worker *w)
     /* If this fails the leases simply run out: later, never lost. */
     if (unsent > 0 && db_outbox_release(w->db, w->owner, w->unsent_ids, unsent) != DB_ONE_RESULT)
         LOG_WARN("deliver: cannot release %zu unsent rows: %s", unsent, db_errmsg(w->db));
+    w->n_batch = 0;
     return n;
 }
 
@@ -317,8 +381,9 @@ deliver_start(const struct deliver_opts *opts)
         w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
         snprintf(w->owner, sizeof w->owner, "%s/%d", opts->instance_id, i);
         d->n_workers = i + 1;
-        if ((w->http = webhook_client_new(opts->timeout_ms, opts->allow_private)) == NULL ||
-            pthread_create(&w->thread, NULL, run, w) != 0) {
+        if ((w->http = webhook_client_new(opts->timeout_ms, opts->allow_private)) != NULL)
+            webhook_client_on_tick(w->http, tick, w);
+        if (w->http == NULL || pthread_create(&w->thread, NULL, run, w) != 0) {
             deliver_stop(d);
             return NULL;
         }

@@ -10,10 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A worker's requests for a claimed batch start within DELIVER_LEASE_MS minus the margin (kept
- * for recording the results); its lease is DELIVER_LEASE_MS plus the HTTP timeout. */
-#define DELIVER_LEASE_MS 30000
-#define DELIVER_LEASE_MARGIN_MS 2000
+/* A worker leases a batch for DELIVER_LEASE_MS and renews the lease every DELIVER_RENEW_MS, also
+ * while a slow receiver keeps a request waiting: a worker that dies holds its rows for at most
+ * DELIVER_LEASE_MS. Requests of one batch start within DELIVER_BATCH_WINDOW_MS of its claim; the
+ * rest are given back so that other workers take them. */
+#define DELIVER_LEASE_MS 3000
+#define DELIVER_RENEW_MS 1000
+#define DELIVER_BATCH_WINDOW_MS 10000
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */

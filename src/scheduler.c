@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "db.h"
 #include "db_sched.h"
@@ -39,8 +40,9 @@ struct sched {
     int64_t next_poll_ms;     /* monotonic */
     int64_t next_full_ms;     /* monotonic */
     struct reminder_key page[DB_DUE_BATCH_MAX];
-    struct reminder_key out[DISPATCH_BATCH_MAX];
+    struct reminder_key out[SCHED_HANDOUT_MAX];
     struct reminder_key news[SCHED_INBOX_MAX];
+    unsigned seed; /* for the hand-out rotation */
 };
 
 /* Adds one page of rows to the heap; returns -1 when the heap is full. */
@@ -142,7 +144,24 @@ take_news(struct sched *s)
     return lost;
 }
 
-/* Hands every occurrence due by now to dispatch, in batches. */
+/* Submits out[0..n) in dispatch batches, starting at a random batch and wrapping around. Every
+ * replica holds the same occurrences in the same order; when many fall due at once, different
+ * starting points let each replica claim whole batches of its own instead of all of them fighting
+ * over the same ones, so the fire statements stay full and the burst is shared. */
+static void
+submit_rotated(struct sched *s, size_t n)
+{
+    size_t batches = (n + DISPATCH_BATCH_MAX - 1) / DISPATCH_BATCH_MAX;
+    size_t first = batches > 1 ? (size_t)rand_r(&s->seed) % batches : 0;
+
+    for (size_t b = 0; b < batches; b++) {
+        size_t at = ((first + b) % batches) * DISPATCH_BATCH_MAX;
+        size_t len = n - at < DISPATCH_BATCH_MAX ? n - at : DISPATCH_BATCH_MAX;
+        dispatch_submit(s->d, &s->out[at], len); /* refusals are counted there; recon fires them */
+    }
+}
+
+/* Hands every occurrence due by now to dispatch, SCHED_HANDOUT_MAX at a time. */
 static void
 hand_out_due(struct sched *s, int64_t now)
 {
@@ -151,13 +170,13 @@ hand_out_due(struct sched *s, int64_t now)
 
     while ((top = timerheap_peek(&s->h)) != NULL && top->fire_at_ms + SCHED_SLACK_MS <= now) {
         timerheap_pop(&s->h, now, &s->out[n++]);
-        if (n == DISPATCH_BATCH_MAX) {
-            dispatch_submit(s->d, s->out, n);
+        if (n == SCHED_HANDOUT_MAX) {
+            submit_rotated(s, n);
             n = 0;
         }
     }
     if (n > 0)
-        dispatch_submit(s->d, s->out, n); /* refusals are counted there; recon fires them */
+        submit_rotated(s, n);
 }
 
 /* Waits until the next due occurrence, the next poll, news or stop. Returns false on stop. */
@@ -252,6 +271,7 @@ sched_start(const struct sched_opts *opts)
     s->window_ms = opts->window_ms;
     s->poll_ms = opts->poll_ms;
     s->d = opts->dispatch;
+    s->seed = (unsigned)timefmt_now_ms() ^ (unsigned)getpid();
     s->read_at = INT64_MIN;
     s->database_url = strdup(opts->database_url);
     if (s->database_url == NULL || timerheap_init(&s->h, SCHED_HEAP_MAX) != 0 ||

@@ -18,6 +18,7 @@
 #define SCHED_FULL_READ_MS 5000 /* period of a full re-read of the window (others' changes) */
 #define SCHED_FORGET_MS 30000   /* a handed-out occurrence is not handed out again for this long */
 #define SCHED_SLACK_MS 1        /* handed out this long after its due millisecond, never before */
+#define SCHED_HANDOUT_MAX 65536 /* occurrences handed out in one rotation (1 MiB) */
 
 struct sched_opts {
     const char *database_url;

@@ -20,6 +20,8 @@ struct webhook_client {
     int64_t timeout_ms;
     bool allow_private;
     size_t got; /* response bytes seen */
+    webhook_tick_fn tick;
+    void *tick_arg;
 };
 
 int
@@ -136,6 +138,25 @@ webhook_client_free(struct webhook_client *wc)
     free(wc);
 }
 
+void
+webhook_client_on_tick(struct webhook_client *wc, webhook_tick_fn fn, void *arg)
+{
+    wc->tick = fn;
+    wc->tick_arg = arg;
+}
+
+/* libcurl's progress callback: runs often during a transfer, idle or not. */
+static int
+progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    struct webhook_client *wc = arg;
+
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (wc->tick != NULL)
+        wc->tick(wc->tick_arg);
+    return 0;
+}
+
 /* Receivers' answers are not used: read at most WEBHOOK_RESPONSE_MAX bytes, then stop. */
 static size_t
 discard(char *ptr, size_t size, size_t nmemb, void *arg)
@@ -194,6 +215,9 @@ webhook_post(struct webhook_client *wc, const struct webhook_message *m, long *s
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)m->body_len);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, wc);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, wc->tick == NULL ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, wc);
     cc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     curl_easy_setopt(c, CURLOPT_RESOLVE, NULL);

@@ -26,6 +26,10 @@ struct webhook_client;
 /* One per delivery thread (keeps connections alive across POSTs). NULL when out of memory. */
 struct webhook_client *webhook_client_new(int64_t timeout_ms, bool allow_private);
 void webhook_client_free(struct webhook_client *wc);
+/* Called on the posting thread during every request, at least about once a second, so that the
+ * caller can do periodic work (renew its leases) while a slow receiver keeps it waiting. */
+typedef void (*webhook_tick_fn)(void *arg);
+void webhook_client_on_tick(struct webhook_client *wc, webhook_tick_fn fn, void *arg);
 
 struct webhook_message {
     const char *url;

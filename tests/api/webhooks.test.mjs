@@ -2,13 +2,13 @@
 // private targets, tenant isolation, the secret shown once), then reminders fired for real and
 // delivered to local receivers whose signatures are checked by the Standard Webhooks reference
 // library (not our code): a receiver that fails twice, one that always fails, one that is down
-// across a restart of tocsin, a webhook deleted with notifications still pending, and SIGTERM with
-// a request in flight.
+// across a restart of tocsin, a webhook deleted with notifications still pending, SIGTERM with a
+// request in flight, and a receiver slower than the delivery lease with two replicas.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { harness, waitFor, MIN } from './harness.mjs';
+import { harness, waitFor, sleep, MIN } from './harness.mjs';
 
 const { Webhook } = createRequire(import.meta.url)('standardwebhooks');
 const LEAD_MS = 1500;
@@ -21,6 +21,7 @@ const hGuarded = await harness('webhooks_guarded');
 const hRestart = await harness('webhooks_restart');
 const hDeleted = await harness('webhooks_deleted');
 const hStop = await harness('webhooks_sigterm');
+const hSlow = await harness('webhooks_slow');
 let guarded; // a server with the private-address guard on (the default)
 let open;    // TOCSIN_WEBHOOK_ALLOW_PRIVATE=1, quick retries, three attempts
 let key;
@@ -263,4 +264,27 @@ test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the 
     const ids = rx.got.map((g) => g.headers['webhook-id']);
     assert.equal(new Set(ids).size, 3, `each sent once: ${ids.join(' ')}`);
     assert.equal(ids.length, 3);
+});
+
+test('a receiver slower than the lease, two replicas: the lease is renewed during the request and the notification is sent once', async (t) => {
+    const env = { TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_TIMEOUT_MS: '9000', TOCSIN_DELIVERY_WORKERS: '2' };
+    const a = await hSlow.startServer(env);
+    await hSlow.startServer(env); // the other replica, polling the same outbox
+    const k = await a.createKey('hooks-slow');
+    const HOLD_MS = 6000; // twice the 3 s lease
+    const rx = await receiver(t, () => 200);
+    rx.server.removeAllListeners('request');
+    rx.server.on('request', (req, res) => {
+        req.resume();
+        req.on('end', () => {
+            rx.got.push({ headers: req.headers });
+            setTimeout(() => res.writeHead(200).end(), HOLD_MS);
+        });
+    });
+    await register(a, k, rx.url);
+    const m = await dueSoon(a, k);
+    const d = await deliveriesWhen(a, k, m.id, (items) => items.length === 1 && items[0].status === 'delivered');
+    assert.equal(d.json.items[0].attempts, 1, d.text);
+    await sleep(1000); // a second sender, if any, would have started long ago
+    assert.equal(rx.got.length, 1, `sent ${rx.got.length} times`);
 });

@@ -27,7 +27,7 @@
 #define HORIZON_MS 3600000
 #define WAIT_MS 10000 /* the bound on how long recon may take to repair */
 #define N_NEAR 3
-#define SWEEP_INTERVAL_MS 2000 /* TOCSIN_RECON_INTERVAL_MS's default, the bound README states */
+#define SWEEP_INTERVAL_MS 1000 /* TOCSIN_RECON_INTERVAL_MS's default, the bound README states */
 #define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
 #define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
 
