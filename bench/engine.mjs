@@ -143,6 +143,7 @@ async function startReplica(i, port) {
                 TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
                 TOCSIN_MIRROR_HORIZON_S: '3600',
                 TOCSIN_LOG_LEVEL: 'warn',
+                ...(process.env.BENCH_WORKERS ? { TOCSIN_DELIVERY_WORKERS: process.env.BENCH_WORKERS } : {}),
             },
         });
     const end = Date.now() + 30000;

@@ -16,9 +16,6 @@
  * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
  * meetings need no test: deleting one cancels its pending reminders in the same statement. The
  * final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
-#define FIRE_LEASE_STR2(ms) "interval '" #ms " milliseconds'"
-#define FIRE_LEASE_STR(ms) FIRE_LEASE_STR2(ms)
-#define FIRE_LEASE_SQL FIRE_LEASE_STR(DB_FIRE_LEASE_MS)
 
 /* clang-format off */
 static const char fire_sql[] =
@@ -32,10 +29,8 @@ static const char fire_sql[] =
     "   AND r.status = 'pending' AND r.fire_at <= " DB_TS("$3")
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status),"
     " ins AS ("
-    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, lease_owner,"
-    "   lease_until, next_attempt_at)"
-    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, $5::text,"
-    "   " DB_TS("$3") " + " FIRE_LEASE_SQL ", " DB_TS("$3")
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, next_attempt_at)"
+    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, " DB_TS("$3")
     "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE u.status = 'fired'"
     "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"
@@ -97,7 +92,7 @@ collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
 
 enum db_status
 db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, int64_t now_ms,
-                       int64_t missed_grace_ms, const char *lease_owner, struct db_fire_result *out)
+                       int64_t missed_grace_ms, struct db_fire_result *out)
 {
     char now[DB_I64_BUF], grace[DB_I64_BUF];
     PGresult *res = NULL;
@@ -110,13 +105,12 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, in
         return DB_HARD_ERROR;
     }
     char *ids = array_text(k, n, 0), *fires = array_text(k, n, 1);
-    const char *params[] = {ids, fires, db_ms(now, now_ms), db_i64(grace, missed_grace_ms),
-                            lease_owner};
+    const char *params[] = {ids, fires, db_ms(now, now_ms), db_i64(grace, missed_grace_ms)};
     if (ids == NULL || fires == NULL) {
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, &res);
+    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 4, params, &res);
     if (st == DB_ONE_RESULT && collect(res, now_ms, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");

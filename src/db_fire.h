@@ -11,10 +11,6 @@
 #include "meeting.h"
 
 #define DB_FIRE_BATCH_MAX 1024 /* occurrences per statement */
-/* How long the outbox rows of a fire statement wait for the firing replica's own workers (woken
- * right after the commit) before any replica's may take them: short, so that a replica killed
- * after firing, or one busy with a burst, delays nobody for long. */
-#define DB_FIRE_LEASE_MS 1000
 
 struct db_fire_item {
     int64_t reminder_id;
@@ -34,14 +30,14 @@ struct db_fire_result {
  * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= now_ms (never
  * early) and whose meeting is not deleted becomes 'missed' when now_ms is past the meeting's start
  * plus missed_grace_ms, else 'fired', with fired_at = now_ms; each fired one gets an outbox row per
- * live webhook of its tenant, leased to lease_owner for DB_FIRE_LEASE_MS and due now. An outbox row
+ * live webhook of its tenant, due now and free for any replica's delivery workers. An outbox row
  * that exists already for the occurrence (fired, rescheduled away and back) is not duplicated.
  * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
 enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
                                       int64_t now_ms, int64_t missed_grace_ms,
-                                      const char *lease_owner, struct db_fire_result *out);
+                                      struct db_fire_result *out);
 /* The number of outbox rows still to deliver (status pending), for /metrics. ONE_RESULT or an
  * error status. */
 enum db_status db_outbox_backlog(struct db *db, int64_t *n);

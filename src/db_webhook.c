@@ -1,6 +1,7 @@
-/* db_webhook.c -- the statements of db_webhook.h. The outbox claim leases by id through a small
- * SKIP LOCKED subquery; the lease columns are not indexed, so taking a lease is a HOT update that
- * leaves no dead entries in outbox_pending_due (the trap DESIGN.md measured for claim queues). */
+/* db_webhook.c -- the statements of db_webhook.h. The outbox claim leases a batch by id through a
+ * small SKIP LOCKED subquery over the due range of outbox_pending_due; a lease is next_attempt_at
+ * moved to its end (see db_outbox_claim). Batches keep the index churn per row small (the trap
+ * DESIGN.md measured for row-at-a-time claim queues). */
 #include "db_webhook.h"
 
 #include <stdlib.h>
@@ -21,33 +22,32 @@ static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
 static const char claim_sql[] =
-    "UPDATE outbox o SET lease_owner = $1, lease_until = now() + $3::bigint * interval '1 millisecond'"
+    "UPDATE outbox o SET lease_owner = $1, lease_until = now() + $2::bigint * interval '1 millisecond',"
+    "  next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
     " FROM (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
-    "        AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $2)"
-    "       ORDER BY next_attempt_at, id LIMIT $4::int FOR UPDATE SKIP LOCKED) c, webhooks w"
+    "       ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED) c, webhooks w"
     " WHERE o.id = c.id AND w.id = o.webhook_id"
     " RETURNING o.id, o.tenant_id, o.meeting_id, o.reminder_id, " DB_MS("o.fire_at") ","
     "  o.attempts, o.payload, w.url, w.secret, (w.deleted_at IS NOT NULL)::int";
-static const char payload_sql[] =
-    "UPDATE outbox o SET payload = p.v"
-    " FROM unnest($1::bigint[], ARRAY(SELECT e FROM json_array_elements_text($2::json)"
-    "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS p(id, v)"
-    " WHERE o.id = p.id";
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
-    "  last_status = d.st, last_error = NULL, lease_owner = NULL, lease_until = NULL"
-    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st) WHERE o.id = d.id";
+    "  last_status = d.st, last_error = NULL, lease_owner = NULL, lease_until = NULL,"
+    "  payload = coalesce(o.payload, d.body)"
+    " FROM unnest($1::bigint[], $2::int[], ARRAY(SELECT e FROM json_array_elements_text($3::json)"
+    "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS d(id, st, body)"
+    " WHERE o.id = d.id";
 static const char failed_sql[] =
     "UPDATE outbox SET attempts = attempts + 1, last_status = NULLIF($2::int, 0), last_error = $3,"
     "  next_attempt_at = now() + $4::bigint * interval '1 millisecond',"
     "  status = CASE WHEN $6::bool OR attempts + 1 >= $5::int THEN 'failed' ELSE 'pending' END,"
-    "  lease_owner = NULL, lease_until = NULL"
+    "  lease_owner = NULL, lease_until = NULL, payload = coalesce(payload, $7)"
     " WHERE id = $1::bigint";
 static const char release_sql[] =
-    "UPDATE outbox SET lease_owner = NULL, lease_until = NULL"
+    "UPDATE outbox SET lease_owner = NULL, lease_until = NULL, next_attempt_at = now()"
     " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char renew_sql[] =
-    "UPDATE outbox SET lease_until = now() + $3::bigint * interval '1 millisecond'"
+    "UPDATE outbox SET lease_until = now() + $3::bigint * interval '1 millisecond',"
+    "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
     " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
@@ -142,15 +142,15 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const char *owner, const char *fired_by, int64_t lease_ms,
-                struct db_outbox_item *out, size_t max, size_t *n)
+db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, struct db_outbox_item *out,
+                size_t max, size_t *n)
 {
     char lease[DB_I64_BUF], limit[DB_I64_BUF];
     const char *params[] = {
-        owner, fired_by, db_i64(lease, lease_ms),
+        owner, db_i64(lease, lease_ms),
         db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX))};
     PGresult *res;
-    enum db_status st = db_exec(db, STMT_OUTBOX_CLAIM, claim_sql, 4, params, &res);
+    enum db_status st = db_exec(db, STMT_OUTBOX_CLAIM, claim_sql, 3, params, &res);
 
     *n = 0;
     if (st != DB_ONE_RESULT)
@@ -186,23 +186,6 @@ exec_no_rows(struct db *db, enum db_stmt id, const char *sql, int n, const char 
     return st;
 }
 
-static char *int_array(const int64_t *v64, const int *v32, size_t n);
-
-enum db_status
-db_outbox_set_payloads(struct db *db, const int64_t *ids, size_t n, const char *payloads_json)
-{
-    char *a = int_array(ids, NULL, n);
-    const char *params[] = {a, payloads_json};
-    enum db_status st = DB_HARD_ERROR;
-
-    if (a != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_PAYLOAD, payload_sql, 2, params);
-    else
-        db_set_err(db, "out of memory");
-    free(a);
-    return st;
-}
-
 /* "{1,2,3}" of n integers; malloc'ed, NULL when out of memory. */
 static char *
 int_array(const int64_t *v64, const int *v32, size_t n)
@@ -226,14 +209,15 @@ int_array(const int64_t *v64, const int *v32, size_t n)
 }
 
 enum db_status
-db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n)
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+                    const char *bodies_json)
 {
     char *a = int_array(ids, NULL, n), *b = int_array(NULL, status, n);
-    const char *params[] = {a, b};
+    const char *params[] = {a, b, bodies_json};
     enum db_status st = DB_HARD_ERROR;
 
     if (a != NULL && b != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params);
+        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 3, params);
     else
         db_set_err(db, "out of memory");
     free(a);
@@ -273,14 +257,14 @@ db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, 
 
 enum db_status
 db_outbox_failed(struct db *db, int64_t id, int http_status, const char *error, int64_t retry_ms,
-                 int max_attempts, bool give_up)
+                 int max_attempts, bool give_up, const char *body)
 {
     char ids[DB_I64_BUF], hs[DB_I64_BUF], retry[DB_I64_BUF], max[DB_I64_BUF];
     const char *params[] = {
-        db_i64(ids, id),         db_i64(hs, http_status),   error,
-        db_i64(retry, retry_ms), db_i64(max, max_attempts), give_up ? "true" : "false"};
+        db_i64(ids, id),           db_i64(hs, http_status),    error, db_i64(retry, retry_ms),
+        db_i64(max, max_attempts), give_up ? "true" : "false", body};
 
-    return exec_no_rows(db, STMT_OUTBOX_FAILED, failed_sql, 6, params);
+    return exec_no_rows(db, STMT_OUTBOX_FAILED, failed_sql, 7, params);
 }
 
 enum db_status

@@ -35,23 +35,23 @@ struct db_outbox_item {
     int64_t id, tenant_id, reminder_id, fire_at_ms;
     int attempts; /* before this one */
     char meeting_id[MEETING_ID_LEN + 1];
-    char *payload; /* NULL until fixed by db_outbox_set_payloads */
+    char *payload; /* NULL until the first recorded attempt stores the body it sent */
     char *url, *secret;
     bool webhook_deleted;
 };
 
-/* Leases up to max (<= DB_OUTBOX_CLAIM_MAX) due pending rows to owner for lease_ms: rows nobody
- * holds, whose lease ran out, or leased to `fired_by` (this replica's fire statement). *n rows
- * into out; free each with db_outbox_item_fini. */
-enum db_status db_outbox_claim(struct db *db, const char *owner, const char *fired_by,
-                               int64_t lease_ms, struct db_outbox_item *out, size_t max, size_t *n);
+/* Leases up to max (<= DB_OUTBOX_CLAIM_MAX) due pending rows to owner for lease_ms. A lease moves
+ * next_attempt_at to its end, so a held row is simply not due: the claim's index range on
+ * (next_attempt_at, id) holds only rows anyone may take, however many are leased (filtering
+ * leased rows instead made each claim walk past all of them: quadratic in a burst). *n rows into
+ * out; free each with db_outbox_item_fini. */
+enum db_status db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms,
+                               struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
-/* Stores the bodies sent at every attempt of rows ids[0..n), in one statement: payloads_json is a
- * JSON array of n strings, the body of ids[i] at index i. */
-enum db_status db_outbox_set_payloads(struct db *db, const int64_t *ids, size_t n,
-                                      const char *payloads_json);
-/* Marks rows delivered (one statement), with the HTTP status of their last attempt. */
-enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
+/* Marks rows delivered (one statement), with the HTTP status of their last attempt; bodies_json is
+ * a JSON array of the n bodies sent, stored where the row has none yet (its first attempt). */
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+                                   const char *bodies_json);
 /* Extends the lease of rows ids[0..n) that owner still holds to lease_ms from now. */
 enum db_status db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n,
                                int64_t lease_ms);
@@ -59,9 +59,10 @@ enum db_status db_outbox_renew(struct db *db, const char *owner, const int64_t *
  * for another request): any worker of any replica may take them at once. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n);
 /* Records a failed attempt: retried at now + retry_ms, or 'failed' when this was attempt
- * max_attempts (or give_up). */
+ * max_attempts (or give_up). body (NULL when none was sent) is stored if the row has none yet, so
+ * every retry sends the same bytes. */
 enum db_status db_outbox_failed(struct db *db, int64_t id, int http_status, const char *error,
-                                int64_t retry_ms, int max_attempts, bool give_up);
+                                int64_t retry_ms, int max_attempts, bool give_up, const char *body);
 
 struct db_delivery {
     int64_t id, reminder_id, fire_at_ms, next_attempt_at_ms, delivered_at_ms; /* 0 = never */

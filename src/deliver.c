@@ -1,7 +1,7 @@
-/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, fixes the body of each
- * row at its first attempt (the meeting as the API shows it, and the reminder; one statement for
- * the batch), signs it with the occurrence's stable id, POSTs it, and records the batch's
- * successes in one statement. */
+/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, builds the body of each
+ * row at its first attempt (the meeting as the API shows it, and the reminder; the meetings of a
+ * batch in one round trip), signs it with the occurrence's stable id, POSTs it, and records the
+ * outcome with the body sent: the batch's successes in one statement. */
 #include "deliver.h"
 
 #include <errno.h>
@@ -48,9 +48,8 @@ struct worker {
     int64_t renewed_ms;                     /* monotonic time of the claim or last renewal */
     bool lease_lost;                        /* a renewal failed: send nothing more */
     enum row_state state[DB_OUTBOX_CLAIM_MAX];
-    size_t fresh[DB_OUTBOX_CLAIM_MAX]; /* rows whose body was built in this round */
-    int64_t fresh_ids[DB_OUTBOX_CLAIM_MAX];
-    const char *fresh_bodies[DB_OUTBOX_CLAIM_MAX];
+    size_t fresh[DB_OUTBOX_CLAIM_MAX]; /* rows whose body is built in this round */
+    const char *ok_bodies[DB_OUTBOX_CLAIM_MAX];
 };
 
 struct deliver {
@@ -115,8 +114,8 @@ record_failure(struct worker *w, const struct db_outbox_item *it, long status, c
         deliver_backoff_ms(w->d->retry_base_ms, attempt, (double)rand_r(&w->seed) / RAND_MAX);
     bool last = give_up || attempt >= w->d->max_attempts;
 
-    if (db_outbox_failed(w->db, it->id, (int)status, err, delay, w->d->max_attempts, give_up) !=
-        DB_ONE_RESULT) {
+    if (db_outbox_failed(w->db, it->id, (int)status, err, delay, w->d->max_attempts, give_up,
+                         it->payload) != DB_ONE_RESULT) {
         LOG_WARN("deliver: cannot record an attempt of outbox %lld: %s", (long long)it->id,
                  db_errmsg(w->db));
         return;
@@ -168,12 +167,12 @@ build_payloads(struct worker *w, const size_t *need, size_t k)
 }
 
 /* Decides each leased row's fate before anything is sent: rows of deleted webhooks or meetings
- * are recorded failed; the bodies of rows sent for the first time are built and fixed in one
- * statement (if that fails, those rows are given back untouched). */
+ * are recorded failed; rows sent for the first time get their body, stored with the attempt's
+ * outcome so that every later attempt sends the same bytes. */
 static void
 prepare(struct worker *w, size_t n)
 {
-    size_t k = 0, need = 0;
+    size_t need = 0;
 
     for (size_t i = 0; i < n; i++) {
         struct db_outbox_item *it = &w->batch[i];
@@ -186,26 +185,23 @@ prepare(struct worker *w, size_t n)
             w->fresh[need++] = i;
         }
     }
-    if (need == 0)
-        return;
-    build_payloads(w, w->fresh, need);
-    for (size_t j = 0; j < need; j++) {
-        if (w->state[w->fresh[j]] != ROW_SEND)
-            continue;
-        w->fresh_ids[k] = w->batch[w->fresh[j]].id;
-        w->fresh_bodies[k] = w->batch[w->fresh[j]].payload;
-        w->fresh[k++] = w->fresh[j];
-    }
-    if (k == 0)
-        return;
-    char *json = codec_string_array(w->fresh_bodies, k);
-    if (json == NULL || db_outbox_set_payloads(w->db, w->fresh_ids, k, json) != DB_ONE_RESULT) {
-        LOG_WARN("deliver: cannot store %zu notification bodies: %s", k,
-                 json ? db_errmsg(w->db) : "out of memory");
-        for (size_t j = 0; j < k; j++)
-            w->state[w->fresh[j]] = ROW_RELEASE;
-    }
-    free(json);
+    if (need > 0)
+        build_payloads(w, w->fresh, need);
+}
+
+/* Records the delivered rows ok_ids[0..ok) with their bodies, in one statement. */
+static void
+record_delivered(struct worker *w, size_t ok)
+{
+    char *bodies = codec_string_array(w->ok_bodies, ok);
+
+    if (bodies == NULL ||
+        db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok, bodies) != DB_ONE_RESULT)
+        LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
+                 bodies ? db_errmsg(w->db) : "out of memory");
+    else
+        metrics_add(METRIC_DELIVERED, ok);
+    free(bodies);
 }
 
 /* One attempt at one prepared row. Returns 1 when delivered (status in *status), 0 otherwise. */
@@ -270,8 +266,8 @@ round_of(struct worker *w)
     /* Taken before the claim, like the renewal times: the lease starts no earlier. */
     w->renewed_ms = timefmt_mono_ms();
     window_end = w->renewed_ms + DELIVER_BATCH_WINDOW_MS;
-    if (db_outbox_claim(w->db, w->owner, w->d->instance_id, DELIVER_LEASE_MS, w->batch,
-                        DB_OUTBOX_CLAIM_MAX, &n) != DB_ONE_RESULT) {
+    if (db_outbox_claim(w->db, w->owner, DELIVER_LEASE_MS, w->batch, DB_OUTBOX_CLAIM_MAX, &n) !=
+        DB_ONE_RESULT) {
         if (!w->db_down)
             LOG_WARN("deliver: cannot lease outbox rows: %s", db_errmsg(w->db));
         w->db_down = true;
@@ -294,19 +290,18 @@ round_of(struct worker *w)
             w->unsent_ids[unsent++] = w->batch[i].id;
         else if (send_one(w, &w->batch[i], &status)) {
             w->ok_ids[ok] = w->batch[i].id;
+            w->ok_bodies[ok] = w->batch[i].payload;
             w->ok_status[ok++] = (int)status;
         }
-        db_outbox_item_fini(&w->batch[i]);
     }
-    if (ok > 0 && db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok) != DB_ONE_RESULT)
-        LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
-                 db_errmsg(w->db));
-    else if (ok > 0)
-        metrics_add(METRIC_DELIVERED, ok);
+    if (ok > 0)
+        record_delivered(w, ok);
     /* If this fails the leases simply run out: later, never lost. */
     if (unsent > 0 && db_outbox_release(w->db, w->owner, w->unsent_ids, unsent) != DB_ONE_RESULT)
         LOG_WARN("deliver: cannot release %zu unsent rows: %s", unsent, db_errmsg(w->db));
     w->n_batch = 0;
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&w->batch[i]);
     return n;
 }
 

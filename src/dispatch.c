@@ -177,8 +177,7 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n)
         LOG_WARN("dispatch: %s", err);
         return DB_SOFT_ERROR;
     }
-    return db_reminder_fire_batch(d->db, k, n, timefmt_now_ms(), d->missed_grace_ms, d->instance_id,
-                                  &d->res);
+    return db_reminder_fire_batch(d->db, k, n, timefmt_now_ms(), d->missed_grace_ms, &d->res);
 }
 
 /* Fires k[0..n), retrying transient failures with backoff until it works or dispatch_stop's
