@@ -255,7 +255,12 @@ async function collect(rx, bl, t0Ms, lastDueMs, n, tag) {
     const notFired = Number(await psql(`SELECT count(*) FROM reminders
         WHERE fire_at BETWEEN to_timestamp(${t0Ms} / 1000.0) AND to_timestamp(${lastDueMs} / 1000.0)
           AND status <> 'fired'`));
-    return { tag, n, got: late.length, lost: n - late.length, early, dbDup, wireDup, notFired, late, base, lastAt };
+    const fired = (await psql(`SELECT concat_ws('/', percentile_disc(0.5) WITHIN GROUP (ORDER BY l),
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY l), max(l))
+        FROM (SELECT round(extract(epoch FROM fired_at - fire_at) * 1000) AS l FROM reminders
+              WHERE fire_at BETWEEN to_timestamp(${t0Ms} / 1000.0) AND to_timestamp(${lastDueMs} / 1000.0)
+                AND status = 'fired') f`)) || '-';
+    return { tag, n, got: late.length, lost: n - late.length, early, dbDup, wireDup, notFired, late, base, lastAt, fired };
 }
 
 function countFrom(rx, t0Ms) {
@@ -339,6 +344,7 @@ function report(results) {
     for (const r of results) {
         const q = (a) => `${fmt(quantile(a, 0.5))}/${fmt(quantile(a, 0.99))}/${fmt(a[a.length - 1] ?? NaN)}`;
         console.log(`${r.tag.padEnd(27)} ${q(r.late).padEnd(22)} ${String(r.got).padStart(8)} ${String(r.lost).padStart(4)} ${String(r.dbDup).padStart(6)} ${String(r.wireDup).padStart(8)} ${String(r.early).padStart(5)} ${String(r.notFired).padStart(9)} | ${q(r.base)} ms, ${r.base.length} of ${r.n}` +
+            `\n  recorded fired (fired_at - fire_at) p50/p99/max: ${r.fired} ms` +
             (r.allAfterMs !== undefined ? `\n  burst: all ${r.n} recorded fired ${fmt(r.firedAfterMs)} ms and received ${fmt(r.allAfterMs)} ms after the due instant` : ''));
     }
 }

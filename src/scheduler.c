@@ -70,6 +70,41 @@ db_ready(struct sched *s)
     return false;
 }
 
+/* Submits out[0..n) in dispatch batches, starting at a random batch and wrapping around. Every
+ * replica holds the same occurrences in the same order; when many fall due at once, different
+ * starting points let each replica claim whole batches of its own instead of all of them fighting
+ * over the same ones, so the fire statements stay full and the burst is shared. */
+static void
+submit_rotated(struct sched *s, size_t n)
+{
+    size_t batches = (n + DISPATCH_BATCH_MAX - 1) / DISPATCH_BATCH_MAX;
+    size_t first = batches > 1 ? (size_t)rand_r(&s->seed) % batches : 0;
+
+    for (size_t b = 0; b < batches; b++) {
+        size_t at = ((first + b) % batches) * DISPATCH_BATCH_MAX;
+        size_t len = n - at < DISPATCH_BATCH_MAX ? n - at : DISPATCH_BATCH_MAX;
+        dispatch_submit(s->d, &s->out[at], len); /* refusals are counted there; recon fires them */
+    }
+}
+
+/* Hands every occurrence due by now to dispatch, SCHED_HANDOUT_MAX at a time. */
+static void
+hand_out_due(struct sched *s, int64_t now)
+{
+    const struct reminder_key *top;
+    size_t n = 0;
+
+    while ((top = timerheap_peek(&s->h)) != NULL && top->fire_at_ms + SCHED_SLACK_MS <= now) {
+        timerheap_pop(&s->h, now, &s->out[n++]);
+        if (n == SCHED_HANDOUT_MAX) {
+            submit_rotated(s, n);
+            n = 0;
+        }
+    }
+    if (n > 0)
+        submit_rotated(s, n);
+}
+
 /* Reads pending occurrences from the keyset position (at, id) up to until into the heap, page by
  * page. Returns 0 when everything up to until was read, -1 on a database error or a full heap
  * (the position then stays where the last complete page ended). */
@@ -95,6 +130,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
                      SCHED_HEAP_MAX);
             return -1;
         }
+        hand_out_due(s, timefmt_now_ms()); /* what fell due meanwhile waits one page, not all */
         if (n > 0 &&
             (s->page[n - 1].fire_at_ms > s->read_at || (s->page[n - 1].fire_at_ms == s->read_at &&
                                                         s->page[n - 1].reminder_id > s->read_id))) {
@@ -142,41 +178,6 @@ take_news(struct sched *s)
         if (s->news[i].fire_at_ms <= until && timerheap_add(&s->h, &s->news[i]) < 0)
             lost = true;
     return lost;
-}
-
-/* Submits out[0..n) in dispatch batches, starting at a random batch and wrapping around. Every
- * replica holds the same occurrences in the same order; when many fall due at once, different
- * starting points let each replica claim whole batches of its own instead of all of them fighting
- * over the same ones, so the fire statements stay full and the burst is shared. */
-static void
-submit_rotated(struct sched *s, size_t n)
-{
-    size_t batches = (n + DISPATCH_BATCH_MAX - 1) / DISPATCH_BATCH_MAX;
-    size_t first = batches > 1 ? (size_t)rand_r(&s->seed) % batches : 0;
-
-    for (size_t b = 0; b < batches; b++) {
-        size_t at = ((first + b) % batches) * DISPATCH_BATCH_MAX;
-        size_t len = n - at < DISPATCH_BATCH_MAX ? n - at : DISPATCH_BATCH_MAX;
-        dispatch_submit(s->d, &s->out[at], len); /* refusals are counted there; recon fires them */
-    }
-}
-
-/* Hands every occurrence due by now to dispatch, SCHED_HANDOUT_MAX at a time. */
-static void
-hand_out_due(struct sched *s, int64_t now)
-{
-    const struct reminder_key *top;
-    size_t n = 0;
-
-    while ((top = timerheap_peek(&s->h)) != NULL && top->fire_at_ms + SCHED_SLACK_MS <= now) {
-        timerheap_pop(&s->h, now, &s->out[n++]);
-        if (n == SCHED_HANDOUT_MAX) {
-            submit_rotated(s, n);
-            n = 0;
-        }
-    }
-    if (n > 0)
-        submit_rotated(s, n);
 }
 
 /* Waits until the next due occurrence, the next poll, news or stop. Returns false on stop. */
