@@ -18,6 +18,9 @@
 #include "queue.h"
 #include "timefmt.h"
 
+_Static_assert(DISPATCH_BATCH_MAX <= DB_FIRE_BATCH_MAX,
+               "a dispatch batch must fit one fire statement");
+
 #define DISPATCH_IDLE_WAIT_MS 1000 /* queue wait with nothing deferred (checks the stop flag) */
 
 struct dispatch {
