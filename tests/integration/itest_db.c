@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "db.h"
 #include "db_migrations.h"
 
@@ -19,18 +20,6 @@
 #define BASE_MS 1893456000000LL /* 2030-01-01T00:00:00Z */
 #define LIST_N 7
 #define LIST_PAGE 3
-
-static int fails;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the test's own raw connection ---- */
 

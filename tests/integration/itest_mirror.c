@@ -2,6 +2,7 @@
  * TOCSIN_TEST_REDIS_URL=redis://host:port/db and fails, never skips, without it. Each run uses its
  * own key prefix. Checks exact expiry times, the horizon, NX, DEL, the notify setting, run_id, and
  * that a Redis that is not there costs callers almost nothing. Uses hiredis directly to look. */
+#include "check.h"
 #include "mirror.h"
 
 #include <arpa/inet.h>
@@ -22,19 +23,8 @@
 #define DEAD_CALLS 20
 #define DEAD_BUDGET_MS 2000
 
-static int fails;
 static redisContext *raw; /* the test's own connection, for looking at what mirror.c wrote */
 static char prefix[MIRROR_PREFIX_MAX + 1];
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static int64_t
 now_ms(void)

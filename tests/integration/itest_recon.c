@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "db.h"
 #include "dispatch.h"
 #include "mirror.h"
@@ -31,21 +32,10 @@
 #define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
 #define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
 
-static int fails;
 static redisContext *raw;
 static char prefix[MIRROR_PREFIX_MAX + 1];
 static struct reminder_key near_keys[N_NEAR]; /* due within the horizon: must be mirrored */
 static struct reminder_key far_key;           /* beyond the horizon: must not be */
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static int64_t
 clock_ms(clockid_t id)

@@ -1,23 +1,12 @@
 /* test_metrics.c -- counters and the lateness histogram: bucket boundaries (a value equal to a
  * bound falls in that bucket), negatives count as 0, and the rendered text carries cumulative
  * buckets, _sum and _count. */
+#include "check.h"
 #include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fails;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static const struct {
     int64_t observe;

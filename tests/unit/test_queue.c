@@ -1,6 +1,7 @@
 /* test_queue.c -- the bounded queue: push/pop order, the capacity bound, partial pushes,
  * wraparound, pop timeouts, close semantics (drain, refuse), and a 4-thread stress (2 producers,
  * 2 consumers) whose item counts and sums must balance. */
+#include "check.h"
 #include "queue.h"
 
 #include <pthread.h>
@@ -12,18 +13,6 @@
 #define STRESS_PER_PRODUCER 200000
 #define STRESS_CAPACITY 64
 #define STRESS_POP_MAX 7
-
-static int fails;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static int64_t
 mono_ms(void)

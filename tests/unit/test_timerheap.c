@@ -1,6 +1,7 @@
 /* test_timerheap.c -- the scheduler's heap and dedupe set: order by (fire_at, id), duplicates
  * refused while queued or retired, the capacity bound, forgetting, and a randomized run checked
  * against sorting. */
+#include "check.h"
 #include "timerheap.h"
 
 #include <inttypes.h>
@@ -9,18 +10,6 @@
 #include <string.h>
 
 #define RANDOM_N 20000
-
-static int fails;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static const struct {
     int64_t id, at;

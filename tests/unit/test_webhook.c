@@ -2,6 +2,7 @@
  * published example, and secrets that must be refused), new secrets, the stable message id, the
  * public-address guard over a table of addresses, URL checks on literal addresses (no DNS), and
  * the retry backoff with its cap and jitter. */
+#include "check.h"
 #include "deliver.h"
 #include "netguard.h"
 #include "webhook.h"
@@ -15,18 +16,6 @@
 #include <sys/socket.h>
 
 #define WHY_MAX 256
-
-static int fails;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __func__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fails++;                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* The example of the Standard Webhooks specification; the expected value was also recomputed with
  * an independent HMAC (node's crypto) when this test was written. */
