@@ -22,7 +22,7 @@ static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
 static const char claim_sql[] =
-    "UPDATE outbox o SET lease_owner = $1, lease_until = now() + $2::bigint * interval '1 millisecond',"
+    "UPDATE outbox o SET lease_owner = $1,"
     "  next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
     " FROM (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
     "       ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED) c, webhooks w"
@@ -31,7 +31,7 @@ static const char claim_sql[] =
     "  o.attempts, o.payload, w.url, w.secret, (w.deleted_at IS NOT NULL)::int";
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
-    "  last_status = d.st, last_error = NULL, lease_owner = NULL, lease_until = NULL,"
+    "  last_status = d.st, last_error = NULL, lease_owner = NULL,"
     "  payload = coalesce(o.payload, d.body)"
     " FROM unnest($1::bigint[], $2::int[], ARRAY(SELECT e FROM json_array_elements_text($3::json)"
     "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS d(id, st, body)"
@@ -40,14 +40,13 @@ static const char failed_sql[] =
     "UPDATE outbox SET attempts = attempts + 1, last_status = NULLIF($2::int, 0), last_error = $3,"
     "  next_attempt_at = now() + $4::bigint * interval '1 millisecond',"
     "  status = CASE WHEN $6::bool OR attempts + 1 >= $5::int THEN 'failed' ELSE 'pending' END,"
-    "  lease_owner = NULL, lease_until = NULL, payload = coalesce(payload, $7)"
+    "  lease_owner = NULL, payload = coalesce(payload, $7)"
     " WHERE id = $1::bigint";
 static const char release_sql[] =
-    "UPDATE outbox SET lease_owner = NULL, lease_until = NULL, next_attempt_at = now()"
+    "UPDATE outbox SET lease_owner = NULL, next_attempt_at = now()"
     " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char renew_sql[] =
-    "UPDATE outbox SET lease_until = now() + $3::bigint * interval '1 millisecond',"
-    "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
+    "UPDATE outbox SET next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
     " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
@@ -225,15 +224,18 @@ db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t
     return st;
 }
 
-enum db_status
-db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n)
+/* Runs a statement on rows ids[0..n) held by owner: $1 the ids, $2 owner, $3 extra (when not
+ * NULL). */
+static enum db_status
+exec_on_held(struct db *db, enum db_stmt id, const char *sql, const int64_t *ids, size_t n,
+             const char *owner, const char *extra)
 {
     char *a = int_array(ids, NULL, n);
-    const char *params[] = {a, owner};
+    const char *params[] = {a, owner, extra};
     enum db_status st = DB_HARD_ERROR;
 
     if (a != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_RELEASE, release_sql, 2, params);
+        st = exec_no_rows(db, id, sql, extra != NULL ? 3 : 2, params);
     else
         db_set_err(db, "out of memory");
     free(a);
@@ -241,18 +243,17 @@ db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n
 }
 
 enum db_status
+db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n)
+{
+    return exec_on_held(db, STMT_OUTBOX_RELEASE, release_sql, ids, n, owner, NULL);
+}
+
+enum db_status
 db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t lease_ms)
 {
-    char *a = int_array(ids, NULL, n), ms[DB_I64_BUF];
-    const char *params[] = {a, owner, db_i64(ms, lease_ms)};
-    enum db_status st = DB_HARD_ERROR;
+    char ms[DB_I64_BUF];
 
-    if (a != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_RENEW, renew_sql, 3, params);
-    else
-        db_set_err(db, "out of memory");
-    free(a);
-    return st;
+    return exec_on_held(db, STMT_OUTBOX_RENEW, renew_sql, ids, n, owner, db_i64(ms, lease_ms));
 }
 
 enum db_status
