@@ -1,42 +1,28 @@
-/* apikey.c -- API key generation, shape checks and hashing (OpenSSL's RNG and SHA-256).
+/* apikey.c -- API key generation, shape checks and hashing (crypto.c's RNG and SHA-256).
  * Keys are high-entropy random strings, so a plain SHA-256 is the right hash: a slow password hash
  * would only cost every request time without adding anything. */
 #include "apikey.h"
 
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <string.h>
+
+#include "b64.h"
+#include "crypto.h"
 
 #define SECRET_BYTES 32
 #define SECRET_LEN 43 /* base64url of 32 bytes, unpadded */
 
+_Static_assert(SECRET_LEN == B64URL_ENCODED_LEN(SECRET_BYTES), "secret length");
+_Static_assert(APIKEY_LEN == 4 + APIKEY_PREFIX_LEN + 1 + SECRET_LEN, "key length");
+_Static_assert(APIKEY_HASH_LEN == CRYPTO_SHA256_LEN, "key hash length");
+
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 static const char hexdigits[] = "0123456789abcdef";
-
-static void
-encode_b64url(const uint8_t *in, size_t n, char *out)
-{
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        acc = (acc << 8) | in[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out[o++] = b64url[(acc >> bits) & 63];
-        }
-    }
-    if (bits > 0)
-        out[o++] = b64url[(acc << (6 - bits)) & 63];
-    out[o] = '\0';
-}
 
 int
 apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1])
 {
     uint8_t rnd[APIKEY_PREFIX_LEN / 2 + SECRET_BYTES];
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+    if (crypto_random_bytes(rnd, sizeof(rnd)) != 0)
         return -1;
     for (int i = 0; i < APIKEY_PREFIX_LEN / 2; i++) {
         prefix[2 * i] = hexdigits[rnd[i] >> 4];
@@ -46,7 +32,7 @@ apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1])
     memcpy(out, "tsk_", 4);
     memcpy(out + 4, prefix, APIKEY_PREFIX_LEN);
     out[4 + APIKEY_PREFIX_LEN] = '_';
-    encode_b64url(rnd + APIKEY_PREFIX_LEN / 2, SECRET_BYTES, out + 5 + APIKEY_PREFIX_LEN);
+    b64url_encode(rnd + APIKEY_PREFIX_LEN / 2, SECRET_BYTES, out + 5 + APIKEY_PREFIX_LEN);
     return 0;
 }
 
@@ -69,8 +55,7 @@ apikey_parse(const char *key, size_t len, char prefix[APIKEY_PREFIX_LEN + 1])
 void
 apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN])
 {
-    unsigned int n = APIKEY_HASH_LEN;
-    EVP_Digest(key, len, out, &n, EVP_sha256(), NULL);
+    crypto_sha256(key, len, out);
 }
 
 void

@@ -1,12 +1,12 @@
 /* db_keys.c -- tenants and API keys. Keys are stored as SHA-256 hashes and found by their public
  * prefix; the hash comparison happens here, in constant time, not in SQL. Used by the
  * `tocsin keys` commands and by the authentication step of every request. */
-#include <openssl/crypto.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "db_internal.h"
 
-#define HASH_LEN 32
+#define HASH_LEN CRYPTO_SHA256_LEN
 
 static int
 hex_nibble(char c)
@@ -97,7 +97,7 @@ db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t
         return st;
     st = DB_NO_RESULTS;
     if (PQntuples(res) == 1 && hex_decode(PQgetvalue(res, 0, 1), stored) == 0 &&
-        CRYPTO_memcmp(stored, hash, HASH_LEN) == 0) {
+        crypto_memeq(stored, hash, HASH_LEN)) {
         *tenant_id = db_get_i64(res, 0, 0);
         st = DB_ONE_RESULT;
     }

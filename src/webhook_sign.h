@@ -1,6 +1,6 @@
 /* webhook_sign.h -- Standard Webhooks secrets and signatures: a secret is "whsec_" + base64 of
  * WEBHOOK_SECRET_BYTES random bytes; a signature is "v1," + base64(HMAC-SHA256(key, "<id>.<ts>.
- * <body>")) where key is the secret's decoded bytes. Pure apart from the random source (OpenSSL).
+ * <body>")) where key is the secret's decoded bytes. Pure apart from the random source.
  */
 #ifndef TOCSIN_WEBHOOK_SIGN_H
 #define TOCSIN_WEBHOOK_SIGN_H
@@ -17,7 +17,8 @@
 /* A new secret into out (WEBHOOK_SECRET_LEN + 1 bytes). 0, or -1 when the random source fails. */
 int webhook_secret_new(char out[WEBHOOK_SECRET_LEN + 1]);
 /* The signature of (id, timestamp, body) under secret into out (WEBHOOK_SIGNATURE_LEN + 1 bytes).
- * 0, or -1 when secret is not "whsec_" + valid base64 of 1..WEBHOOK_KEY_MAX bytes. */
+ * 0, or -1 when secret is not "whsec_" + the canonical padded base64 of 1..WEBHOOK_KEY_MAX
+ * bytes (b64_decode), or the MAC fails. */
 int webhook_sign(const char *secret, const char *id, int64_t timestamp_s, const char *body,
                  size_t body_len, char out[WEBHOOK_SIGNATURE_LEN + 1]);
 /* The stable message id of a reminder occurrence: "rem_<reminder_id>_<fire_at_ms>". The same for
