@@ -21,7 +21,8 @@
 #define ZONE_PATH_MAX 512 /* zoneinfo directory + "/" + name */
 #define TZIF_MAGIC "TZif"
 #define TZIF_MAGIC_LEN 4
-#define INT_TEXT_MAX 24 /* a 64-bit integer in decimal plus NUL */
+#define INT_TEXT_MAX 24     /* a 64-bit integer in decimal plus NUL */
+#define CODEC_SCOPE_MAX 100 /* characters of a scope text (all four names need 47) */
 
 /* ---- parsing ---------------------------------------------------------------------------- */
 
@@ -489,9 +490,10 @@ decode_metadata(const json_t *doc, struct meeting *m, struct codec_errors *errs)
 enum api_error
 codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *errs)
 {
-    static const char *const known[] = {"title",     "description", "starts_at",    "ends_at",
-                                        "time_zone", "location",    "participants", "reminders",
-                                        "metadata",  NULL};
+    static const char *const known[] = {
+        "title",        "description", "starts_at",    "ends_at",  "time_zone", "location",
+        "participants", "reminders",   "organizer_id", "metadata", NULL};
+    const json_t *org = json_object_get(doc, "organizer_id");
     const json_t *title;
 
     errs->n = 0;
@@ -512,6 +514,9 @@ codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *
     decode_participants(doc, m, errs);
     decode_reminders(doc, m, errs);
     decode_metadata(doc, m, errs);
+    if (org != NULL && !json_is_null(org) &&
+        text_ok(org, "organizer_id", 1, PARTICIPANT_ID_MAX, false, errs))
+        m->organizer_id = strdup(json_string_value(org));
     if (errs->n > 0)
         return API_E_VALIDATION;
     meeting_derive_fire_times(m);
@@ -589,6 +594,7 @@ put_fields(json_t *o, const struct meeting *m, bool full)
     for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++)
         bad |= json_array_append_new(reminders, reminder_value(&m->reminders[i], full));
     bad |= json_object_set_new(o, "reminders", reminders);
+    bad |= json_object_set_new(o, "organizer_id", str_or_null(m->organizer_id));
     bad |= json_object_set_new(o, "metadata", load(m->metadata_json, json_null()));
     return bad ? -1 : 0;
 }
@@ -661,26 +667,106 @@ codec_dump(const json_t *v)
 
 /* ---- webhooks --------------------------------------------------------------------------- */
 
-char *
-codec_notification_encode(const struct meeting *m, int64_t reminder_id, int64_t now_ms)
+/* The reminder of o as the meeting shows it, with the occurrence's own fire time and, when o
+ * knows it, its fired state (the row may have moved on: rescheduled, fired again). */
+static json_t *
+occurrence_reminder(const struct meeting *m, const struct occurrence *o)
 {
-    char rid[24], now[TIMEFMT_BUF];
-    json_t *meeting = codec_meeting_encode(m), *reminder = NULL, *doc, *r;
-    size_t i;
+    for (size_t i = 0; i < m->n_reminders; i++) {
+        struct reminder r = m->reminders[i];
 
-    snprintf(rid, sizeof rid, "%lld", (long long)reminder_id);
-    json_array_foreach(json_object_get(meeting, "reminders"), i, r)
-    {
-        const char *id = json_string_value(json_object_get(r, "id"));
-        if (id != NULL && strcmp(id, rid) == 0)
-            reminder = json_incref(r);
+        if (r.id != o->reminder_id)
+            continue;
+        r.fire_at_ms = o->fire_at_ms;
+        if (o->fired_at_ms != 0) {
+            r.status = REMINDER_FIRED;
+            r.fired_at_ms = o->fired_at_ms;
+        }
+        return reminder_value(&r, true);
     }
-    doc = json_pack("{s:s, s:s, s:{s:o, s:o}}", "type", "meeting.reminder", "timestamp",
-                    timefmt_format(now_ms, now), "data", "reminder",
-                    reminder ? reminder : json_null(), "meeting", meeting);
+    return json_null();
+}
+
+char *
+codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms)
+{
+    char id[OCCURRENCE_ID_MAX], ts[TIMEFMT_BUF];
+    json_t *meeting = codec_meeting_encode(m), *reminder = occurrence_reminder(m, o), *doc;
+
+    meeting_occurrence_id(o->reminder_id, o->fire_at_ms, id);
+    doc = meeting == NULL || reminder == NULL
+              ? NULL
+              : json_pack("{s:s, s:s, s:s, s:{s:O, s:O}}", "type", "meeting.reminder", "id", id,
+                          "timestamp", timefmt_format(ts_ms, ts), "data", "reminder", reminder,
+                          "meeting", meeting);
+    json_decref(meeting);
+    json_decref(reminder);
     char *text = doc ? codec_dump(doc) : NULL;
     json_decref(doc);
     return text;
+}
+
+bool
+codec_meeting_has_person(const struct meeting *m, const char *person_id)
+{
+    json_t *list, *p;
+    size_t i;
+    bool found = false;
+
+    if (m->organizer_id != NULL && strcmp(m->organizer_id, person_id) == 0)
+        return true;
+    if (m->participants_json == NULL ||
+        (list = json_loads(m->participants_json, JSON_DECODE_ANY, NULL)) == NULL)
+        return false;
+    json_array_foreach(list, i, p)
+    {
+        const char *id = json_string_value(json_object_get(p, "id"));
+        if (id != NULL && strcmp(id, person_id) == 0)
+            found = true;
+    }
+    json_decref(list);
+    return found;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+codec_string_list_parse(const char *json, char ***out, size_t *n)
+{
+    json_t *a = json_loads(json, 0, NULL), *v;
+    size_t i, len = json_array_size(a);
+    char **list = calloc(len ? len : 1, sizeof *list);
+
+    *out = NULL;
+    *n = 0;
+    if (!json_is_array(a) || list == NULL)
+        goto fail;
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_string(v) || (list[i] = strdup(json_string_value(v))) == NULL)
+            goto fail;
+    }
+    qsort(list, len, sizeof *list, cmp_str);
+    json_decref(a);
+    *out = list;
+    *n = len;
+    return 0;
+fail:
+    codec_string_list_free(list, len);
+    json_decref(a);
+    return -1;
+}
+
+void
+codec_string_list_free(char **v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 char *
@@ -716,4 +802,71 @@ codec_webhook_decode(const json_t *doc, char **url, char **description, struct c
         *url = strdup(json_string_value(u));
     opt_text(doc, "description", CODEC_WEBHOOK_DESCRIPTION_MAX, false, description, errs);
     return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+/* ---- browser tokens ---------------------------------------------------------------------- */
+
+static void
+decode_mtg(const json_t *doc, struct codec_token_request *out, struct codec_errors *errs)
+{
+    const json_t *list = json_object_get(doc, "mtg"), *id;
+    size_t i;
+
+    if (list == NULL || json_is_null(list))
+        return;
+    if (!json_is_array(list) || json_array_size(list) == 0 ||
+        json_array_size(list) > CODEC_TOKEN_MTG_MAX) {
+        add_error(errs, "mtg", "must be an array of 1 to %d meeting ids", CODEC_TOKEN_MTG_MAX);
+        return;
+    }
+    json_array_foreach(list, i, id)
+    {
+        char field[CODEC_FIELD_NAME_MAX];
+        if (!json_is_string(id) || !meeting_id_valid(json_string_value(id))) {
+            add_error(errs, item_path(field, "mtg", i, NULL), "must be a meeting id");
+            continue;
+        }
+        snprintf(out->mtg[out->n_mtg++], MEETING_ID_LEN + 1, "%s", json_string_value(id));
+    }
+}
+
+enum api_error
+codec_token_request_decode(const json_t *doc, struct codec_token_request *out,
+                           struct codec_errors *errs)
+{
+    static const char *const known[] = {"sub", "scope", "ttl_s", "mtg", NULL};
+    const json_t *sub = json_object_get(doc, "sub"), *scope = json_object_get(doc, "scope");
+    const json_t *ttl = json_object_get(doc, "ttl_s");
+
+    memset(out, 0, sizeof *out);
+    out->ttl_s = CODEC_TOKEN_TTL_DEFAULT_S;
+    errs->n = 0;
+    if (!json_is_object(doc)) {
+        add_error(errs, "", "the body must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    unknown_fields(doc, known, "", errs);
+    if (sub == NULL)
+        add_error(errs, "sub", "is required");
+    else if (text_ok(sub, "sub", 1, PARTICIPANT_ID_MAX, false, errs))
+        out->sub = strdup(json_string_value(sub));
+    if (scope == NULL)
+        add_error(errs, "scope", "is required");
+    else if (text_ok(scope, "scope", 0, CODEC_SCOPE_MAX, false, errs))
+        out->scope = strdup(json_string_value(scope));
+    if (ttl != NULL && (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
+                        json_integer_value(ttl) > CODEC_TOKEN_TTL_MAX_S))
+        add_error(errs, "ttl_s", "must be an integer from 1 to %d", CODEC_TOKEN_TTL_MAX_S);
+    else if (ttl != NULL)
+        out->ttl_s = json_integer_value(ttl);
+    decode_mtg(doc, out, errs);
+    return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+void
+codec_token_request_fini(struct codec_token_request *r)
+{
+    free(r->sub);
+    free(r->scope);
+    r->sub = r->scope = NULL;
 }

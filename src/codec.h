@@ -4,6 +4,7 @@
 #define TOCSIN_CODEC_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "api_errors.h"
@@ -57,13 +58,38 @@ json_t *codec_meeting_encode(const struct meeting *m);
 enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
                                     struct codec_errors *errs);
 
+/* POST /v1/browser-tokens: {"sub", "scope", "ttl_s"?, "mtg"?}. */
+#define CODEC_TOKEN_TTL_DEFAULT_S 900
+#define CODEC_TOKEN_TTL_MAX_S 86400
+#define CODEC_TOKEN_MTG_MAX 100
+struct codec_token_request {
+    char *sub;   /* malloc'ed: 1..PARTICIPANT_ID_MAX characters, no control characters */
+    char *scope; /* malloc'ed: the scope text, for the caller to parse */
+    int64_t ttl_s;
+    size_t n_mtg;
+    char mtg[CODEC_TOKEN_MTG_MAX][MEETING_ID_LEN + 1];
+};
+/* Decodes and validates; API_E_NONE or API_E_VALIDATION with errs filled. Free the strings with
+ * codec_token_request_fini in both cases. */
+enum api_error codec_token_request_decode(const json_t *doc, struct codec_token_request *out,
+                                          struct codec_errors *errs);
+void codec_token_request_fini(struct codec_token_request *r);
+
 /* Compact, deterministic serialization (malloc'ed; free()). */
 char *codec_dump(const json_t *v);
 
-/* The webhook body of a fired reminder (malloc'ed text; NULL when out of memory):
- * {"type":"meeting.reminder","timestamp":now,"data":{"reminder":{...},"meeting":{...}}}, the
- * reminder as the meeting's own representation shows it (null if it is no longer there). */
-char *codec_notification_encode(const struct meeting *m, int64_t reminder_id, int64_t now_ms);
+/* The body of a fired reminder on every channel (webhook, stream, inbox), malloc'ed text or NULL
+ * when out of memory: {"type":"meeting.reminder","id":<occurrence id = the webhook-id>,
+ * "timestamp":ts,"data":{"reminder":{...},"meeting":{...}}}. The reminder is the meeting's own,
+ * with the occurrence's fire time (and fired state when o->fired_at_ms is set); null if the
+ * meeting no longer has it. */
+char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
+/* True when person_id is m's organizer or the id of one of its participants. */
+bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
+/* Parses a JSON array of strings into *out: n malloc'ed strings in a malloc'ed array, sorted by
+ * strcmp (free with codec_string_list_free). 0, or -1 for anything else or out of memory. */
+int codec_string_list_parse(const char *json, char ***out, size_t *n);
+void codec_string_list_free(char **v, size_t n);
 /* A JSON array of the n strings v[0..n) (malloc'ed text; NULL when out of memory). */
 char *codec_string_array(const char *const *v, size_t n);
 

@@ -46,6 +46,20 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_WEBHOOK_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webhook_allow_private), 1},
     {"TOCSIN_SHUTDOWN_GRACE_MS", 10000, 0, 120000, 1, offsetof(struct config, shutdown_grace_ms),
      0},
+    /* Each open stream is one connection on top of TOCSIN_HTTP_CONNECTIONS_MAX (http_server.c):
+     * streams never take the API's connections. */
+    {"TOCSIN_STREAMS_MAX", 10000, 1, 100000, 1, offsetof(struct config, streams_max), 1},
+    {"TOCSIN_STREAMS_PER_PARTICIPANT", 5, 1, 1000, 1,
+     offsetof(struct config, streams_per_participant), 1},
+    {"TOCSIN_STREAM_BUFFER_MAX", 65536, 4096, 16777216, 1,
+     offsetof(struct config, stream_buffer_max), 0},
+    {"TOCSIN_STREAM_MAX_AGE_S", 900, 10, 86400, 1000, offsetof(struct config, stream_max_age_ms),
+     0},
+    {"TOCSIN_STREAM_HEARTBEAT_MS", 20000, 100, 60000, 1,
+     offsetof(struct config, stream_heartbeat_ms), 0},
+    {"TOCSIN_STREAM_RETRY_MS", 3000, 0, 60000, 1, offsetof(struct config, stream_retry_ms), 0},
+    {"TOCSIN_STREAM_POLL_MS", 1000, 50, 60000, 1, offsetof(struct config, stream_poll_ms), 0},
+    {"TOCSIN_DEMO", 0, 0, 1, 1, offsetof(struct config, demo), 1},
 };
 
 static int
@@ -221,12 +235,31 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* The settings for browsers: allowed origins and the browser tokens' audience. */
+static int
+load_browser(struct config *cfg, char *err, size_t errlen)
+{
+    const char *v = getenv("TOCSIN_CORS_ORIGINS"), *why = NULL;
+
+    if (cors_origins_parse(v ? v : "", &cfg->cors, &why) != 0)
+        return fail(err, errlen, "TOCSIN_CORS_ORIGINS", why);
+    v = getenv("TOCSIN_TOKEN_AUDIENCE");
+    v = v ? v : "tocsin";
+    if (v[0] == '\0' || strlen(v) > CONFIG_AUDIENCE_MAX ||
+        strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "abcdefghijklmnopqrstuvwxyz"
+                  "0123456789_.:/-") != strlen(v))
+        return fail(err, errlen, "TOCSIN_TOKEN_AUDIENCE", "must be 1..128 of [A-Za-z0-9_.:/-]");
+    copy_str(cfg->token_audience, sizeof(cfg->token_audience), v);
+    return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
-    if (load_strings(cfg, err, errlen) != 0)
+    if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0)
         return -1;
     return load_ints(cfg, err, errlen);
 }

@@ -6,11 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cors.h"
 #include "log.h"
 
 #define CONFIG_STR_MAX 1024
 #define CONFIG_HOST_MAX 256
 #define CONFIG_ERR_MAX 256
+#define CONFIG_AUDIENCE_MAX 128
 
 struct config {
     char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
@@ -41,6 +43,17 @@ struct config {
     int delivery_workers;           /* TOCSIN_DELIVERY_WORKERS 1..64, default 4 */
     int webhook_allow_private;      /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
     int64_t shutdown_grace_ms;      /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */
+    /* Browsers (DESIGN.md section 7). */
+    struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
+    char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */
+    int streams_max;                              /* TOCSIN_STREAMS_MAX 1..100000, default 10000 */
+    int streams_per_participant; /* TOCSIN_STREAMS_PER_PARTICIPANT 1..1000, default 5 */
+    int64_t stream_buffer_max;   /* TOCSIN_STREAM_BUFFER_MAX 4096..16777216, default 65536 */
+    int64_t stream_max_age_ms;   /* TOCSIN_STREAM_MAX_AGE_S 10..86400, default 900 */
+    int64_t stream_heartbeat_ms; /* TOCSIN_STREAM_HEARTBEAT_MS 100..60000, default 20000 */
+    int64_t stream_retry_ms;     /* TOCSIN_STREAM_RETRY_MS 0..60000, default 3000 */
+    int64_t stream_poll_ms;      /* TOCSIN_STREAM_POLL_MS 50..60000, default 1000 */
+    int demo;                    /* TOCSIN_DEMO 0|1, default 0: serve GET /demo */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */

@@ -62,8 +62,8 @@ enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
 enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
 
 /* ---- meetings (db_meeting.c). tenant_id scopes every statement. ---- */
-/* Inserts m (m->id, version=1, created/updated set by caller) and its reminders (status pending,
- * or as the caller set them); fills each reminder's id. */
+/* Inserts m (m->id, version=1, created/updated and organizer set by caller) and its reminders
+ * (status pending, or as the caller set them); fills each reminder's id. */
 enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
 /* Loads a live (not deleted) meeting with its reminders. for_update locks the row (use inside
  * db_tx_run). m must be fresh from meeting_init. */
@@ -88,6 +88,8 @@ struct db_list_query {
     int64_t after_starts_at_ms;
     char after_id[MEETING_ID_LEN + 1];
     size_t limit; /* 1..DB_LIST_LIMIT_MAX; the function fetches limit+1 to know if more exist */
+    const char *viewer;          /* a browser token's sub: only meetings it organizes or attends */
+    const char *viewer_meetings; /* "{uuid,...}": only these (a token's mtg claim); or NULL */
 };
 struct db_meeting_list {
     size_t n;

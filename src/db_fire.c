@@ -14,8 +14,12 @@
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
  * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
- * meetings need no test: deleting one cancels its pending reminders in the same statement. The
- * final SELECT returns 'r' rows (changed reminders) and 'o' rows (outbox). */
+ * meetings need no test: deleting one cancels its pending reminders in the same statement.
+ * Each fired occurrence someone can see also becomes a stream event (migrations/004): its tenant's
+ * head moves by the number of events (the heads are locked in tenant order, so two batches never
+ * deadlock, and the lock held to commit makes seq order commit order) and the events take the
+ * seqs below the new head. The final SELECT returns 'r' rows (changed reminders), 'o' rows
+ * (outbox) and 's' rows (per tenant, the highest stream seq written). */
 
 /* clang-format off */
 static const char fire_sql[] =
@@ -34,9 +38,32 @@ static const char fire_sql[] =
     "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE u.status = 'fired'"
     "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"
-    "  RETURNING id)"
+    "  RETURNING id),"
+    " aud AS ("
+    "  SELECT u.tenant_id, u.id, u.fire_at, u.meeting_id,"
+    "   (SELECT CASE WHEN m.organizer_id IS NULL OR m.organizer_id = ANY (m.participant_ids)"
+    "    THEN m.participant_ids ELSE m.participant_ids || m.organizer_id END"
+    "    FROM meetings m WHERE m.id = u.meeting_id) AS audience"
+    "  FROM upd u WHERE u.status = 'fired'),"
+    " ev AS ("
+    "  SELECT a.*, row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.id, a.fire_at) AS k,"
+    "   count(*) OVER (PARTITION BY a.tenant_id) AS n"
+    "  FROM aud a WHERE cardinality(a.audience) > 0),"
+    " head AS ("
+    "  INSERT INTO stream_heads AS h (tenant_id, seq)"
+    "  SELECT DISTINCT ON (ev.tenant_id) ev.tenant_id, ev.n FROM ev ORDER BY ev.tenant_id"
+    "  ON CONFLICT (tenant_id) DO UPDATE SET seq = h.seq + excluded.seq"
+    "  RETURNING h.tenant_id, h.seq),"
+    " sev AS ("
+    "  INSERT INTO stream_events (tenant_id, seq, reminder_id, fire_at, fired_at, meeting_id,"
+    "                             audience)"
+    "  SELECT ev.tenant_id, hd.seq - ev.n + ev.k, ev.id, ev.fire_at, " DB_TS("$3") ","
+    "   ev.meeting_id, ev.audience"
+    "  FROM ev JOIN head hd ON hd.tenant_id = ev.tenant_id"
+    "  RETURNING tenant_id, seq)"
     " SELECT 'r', u.id, " DB_MS("u.fire_at") ", u.status FROM upd u"
-    " UNION ALL SELECT 'o', i.id, NULL, NULL FROM ins i";
+    " UNION ALL SELECT 'o', i.id, NULL, NULL FROM ins i"
+    " UNION ALL SELECT 's', s.tenant_id, max(s.seq), NULL FROM sev s GROUP BY s.tenant_id";
 /* clang-format on */
 
 /* "{a,b,c}" of field (0 = reminder_id, 1 = fire_at_ms) of each key; malloc'ed, NULL when out of
@@ -78,6 +105,13 @@ collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
             out->outbox_ids[out->n_outbox++] = db_get_i64(res, row, 1);
             continue;
         }
+        if (kind[0] == 's') {
+            if (out->n_streams == DB_FIRE_BATCH_MAX)
+                return -1;
+            out->stream[out->n_streams].tenant_id = db_get_i64(res, row, 1);
+            out->stream[out->n_streams++].seq = db_get_i64(res, row, 2);
+            continue;
+        }
         if (out->n == DB_FIRE_BATCH_MAX)
             return -1;
         struct db_fire_item *it = &out->item[out->n++];
@@ -98,7 +132,7 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, in
     PGresult *res = NULL;
     enum db_status st = DB_HARD_ERROR;
 
-    out->n = out->n_outbox = 0;
+    out->n = out->n_outbox = out->n_streams = 0;
     out->outbox_ids = NULL;
     if (n == 0 || n > DB_FIRE_BATCH_MAX) {
         db_set_err(db, "fire batch of %zu (allowed 1..%d)", n, DB_FIRE_BATCH_MAX);
@@ -128,7 +162,7 @@ db_fire_result_fini(struct db_fire_result *out)
 {
     free(out->outbox_ids);
     out->outbox_ids = NULL;
-    out->n = out->n_outbox = 0;
+    out->n = out->n_outbox = out->n_streams = 0;
 }
 
 /* Counted along the partial index outbox_pending_due: the cost is the backlog, not the history. */

@@ -22,6 +22,8 @@ struct db_fire_item {
 struct db_fire_result {
     size_t n; /* occurrences this statement changed; the others of the batch were stale */
     struct db_fire_item item[DB_FIRE_BATCH_MAX];
+    size_t n_streams; /* tenants that got stream events in this statement */
+    struct stream_head stream[DB_FIRE_BATCH_MAX];
     size_t n_outbox;
     int64_t *outbox_ids; /* n_outbox new outbox row ids, malloc'ed; freed by db_fire_result_fini */
 };
@@ -32,6 +34,8 @@ struct db_fire_result {
  * plus missed_grace_ms, else 'fired', with fired_at = now_ms; each fired one gets an outbox row per
  * live webhook of its tenant, due now and free for any replica's delivery workers. An outbox row
  * that exists already for the occurrence (fired, rescheduled away and back) is not duplicated.
+ * Each fired one whose meeting has participants or an organizer also gets a stream event with
+ * the next sequence number of its tenant (out->stream: the highest per tenant).
  * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */

@@ -25,19 +25,21 @@
     " (SELECT string_agg(concat_ws(',', r.id, r.minutes_before, " DB_MS("r.fire_at") "," \
     "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0))," \
     "                    ';' ORDER BY r.minutes_before DESC)" \
-    "  FROM reminders r WHERE r.meeting_id = m.id)"
+    "  FROM reminders r WHERE r.meeting_id = m.id), m.organizer_id"
 
 /* $3..$11: the writable fields, in the order of meeting_params(). */
 #define MEETING_WRITE_PARAMS \
     "$3, $4, " DB_TS("$5") ", " DB_TS("$6") ", $7, $8, $9::json, $10::json, $11::bigint"
 
 /* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays
- * $14..$17 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never). */
+ * $14..$17 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never). $18: organizer. */
 static const char insert_sql[] =
     "WITH m AS ("
     "  INSERT INTO meetings (id, tenant_id, title, description, starts_at, ends_at, time_zone,"
-    "                        location, participants, metadata, version, created_at, updated_at)"
-    "  VALUES ($1::uuid, $2::bigint, " MEETING_WRITE_PARAMS ", " DB_TS("$12") ", " DB_TS("$13") ")"
+    "                        location, participants, metadata, version, created_at, updated_at,"
+    "                        organizer_id)"
+    "  VALUES ($1::uuid, $2::bigint, " MEETING_WRITE_PARAMS ", " DB_TS("$12") ", " DB_TS("$13") ","
+    "          $18)"
     "  RETURNING id, tenant_id)"
     " INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at)"
     " SELECT m.id, m.tenant_id, r.mb, " DB_TS("r.fa") ", r.st, " DB_TS("nullif(r.fd, 0)")
@@ -98,12 +100,16 @@ static const char delete_sql[] =
     " UNION ALL SELECT 'g', c.id, " DB_MS("c.fire_at") " FROM c";
 
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
- * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. */
+ * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
+ * sees only meetings it organizes or takes part in ($7, NULL for API keys), and only those among
+ * its meeting ids when it names any ($8). */
 static const char list_sql[] =
     "SELECT " MEETING_COLUMNS " FROM meetings m"
     " WHERE m.tenant_id = $1::bigint AND m.deleted_at IS NULL"
     " AND m.starts_at >= " DB_TS("$2") " AND m.starts_at < " DB_TS("$3")
     " AND (m.starts_at, m.id) > (" DB_TS("$4") ", $5::uuid)"
+    " AND ($7::text IS NULL OR m.organizer_id = $7::text OR m.participant_ids @> ARRAY[$7::text])"
+    " AND ($8::uuid[] IS NULL OR m.id = ANY ($8::uuid[]))"
     " ORDER BY m.starts_at, m.id LIMIT $6::int";
 
 /* clang-format on */
@@ -120,7 +126,8 @@ enum {
     COL_ENDS,
     COL_PARTICIPANTS,
     COL_METADATA,
-    COL_REMINDERS
+    COL_REMINDERS,
+    COL_ORGANIZER
 };
 
 /* Parses one "id,minutes_before,fire_at_ms,status,fired_at_ms" item; returns the byte after it. */
@@ -192,7 +199,8 @@ fill_meeting(const PGresult *res, int row, struct meeting *m)
         copy_opt(res, row, COL_TIME_ZONE, &m->time_zone) != 0 ||
         copy_opt(res, row, COL_LOCATION, &m->location) != 0 ||
         copy_opt(res, row, COL_PARTICIPANTS, &m->participants_json) != 0 ||
-        copy_opt(res, row, COL_METADATA, &m->metadata_json) != 0)
+        copy_opt(res, row, COL_METADATA, &m->metadata_json) != 0 ||
+        copy_opt(res, row, COL_ORGANIZER, &m->organizer_id) != 0)
         return -1;
     return parse_reminders(PQgetvalue(res, row, COL_REMINDERS), m);
 }
@@ -288,7 +296,8 @@ db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
     p.v[14] = p.arr.fire_at;
     p.v[15] = p.arr.status;
     p.v[16] = p.arr.fired_at;
-    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 17, p.v, &res);
+    p.v[17] = m->organizer_id;
+    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 18, p.v, &res);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res); row++) {
@@ -483,8 +492,10 @@ db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
         db_ms(after, q->has_after ? q->after_starts_at_ms : INT64_MIN),
         q->has_after ? q->after_id : "00000000-0000-0000-0000-000000000000",
         db_i64(limit, (int64_t)q->limit + 1),
+        q->viewer,
+        q->viewer_meetings,
     };
-    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 6, params, &res);
+    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 8, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = read_list(db, res, q->limit, out);

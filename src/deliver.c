@@ -159,7 +159,9 @@ build_payloads(struct worker *w, const size_t *need, size_t k)
         if (m == NULL) {
             record_failure(w, it, 0, "meeting deleted before delivery", true);
             w->state[need[j]] = ROW_DONE;
-        } else if ((it->payload = codec_notification_encode(m, it->reminder_id, now)) == NULL) {
+        } else if ((it->payload = codec_notification_encode(
+                        m, &(struct occurrence){it->reminder_id, it->fire_at_ms, 0}, now)) ==
+                   NULL) {
             w->state[need[j]] = ROW_RELEASE;
         }
     }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "mirror_claim.h"
+#include "mirror_stream.h"
 #include "queue.h"
 #include "timefmt.h"
 
@@ -33,6 +34,8 @@ struct dispatch {
     int64_t claim_ttl_ms, missed_grace_ms;
     dispatch_fired_fn on_fired;
     void *on_fired_arg;
+    dispatch_streamed_fn on_streamed;
+    void *on_streamed_arg;
     /* Below: the thread's own. */
     struct mirror *mi;
     struct db *db;
@@ -169,6 +172,14 @@ account(struct dispatch *d, size_t n_sent)
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
     if (d->on_fired != NULL && d->res.n_outbox > 0)
         d->on_fired(d->on_fired_arg, d->res.outbox_ids, d->res.n_outbox);
+    if (d->res.n_streams == 0)
+        return;
+    /* This replica's hub first (no round trip), then the others. A lost PUBLISH costs them at
+     * most their catch-up poll: the events are in PostgreSQL. */
+    if (d->on_streamed != NULL)
+        d->on_streamed(d->on_streamed_arg, d->res.stream, d->res.n_streams);
+    if (!d->redis_down)
+        (void)mirror_stream_publish(d->mi, d->res.stream, d->res.n_streams);
 }
 
 static enum db_status
@@ -284,6 +295,8 @@ dispatch_start(const struct dispatch_opts *opts)
     d->missed_grace_ms = opts->missed_grace_ms;
     d->on_fired = opts->on_fired;
     d->on_fired_arg = opts->on_fired_arg;
+    d->on_streamed = opts->on_streamed;
+    d->on_streamed_arg = opts->on_streamed_arg;
     d->q = queue_new(sizeof(struct reminder_key), DISPATCH_QUEUE_MAX);
     d->mi = mirror_new(&opts->mirror);
     d->database_url = strdup(opts->database_url);

@@ -2,8 +2,9 @@
  * Redis expired events and the reconciler's overdue sweep, in any number and order, duplicates
  * welcome), claims them across replicas in Redis and fires the winners in PostgreSQL, one
  * statement per batch. Never fires early; fires each occurrence at most once (the database's
- * conditional UPDATE decides); hands the new outbox rows to delivery after commit. Owns its own
- * database and Redis connections. */
+ * conditional UPDATE decides); hands the new outbox rows to delivery after commit, and wakes the
+ * stream hubs (its own directly, the other replicas' by a Redis PUBLISH). Owns its own database
+ * and Redis connections. */
 #ifndef TOCSIN_DISPATCH_H
 #define TOCSIN_DISPATCH_H
 
@@ -27,6 +28,10 @@
  * created (borrowed for the call). Must not block for long: the next batch waits for it. */
 typedef void (*dispatch_fired_fn)(void *arg, const int64_t *outbox_ids, size_t n);
 
+/* Called on the dispatch thread after a fire statement committed stream events: the newest seq
+ * per tenant (borrowed for the call). Must not block for long. */
+typedef void (*dispatch_streamed_fn)(void *arg, const struct stream_head *heads, size_t n);
+
 struct dispatch_opts {
     const char *database_url;
     struct mirror_opts mirror;
@@ -35,6 +40,8 @@ struct dispatch_opts {
     int64_t missed_grace_ms;    /* fired later than meeting start + this: recorded missed */
     dispatch_fired_fn on_fired; /* NULL = nobody to hand rows to (delivery's poller finds them) */
     void *on_fired_arg;
+    dispatch_streamed_fn on_streamed; /* NULL = no local stream hub (others poll or get PUBLISH) */
+    void *on_streamed_arg;
 };
 
 struct dispatch;

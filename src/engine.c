@@ -15,6 +15,7 @@ struct engine {
     struct recon *recon;
     struct sched *sched;
     struct expiry *expiry;
+    const struct engine_hooks *hooks;
 };
 
 static struct mirror_opts
@@ -26,23 +27,39 @@ mirror_opts_of(const struct config *cfg)
         cfg->redis_prefix, cfg->mirror_horizon_ms};
 }
 
+/* After each (re)subscribe: events and wake-ups may have been lost while away. */
 static void
 on_subscribed(void *arg)
 {
-    recon_kick(arg);
+    struct engine *e = arg;
+
+    recon_kick(e->recon);
+    if (e->hooks->on_streamed != NULL)
+        e->hooks->on_streamed(e->hooks->streamed_arg, NULL, 0);
+}
+
+static void
+on_stream_wake(void *arg, const struct stream_head *h)
+{
+    const struct engine_hooks *hooks = arg;
+
+    hooks->on_streamed(hooks->streamed_arg, h, 1);
 }
 
 struct engine *
-engine_start(const struct config *cfg, dispatch_fired_fn on_fired, void *arg)
+engine_start(const struct config *cfg, const struct engine_hooks *hooks)
 {
     struct engine *e = calloc(1, sizeof *e);
     struct mirror_opts mo = mirror_opts_of(cfg);
 
     if (e == NULL)
         return NULL;
-    struct dispatch_opts dopt = {
-        cfg->database_url, mo, cfg->instance_id, cfg->claim_ttl_ms, cfg->missed_grace_ms,
-        on_fired,          arg};
+    e->hooks = hooks;
+    struct dispatch_opts dopt = {cfg->database_url,    mo,
+                                 cfg->instance_id,     cfg->claim_ttl_ms,
+                                 cfg->missed_grace_ms, hooks->on_fired,
+                                 hooks->fired_arg,     hooks->on_streamed,
+                                 hooks->streamed_arg};
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
     struct recon_opts ropt = {cfg->database_url, mo, cfg->recon_interval_ms,
@@ -53,7 +70,12 @@ engine_start(const struct config *cfg, dispatch_fired_fn on_fired, void *arg)
                               e->dispatch};
     if ((e->sched = sched_start(&sopt)) == NULL)
         goto fail;
-    struct expiry_opts eopt = {mo, e->dispatch, on_subscribed, e->recon};
+    struct expiry_opts eopt = {mo,
+                               e->dispatch,
+                               on_subscribed,
+                               e,
+                               hooks->on_streamed != NULL ? on_stream_wake : NULL,
+                               (void *)hooks};
     if ((e->expiry = expiry_start(&eopt)) == NULL)
         goto fail;
     return e;

@@ -21,10 +21,19 @@ struct engine_gauges {
     unsigned long long recon_passes;
 };
 
-/* Starts the threads (dispatch first, so the others have somewhere to send). on_fired receives
- * the outbox ids of each committed fire (NULL: delivery finds them by polling). cfg must outlive
- * the engine. NULL when a thread cannot start. */
-struct engine *engine_start(const struct config *cfg, dispatch_fired_fn on_fired, void *arg);
+/* Where the engine reports what it fired. Any pointer may be NULL. */
+struct engine_hooks {
+    dispatch_fired_fn on_fired; /* outbox ids of each committed fire (delivery) */
+    void *fired_arg;
+    /* Stream heads: this replica's fires (n >= 1), the other replicas' wake-ups (n == 1), and an
+     * empty call (n == 0) after each resubscribe, when wake-ups may have been missed. */
+    dispatch_streamed_fn on_streamed;
+    void *streamed_arg;
+};
+
+/* Starts the threads (dispatch first, so the others have somewhere to send). cfg and hooks must
+ * outlive the engine. NULL when a thread cannot start. */
+struct engine *engine_start(const struct config *cfg, const struct engine_hooks *hooks);
 /* Reminder occurrences just committed (created or moved): the scheduler takes those due soon. */
 void engine_reminders_changed(struct engine *e, const struct reminder_key *k, size_t n);
 /* A mirror write failed after a commit: asks the reconciler for a full pass now. */

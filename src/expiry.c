@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "mirror_internal.h"
+#include "mirror_stream.h"
 
 #define EXPIRY_CHANNEL_MAX 48
 
@@ -27,7 +28,10 @@ struct expiry {
     struct dispatch *d;
     expiry_connect_fn on_connect;
     void *on_connect_arg;
+    expiry_stream_fn on_stream;
+    void *on_stream_arg;
     char channel[EXPIRY_CHANNEL_MAX];
+    char stream_channel[MIRROR_STREAM_CHANNEL_MAX];
     bool was_down; /* an outage is logged once, not per retry */
     size_t n;
     struct reminder_key batch[DISPATCH_BATCH_MAX];
@@ -41,7 +45,17 @@ flush(struct expiry *e)
     e->n = 0;
 }
 
-/* One pushed message: ["message", channel, key]. Other replies (subscribe confirmations) are
+/* A message on the stream wake-up channel. */
+static void
+take_stream(struct expiry *e, const redisReply *msg)
+{
+    struct stream_head h;
+
+    if (mirror_stream_parse(msg->str, msg->len, &h) == 0)
+        e->on_stream(e->on_stream_arg, &h);
+}
+
+/* One pushed message: ["message", channel, payload]. Other replies (subscribe confirmations) are
  * ignored. */
 static void
 take(struct expiry *e, const redisReply *r)
@@ -50,8 +64,12 @@ take(struct expiry *e, const redisReply *r)
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0 ||
-        r->element[2]->type != REDIS_REPLY_STRING)
+        r->element[1]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING)
         return;
+    if (e->on_stream != NULL && strcmp(r->element[1]->str, e->stream_channel) == 0) {
+        take_stream(e, r->element[2]);
+        return;
+    }
     if (mirror_key_parse(r->element[2]->str, r->element[2]->len, mirror_prefix(e->mi),
                          &k.reminder_id, &k.fire_at_ms) != 0)
         return; /* not a reminder key of ours */
@@ -71,16 +89,24 @@ lost(struct expiry *e, const char *why)
     mirror_conn_lost(e->mi);
 }
 
+/* SUBSCRIBE to one or two channels: one confirmation reply per channel. */
 static int
 subscribe(struct expiry *e, redisContext *c)
 {
-    const char *argv[] = {"SUBSCRIBE", e->channel};
-    size_t lens[] = {9, strlen(e->channel)};
-    redisReply *r = redisCommandArgv(c, 2, argv, lens);
-    int ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+    const char *argv[] = {"SUBSCRIBE", e->channel, e->stream_channel};
+    size_t lens[] = {9, strlen(e->channel), strlen(e->stream_channel)};
+    int argc = e->on_stream != NULL ? 3 : 2, ok = 1;
 
-    if (r != NULL)
-        freeReplyObject(r);
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+        return -1;
+    for (int i = 1; i < argc && ok; i++) {
+        redisReply *r = NULL;
+
+        ok = redisGetReply(c, (void **)&r) == REDIS_OK && r != NULL &&
+             r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+        if (r != NULL)
+            freeReplyObject(r);
+    }
     if (!ok)
         return -1;
     atomic_store(&e->connected, true);
@@ -154,6 +180,9 @@ expiry_start(const struct expiry_opts *opts)
     e->d = opts->dispatch;
     e->on_connect = opts->on_connect;
     e->on_connect_arg = opts->on_connect_arg;
+    e->on_stream = opts->on_stream;
+    e->on_stream_arg = opts->on_stream_arg;
+    mirror_stream_channel(e->stream_channel, sizeof e->stream_channel, opts->mirror.prefix);
     snprintf(e->channel, sizeof e->channel, "__keyevent@%d__:expired", opts->mirror.db);
     e->mi = mirror_new(&opts->mirror);
     if (e->mi == NULL || pthread_create(&e->thread, NULL, run, e) != 0) {

@@ -1,8 +1,9 @@
 /* expiry.h -- the expiry listener: its own thread and Redis connection, SUBSCRIBEd to
- * __keyevent@<db>__:expired. Each expired reminder key of our prefix becomes an occurrence for
- * dispatch. Events are hints: late, lost while disconnected, seen by every replica; the scheduler
- * and the reconciler cover what they miss. Reconnects with the mirror's backoff and calls
- * on_connect after every (re)subscribe so a repair pass covers the gap. */
+ * __keyevent@<db>__:expired and to the stream wake-up channel (mirror_stream.h). Each expired
+ * reminder key of our prefix becomes an occurrence for dispatch; each wake-up goes to on_stream.
+ * Both are hints: late, lost while disconnected, seen by every replica; the scheduler, the
+ * reconciler and the stream hub's poll cover what they miss. Reconnects with the mirror's backoff
+ * and calls on_connect after every (re)subscribe so a repair pass covers the gap. */
 #ifndef TOCSIN_EXPIRY_H
 #define TOCSIN_EXPIRY_H
 
@@ -14,12 +15,17 @@
 #define EXPIRY_POLL_MS 250 /* how often the thread looks at its stop flag while idle */
 
 typedef void (*expiry_connect_fn)(void *arg);
+/* A stream wake-up from another replica (or this one): tenant h->tenant_id has events up to
+ * h->seq. Called on the listener's thread; must not block. */
+typedef void (*expiry_stream_fn)(void *arg, const struct stream_head *h);
 
 struct expiry_opts {
     struct mirror_opts mirror;    /* host, port, db, password, prefix */
     struct dispatch *dispatch;    /* borrowed; must outlive the listener */
     expiry_connect_fn on_connect; /* called on the listener's thread; may be NULL */
     void *on_connect_arg;
+    expiry_stream_fn on_stream; /* may be NULL: then the wake-up channel is not subscribed */
+    void *on_stream_arg;
 };
 
 struct expiry;

@@ -2,6 +2,7 @@
 #include "http_reply.h"
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,39 @@
 #include "log.h"
 
 #define PROBLEM_DETAIL_MAX 300
+#define RETRY_AFTER_MAX 16
+
+/* What a page from another origin may send and read (DESIGN.md section 7). */
+#define CORS_ALLOW_METHODS "GET, POST, PUT, PATCH, DELETE"
+#define CORS_ALLOW_HEADERS                                                                         \
+    "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, Last-Event-ID"
+#define CORS_EXPOSE_HEADERS "ETag, Location, Retry-After, WWW-Authenticate"
+#define CORS_MAX_AGE "7200" /* seconds: Chromium's cap */
+
+/* The CORS headers of a /v1/ reply: Vary always (the reply depends on Origin), the rest only for
+ * an allowed origin. Returns whether the origin was allowed. */
+static bool
+add_cors(struct request *rq, struct MHD_Response *resp)
+{
+    const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
+    const char *origin = http_header(rq, "Origin");
+
+    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL || strncmp(rq->path, "/v1/", 4))
+        return false;
+    MHD_add_response_header(resp, "Vary", "Origin");
+    if (!cors_origin_allowed(c, origin))
+        return false;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", c->any ? "*" : origin);
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);
+    return true;
+}
 
 static int
 queue(struct request *rq, unsigned status, struct MHD_Response *resp)
 {
     if (resp == NULL)
         return MHD_NO;
+    add_cors(rq, resp);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     rq->status = status;
@@ -89,8 +117,17 @@ reply_problem_json(struct request *rq, enum api_error e, json_t *p)
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/problem+json");
-    if (status == MHD_HTTP_UNAUTHORIZED)
+    if (e == API_E_INVALID_TOKEN)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+    else if (e == API_E_INSUFFICIENT_SCOPE)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer error=\"insufficient_scope\"");
+    else if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (rq->retry_after_s > 0) {
+        char ra[RETRY_AFTER_MAX];
+        snprintf(ra, sizeof ra, "%u", rq->retry_after_s);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, "Allow", rq->match.allow);
     return queue(rq, status, resp);
@@ -100,6 +137,41 @@ int
 http_reply_problem(struct request *rq, enum api_error e, const char *detail)
 {
     return reply_problem_json(rq, e, problem_new(e, detail));
+}
+
+int
+http_reply_problem_retry(struct request *rq, enum api_error e, const char *detail,
+                         unsigned retry_after_s)
+{
+    rq->retry_after_s = retry_after_s;
+    return reply_problem_json(rq, e, problem_new(e, detail));
+}
+
+int
+http_reply_preflight(struct request *rq)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+
+    if (resp == NULL)
+        return MHD_NO;
+    if (add_cors(rq, resp)) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", CORS_ALLOW_METHODS);
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
+        MHD_add_response_header(resp, "Access-Control-Max-Age", CORS_MAX_AGE);
+    } else {
+        LOG_INFO("cors: preflight for %s from an origin not in TOCSIN_CORS_ORIGINS", rq->path);
+    }
+    rq->status = MHD_HTTP_NO_CONTENT;
+    rq->answered = true;
+    enum MHD_Result r = MHD_queue_response(rq->conn, MHD_HTTP_NO_CONTENT, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+int
+http_reply_response(struct request *rq, unsigned status, struct MHD_Response *resp)
+{
+    return queue(rq, status, resp);
 }
 
 int

@@ -1,6 +1,7 @@
 /* http_reply.h -- the only code that builds MHD responses: JSON, problem+json (RFC 9457), empty,
  * 304. Each function queues the response and returns the MHD result for the access handler to
- * return. Headers common to all replies (Cache-Control, X-Content-Type-Options) are added here. */
+ * return. Headers common to all replies (Cache-Control, X-Content-Type-Options, the CORS headers
+ * of DESIGN.md section 7 on /v1/ paths) are added here. */
 #ifndef TOCSIN_HTTP_REPLY_H
 #define TOCSIN_HTTP_REPLY_H
 
@@ -12,6 +13,8 @@
 #include "http_request.h"
 
 #define HTTP_ETAG_MAX 40 /* quoted 32 hex digits */
+
+struct MHD_Response;
 
 /* Optional headers of a JSON reply. */
 struct http_reply_meta {
@@ -28,6 +31,15 @@ int http_reply_json(struct request *rq, unsigned status, json_t *v_steal,
 /* application/problem+json for e; detail may be NULL. 401 adds WWW-Authenticate, 405 adds Allow
  * (from rq->match.allow). */
 int http_reply_problem(struct request *rq, enum api_error e, const char *detail);
+/* http_reply_problem with a Retry-After of retry_after_s seconds (429, 503). */
+int http_reply_problem_retry(struct request *rq, enum api_error e, const char *detail,
+                             unsigned retry_after_s);
+/* 204 to a CORS preflight (OPTIONS on a /v1/ path): the CORS headers when the Origin is
+ * allowed, none otherwise (the browser then blocks the request). */
+int http_reply_preflight(struct request *rq);
+/* Queues a response built elsewhere in the HTTP layer (a stream), with the common headers;
+ * takes resp (destroys its reference). */
+int http_reply_response(struct request *rq, unsigned status, struct MHD_Response *resp);
 /* 400 validation problem with an errors[] array. */
 int http_reply_validation(struct request *rq, const struct codec_errors *errs);
 int http_reply_empty(struct request *rq, unsigned status);

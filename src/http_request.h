@@ -10,20 +10,51 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "meeting.h"
 #include "route.h"
 
 #define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
 #define HTTP_URL_MAX 2048   /* request targets above this get 414 */
 #define HTTP_HEADER_VALUE_MAX 4096
-#define AUTH_CACHE_SLOTS 64 /* per thread */
+#define AUTH_CACHE_SLOTS 64    /* API keys, per thread */
+#define SIGNING_CACHE_SLOTS 16 /* signing keys of browser tokens, per thread */
 
 struct db;
 struct engine;
+struct hub;
 struct mirror;
 struct MHD_Connection;
 
+#define PRINCIPAL_SUB_MAX 800 /* bytes: 200 characters of UTF-8 */
+#define PRINCIPAL_MTG_MAX 100 /* meeting ids a browser token may be limited to */
+
+/* Browser token scopes (DESIGN.md section 7). */
+enum scope {
+    SCOPE_MEETINGS_READ = 1,
+    SCOPE_MEETINGS_WRITE = 2,
+    SCOPE_NOTIFICATIONS = 4,
+    SCOPE_PUSH = 8,
+};
+
+/* Who makes a request: a tenant's API key (a server), or a browser token for one participant. */
+struct principal {
+    bool browser;    /* a browser token; false: an API key */
+    unsigned scopes; /* enum scope bits (browser tokens only) */
+    char sub[PRINCIPAL_SUB_MAX + 1];
+    int64_t expires_ms; /* the token's exp */
+    size_t n_mtg;       /* 0: any meeting */
+    char mtg[PRINCIPAL_MTG_MAX][MEETING_ID_LEN + 1];
+};
+
 struct auth_cache_slot {
     uint8_t hash[32];
+    int64_t tenant_id;
+    int64_t expires_ms; /* monotonic */
+};
+
+struct signing_cache_slot {
+    char kid[65];
+    char secret[65];
     int64_t tenant_id;
     int64_t expires_ms; /* monotonic */
 };
@@ -34,13 +65,17 @@ struct worker {
     int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
     struct mirror *mi;
     struct engine *engine; /* the replica's reminder engine (thread-safe calls), or NULL */
+    struct hub *hub;       /* the replica's stream hub (thread-safe calls) */
     struct auth_cache_slot auth[AUTH_CACHE_SLOTS];
     unsigned auth_next;
+    struct signing_cache_slot signing[SIGNING_CACHE_SLOTS];
+    unsigned signing_next;
     struct worker *next; /* registry list, guarded by the server's registry lock */
 };
 
 struct request {
     struct MHD_Connection *conn;
+    const struct config *cfg;
     struct worker *w;
     const char *method;
     char *path; /* malloc'ed copy, query string excluded */
@@ -51,13 +86,17 @@ struct request {
     bool body_too_large;
     bool answered;
     int64_t tenant_id;
-    size_t target_len; /* bytes of the raw request target, query included */
+    struct principal who; /* filled by authentication */
+    size_t target_len;    /* bytes of the raw request target, query included */
     int64_t start_ns;
-    unsigned status; /* for the access log */
+    unsigned status;        /* for the access log */
+    unsigned retry_after_s; /* a Retry-After for the problem reply, 0 = none */
 };
 
 /* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */
 const char *http_header(struct request *rq, const char *name);
+/* The value of query argument name, or NULL. Borrowed from MHD, valid during the request. */
+const char *http_query(struct request *rq, const char *name);
 /* The worker's database, connecting on demand; NULL (and a 503 is the caller's to send) when
  * PostgreSQL cannot be reached. */
 struct db *http_db(struct request *rq);

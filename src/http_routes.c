@@ -1,20 +1,33 @@
-/* http_routes.c -- the API's table of contents: every endpoint, its method and its handler. */
+/* http_routes.c -- the API's table of contents: every endpoint, its method, its handler and who
+ * may call it (route.h's flags: API keys everywhere but the participant routes; browser tokens
+ * with the scope named). */
 #include "http_routes.h"
+
+#define BROWSER_STREAM (ROUTE_NOTIFICATIONS | ROUTE_TOKEN_QUERY | ROUTE_ANY_ACCEPT)
+#define ASSET (ROUTE_PUBLIC | ROUTE_ANY_ACCEPT)
 
 const struct route http_routes[] = {
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
     {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC},
-    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC},
-    {"POST", "/v1/meetings", handle_meetings_post, 0},
-    {"GET", "/v1/meetings", handle_meetings_list, 0},
-    {"GET", "/v1/meetings/{id}", handle_meeting_get, 0},
-    {"PUT", "/v1/meetings/{id}", handle_meeting_put, 0},
-    {"PATCH", "/v1/meetings/{id}", handle_meeting_patch, 0},
-    {"DELETE", "/v1/meetings/{id}", handle_meeting_delete, 0},
-    {"GET", "/v1/meetings/{id}/deliveries", handle_meeting_deliveries, 0},
-    {"POST", "/v1/webhooks", handle_webhooks_post, 0},
-    {"GET", "/v1/webhooks", handle_webhooks_list, 0},
-    {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, 0},
+    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT},
+    {"POST", "/v1/meetings", handle_meetings_post, ROUTE_WRITE},
+    {"GET", "/v1/meetings", handle_meetings_list, ROUTE_READ},
+    {"GET", "/v1/meetings/{id}", handle_meeting_get, ROUTE_READ},
+    {"PUT", "/v1/meetings/{id}", handle_meeting_put, ROUTE_WRITE},
+    {"PATCH", "/v1/meetings/{id}", handle_meeting_patch, ROUTE_WRITE},
+    {"DELETE", "/v1/meetings/{id}", handle_meeting_delete, ROUTE_WRITE},
+    {"GET", "/v1/meetings/{id}/deliveries", handle_meeting_deliveries, ROUTE_API_KEY},
+    {"POST", "/v1/webhooks", handle_webhooks_post, ROUTE_API_KEY},
+    {"GET", "/v1/webhooks", handle_webhooks_list, ROUTE_API_KEY},
+    {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, ROUTE_API_KEY},
+    {"POST", "/v1/signing-keys", handle_signing_keys_post, ROUTE_API_KEY},
+    {"GET", "/v1/signing-keys", handle_signing_keys_list, ROUTE_API_KEY},
+    {"DELETE", "/v1/signing-keys/{id}", handle_signing_key_delete, ROUTE_API_KEY},
+    {"POST", "/v1/browser-tokens", handle_browser_tokens_post, ROUTE_API_KEY},
+    {"GET", "/v1/stream", handle_stream, BROWSER_STREAM},
+    {"GET", "/v1/me/notifications", handle_notifications, ROUTE_NOTIFICATIONS},
+    {"GET", "/v1/client.js", handle_client_js, ASSET},
+    {"GET", "/demo", handle_demo, ASSET},
 };
 
 const size_t http_routes_count = sizeof(http_routes) / sizeof(http_routes[0]);

@@ -20,5 +20,13 @@ int handle_meeting_deliveries(struct request *rq);
 int handle_webhooks_post(struct request *rq);
 int handle_webhooks_list(struct request *rq);
 int handle_webhook_delete(struct request *rq);
+int handle_signing_keys_post(struct request *rq);
+int handle_signing_keys_list(struct request *rq);
+int handle_signing_key_delete(struct request *rq);
+int handle_browser_tokens_post(struct request *rq);
+int handle_stream(struct request *rq);
+int handle_notifications(struct request *rq);
+int handle_client_js(struct request *rq);
+int handle_demo(struct request *rq);
 
 #endif

@@ -12,13 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
-#include "apikey.h"
 #include "db.h"
+#include "http_auth.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
+#include "hub.h"
 #include "log.h"
 #include "mirror.h"
 #include "timefmt.h"
@@ -26,11 +28,13 @@
 #define DB_RETRY_BACKOFF_MS 1000
 #define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
 #define DRAIN_POLL_MS 10                   /* how often shutdown checks for in-flight requests */
+#define FD_HEADROOM 256 /* descriptors beyond the connections: database, Redis, files, logs */
 
 struct http_server {
     struct MHD_Daemon *daemon;
     const struct config *cfg;
     struct engine *engine;
+    struct hub *hub;
     pthread_mutex_t lock; /* guards workers */
     struct worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
@@ -60,6 +64,7 @@ worker_get(struct http_server *srv)
                              cfg->redis_prefix, cfg->mirror_horizon_ms};
     w->cfg = cfg;
     w->engine = srv->engine;
+    w->hub = srv->hub;
     w->mi = mirror_new(&mo);
     if (w->mi == NULL) {
         free(w);
@@ -96,6 +101,12 @@ http_header(struct request *rq, const char *name)
     return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
+const char *
+http_query(struct request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 /* MHD calls this first with the full request target; what it returns becomes *con_cls. */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -104,6 +115,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (rq == NULL)
         return NULL;
     rq->conn = conn;
+    rq->cfg = ((struct http_server *)cls)->cfg;
     rq->start_ns = mono_ns();
     atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
@@ -150,65 +162,6 @@ early_checks(struct request *rq, enum MHD_Result *ret)
     return 0;
 }
 
-static int
-auth_cache_find(struct worker *w, const uint8_t hash[32], int64_t *tenant)
-{
-    int64_t now = timefmt_mono_ms();
-    for (size_t i = 0; i < AUTH_CACHE_SLOTS; i++) {
-        struct auth_cache_slot *s = &w->auth[i];
-        if (s->expires_ms > now && memcmp(s->hash, hash, 32) == 0) {
-            *tenant = s->tenant_id;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void
-auth_cache_put(struct worker *w, const uint8_t hash[32], int64_t tenant)
-{
-    if (w->cfg->auth_cache_ms == 0)
-        return;
-    struct auth_cache_slot *s = &w->auth[w->auth_next++ % AUTH_CACHE_SLOTS];
-    memcpy(s->hash, hash, 32);
-    s->tenant_id = tenant;
-    s->expires_ms = timefmt_mono_ms() + w->cfg->auth_cache_ms;
-}
-
-/* Bearer authentication. Returns 0 with rq->tenant_id set, or the API error to answer. */
-static enum api_error
-authenticate(struct request *rq)
-{
-    const char *h = http_header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
-    char prefix[APIKEY_PREFIX_LEN + 1];
-    uint8_t hash[APIKEY_HASH_LEN];
-
-    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-        return API_E_UNAUTHORIZED;
-    h += 7;
-    h += strspn(h, " ");
-    size_t len = strlen(h);
-    if (apikey_parse(h, len, prefix) != 0)
-        return API_E_UNAUTHORIZED;
-    apikey_hash(h, len, hash);
-    if (auth_cache_find(rq->w, hash, &rq->tenant_id))
-        return API_E_NONE;
-    struct db *db = http_db(rq);
-    if (db == NULL)
-        return API_E_DB_UNAVAILABLE;
-    switch (db_key_lookup(db, prefix, hash, &rq->tenant_id)) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return API_E_DB_UNAVAILABLE;
-    case DB_NO_RESULTS:
-        return API_E_UNAUTHORIZED;
-    case DB_ONE_RESULT:
-        break;
-    }
-    auth_cache_put(rq->w, hash, rq->tenant_id);
-    return API_E_NONE;
-}
-
 /* Is media range r (up to its ';') one that application/json satisfies? */
 static int
 range_fits_json(const char *r, size_t n)
@@ -247,6 +200,9 @@ accepts_json(const char *accept)
 static enum MHD_Result
 dispatch(struct http_server *srv, struct request *rq, const char *url)
 {
+    /* A CORS preflight carries no credentials and asks about any /v1/ path. */
+    if (strcmp(rq->method, "OPTIONS") == 0 && strncmp(url, "/v1/", 4) == 0)
+        return (enum MHD_Result)http_reply_preflight(rq);
     switch (route_find(http_routes, http_routes_count, rq->method, url, &rq->match)) {
     case ROUTE_NOT_FOUND:
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_FOUND, NULL);
@@ -258,14 +214,17 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
     if (rq->body_too_large)
         return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
                                                    "request bodies are limited to 65536 bytes");
-    if (!accepts_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
+    if (!(rq->match.route->flags & ROUTE_ANY_ACCEPT) &&
+        !accepts_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,
                                                    "responses are application/json");
     rq->w = worker_get(srv);
     if (rq->w == NULL)
         return MHD_NO;
     if (!(rq->match.route->flags & ROUTE_PUBLIC)) {
-        enum api_error e = authenticate(rq);
+        enum api_error e = http_authenticate(rq);
+        if (e == API_E_NONE)
+            e = http_authorize(rq);
         if (e != API_E_NONE)
             return (enum MHD_Result)http_reply_problem(rq, e, NULL);
     }
@@ -354,12 +313,39 @@ resolve(const struct config *cfg, struct sockaddr_storage *ss, unsigned *flags)
     return 0;
 }
 
+/* Every connection is a descriptor: the API's, the streams', and some for our own connections. */
+static int
+raise_fd_limit(const struct config *cfg, char *err, size_t errlen)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)cfg->http_connections_max + (rlim_t)cfg->streams_max + FD_HEADROOM;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur >= need)
+        return 0;
+    snprintf(err, errlen,
+             "TOCSIN_STREAMS_MAX: %d streams + %d connections need %llu descriptors, the limit "
+             "is %llu (raise ulimit -n or lower them)",
+             cfg->streams_max, cfg->http_connections_max, (unsigned long long)need,
+             (unsigned long long)rl.rlim_cur);
+    return -1;
+}
+
 struct http_server *
-http_server_start(const struct config *cfg, struct engine *engine, char *err, size_t errlen)
+http_server_start(const struct config *cfg, struct engine *engine, struct hub *hub, char *err,
+                  size_t errlen)
 {
     struct sockaddr_storage ss;
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
+
+    if (raise_fd_limit(cfg, err, errlen) != 0)
+        return NULL;
     struct http_server *srv = calloc(1, sizeof(*srv));
 
     if (srv == NULL || resolve(cfg, &ss, &flags) != 0) {
@@ -369,11 +355,12 @@ http_server_start(const struct config *cfg, struct engine *engine, char *err, si
     }
     srv->cfg = cfg;
     srv->engine = engine;
+    srv->hub = hub;
     pthread_mutex_init(&srv->lock, NULL);
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_connections_max,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->http_connections_max + cfg->streams_max),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
@@ -388,14 +375,16 @@ http_server_start(const struct config *cfg, struct engine *engine, char *err, si
     return srv;
 }
 
-/* Stops accepting, then gives requests already under way up to grace_ms to finish. Idle
- * keep-alive connections do not count: they are closed by MHD_stop_daemon. */
+/* Stops accepting, ends the streams (a stream is a request that never finishes by itself, and
+ * MHD must not be stopped with a suspended one), then gives requests already under way up to
+ * grace_ms to finish. Idle keep-alive connections do not count: MHD_stop_daemon closes them. */
 static void
 drain(struct http_server *srv, int64_t grace_ms)
 {
     struct timespec pause = {0, DRAIN_POLL_MS * 1000000L};
     int64_t deadline = timefmt_mono_ms() + grace_ms;
     MHD_quiesce_daemon(srv->daemon);
+    hub_drain(srv->hub, grace_ms);
     while (atomic_load(&srv->inflight) > 0 && timefmt_mono_ms() < deadline)
         nanosleep(&pause, NULL);
     if (atomic_load(&srv->inflight) > 0)

@@ -1,6 +1,6 @@
 /* main.c -- wiring only: parse the subcommand, load config, then for serve:
- * migrate -> Redis notify check -> delivery workers -> reminder engine -> HTTP; wait for
- * SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or
+ * migrate -> Redis notify check -> delivery workers -> stream hub -> reminder engine -> HTTP;
+ * wait for SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or
  * configuration error. */
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "deliver.h"
 #include "engine.h"
 #include "http_server.h"
+#include "hub.h"
 #include "log.h"
 #include "mirror.h"
 #include "webhook.h"
@@ -89,20 +90,32 @@ serve(const struct config *cfg)
                                 cfg->delivery_timeout_ms,
                                 (int)cfg->delivery_max_attempts,
                                 cfg->webhook_allow_private != 0};
+    struct hub_opts hopt = {cfg->database_url,
+                            cfg->stream_poll_ms,
+                            cfg->stream_heartbeat_ms,
+                            cfg->stream_retry_ms,
+                            cfg->stream_max_age_ms,
+                            (size_t)cfg->streams_max,
+                            (size_t)cfg->streams_per_participant,
+                            (size_t)cfg->stream_buffer_max};
     struct deliver *deliver = webhook_global_init() == 0 ? deliver_start(&dopt) : NULL;
-    struct engine *engine = deliver ? engine_start(cfg, deliver_notify, deliver) : NULL;
-    struct http_server *srv = engine ? http_server_start(cfg, engine, err, sizeof(err)) : NULL;
+    struct hub *hub = deliver ? hub_start(&hopt) : NULL;
+    struct engine_hooks hooks = {deliver_notify, deliver, hub_notify, hub};
+    struct engine *engine = hub ? engine_start(cfg, &hooks) : NULL;
+    struct http_server *srv = engine ? http_server_start(cfg, engine, hub, err, sizeof(err)) : NULL;
     if (srv == NULL) {
-        LOG_ERROR("%s", engine ? err : "cannot start the reminder engine's or delivery's threads");
+        LOG_ERROR("%s", engine ? err : "cannot start the engine's, hub's or delivery's threads");
         engine_stop(engine);
+        hub_stop(hub);
         deliver_stop(deliver);
         return 1;
     }
     LOG_INFO("tocsin %s listening on %s:%d", cfg->instance_id, cfg->http_host, cfg->http_port);
     sigwait(&sigs, &sig);
     LOG_INFO("signal %d: shutting down", sig);
-    http_server_stop(srv);
+    http_server_stop(srv); /* ends the streams first */
     engine_stop(engine);
+    hub_stop(hub);
     deliver_stop(deliver);
     LOG_INFO("stopped");
     return 0;

@@ -3,6 +3,8 @@
 #include "meeting.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -35,6 +37,7 @@ meeting_fini(struct meeting *m)
     free(m->location);
     free(m->participants_json);
     free(m->metadata_json);
+    free(m->organizer_id);
     meeting_init(m);
 }
 
@@ -135,4 +138,10 @@ reminder_status_parse(const char *s, enum reminder_status *out)
         }
     }
     return -1;
+}
+
+void
+meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX])
+{
+    snprintf(out, OCCURRENCE_ID_MAX, "rem_%" PRId64 "_%" PRId64, reminder_id, fire_at_ms);
 }

@@ -46,14 +46,32 @@ struct meeting {
     bool has_ends_at;
     char *participants_json; /* compact JSON array text; "[]" when none */
     char *metadata_json;     /* compact JSON object text; NULL when absent */
+    char *organizer_id;      /* the participant id that organizes it; NULL when none. Set at
+                                creation (a browser token's sub), never changed afterwards */
     size_t n_reminders;
     struct reminder reminders[MEETING_REMINDERS_MAX]; /* sorted by minutes_before descending */
 };
+
+/* One firing of a reminder: the reminder and the fire time it had then. Its id names the
+ * notification on every channel (the webhook-id, the stream event's "id", the push Topic). */
+struct occurrence {
+    int64_t reminder_id;
+    int64_t fire_at_ms;
+    int64_t fired_at_ms; /* 0: as the reminder row says now */
+};
+#define OCCURRENCE_ID_MAX 48 /* "rem_" + two decimal int64 + "_" + NUL */
 
 /* The Redis mirror's view of one pending reminder occurrence. */
 struct reminder_key {
     int64_t reminder_id;
     int64_t fire_at_ms;
+};
+
+/* The newest live-stream event of a tenant: what a fire statement wrote, what a wake-up carries
+ * between replicas, what a stream hub has seen. Sequence numbers are per tenant, from 1. */
+struct stream_head {
+    int64_t tenant_id;
+    int64_t seq;
 };
 
 /* Keys that a write made stale (to delete) or fresh (to arm). Bounded by what one write touches. */
@@ -72,6 +90,9 @@ void meeting_derive_fire_times(struct meeting *m);
 
 /* Appends to out the pending reminders of m (all of them when m is NULL-safe). */
 void meeting_pending_keys(const struct meeting *m, struct reminder_keys *out);
+
+/* "rem_<reminder_id>_<fire_at_ms>" into out. */
+void meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX]);
 
 /* Writes a random (version 4) UUID into out (MEETING_ID_LEN + 1 bytes). Returns 0 or -1. */
 int meeting_new_id(char out[MEETING_ID_LEN + 1]);

@@ -34,6 +34,14 @@ static const struct {
                                  "Failed webhook attempts with another attempt scheduled."},
     [METRIC_DELIVERY_FAILED] = {"tocsin_deliveries_failed_total",
                                 "Webhook deliveries recorded failed (no attempt left)."},
+    [METRIC_STREAM_EVENTS] = {"tocsin_stream_events_sent_total",
+                              "Reminder events written to open streams, live and replayed."},
+    [METRIC_STREAM_RESUMES] = {"tocsin_stream_resumes_total",
+                               "Streams resumed from a cursor with the events they missed."},
+    [METRIC_STREAM_RESETS] = {"tocsin_stream_resets_total",
+                              "Streams told to reset (cursor garbage, too old or ahead)."},
+    [METRIC_STREAMS_CUT] = {"tocsin_streams_cut_total",
+                            "Streams cut because their reader fell too far behind."},
 };
 
 /* Upper bounds in milliseconds; the last bucket is +Inf. */

@@ -18,6 +18,10 @@ enum metric {
     METRIC_DELIVERED,        /* webhook deliveries recorded delivered (2xx) */
     METRIC_DELIVERY_RETRIED, /* failed attempts with another one scheduled */
     METRIC_DELIVERY_FAILED, /* deliveries recorded failed (last attempt, webhook or meeting gone) */
+    METRIC_STREAM_EVENTS,   /* reminder events written to open streams (live and replayed) */
+    METRIC_STREAM_RESUMES,  /* streams resumed from a cursor with the events they missed */
+    METRIC_STREAM_RESETS,   /* streams told to reset: cursor garbage, too old or ahead */
+    METRIC_STREAMS_CUT,     /* streams cut because their reader fell behind */
     METRIC_COUNT
 };
 

@@ -12,7 +12,18 @@
 struct request;
 typedef int (*route_handler_fn)(struct request *rq);
 
-enum route_flags { ROUTE_PUBLIC = 1 }; /* no API key needed */
+/* Who may call a route (http_auth.c). API keys may call every non-public route but those that
+ * need a participant (the stream, the inbox, push); a browser token needs the scope named. */
+enum route_flags {
+    ROUTE_PUBLIC = 1,         /* no credentials */
+    ROUTE_API_KEY = 2,        /* API keys only: a browser token gets 403 insufficient_scope */
+    ROUTE_READ = 4,           /* a browser token needs meetings:read */
+    ROUTE_WRITE = 8,          /* meetings:write */
+    ROUTE_NOTIFICATIONS = 16, /* notifications (browser tokens only) */
+    ROUTE_PUSH = 32,          /* push (browser tokens only) */
+    ROUTE_TOKEN_QUERY = 64, /* a token may come as ?access_token= (EventSource sends no headers) */
+    ROUTE_ANY_ACCEPT = 128, /* the reply is not JSON: no Accept negotiation */
+};
 
 struct route {
     const char *method;  /* "GET", "POST", ... */

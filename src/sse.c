@@ -166,17 +166,51 @@ one_line(const char *s, size_t n)
     return true;
 }
 
+static bool
+event_ok(const char *event, const char *data, size_t data_len)
+{
+    if (event != NULL && (event[0] == '\0' || !one_line(event, strlen(event))))
+        return false;
+    return data == NULL || memchr(data, '\0', data_len) == NULL;
+}
+
 enum sse_status
 sse_write_event(struct sse_buf *b, int64_t id, const char *event, const char *data, size_t data_len)
 {
     char id_text[I64_TEXT_MAX];
 
-    if (event != NULL && (event[0] == '\0' || !one_line(event, strlen(event))))
-        return SSE_E_INVALID;
-    if (data != NULL && memchr(data, '\0', data_len) != NULL)
+    if (!event_ok(event, data, data_len))
         return SSE_E_INVALID;
     snprintf(id_text, sizeof id_text, "%" PRId64, id);
     return append(b, id >= 0 ? id_text : NULL, event, data, data_len);
+}
+
+char *
+sse_frame_event(int64_t id, const char *event, const char *data, size_t data_len, size_t *len)
+{
+    char id_text[I64_TEXT_MAX], *out;
+
+    if (!event_ok(event, data, data_len))
+        return NULL;
+    snprintf(id_text, sizeof id_text, "%" PRId64, id);
+    *len = frame(NULL, id >= 0 ? id_text : NULL, event, data, data_len);
+    if ((out = malloc(*len + 1)) == NULL)
+        return NULL;
+    frame(out, id >= 0 ? id_text : NULL, event, data, data_len);
+    out[*len] = '\0';
+    return out;
+}
+
+enum sse_status
+sse_buf_append(struct sse_buf *b, const char *frames, size_t n)
+{
+    char *at = reserve(b, n);
+
+    if (at == NULL)
+        return SSE_E_FULL;
+    memcpy(at, frames, n);
+    b->len += n;
+    return SSE_OK;
 }
 
 enum sse_status

@@ -48,6 +48,14 @@ size_t sse_buf_take(struct sse_buf *b, char *out, size_t n);
  * and only the id takes effect. All or nothing: SSE_OK, or an error with b unchanged. */
 enum sse_status sse_write_event(struct sse_buf *b, int64_t id, const char *event, const char *data,
                                 size_t data_len);
+/* The frame sse_write_event would append, as a malloc'ed NUL-terminated string of *len bytes
+ * (free() it): one event built once and appended to many buffers with sse_buf_append. NULL for
+ * what sse_write_event calls invalid, or out of memory. */
+char *sse_frame_event(int64_t id, const char *event, const char *data, size_t data_len,
+                      size_t *len);
+/* Appends n bytes that already are whole frames (from sse_frame_event). All or nothing: SSE_OK,
+ * or SSE_E_FULL with b unchanged. */
+enum sse_status sse_buf_append(struct sse_buf *b, const char *frames, size_t n);
 /* Appends ": <text>" and a blank line: a heartbeat the client ignores. text without CR, LF. */
 enum sse_status sse_write_comment(struct sse_buf *b, const char *text);
 /* Appends "retry: <ms>" and a blank line: the client's reconnection delay. ms >= 0. */

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "engine.h"
+#include "http_auth.h"
 #include "log.h"
 #include "mirror.h"
 #include "timefmt.h"
@@ -134,4 +135,23 @@ handler_mirror_sync(struct request *rq, const struct reminder_keys *gone, const 
     }
     if (failed)
         engine_mirror_failed(rq->w->engine);
+}
+
+int
+handler_meeting_visible(struct request *rq, const struct meeting *m, int *ret)
+{
+    if (!rq->who.browser ||
+        (http_meeting_allowed(rq, m->id) && codec_meeting_has_person(m, rq->who.sub)))
+        return 0;
+    *ret = http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    return -1;
+}
+
+int
+handler_meeting_organized(struct request *rq, const struct meeting *m, int *ret)
+{
+    if (!rq->who.browser || (m->organizer_id != NULL && strcmp(m->organizer_id, rq->who.sub) == 0))
+        return 0;
+    *ret = http_reply_problem(rq, API_E_NOT_ORGANIZER, NULL);
+    return -1;
 }

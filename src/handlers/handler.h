@@ -29,6 +29,18 @@ int handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ET
  * logged and left to the reconciler. */
 void handler_mirror_sync(struct request *rq, const struct reminder_keys *gone,
                          const struct meeting *m);
+struct db_signing_key;
+/* Makes a signing key (random id and secret) for the tenant and stores it, within the limit of
+ * live keys: the db_signing_key_insert status (NO_RESULTS at the limit); HARD_ERROR when no
+ * random bytes could be had. */
+int handler_signing_key_create(struct db *db, int64_t tenant_id, struct db_signing_key *k);
+/* For a browser token: 0 when it may see meeting m (it organizes or takes part, and its mtg claim
+ * allows it); otherwise replies 404 and returns -1. API keys always pass. */
+int handler_meeting_visible(struct request *rq, const struct meeting *m, int *ret);
+/* For a browser token: 0 when it organizes m (after handler_meeting_visible); otherwise replies
+ * 403 not_organizer and returns -1. API keys always pass. */
+int handler_meeting_organized(struct request *rq, const struct meeting *m, int *ret);
+
 /* Shared by PUT and PATCH: loads the meeting for update, checks If-Match, builds the new
  * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
 int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);

@@ -24,6 +24,8 @@ handle_meeting_get(struct request *rq)
     enum db_status st = db_meeting_get(db, rq->tenant_id, id, &m, false);
     if (st != DB_ONE_RESULT) {
         ret = handler_db_problem(rq, st);
+    } else if (handler_meeting_visible(rq, &m, &ret) != 0) {
+        /* replied 404: a browser token sees only meetings it organizes or takes part in */
     } else if (handler_meeting_body(&m, &body, etag) != 0) {
         ret = http_reply_problem(rq, API_E_INTERNAL, NULL);
     } else {

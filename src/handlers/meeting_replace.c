@@ -2,16 +2,25 @@
  * row, check If-Match against the current representation, build and validate the new state,
  * write it. The Redis keys follow after the commit. */
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "handler.h"
+#include "http_auth.h"
 #include "log.h"
 #include "timefmt.h"
 
-enum replace_outcome { REPLACE_OK, REPLACE_NOT_FOUND, REPLACE_PRECONDITION, REPLACE_INVALID };
+enum replace_outcome {
+    REPLACE_OK,
+    REPLACE_NOT_FOUND,
+    REPLACE_NOT_ORGANIZER,
+    REPLACE_PRECONDITION,
+    REPLACE_INVALID
+};
 
 struct replace_tx {
+    struct request *rq; /* for the principal: a browser token changes only what it organizes */
     int64_t tenant_id;
     const char *id;
     const json_t *doc;
@@ -55,6 +64,18 @@ build_next(struct replace_tx *t)
     json_decref(input);
     if (e != API_E_NONE)
         return REPLACE_INVALID;
+    /* The organizer is set at creation and never changes; naming the same one is fine. */
+    if (t->next.organizer_id != NULL &&
+        (t->cur.organizer_id == NULL || strcmp(t->next.organizer_id, t->cur.organizer_id) != 0)) {
+        snprintf(t->errs.e[0].field, sizeof t->errs.e[0].field, "organizer_id");
+        snprintf(t->errs.e[0].message, sizeof t->errs.e[0].message, "cannot change");
+        t->errs.n = 1;
+        return REPLACE_INVALID;
+    }
+    free(t->next.organizer_id);
+    t->next.organizer_id = t->cur.organizer_id ? strdup(t->cur.organizer_id) : NULL;
+    if (t->cur.organizer_id != NULL && t->next.organizer_id == NULL)
+        return REPLACE_INVALID;
     memcpy(t->next.id, t->cur.id, sizeof(t->next.id));
     t->next.created_at_ms = t->cur.created_at_ms;
     t->next.version = t->cur.version + 1;
@@ -74,6 +95,17 @@ replace_tx_run(struct db *db, void *arg)
         t->outcome = REPLACE_NOT_FOUND;
     if (st != DB_ONE_RESULT)
         return st;
+    if (t->rq->who.browser) {
+        if (!http_meeting_allowed(t->rq, t->cur.id) ||
+            !codec_meeting_has_person(&t->cur, t->rq->who.sub)) {
+            t->outcome = REPLACE_NOT_FOUND;
+            return DB_NO_RESULTS;
+        }
+        if (t->cur.organizer_id == NULL || strcmp(t->cur.organizer_id, t->rq->who.sub) != 0) {
+            t->outcome = REPLACE_NOT_ORGANIZER;
+            return DB_NO_RESULTS;
+        }
+    }
     if (t->if_match != NULL) {
         if (handler_meeting_body(&t->cur, &t->body, t->etag) != 0)
             return DB_HARD_ERROR;
@@ -105,6 +137,8 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
     switch (t->outcome) {
     case REPLACE_NOT_FOUND:
         return http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    case REPLACE_NOT_ORGANIZER:
+        return http_reply_problem(rq, API_E_NOT_ORGANIZER, NULL);
     case REPLACE_PRECONDITION:
         return http_reply_problem(rq, API_E_PRECONDITION_FAILED,
                                   "If-Match does not match the current ETag");
@@ -120,8 +154,11 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
 int
 handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
 {
-    struct replace_tx t = {
-        .tenant_id = rq->tenant_id, .id = rq->match.args[0], .doc = doc, .is_patch = is_patch};
+    struct replace_tx t = {.rq = rq,
+                           .tenant_id = rq->tenant_id,
+                           .id = rq->match.args[0],
+                           .doc = doc,
+                           .is_patch = is_patch};
     struct db *db = http_db(rq);
     int ret;
 

@@ -113,6 +113,24 @@ reply_page(struct request *rq, struct db_meeting_list *l)
     return http_reply_json(rq, MHD_HTTP_OK, page, NULL);
 }
 
+/* "{id,id}" of a token's mtg claim (validated ids: hex digits and dashes only). */
+static const char *
+mtg_array(const struct principal *who, char *buf)
+{
+    size_t len = 0;
+
+    buf[len++] = '{';
+    for (size_t i = 0; i < who->n_mtg; i++) {
+        if (i > 0)
+            buf[len++] = ',';
+        memcpy(buf + len, who->mtg[i], MEETING_ID_LEN);
+        len += MEETING_ID_LEN;
+    }
+    buf[len++] = '}';
+    buf[len] = '\0';
+    return buf;
+}
+
 int
 handle_meetings_list(struct request *rq)
 {
@@ -131,6 +149,11 @@ handle_meetings_list(struct request *rq)
         return http_reply_problem(rq, API_E_BAD_QUERY, "'from' must not be after 'to'");
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    char mtg[PRINCIPAL_MTG_MAX * (MEETING_ID_LEN + 1) + 3];
+    if (rq->who.browser) { /* only what it organizes or takes part in, within its mtg */
+        a.q.viewer = rq->who.sub;
+        a.q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
+    }
     enum db_status st = db_meeting_list(db, rq->tenant_id, &a.q, &l);
     int ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
                   ? reply_page(rq, &l)

@@ -121,6 +121,34 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     return ret;
 }
 
+/* A browser token creates meetings it organizes (its sub); one limited to some meetings (mtg)
+ * creates none. An API key may name any organizer, or none. 0, or -1 after replying. */
+static int
+organizer(struct request *rq, struct meeting *m, struct codec_errors *errs, int *ret)
+{
+    if (!rq->who.browser)
+        return 0;
+    if (rq->who.n_mtg > 0) {
+        *ret = http_reply_problem(rq, API_E_INSUFFICIENT_SCOPE,
+                                  "a token limited to some meetings (mtg) cannot create meetings");
+        return -1;
+    }
+    if (m->organizer_id != NULL && strcmp(m->organizer_id, rq->who.sub) != 0) {
+        snprintf(errs->e[0].field, sizeof errs->e[0].field, "organizer_id");
+        snprintf(errs->e[0].message, sizeof errs->e[0].message,
+                 "must be the token's subject (or left out)");
+        errs->n = 1;
+        *ret = http_reply_validation(rq, errs);
+        return -1;
+    }
+    free(m->organizer_id);
+    if ((m->organizer_id = strdup(rq->who.sub)) == NULL) {
+        *ret = http_reply_problem(rq, API_E_INTERNAL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 int
 handle_meetings_post(struct request *rq)
 {
@@ -141,6 +169,8 @@ handle_meetings_post(struct request *rq)
     meeting_init(&m);
     if (codec_meeting_decode(doc, &m, &errs) != API_E_NONE) {
         ret = http_reply_validation(rq, &errs);
+    } else if (organizer(rq, &m, &errs, &ret) != 0) {
+        /* replied */
     } else if (meeting_new_id(m.id) != 0 || (db = http_db(rq)) == NULL) {
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     } else {

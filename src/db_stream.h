@@ -1,0 +1,48 @@
+/* db_stream.h -- the live stream's statements: tenants' heads, events after a cursor, and the
+ * inbox (a participant's latest events). The events are written by the fire statement
+ * (db_fire.c). Implemented in db_stream.c. */
+#ifndef TOCSIN_DB_STREAM_H
+#define TOCSIN_DB_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "meeting.h"
+
+#define DB_STREAM_HEADS_MAX 1000   /* tenants per heads statement */
+#define DB_STREAM_EVENTS_MAX 1024  /* events per events statement */
+#define DB_STREAM_SUB_MAX 200      /* characters of a participant id (PARTICIPANT_ID_MAX) */
+#define DB_STREAM_AUDIENCE_MAX 501 /* participants plus the organizer */
+
+/* A tenant's stream head and the highest seq retention has purged (0 = none). */
+struct db_stream_head {
+    int64_t tenant_id, seq, purged_through;
+};
+
+/* One stream event as stored: the occurrence that fired and who may see it. */
+struct db_stream_event {
+    int64_t seq;
+    int64_t reminder_id, fire_at_ms, fired_at_ms;
+    char meeting_id[MEETING_ID_LEN + 1];
+    char *audience_json; /* JSON array of participant ids, malloc'ed */
+};
+
+/* The heads of tenants ids[0..n) (n <= DB_STREAM_HEADS_MAX) into out; a tenant that never had
+ * an event gets seq 0. ONE_RESULT or an error. */
+enum db_status db_stream_heads(struct db *db, const int64_t *ids, size_t n,
+                               struct db_stream_head *out);
+
+/* Events of a tenant with after < seq <= until, ascending, at most max (<= DB_STREAM_EVENTS_MAX);
+ * only those whose audience holds sub when sub is not NULL. *n events into out; free each with
+ * db_stream_event_fini. ONE_RESULT (also for none) or an error. */
+enum db_status db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
+                                const char *sub, size_t max, struct db_stream_event *out,
+                                size_t *n);
+/* The newest max events of a tenant whose audience holds sub, in ascending order. */
+enum db_status db_stream_latest(struct db *db, int64_t tenant_id, const char *sub, size_t max,
+                                struct db_stream_event *out, size_t *n);
+void db_stream_event_fini(struct db_stream_event *ev);
+
+#endif

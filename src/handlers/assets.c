@@ -1,0 +1,40 @@
+/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import, from any origin)
+ * and, with TOCSIN_DEMO=1, GET /demo (a participant's page built on it). Served from the binary
+ * with a strong ETag; If-None-Match gives 304. */
+#include <microhttpd.h>
+#include <string.h>
+
+#include "assets.h"
+#include "handler.h"
+#include "http_routes.h"
+
+static int
+serve(struct request *rq, const char *name)
+{
+    const struct asset *a = asset_find(name);
+    const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    struct http_reply_meta meta = {a ? a->etag : NULL, NULL};
+    int ret;
+
+    if (a == NULL)
+        return http_reply_problem(rq, API_E_NOT_FOUND, NULL);
+    if (handler_no_query(rq, &ret) != 0)
+        return ret;
+    if (inm != NULL && http_etag_matches(inm, a->etag, 1))
+        return http_reply_not_modified(rq, a->etag);
+    return http_reply_raw(rq, MHD_HTTP_OK, a->body, a->len, a->content_type, &meta);
+}
+
+int
+handle_client_js(struct request *rq)
+{
+    return serve(rq, "client.js");
+}
+
+int
+handle_demo(struct request *rq)
+{
+    if (!rq->cfg->demo)
+        return http_reply_problem(rq, API_E_NOT_FOUND, "the demo page is off (TOCSIN_DEMO=1)");
+    return serve(rq, "demo.html");
+}

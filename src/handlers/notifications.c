@@ -1,0 +1,135 @@
+/* notifications.c -- GET /v1/me/notifications?after=&limit=: the participant's inbox, the same
+ * events with the same ids as the stream (DESIGN.md section 7), and the tenant's head, so that a
+ * page can load what it missed and then open the stream at the head with nothing lost between.
+ * Without after: the newest limit events; with it: the events after it, oldest first. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "db_stream.h"
+#include "handler.h"
+#include "http_routes.h"
+#include "stream_body.h"
+
+#define INBOX_LIMIT_DEFAULT 50
+#define INBOX_LIMIT_MAX 200
+#define NUMBER_DIGITS_MAX 19
+
+struct inbox_args {
+    bool has_after;
+    int64_t after;
+    size_t limit;
+    int seen_after, seen_limit;
+    const char *bad;
+};
+
+static int
+number(const char *s, int64_t *out)
+{
+    size_t n = s ? strlen(s) : 0;
+    int64_t v = 0;
+
+    if (n == 0 || n > NUMBER_DIGITS_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (INT64_MAX - (s[i] - '0')) / 10)
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static enum MHD_Result
+take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct inbox_args *a = cls;
+    int64_t v = 0;
+    int ok;
+
+    (void)kind;
+    if (strcmp(key, "after") == 0) {
+        ok = a->seen_after++ == 0 && number(value, &a->after) == 0;
+        a->has_after = true;
+    } else if (strcmp(key, "limit") == 0) {
+        ok = a->seen_limit++ == 0 && number(value, &v) == 0 && v >= 1 && v <= INBOX_LIMIT_MAX;
+        a->limit = (size_t)v;
+    } else {
+        ok = 0;
+    }
+    if (!ok)
+        a->bad = key;
+    return ok ? MHD_YES : MHD_NO;
+}
+
+/* Items in seq order; events of deleted meetings are left out. */
+static json_t *
+items_of(const struct db_stream_event *ev, char *const *bodies, size_t n)
+{
+    json_t *items = json_array();
+
+    for (size_t i = 0; items != NULL && i < n; i++) {
+        json_t *body = bodies[i] ? json_loads(bodies[i], 0, NULL) : NULL;
+        if (body == NULL)
+            continue;
+        json_object_set_new(body, "seq", json_integer(ev[i].seq));
+        json_array_append_new(items, body);
+    }
+    return items;
+}
+
+static enum db_status
+load(struct db *db, struct request *rq, const struct inbox_args *a, struct db_stream_event *ev,
+     size_t *n, int64_t *head)
+{
+    struct db_stream_head h;
+    enum db_status st = db_stream_heads(db, &rq->tenant_id, 1, &h);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    *head = h.seq;
+    if (a->has_after)
+        return db_stream_events(db, rq->tenant_id, a->after, h.seq, rq->who.sub, a->limit, ev, n);
+    return db_stream_latest(db, rq->tenant_id, rq->who.sub, a->limit, ev, n);
+}
+
+int
+handle_notifications(struct request *rq)
+{
+    struct inbox_args a = {.limit = INBOX_LIMIT_DEFAULT};
+    struct db_stream_event ev[INBOX_LIMIT_MAX];
+    char *bodies[INBOX_LIMIT_MAX];
+    char detail[160];
+    struct db *db;
+    size_t n = 0;
+    int64_t head = 0;
+    int ret;
+
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
+    if (a.bad != NULL) {
+        snprintf(detail, sizeof detail,
+                 "invalid or repeated query parameter '%.32s' (after: a sequence number, limit: "
+                 "1..%d)",
+                 a.bad, INBOX_LIMIT_MAX);
+        return http_reply_problem(rq, API_E_BAD_QUERY, detail);
+    }
+    if ((db = http_db(rq)) == NULL)
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    enum db_status st = load(db, rq, &a, ev, &n, &head);
+    if (st == DB_ONE_RESULT)
+        st = stream_bodies(db, ev, n, bodies);
+    if (st != DB_ONE_RESULT) {
+        ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    } else {
+        json_t *page =
+            json_pack("{s:o, s:I}", "items", items_of(ev, bodies, n), "head", (json_int_t)head);
+        ret = http_reply_json(rq, MHD_HTTP_OK, page, NULL);
+        for (size_t i = 0; i < n; i++)
+            free(bodies[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        db_stream_event_fini(&ev[i]);
+    return ret;
+}

@@ -1,0 +1,51 @@
+/* stream.c -- GET /v1/stream: a participant's live reminders as Server-Sent Events (DESIGN.md
+ * section 7). The browser token (header, or ?access_token= for EventSource, which cannot send
+ * headers) was checked by the dispatcher; here the resume cursor is read (Last-Event-ID wins over
+ * ?last_event_id=) and the stream is handed to the hub. A cursor that is not a sequence number is
+ * not an error: the stream opens and says reset, which every SSE client can act on. */
+#include <microhttpd.h>
+#include <string.h>
+
+#include "handler.h"
+#include "http_routes.h"
+#include "http_stream.h"
+#include "sse.h"
+
+static enum MHD_Result
+check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    const char **bad = cls;
+
+    (void)kind;
+    (void)value;
+    if (strcmp(key, "access_token") != 0 && strcmp(key, "last_event_id") != 0) {
+        *bad = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+int
+handle_stream(struct request *rq)
+{
+    const char *bad = NULL, *cursor = http_header(rq, "Last-Event-ID");
+    const char *mtg[PRINCIPAL_MTG_MAX];
+    struct hub_subscriber who = {.tenant_id = rq->tenant_id,
+                                 .sub = rq->who.sub,
+                                 .expires_ms = rq->who.expires_ms,
+                                 .mtg = mtg,
+                                 .n_mtg = rq->who.n_mtg};
+
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &bad);
+    if (bad != NULL)
+        return http_reply_problem(rq, API_E_BAD_QUERY,
+                                  "only access_token and last_event_id are accepted");
+    if (cursor == NULL)
+        cursor = http_query(rq, "last_event_id");
+    who.cursor_kind = cursor == NULL                               ? HUB_CURSOR_NONE
+                      : sse_cursor_parse(cursor, &who.cursor) == 0 ? HUB_CURSOR_SET
+                                                                   : HUB_CURSOR_BAD;
+    for (size_t i = 0; i < rq->who.n_mtg; i++)
+        mtg[i] = rq->who.mtg[i];
+    return http_stream_start(rq, &who);
+}

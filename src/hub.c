@@ -1,0 +1,1073 @@
+/* hub.c -- the stream hub of hub.h. One lock (h->mu) guards the tenants, their rings and stream
+ * lists and the per-participant counts; each stream's own lock guards its buffer and the flags its
+ * reader shares. The hub thread drops h->mu around every database call and works on copies
+ * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
+ * them when it takes the lock back. A stream the thread needs across a database call holds a
+ * reference, so hub_stream_close cannot free it underneath. */
+#include "hub.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "db.h"
+#include "db_stream.h"
+#include "log.h"
+#include "metrics.h"
+#include "sse.h"
+#include "stream_body.h"
+#include "timefmt.h"
+
+#define TENANT_BUCKETS 1024
+#define PERSON_BUCKETS 4096
+#define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
+#define DB_RETRY_MS 1000     /* after a failed connect or statement, the next try waits this */
+
+_Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
+_Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
+_Static_assert(HUB_SUB_MAX == PARTICIPANT_ID_MAX, "a stream's sub is a participant id");
+
+/* One event of a tenant's ring: what fan-out and resumes need without a read. */
+struct event {
+    int64_t seq;
+    char meeting_id[MEETING_ID_LEN + 1];
+    char **audience; /* sorted */
+    size_t n_audience;
+    char *frame; /* the whole SSE frame; NULL when nobody gets it (meeting deleted) */
+    size_t frame_len;
+};
+
+struct tenant {
+    int64_t id;
+    bool known;             /* last_seen was read from the database */
+    int64_t last_seen;      /* every event up to here has been fanned out */
+    int64_t purged_through; /* retention removed every event up to here */
+    int64_t hint;           /* a wake-up's seq: read up to here */
+    bool poll;              /* read the head at the next poll */
+    struct event *ring;     /* HUB_RING_MAX slots by seq; NULL until the first event */
+    size_t ring_n;          /* the ring holds seqs last_seen - ring_n + 1 .. last_seen */
+    struct hub_stream *streams;
+    size_t n_streams, n_new;
+    int64_t idle_since_ms; /* monotonic, while n_streams == 0 */
+    struct tenant *next;
+};
+
+struct person {
+    int64_t tenant_id;
+    size_t n;
+    struct person *next;
+    char sub[];
+};
+
+enum stream_state { ST_NEW, ST_LIVE };
+
+struct hub_stream {
+    struct hub *hub;
+    struct tenant *tenant;
+    struct person *person;
+    const struct hub_conn_ops *ops;
+    void *conn;
+    char sub[4 * HUB_SUB_MAX + 1]; /* UTF-8 */
+    char (*mtg)[MEETING_ID_LEN + 1];
+    size_t n_mtg;
+    enum hub_cursor cursor_kind;
+    int64_t cursor; /* guarded by h->mu: the last seq considered for this stream */
+    int64_t expires_ms, reauth_at_ms, end_at_ms; /* wall clock */
+    /* Guarded by h->mu. */
+    enum stream_state state;
+    bool greeted, ahead_checked, reauth_sent, ended, closed;
+    unsigned round; /* the hub round that last tried to serve it (while ST_NEW) */
+    int refs;
+    struct hub_stream *prev, *next;
+    /* Guarded by mu. */
+    pthread_mutex_t mu;
+    struct sse_buf buf; /* what waits for the reader; at most buffer_max bytes */
+    bool suspended, ending, cut, conn_gone;
+};
+
+struct hub {
+    struct hub_opts o;
+    char *database_url;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* monotonic clock; signalled on work and on stream close */
+    bool stop, draining, work;
+    size_t n_streams;
+    int64_t next_poll_ms, next_heartbeat_ms; /* monotonic */
+    struct tenant *tenants[TENANT_BUCKETS];
+    struct person *people[PERSON_BUCKETS];
+    /* The thread's own. */
+    struct event *evbuf; /* DB_STREAM_EVENTS_MAX events of one read */
+    struct db *db;
+    int64_t db_retry_ms;
+    bool db_down;
+    unsigned seed;
+};
+
+/* ---- small pieces ------------------------------------------------------------------------ */
+
+static uint64_t
+hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL; /* FNV-1a */
+    return h;
+}
+
+static struct tenant **
+tenant_slot(struct hub *h, int64_t id)
+{
+    struct tenant **t =
+        &h->tenants[hash_bytes(14695981039346656037ULL, &id, sizeof id) % TENANT_BUCKETS];
+
+    while (*t != NULL && (*t)->id != id)
+        t = &(*t)->next;
+    return t;
+}
+
+static struct person **
+person_slot(struct hub *h, int64_t tenant_id, const char *sub)
+{
+    uint64_t k = hash_bytes(14695981039346656037ULL, &tenant_id, sizeof tenant_id);
+    struct person **p = &h->people[hash_bytes(k, sub, strlen(sub)) % PERSON_BUCKETS];
+
+    while (*p != NULL && ((*p)->tenant_id != tenant_id || strcmp((*p)->sub, sub) != 0))
+        p = &(*p)->next;
+    return p;
+}
+
+static void
+event_clear(struct event *e)
+{
+    codec_string_list_free(e->audience, e->n_audience);
+    free(e->frame);
+    memset(e, 0, sizeof *e);
+}
+
+static struct event *
+ring_at(struct tenant *t, int64_t seq)
+{
+    if (t->ring == NULL || seq > t->last_seen || seq <= t->last_seen - (int64_t)t->ring_n)
+        return NULL;
+    return &t->ring[seq % HUB_RING_MAX];
+}
+
+static void
+tenant_free(struct tenant *t)
+{
+    for (size_t i = 0; t->ring != NULL && i < HUB_RING_MAX; i++)
+        event_clear(&t->ring[i]);
+    free(t->ring);
+    free(t);
+}
+
+static int64_t
+mono_ms(void)
+{
+    return timefmt_mono_ms();
+}
+
+/* ---- stream buffers (stream lock) ------------------------------------------------------- */
+
+/* Wakes the reader if it waits. Stream lock held. */
+static void
+poke(struct hub_stream *s)
+{
+    if (s->suspended && !s->conn_gone) {
+        s->suspended = false;
+        s->ops->resume(s->conn);
+    }
+}
+
+/* Drops the stream's bytes and has its connection closed. Stream lock held. */
+static void
+cut_locked(struct hub_stream *s)
+{
+    if (s->cut || s->conn_gone)
+        return;
+    s->cut = true;
+    sse_buf_fini(&s->buf);
+    s->ops->cut(s->conn);
+    poke(s);
+}
+
+/* Locks s; false (unlocked again) when nothing more may be written to it. */
+static bool
+stream_lock(struct hub_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!s->cut && !s->conn_gone && !s->ending)
+        return true;
+    pthread_mutex_unlock(&s->mu);
+    return false;
+}
+
+/* After a write: wakes the reader, or cuts a reader too slow to keep its buffer under
+ * buffer_max (it resumes from its cursor on its next connection). Unlocks s. */
+static void
+stream_unlock(struct hub_stream *s, enum sse_status st)
+{
+    switch (st) {
+    case SSE_OK:
+        poke(s);
+        break;
+    case SSE_E_FULL:
+        LOG_INFO("stream: a reader of tenant %lld fell %zu bytes behind; cut",
+                 (long long)s->tenant->id, sse_buf_pending(&s->buf));
+        metrics_add(METRIC_STREAMS_CUT, 1);
+        cut_locked(s);
+        break;
+    case SSE_E_INVALID:
+        LOG_ERROR("stream: a frame the event-stream format cannot carry (our bug)");
+        break;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Appends whole frames (built once for all streams by sse_frame_event). */
+static void
+stream_write(struct hub_stream *s, const char *frames, size_t n)
+{
+    if (stream_lock(s))
+        stream_unlock(s, sse_buf_append(&s->buf, frames, n));
+}
+
+/* Appends one control event (id < 0: none; data NULL: none). */
+static void
+stream_event(struct hub_stream *s, int64_t id, const char *event, const char *data)
+{
+    if (stream_lock(s))
+        stream_unlock(s, sse_write_event(&s->buf, id, event, data, data ? strlen(data) : 0));
+}
+
+static void
+stream_comment(struct hub_stream *s, const char *text)
+{
+    if (stream_lock(s))
+        stream_unlock(s, sse_write_comment(&s->buf, text));
+}
+
+static void
+stream_retry(struct hub_stream *s, int64_t ms)
+{
+    if (stream_lock(s))
+        stream_unlock(s, sse_write_retry(&s->buf, ms));
+}
+
+/* The stream ends cleanly once its reader took what is buffered. h->mu held. */
+static void
+stream_end(struct hub_stream *s)
+{
+    if (s->ended)
+        return;
+    s->ended = true;
+    pthread_mutex_lock(&s->mu);
+    s->ending = true;
+    poke(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+long
+hub_stream_read(struct hub_stream *s, char *buf, size_t max, void (*suspend)(void *conn))
+{
+    long n;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->cut)
+        n = HUB_READ_CUT;
+    else if (sse_buf_pending(&s->buf) > 0)
+        n = (long)sse_buf_take(&s->buf, buf, max);
+    else if (s->ending)
+        n = HUB_READ_END;
+    else {
+        suspend(s->conn);
+        s->suspended = true;
+        n = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* ---- open and close ---------------------------------------------------------------------- */
+
+static void
+stream_unref(struct hub_stream *s)
+{
+    if (--s->refs > 0)
+        return;
+    pthread_mutex_destroy(&s->mu);
+    sse_buf_fini(&s->buf);
+    free(s->mtg);
+    free(s);
+}
+
+static struct tenant *
+tenant_get(struct hub *h, int64_t id)
+{
+    struct tenant **slot = tenant_slot(h, id);
+
+    if (*slot == NULL && (*slot = calloc(1, sizeof **slot)) != NULL)
+        (*slot)->id = id;
+    return *slot;
+}
+
+static struct person *
+person_get(struct hub *h, int64_t tenant_id, const char *sub)
+{
+    struct person **slot = person_slot(h, tenant_id, sub);
+
+    if (*slot == NULL && (*slot = calloc(1, sizeof **slot + strlen(sub) + 1)) != NULL) {
+        (*slot)->tenant_id = tenant_id;
+        strcpy((*slot)->sub, sub);
+    }
+    return *slot;
+}
+
+static void
+person_put(struct hub *h, struct person *p)
+{
+    if (--p->n > 0)
+        return;
+    struct person **slot = person_slot(h, p->tenant_id, p->sub);
+    *slot = p->next;
+    free(p);
+}
+
+/* A stream's lifetime: the token's exp, or the maximum age spread by the jitter, earlier first. */
+static void
+stream_times(struct hub *h, struct hub_stream *s, int64_t now)
+{
+    double r = (double)rand_r(&h->seed) / RAND_MAX;
+    int64_t age = h->o.max_age_ms +
+                  (int64_t)((double)h->o.max_age_ms * HUB_MAX_AGE_JITTER_PCT / 100.0 * (2 * r - 1));
+
+    s->end_at_ms = now + age < s->expires_ms ? now + age : s->expires_ms;
+    s->reauth_at_ms = s->expires_ms - HUB_REAUTH_LEAD_MS;
+}
+
+static struct hub_stream *
+stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, void *conn)
+{
+    struct hub_stream *s = calloc(1, sizeof *s);
+
+    if (s == NULL || strlen(who->sub) >= sizeof s->sub ||
+        (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    strcpy(s->sub, who->sub);
+    for (size_t i = 0; i < who->n_mtg; i++)
+        snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
+    s->n_mtg = who->n_mtg;
+    s->ops = ops;
+    s->conn = conn;
+    s->cursor_kind = who->cursor_kind;
+    s->cursor = who->cursor;
+    s->expires_ms = who->expires_ms;
+    s->refs = 1;
+    return s;
+}
+
+enum hub_open_status
+hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hub_conn_ops *ops,
+                void *conn, struct hub_stream **out)
+{
+    struct hub_stream *s = stream_new(who, ops, conn);
+    enum hub_open_status st = HUB_OPENED;
+
+    if (s == NULL || who->n_mtg > HUB_MTG_MAX)
+        st = HUB_NOMEM;
+    pthread_mutex_lock(&h->mu);
+    struct tenant *t = st == HUB_OPENED ? tenant_get(h, who->tenant_id) : NULL;
+    struct person *p = t != NULL ? person_get(h, who->tenant_id, who->sub) : NULL;
+    if (st == HUB_OPENED && (t == NULL || p == NULL))
+        st = HUB_NOMEM;
+    else if (st == HUB_OPENED && (h->draining || h->stop))
+        st = HUB_STOPPING;
+    else if (st == HUB_OPENED && h->n_streams >= h->o.streams_max)
+        st = HUB_FULL;
+    else if (st == HUB_OPENED && p->n >= h->o.per_participant_max)
+        st = HUB_PARTICIPANT_FULL;
+    if (st == HUB_OPENED) {
+        sse_buf_init(&s->buf, h->o.buffer_max);
+        s->hub = h;
+        s->tenant = t;
+        s->person = p;
+        p->n++;
+        stream_times(h, s, timefmt_now_ms());
+        s->next = t->streams;
+        if (t->streams != NULL)
+            t->streams->prev = s;
+        t->streams = s;
+        t->n_streams++;
+        t->n_new++;
+        h->n_streams++;
+        h->work = true;
+        pthread_cond_broadcast(&h->cv);
+    } else if (p != NULL && p->n == 0) {
+        person_put(h, (p->n = 1, p));
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (st != HUB_OPENED && s != NULL)
+        stream_unref(s);
+    *out = st == HUB_OPENED ? s : NULL;
+    return st;
+}
+
+void
+hub_stream_close(struct hub_stream *s)
+{
+    struct hub *h = s->hub;
+
+    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&s->mu);
+    s->conn_gone = true;
+    pthread_mutex_unlock(&s->mu);
+    s->closed = true;
+    struct tenant *t = s->tenant;
+    if (s->prev != NULL)
+        s->prev->next = s->next;
+    else
+        t->streams = s->next;
+    if (s->next != NULL)
+        s->next->prev = s->prev;
+    if (s->state == ST_NEW)
+        t->n_new--;
+    if (--t->n_streams == 0)
+        t->idle_since_ms = mono_ms();
+    person_put(h, s->person);
+    h->n_streams--;
+    pthread_cond_broadcast(&h->cv);
+    stream_unref(s);
+    pthread_mutex_unlock(&h->mu);
+}
+
+size_t
+hub_streams(struct hub *h)
+{
+    if (h == NULL)
+        return 0;
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->n_streams;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+void
+hub_notify(void *arg, const struct stream_head *heads, size_t n)
+{
+    struct hub *h = arg;
+
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&h->mu);
+    if (n == 0)
+        h->next_poll_ms = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct tenant *t = *tenant_slot(h, heads[i].tenant_id);
+        if (t != NULL && t->n_streams > 0 && heads[i].seq > t->hint)
+            t->hint = heads[i].seq;
+    }
+    h->work = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- matching and frames ------------------------------------------------------------------ */
+
+static int
+cmp_sub(const void *key, const void *elem)
+{
+    return strcmp(key, *(char *const *)elem);
+}
+
+static bool
+matches(const struct hub_stream *s, const struct event *e)
+{
+    if (e->frame == NULL ||
+        bsearch(s->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
+        return false;
+    if (s->n_mtg == 0)
+        return true;
+    for (size_t i = 0; i < s->n_mtg; i++)
+        if (strcmp(s->mtg[i], e->meeting_id) == 0)
+            return true;
+    return false;
+}
+
+/* Fills e from a read event and its body (stolen). 0, or -1 when out of memory. */
+static int
+event_fill(struct event *e, const struct db_stream_event *ev, char *body_steal)
+{
+    memset(e, 0, sizeof *e);
+    e->seq = ev->seq;
+    memcpy(e->meeting_id, ev->meeting_id, sizeof e->meeting_id);
+    if (codec_string_list_parse(ev->audience_json, &e->audience, &e->n_audience) != 0) {
+        free(body_steal);
+        return -1;
+    }
+    if (body_steal != NULL) {
+        e->frame =
+            sse_frame_event(ev->seq, "reminder", body_steal, strlen(body_steal), &e->frame_len);
+        free(body_steal);
+        if (e->frame == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- database (called without h->mu) ------------------------------------------------------ */
+
+static struct db *
+hub_db(struct hub *h)
+{
+    char err[DB_ERR_MAX];
+
+    if (h->db != NULL)
+        return h->db;
+    if (mono_ms() < h->db_retry_ms)
+        return NULL;
+    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL) {
+        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+        if (!h->db_down)
+            LOG_WARN("stream hub: database unavailable, retrying: %s", err);
+        h->db_down = true;
+    }
+    return h->db;
+}
+
+/* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
+ * the count, or -1 on database trouble (logged once per outage). */
+static long
+read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
+            size_t max, struct event *out)
+{
+    struct db_stream_event ev[DB_STREAM_EVENTS_MAX];
+    char *bodies[DB_STREAM_EVENTS_MAX];
+    struct db *db = hub_db(h);
+    size_t n = 0;
+    long got = -1;
+
+    if (db == NULL)
+        return -1;
+    enum db_status st = db_stream_events(db, tenant_id, after, until, sub, max, ev, &n);
+    if (st == DB_ONE_RESULT)
+        st = stream_bodies(db, ev, n, bodies);
+    if (st == DB_ONE_RESULT) {
+        got = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (got >= 0 && event_fill(&out[got], &ev[i], bodies[i]) == 0)
+                got++;
+            else if (got >= 0) {
+                for (long j = 0; j < got; j++)
+                    event_clear(&out[j]);
+                got = -1;
+            } else {
+                free(bodies[i]);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        db_stream_event_fini(&ev[i]);
+    if (got < 0 && !h->db_down)
+        LOG_WARN("stream hub: cannot read events of tenant %lld: %s", (long long)tenant_id,
+                 db_errmsg(db));
+    h->db_down = got < 0;
+    if (got < 0)
+        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+    return got;
+}
+
+/* ---- fan-out (h->mu held) ----------------------------------------------------------------- */
+
+static void
+deliver_event(struct tenant *t, const struct event *e)
+{
+    for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
+        if (s->state != ST_LIVE || e->seq <= s->cursor)
+            continue;
+        s->cursor = e->seq;
+        if (matches(s, e)) {
+            stream_write(s, e->frame, e->frame_len);
+            metrics_add(METRIC_STREAM_EVENTS, 1);
+        }
+    }
+}
+
+/* Takes events into the ring (stealing their contents) and fans each out. */
+static void
+take_events(struct tenant *t, struct event *ev, size_t n)
+{
+    if (t->ring == NULL && n > 0 && (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) == NULL) {
+        for (size_t i = 0; i < n; i++)
+            event_clear(&ev[i]);
+        return; /* out of memory: nothing is advanced, the next round reads them again */
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct event *slot = &t->ring[ev[i].seq % HUB_RING_MAX];
+
+        event_clear(slot);
+        *slot = ev[i];
+        t->ring_n = ev[i].seq == t->last_seen + 1 && t->ring_n < HUB_RING_MAX ? t->ring_n + 1
+                    : ev[i].seq == t->last_seen + 1                           ? HUB_RING_MAX
+                                                                              : 1;
+        t->last_seen = ev[i].seq;
+        deliver_event(t, slot);
+    }
+}
+
+/* Reads a tenant's events up to its hint, in batches, and fans them out. h->mu held; dropped
+ * around each read. */
+static void
+read_tenant(struct hub *h, struct tenant *t)
+{
+    while (t->known && t->hint > t->last_seen && mono_ms() >= h->db_retry_ms) {
+        int64_t id = t->id, after = t->last_seen, until = t->hint;
+
+        pthread_mutex_unlock(&h->mu);
+        long n = read_events(h, id, after, until, NULL, HUB_READ_MAX, h->evbuf);
+        pthread_mutex_lock(&h->mu);
+        if (n < 0)
+            return; /* the tick retries after DB_RETRY_MS */
+        take_events(t, h->evbuf, (size_t)n);
+        if (n < HUB_READ_MAX) {
+            /* Caught up with what exists: a hint beyond it (a stray wake-up) is forgotten. */
+            if (t->hint > t->last_seen)
+                t->hint = t->last_seen;
+            return;
+        }
+    }
+}
+
+/* Applies read heads. A tenant that had no head yet starts at it; one whose ring is close
+ * behind reads the gap instead (its streams may resume from the ring). */
+static void
+apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct tenant *t = *tenant_slot(h, hd[i].tenant_id);
+
+        if (t == NULL)
+            continue;
+        t->purged_through = hd[i].purged_through;
+        if (!t->known && (t->ring_n == 0 || hd[i].seq - t->last_seen > HUB_RING_MAX ||
+                          hd[i].seq < t->last_seen)) {
+            for (size_t k = 0; t->ring != NULL && k < HUB_RING_MAX; k++)
+                event_clear(&t->ring[k]);
+            t->ring_n = 0;
+            t->last_seen = t->hint = hd[i].seq;
+        }
+        t->known = true;
+        if (hd[i].seq > t->hint)
+            t->hint = hd[i].seq;
+    }
+}
+
+/* Reads the heads of tenants that have none yet, asked for one, or all at a poll. */
+static void
+heads_round(struct hub *h, bool poll)
+{
+    struct db_stream_head hd[DB_STREAM_HEADS_MAX];
+    int64_t ids[DB_STREAM_HEADS_MAX];
+    size_t n = 0;
+
+    for (size_t b = 0; b < TENANT_BUCKETS; b++) {
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next) {
+            if (t->n_streams == 0 || (t->known && !poll && !t->poll))
+                continue;
+            t->poll = false;
+            ids[n++] = t->id;
+            if (n < DB_STREAM_HEADS_MAX)
+                continue;
+            /* A full statement: read it now, then go on (t stays valid: only we free). */
+            pthread_mutex_unlock(&h->mu);
+            struct db *db = hub_db(h);
+            enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
+            pthread_mutex_lock(&h->mu);
+            if (st == DB_ONE_RESULT)
+                apply_heads(h, hd, n);
+            n = 0;
+        }
+    }
+    if (n == 0)
+        return;
+    pthread_mutex_unlock(&h->mu);
+    struct db *db = hub_db(h);
+    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
+    pthread_mutex_lock(&h->mu);
+    if (st == DB_ONE_RESULT)
+        apply_heads(h, hd, n);
+}
+
+/* ---- new streams (h->mu held) ------------------------------------------------------------- */
+
+static void
+go_live(struct tenant *t, struct hub_stream *s)
+{
+    s->state = ST_LIVE;
+    s->cursor = t->last_seen;
+    t->n_new--;
+}
+
+static void
+send_reset(struct tenant *t, struct hub_stream *s, const char *reason)
+{
+    char data[CONTROL_DATA_MAX];
+
+    snprintf(data, sizeof data, "{\"reason\":\"%s\",\"head\":%lld}", reason,
+             (long long)t->last_seen);
+    stream_event(s, t->last_seen, "reset", data);
+    metrics_add(METRIC_STREAM_RESETS, 1);
+    go_live(t, s);
+}
+
+/* Replays ev[0..n) to s after a resumed hello, then an id-only block so that the client's cursor
+ * moves to the head even when the last events were not for it. */
+static void
+send_backlog(struct tenant *t, struct hub_stream *s, const struct event *const *ev, size_t n)
+{
+    char data[CONTROL_DATA_MAX];
+
+    snprintf(data, sizeof data, "{\"seq\":%lld,\"resumed\":true,\"replayed\":%zu}",
+             (long long)t->last_seen, n);
+    stream_event(s, -1, "hello", data);
+    for (size_t i = 0; i < n; i++)
+        stream_write(s, ev[i]->frame, ev[i]->frame_len);
+    stream_event(s, t->last_seen, NULL, NULL);
+    metrics_add(METRIC_STREAM_RESUMES, 1);
+    metrics_add(METRIC_STREAM_EVENTS, n);
+    go_live(t, s);
+}
+
+/* The backlog from the ring, which holds every event after the cursor. */
+static void
+resume_from_ring(struct tenant *t, struct hub_stream *s)
+{
+    const struct event *pick[HUB_BACKLOG_MAX];
+    size_t n = 0;
+
+    for (int64_t seq = s->cursor + 1; seq <= t->last_seen; seq++) {
+        const struct event *e = ring_at(t, seq);
+        if (e == NULL || !matches(s, e))
+            continue;
+        if (n == HUB_BACKLOG_MAX) {
+            send_reset(t, s, "too_far_behind");
+            return;
+        }
+        pick[n++] = e;
+    }
+    send_backlog(t, s, pick, n);
+}
+
+/* The backlog from PostgreSQL: the cursor is older than the ring. Drops h->mu for the read;
+ * returns false when the stream must wait (database trouble, or it closed meanwhile). */
+static bool
+resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
+{
+    const struct event *pick[HUB_BACKLOG_MAX];
+    int64_t id = t->id, after = s->cursor, until = t->last_seen;
+    size_t n = 0;
+
+    s->refs++;
+    pthread_mutex_unlock(&h->mu);
+    long got = read_events(h, id, after, until, s->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    pthread_mutex_lock(&h->mu);
+    bool closed = s->closed;
+    stream_unref(s);
+    if (got < 0 || closed) {
+        for (long i = 0; i < got; i++)
+            event_clear(&h->evbuf[i]);
+        return got >= 0;
+    }
+    for (long i = 0; i < got; i++)
+        if (matches(s, &h->evbuf[i]) && n <= HUB_BACKLOG_MAX)
+            pick[n < HUB_BACKLOG_MAX ? n : 0] = &h->evbuf[i], n++;
+    if (n > HUB_BACKLOG_MAX)
+        send_reset(t, s, "too_far_behind");
+    else
+        send_backlog(t, s, pick, n);
+    for (long i = 0; i < got; i++)
+        event_clear(&h->evbuf[i]);
+    return true;
+}
+
+/* A stream's first frames. Returns false when it must wait for a later round. */
+static bool
+serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
+{
+    char data[CONTROL_DATA_MAX];
+
+    if (!s->greeted) {
+        stream_retry(s, h->o.retry_ms);
+        s->greeted = true;
+    }
+    switch (s->cursor_kind) {
+    case HUB_CURSOR_NONE:
+        snprintf(data, sizeof data, "{\"seq\":%lld,\"resumed\":false}", (long long)t->last_seen);
+        stream_event(s, t->last_seen, "hello", data);
+        go_live(t, s);
+        return true;
+    case HUB_CURSOR_BAD:
+        send_reset(t, s, "cursor_invalid");
+        return true;
+    case HUB_CURSOR_SET:
+        break;
+    }
+    if (s->cursor > t->last_seen && !s->ahead_checked) {
+        s->ahead_checked = true; /* this replica may lag: read the head once before judging */
+        t->poll = true;
+        h->work = true;
+        return false;
+    }
+    if (s->cursor > t->last_seen)
+        send_reset(t, s, "cursor_ahead");
+    else if (s->cursor < t->purged_through)
+        send_reset(t, s, "cursor_expired");
+    else if (s->cursor >= t->last_seen - (int64_t)t->ring_n)
+        resume_from_ring(t, s);
+    else
+        return resume_from_db(h, t, s);
+    return true;
+}
+
+/* Serves the tenant's new streams; one that must wait is left for the next round. */
+static void
+serve_new(struct hub *h, struct tenant *t, unsigned round)
+{
+    bool again = true;
+
+    while (again && t->known && t->n_new > 0 && t->hint <= t->last_seen) {
+        again = false;
+        for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
+            if (s->state != ST_NEW || s->round == round)
+                continue;
+            s->round = round;
+            serve_one(h, t, s);
+            again = true; /* the list may have changed while h->mu was dropped */
+            break;
+        }
+    }
+}
+
+/* ---- timers (h->mu held) ------------------------------------------------------------------ */
+
+static void
+stream_timers(struct hub_stream *s, int64_t now, bool heartbeat)
+{
+    char at[TIMEFMT_BUF], data[CONTROL_DATA_MAX];
+
+    if (s->ended)
+        return;
+    if (now >= s->end_at_ms) {
+        stream_end(s);
+        return;
+    }
+    if (!s->reauth_sent && s->state == ST_LIVE && now >= s->reauth_at_ms) {
+        s->reauth_sent = true;
+        snprintf(data, sizeof data, "{\"expires_at\":\"%s\"}", timefmt_format(s->expires_ms, at));
+        stream_event(s, -1, "reauth", data);
+    }
+    if (heartbeat)
+        stream_comment(s, "hb");
+}
+
+/* Timers of every stream, the heartbeat when due, and forgetting tenants idle for long. */
+static void
+timers(struct hub *h, int64_t mono)
+{
+    bool heartbeat = mono >= h->next_heartbeat_ms;
+    int64_t now = timefmt_now_ms();
+
+    if (heartbeat)
+        h->next_heartbeat_ms = mono + h->o.heartbeat_ms;
+    for (size_t b = 0; b < TENANT_BUCKETS; b++) {
+        struct tenant **slot = &h->tenants[b];
+        while (*slot != NULL) {
+            struct tenant *t = *slot;
+            for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
+                stream_timers(s, now, heartbeat);
+            if (t->n_streams == 0 && mono - t->idle_since_ms > HUB_TENANT_IDLE_MS) {
+                *slot = t->next;
+                tenant_free(t);
+            } else {
+                slot = &t->next;
+            }
+        }
+    }
+}
+
+/* ---- the thread --------------------------------------------------------------------------- */
+
+static void
+wait_for_work(struct hub *h)
+{
+    int64_t now = mono_ms(), until = now + HUB_TICK_MS;
+    struct timespec ts;
+
+    if (h->next_poll_ms < until)
+        until = h->next_poll_ms;
+    if (h->next_heartbeat_ms < until)
+        until = h->next_heartbeat_ms;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t wait = until - now;
+    if (wait <= 0 || h->work || h->stop)
+        return;
+    ts.tv_sec += wait / 1000;
+    ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    while (!h->work && !h->stop)
+        if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT)
+            break;
+}
+
+static void *
+run(void *arg)
+{
+    struct hub *h = arg;
+    unsigned round = 0;
+
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        wait_for_work(h);
+        h->work = false;
+        int64_t now = mono_ms();
+        bool poll = now >= h->next_poll_ms;
+        if (poll)
+            h->next_poll_ms = now + h->o.poll_ms;
+        heads_round(h, poll);
+        round++;
+        for (size_t b = 0; b < TENANT_BUCKETS; b++)
+            for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next) {
+                if (t->n_streams == 0)
+                    continue;
+                read_tenant(h, t);
+                serve_new(h, t, round);
+            }
+        timers(h, mono_ms());
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+struct hub *
+hub_start(const struct hub_opts *opts)
+{
+    struct hub *h = calloc(1, sizeof *h);
+    pthread_condattr_t ca;
+
+    if (h == NULL)
+        return NULL;
+    h->o = *opts;
+    h->database_url = strdup(opts->database_url);
+    h->evbuf = calloc(DB_STREAM_EVENTS_MAX, sizeof *h->evbuf);
+    h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (h->database_url == NULL || h->evbuf == NULL ||
+        pthread_create(&h->thread, NULL, run, h) != 0) {
+        pthread_cond_destroy(&h->cv);
+        pthread_mutex_destroy(&h->mu);
+        free(h->evbuf);
+        free(h->database_url);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Calls fn on every registered stream. h->mu held. */
+static void
+each_stream(struct hub *h, void (*fn)(struct hub_stream *s))
+{
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
+            for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
+                fn(s);
+}
+
+static void
+cut_stream(struct hub_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    cut_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits (h->mu held) until no stream is left or deadline (monotonic ms) passes. */
+static void
+wait_closed(struct hub *h, int64_t deadline)
+{
+    struct timespec ts;
+
+    while (h->n_streams > 0 && mono_ms() < deadline) {
+        int64_t wait = deadline - mono_ms();
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += wait / 1000;
+        ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    }
+}
+
+void
+hub_drain(struct hub *h, int64_t grace_ms)
+{
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->draining = true;
+    size_t open = h->n_streams;
+    each_stream(h, stream_end);
+    wait_closed(h, mono_ms() + grace_ms);
+    if (h->n_streams > 0) {
+        LOG_WARN("shutdown: %zu of %zu streams still open after %lld ms; cutting them",
+                 h->n_streams, open, (long long)grace_ms);
+        each_stream(h, cut_stream);
+        wait_closed(h, mono_ms() + HUB_DRAIN_CUT_MS);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+void
+hub_stop(struct hub *h)
+{
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->thread, NULL);
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        while (h->tenants[b] != NULL) {
+            struct tenant *t = h->tenants[b];
+            h->tenants[b] = t->next;
+            tenant_free(t);
+        }
+    for (size_t b = 0; b < PERSON_BUCKETS; b++)
+        while (h->people[b] != NULL) {
+            struct person *p = h->people[b];
+            h->people[b] = p->next;
+            free(p);
+        }
+    db_close(h->db);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h->evbuf);
+    free(h->database_url);
+    free(h);
+}

@@ -1,0 +1,59 @@
+/* stream_body.c -- the bodies of stream_body.h. */
+#include "stream_body.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+static const struct meeting *
+find(const struct db_meeting_list *l, const char *id)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->m[i].id, id) == 0)
+            return &l->m[i];
+    return NULL;
+}
+
+/* One chunk of at most DB_GET_MANY_MAX events. */
+static enum db_status
+chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
+{
+    const char *ids[DB_GET_MANY_MAX];
+    struct db_meeting_list ms;
+    enum db_status st;
+
+    for (size_t i = 0; i < n; i++)
+        ids[i] = ev[i].meeting_id;
+    if ((st = db_meeting_get_many(db, ids, n, &ms)) != DB_ONE_RESULT)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        const struct meeting *m = find(&ms, ev[i].meeting_id);
+        struct occurrence o = {ev[i].reminder_id, ev[i].fire_at_ms, ev[i].fired_at_ms};
+
+        if (m == NULL)
+            continue;
+        if ((bodies[i] = codec_notification_encode(m, &o, ev[i].fired_at_ms)) == NULL) {
+            st = DB_HARD_ERROR;
+            break;
+        }
+    }
+    db_meeting_list_fini(&ms);
+    return st;
+}
+
+enum db_status
+stream_bodies(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
+{
+    enum db_status st = DB_ONE_RESULT;
+
+    memset(bodies, 0, n * sizeof *bodies);
+    for (size_t i = 0; i < n && st == DB_ONE_RESULT; i += DB_GET_MANY_MAX)
+        st = chunk(db, ev + i, n - i < DB_GET_MANY_MAX ? n - i : DB_GET_MANY_MAX, bodies + i);
+    if (st != DB_ONE_RESULT)
+        for (size_t i = 0; i < n; i++) {
+            free(bodies[i]);
+            bodies[i] = NULL;
+        }
+    return st;
+}
