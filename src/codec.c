@@ -594,7 +594,8 @@ put_fields(json_t *o, const struct meeting *m, bool full)
     for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++)
         bad |= json_array_append_new(reminders, reminder_value(&m->reminders[i], full));
     bad |= json_object_set_new(o, "reminders", reminders);
-    bad |= json_object_set_new(o, "organizer_id", str_or_null(m->organizer_id));
+    if (full || m->organizer_id != NULL) /* input documents name it only when there is one */
+        bad |= json_object_set_new(o, "organizer_id", str_or_null(m->organizer_id));
     bad |= json_object_set_new(o, "metadata", load(m->metadata_json, json_null()));
     return bad ? -1 : 0;
 }

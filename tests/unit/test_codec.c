@@ -543,13 +543,13 @@ static const char full_output[] =
     "'reminders':[{'id':'9007199254740993','minutes_before':60,'fire_at':"
     "'2026-11-23T07:00:00.000Z','status':'fired','fired_at':'2026-11-23T07:00:00.012Z'},"
     "{'id':'8','minutes_before':5,'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
-    "'fired_at':null}],'metadata':{'k':[1,{'x':null}]},'version':3,"
+    "'fired_at':null}],'organizer_id':null,'metadata':{'k':[1,{'x':null}]},'version':3,"
     "'created_at':'2026-01-01T00:00:00.000Z','updated_at':'2026-01-02T00:00:00.000Z'}";
 
 static const char minimal_output[] =
     "{'id':'','title':'t','description':null,'starts_at':'2030-01-01T09:00:00.000Z',"
     "'ends_at':null,'time_zone':null,'location':null,'participants':[],'reminders':[],"
-    "'metadata':null,'version':0,'created_at':'1970-01-01T00:00:00.000Z',"
+    "'organizer_id':null,'metadata':null,'version':0,'created_at':'1970-01-01T00:00:00.000Z',"
     "'updated_at':'1970-01-01T00:00:00.000Z'}";
 
 static void
