@@ -778,7 +778,7 @@ codec_string_array(const char *const *v, size_t n)
     bool bad = a == NULL;
 
     for (size_t i = 0; i < n && !bad; i++)
-        bad = json_array_append_new(a, json_string(v[i])) != 0;
+        bad = json_array_append_new(a, v[i] != NULL ? json_string(v[i]) : json_null()) != 0;
     if (!bad)
         text = codec_dump(a);
     json_decref(a);

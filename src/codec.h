@@ -90,7 +90,8 @@ bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
  * strcmp (free with codec_string_list_free). 0, or -1 for anything else or out of memory. */
 int codec_string_list_parse(const char *json, char ***out, size_t *n);
 void codec_string_list_free(char **v, size_t n);
-/* A JSON array of the n strings v[0..n) (malloc'ed text; NULL when out of memory). */
+/* A JSON array of the n strings v[0..n), null for a NULL one (malloc'ed text; NULL when out of
+ * memory). */
 char *codec_string_array(const char *const *v, size_t n);
 
 #endif

@@ -164,19 +164,3 @@ db_fire_result_fini(struct db_fire_result *out)
     out->outbox_ids = NULL;
     out->n = out->n_outbox = out->n_streams = 0;
 }
-
-/* Counted along the partial index outbox_pending_due: the cost is the backlog, not the history. */
-static const char backlog_sql[] = "SELECT count(*) FROM outbox WHERE status = 'pending'";
-
-enum db_status
-db_outbox_backlog(struct db *db, int64_t *n)
-{
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_OUTBOX_BACKLOG, backlog_sql, 0, NULL, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    *n = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;
-    PQclear(res);
-    return DB_ONE_RESULT;
-}

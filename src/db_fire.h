@@ -42,9 +42,6 @@ struct db_fire_result {
 enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
                                       int64_t now_ms, int64_t missed_grace_ms,
                                       struct db_fire_result *out);
-/* The number of outbox rows still to deliver (status pending), for /metrics. ONE_RESULT or an
- * error status. */
-enum db_status db_outbox_backlog(struct db *db, int64_t *n);
 /* Frees out->outbox_ids and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);
 

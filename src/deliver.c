@@ -1,11 +1,12 @@
-/* deliver.c -- the delivery workers of deliver.h. A worker leases a batch, builds the body of each
- * row at its first attempt (the meeting as the API shows it, and the reminder; the meetings of a
- * batch in one round trip), signs it with the occurrence's stable id, POSTs it, and records the
- * outcome with the body sent: the batch's successes in one statement. */
+/* deliver.c -- the delivery workers of deliver.h. Each worker runs one loop: renew its leases when
+ * due, lease due rows for the receivers that have room (outbox rows of full or broken receivers
+ * are left to wait in PostgreSQL), build the bodies of rows sent for the first time (their meetings
+ * in one round trip), start requests up to each receiver's share, wait on libcurl for answers, and
+ * record every answer that came back before waiting again. */
 #include "deliver.h"
 
-#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +14,47 @@
 
 #include "codec.h"
 #include "db.h"
-#include "db_webhook.h"
+#include "db_outbox.h"
 #include "log.h"
 #include "metrics.h"
+#include "outbound.h"
 #include "timefmt.h"
 #include "webhook.h"
 #include "webhook_sign.h"
 
 #define OWNER_MAX 160
+#define RECEIVER_BUCKETS 1024
+#define RECEIVER_IDLE_MS 60000 /* a receiver with nothing held and a closed circuit is forgotten   \
+                                */
+#define DB_RETRY_MS 1000       /* after a failed connect, the next try waits this */
+#define STOP_SLACK_MS 1000     /* stopping: in-flight requests get their timeout plus this */
 
-/* What a round does with a leased row. */
-enum row_state {
-    ROW_SEND,    /* body fixed: send it */
-    ROW_DONE,    /* recorded failed for good already (webhook or meeting deleted) */
-    ROW_RELEASE, /* database trouble: give the lease back, try again later */
+/* A receiver: the unit of isolation (one webhook). */
+struct receiver {
+    char key[MEETING_ID_LEN + 1];
+    size_t sending, queued;
+    struct job *head, *tail; /* queued jobs, oldest first */
+    int failures;            /* failed attempts in a row (no answer, 429, 5xx) */
+    int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed */
+    int64_t open_ms;         /* how long it opened last */
+    bool probing;            /* half open: one request decides */
+    int64_t idle_since_ms;
+    bool ready;                  /* on the worker's ready list */
+    struct receiver *next_ready; /* receivers with queued jobs */
+    struct receiver *next;       /* hash chain */
+};
+
+/* A leased row, queued for its receiver or in flight. */
+struct job {
+    struct db_outbox_item it;
+    struct receiver *rcv;
+    bool sending;
+    bool body_new; /* built by this worker: stored with the attempt's record */
+    size_t slot;   /* index in the worker's held array */
+    char msg_id[WEBHOOK_ID_MAX];
+    char sig[WEBHOOK_SIGNATURE_LEN + 1];
+    struct webhook_request_buf hdr;
+    struct job *next; /* receiver queue */
 };
 
 struct worker {
@@ -36,30 +64,32 @@ struct worker {
     bool started;
     char owner[OWNER_MAX];
     struct db *db;
+    int64_t db_retry_ms;
     bool db_down;
-    struct webhook_client *http;
+    struct outbound *out;
+    atomic_bool woken;
+    atomic_size_t in_flight;
     unsigned seed;
-    struct db_outbox_item batch[DB_OUTBOX_CLAIM_MAX];
-    int64_t ok_ids[DB_OUTBOX_CLAIM_MAX];
-    int ok_status[DB_OUTBOX_CLAIM_MAX];
-    int64_t unsent_ids[DB_OUTBOX_CLAIM_MAX];
-    int64_t batch_ids[DB_OUTBOX_CLAIM_MAX]; /* the current batch, for lease renewal */
-    size_t n_batch;                         /* 0 between batches */
-    int64_t renewed_ms;                     /* monotonic time of the claim or last renewal */
-    bool lease_lost;                        /* a renewal failed: send nothing more */
-    enum row_state state[DB_OUTBOX_CLAIM_MAX];
-    size_t fresh[DB_OUTBOX_CLAIM_MAX]; /* rows whose body is built in this round */
-    const char *ok_bodies[DB_OUTBOX_CLAIM_MAX];
+    int64_t renewed_ms, next_claim_ms;
+    struct job **held; /* concurrency slots */
+    size_t n_held;
+    struct receiver *receivers[RECEIVER_BUCKETS];
+    struct receiver *ready; /* receivers with queued jobs */
+    /* Scratch of one round, concurrency entries each. */
+    struct db_outbox_item *claimed;
+    struct outbound_done *done;
+    int64_t *ids;
+    int *statuses;
+    const char **texts, **texts2;
+    struct db_outbox_failure *fails;
+    struct job **jobs;
 };
 
 struct deliver {
-    pthread_mutex_t mu; /* guards stop and wakeups */
-    pthread_cond_t cv;  /* monotonic clock */
-    bool stop;
-    unsigned long wakeups;
+    atomic_bool stop;
     char *database_url, *instance_id;
     int64_t retry_base_ms, timeout_ms;
-    int max_attempts;
+    int max_attempts, concurrency, per_receiver;
     bool allow_private;
     int n_workers;
     struct worker *workers;
@@ -77,53 +107,322 @@ deliver_backoff_ms(int64_t base_ms, int attempt, double r)
     return d + (int64_t)((double)d * DELIVER_JITTER_PCT / 100.0 * (2.0 * r - 1.0));
 }
 
+/* ---- receivers ----------------------------------------------------------------------------- */
+
+static size_t
+bucket(const char *key)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (; *key != '\0'; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ULL; /* FNV-1a */
+    return h % RECEIVER_BUCKETS;
+}
+
+static struct receiver *
+receiver_get(struct worker *w, const char *key)
+{
+    struct receiver **r = &w->receivers[bucket(key)];
+
+    while (*r != NULL && strcmp((*r)->key, key) != 0)
+        r = &(*r)->next;
+    if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL)
+        snprintf((*r)->key, sizeof(*r)->key, "%s", key);
+    return *r;
+}
+
 static bool
-stopping(struct deliver *d)
+circuit_open(const struct receiver *r, int64_t now)
 {
-    pthread_mutex_lock(&d->mu);
-    bool s = d->stop;
-    pthread_mutex_unlock(&d->mu);
-    return s;
+    return r->open_until_ms != 0 && now < r->open_until_ms;
 }
 
-/* Waits up to DELIVER_POLL_MS for a notify (seen_wakeups tracks which ones were seen). */
-static void
-idle(struct deliver *d, unsigned long *seen)
+/* Room for one more request now: a closed circuit under the receiver's share, or a half-open one
+ * with no probe out yet. */
+static bool
+may_send(const struct worker *w, const struct receiver *r, int64_t now)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += (long)DELIVER_POLL_MS * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->wakeups == *seen)
-        if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) == ETIMEDOUT)
-            break;
-    *seen = d->wakeups;
-    pthread_mutex_unlock(&d->mu);
+    if (circuit_open(r, now))
+        return false;
+    if (r->open_until_ms != 0) /* half open */
+        return !r->probing && r->sending == 0;
+    return r->sending < (size_t)w->d->per_receiver;
 }
 
-/* Gives up on a row for good, or schedules its retry. */
-static void
-record_failure(struct worker *w, const struct db_outbox_item *it, long status, const char *err,
-               bool give_up)
+/* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. */
+static size_t
+excluded(struct worker *w, int64_t now, const char **out, size_t max)
 {
-    int attempt = it->attempts + 1;
-    int64_t delay =
-        deliver_backoff_ms(w->d->retry_base_ms, attempt, (double)rand_r(&w->seed) / RAND_MAX);
-    bool last = give_up || attempt >= w->d->max_attempts;
+    size_t n = 0;
 
-    if (db_outbox_failed(w->db, it->id, (int)status, err, delay, w->d->max_attempts, give_up,
-                         it->payload) != DB_ONE_RESULT) {
-        LOG_WARN("deliver: cannot record an attempt of outbox %lld: %s", (long long)it->id,
-                 db_errmsg(w->db));
+    for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
+        for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
+            if (circuit_open(r, now) ||
+                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : (size_t)w->d->per_receiver))
+                out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
+    return n;
+}
+
+static void
+forget_idle(struct worker *w, int64_t now)
+{
+    for (size_t b = 0; b < RECEIVER_BUCKETS; b++) {
+        struct receiver **r = &w->receivers[b];
+        while (*r != NULL) {
+            struct receiver *x = *r;
+            bool idle = x->sending == 0 && x->queued == 0 && x->open_until_ms == 0 &&
+                        x->failures == 0 && now - x->idle_since_ms > RECEIVER_IDLE_MS;
+            if (idle) {
+                *r = x->next;
+                free(x);
+            } else {
+                r = &x->next;
+            }
+        }
+    }
+}
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+
+static void
+enqueue(struct worker *w, struct job *j)
+{
+    struct receiver *r = j->rcv;
+
+    j->next = NULL;
+    if (r->tail != NULL)
+        r->tail->next = j;
+    else
+        r->head = j;
+    r->tail = j;
+    r->queued++;
+    if (!r->ready) {
+        r->ready = true;
+        r->next_ready = w->ready;
+        w->ready = r;
+    }
+}
+
+static struct job *
+dequeue(struct receiver *r)
+{
+    struct job *j = r->head;
+
+    if (j == NULL)
+        return NULL;
+    r->head = j->next;
+    if (r->head == NULL)
+        r->tail = NULL;
+    r->queued--;
+    return j;
+}
+
+static void
+job_drop(struct worker *w, struct job *j)
+{
+    struct job *last = w->held[--w->n_held];
+
+    w->held[j->slot] = last;
+    last->slot = j->slot;
+    if (j->rcv != NULL && j->rcv->sending + j->rcv->queued == 0)
+        j->rcv->idle_since_ms = timefmt_mono_ms();
+    db_outbox_item_fini(&j->it);
+    free(j);
+}
+
+/* ---- recording --------------------------------------------------------------------------- */
+
+static void
+db_lost(struct worker *w, const char *what)
+{
+    if (!w->db_down)
+        LOG_WARN("deliver: %s: %s", what, w->db ? db_errmsg(w->db) : "no database");
+    w->db_down = true;
+}
+
+/* Records the delivered jobs ok[0..n) in one statement. */
+static void
+record_delivered(struct worker *w, struct job **ok, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        w->ids[i] = ok[i]->it.id;
+        w->texts[i] = ok[i]->body_new ? ok[i]->it.payload : NULL;
+    }
+    char *bodies = codec_string_array(w->texts, n);
+    if (bodies == NULL || w->db == NULL ||
+        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT)
+        db_lost(w, "deliveries not recorded (they will be sent again)");
+    else
+        metrics_add(METRIC_DELIVERED, n);
+    free(bodies);
+}
+
+/* Records failed attempts f[0..n) (reasons and bodies in texts/texts2) in one statement. */
+static void
+record_failed(struct worker *w, size_t n)
+{
+    char *errors = codec_string_array(w->texts, n), *bodies = codec_string_array(w->texts2, n);
+    size_t failed = 0;
+
+    if (errors == NULL || bodies == NULL || w->db == NULL ||
+        db_outbox_failed(w->db, w->fails, n, errors, bodies, w->d->max_attempts, &failed) !=
+            DB_ONE_RESULT) {
+        db_lost(w, "failed attempts not recorded (they will be tried again)");
+    } else {
+        metrics_add(METRIC_DELIVERY_FAILED, failed);
+        metrics_add(METRIC_DELIVERY_RETRIED, n - failed);
+    }
+    free(errors);
+    free(bodies);
+}
+
+/* Queues one failed attempt of j into the round's failures. */
+static void
+add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64_t retry_after_s,
+            const char *err, bool give_up)
+{
+    int64_t delay = deliver_backoff_ms(w->d->retry_base_ms, j->it.attempts + 1,
+                                       (double)rand_r(&w->seed) / RAND_MAX);
+
+    if (retry_after_s * 1000 > delay) /* the receiver asked for a later retry */
+        delay = retry_after_s * 1000;
+    w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up};
+    w->texts[*n] = err;
+    w->texts2[*n] = j->body_new ? j->it.payload : NULL;
+    (*n)++;
+}
+
+/* ---- circuits ----------------------------------------------------------------------------- */
+
+/* Gives the receiver's queued rows back, due when its circuit may close: no attempt spent. */
+static void
+release_queued(struct worker *w, struct receiver *r, int64_t delay_ms)
+{
+    size_t n = 0;
+    struct job *j;
+
+    while ((j = dequeue(r)) != NULL) {
+        w->ids[n++] = j->it.id;
+        job_drop(w, j);
+    }
+    if (n > 0 && w->db != NULL &&
+        db_outbox_release(w->db, w->owner, w->ids, n, delay_ms) != DB_ONE_RESULT)
+        db_lost(w, "rows not given back (their leases run out instead)");
+}
+
+/* Accounts one answer (or its absence) of receiver r. */
+static void
+circuit_note(struct worker *w, struct receiver *r, bool ok, long status, int64_t now)
+{
+    bool broken = !ok && (status == 0 || status == 429 || status >= 500);
+
+    if (!broken) {
+        if (r->open_until_ms != 0)
+            LOG_INFO("deliver: receiver %s answers again; circuit closed", r->key);
+        r->failures = 0;
+        r->open_until_ms = r->open_ms = 0;
+        r->probing = false;
         return;
     }
-    metrics_add(last ? METRIC_DELIVERY_FAILED : METRIC_DELIVERY_RETRIED, 1);
-    if (last)
-        LOG_WARN("deliver: outbox %lld failed for good after %d attempts: %s", (long long)it->id,
-                 attempt, err);
+    r->failures++;
+    if (!r->probing && (r->open_until_ms != 0 || r->failures < DELIVER_CIRCUIT_FAILURES))
+        return;
+    r->open_ms = r->probing ? r->open_ms * 2 : DELIVER_CIRCUIT_OPEN_MS;
+    if (r->open_ms > DELIVER_CIRCUIT_OPEN_MAX_MS)
+        r->open_ms = DELIVER_CIRCUIT_OPEN_MAX_MS;
+    r->open_until_ms = now + r->open_ms;
+    r->probing = false;
+    LOG_WARN("deliver: receiver %s failed %d times in a row; circuit open for %lld ms", r->key,
+             r->failures, (long long)r->open_ms);
+    release_queued(w, r, r->open_ms);
+}
+
+/* ---- one round ------------------------------------------------------------------------------ */
+
+/* Records the answers done[0..n) and frees their jobs. */
+static void
+take_answers(struct worker *w, size_t n)
+{
+    struct job **ok = w->jobs;
+    size_t n_ok = 0, n_fail = 0;
+    int64_t now = timefmt_mono_ms();
+
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = w->done[i].tag;
+        j->sending = false;
+        j->rcv->sending--;
+        atomic_fetch_sub(&w->in_flight, 1);
+        circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
+        if (w->done[i].ok) {
+            w->statuses[n_ok] = (int)w->done[i].status;
+            ok[n_ok++] = j;
+        }
+    }
+    if (n_ok > 0)
+        record_delivered(w, ok, n_ok);
+    for (size_t i = 0; i < n_ok; i++)
+        job_drop(w, ok[i]);
+    for (size_t i = 0; i < n; i++)
+        if (!w->done[i].ok)
+            add_failure(w, &n_fail, w->done[i].tag, w->done[i].status, w->done[i].retry_after_s,
+                        w->done[i].err, false);
+    if (n_fail > 0)
+        record_failed(w, n_fail);
+    for (size_t i = 0; i < n; i++)
+        if (!w->done[i].ok)
+            job_drop(w, w->done[i].tag);
+}
+
+/* Signs and starts j. false when it could not start (recorded as a failed attempt). */
+static bool
+start(struct worker *w, struct job *j)
+{
+    struct outbound_request req;
+    char err[OUTBOUND_ERR_MAX];
+    int64_t ts = timefmt_now_ms() / 1000;
+    struct webhook_message m = {j->it.url, j->msg_id,     ts,
+                                j->sig,    j->it.payload, strlen(j->it.payload)};
+
+    webhook_message_id(j->it.reminder_id, j->it.fire_at_ms, j->msg_id);
+    if (webhook_sign(j->it.secret, j->msg_id, ts, m.body, m.body_len, j->sig) != 0 ||
+        webhook_request(&m, &j->hdr, &req, w->d->timeout_ms) != 0) {
+        snprintf(err, sizeof err, "webhook secret unusable");
+    } else {
+        req.tag = j;
+        if (outbound_start(w->out, &req, err) == 0) {
+            j->sending = true;
+            j->rcv->sending++;
+            atomic_fetch_add(&w->in_flight, 1);
+            return true;
+        }
+    }
+    size_t n = 0;
+    add_failure(w, &n, j, 0, 0, err, false);
+    record_failed(w, n);
+    job_drop(w, j);
+    return false;
+}
+
+/* Starts what the receivers on the ready list have room for. */
+static void
+start_ready(struct worker *w, int64_t now)
+{
+    struct receiver **link = &w->ready;
+
+    while (*link != NULL) {
+        struct receiver *r = *link;
+        while (r->queued > 0 && may_send(w, r, now)) {
+            if (r->open_until_ms != 0)
+                r->probing = true; /* half open: this request decides */
+            start(w, dequeue(r));
+        }
+        if (r->queued == 0) {
+            r->ready = false;
+            *link = r->next_ready;
+        } else {
+            link = &r->next_ready;
+        }
+    }
 }
 
 static const struct meeting *
@@ -135,220 +434,281 @@ find_meeting(const struct db_meeting_list *l, const char *id)
     return NULL;
 }
 
-/* Builds the bodies of the rows sent for the first time (indexes need[0..k)) from their meetings
- * as the API shows them now, loaded in one round trip. A row whose meeting is gone is recorded
- * failed (ROW_DONE); on database trouble the rows are given back (ROW_RELEASE). */
-static void
-build_payloads(struct worker *w, const size_t *need, size_t k)
+/* Builds the bodies of the new jobs j[0..n) that have none from their meetings as the API shows
+ * them now, in one round trip; a job whose meeting is gone keeps none. 0, or -1 on database
+ * trouble. */
+static int
+build_bodies(struct worker *w, struct job **j, size_t n)
 {
+    const char **ids = w->texts; /* scratch: before any failure is queued */
     struct db_meeting_list ms;
-    const char *ids[DB_OUTBOX_CLAIM_MAX];
+    size_t k = 0;
     int64_t now = timefmt_now_ms();
 
-    for (size_t j = 0; j < k; j++)
-        ids[j] = w->batch[need[j]].meeting_id;
-    if (db_meeting_get_many(w->db, ids, k, &ms) != DB_ONE_RESULT) {
-        for (size_t j = 0; j < k; j++)
-            w->state[need[j]] = ROW_RELEASE;
-        return;
-    }
-    for (size_t j = 0; j < k; j++) {
-        struct db_outbox_item *it = &w->batch[need[j]];
-        const struct meeting *m = find_meeting(&ms, it->meeting_id);
-
-        if (m == NULL) {
-            record_failure(w, it, 0, "meeting deleted before delivery", true);
-            w->state[need[j]] = ROW_DONE;
-        } else if ((it->payload = codec_notification_encode(
-                        m, &(struct occurrence){it->reminder_id, it->fire_at_ms, 0}, now)) ==
-                   NULL) {
-            w->state[need[j]] = ROW_RELEASE;
-        }
+    for (size_t i = 0; i < n; i++)
+        if (j[i]->it.payload == NULL)
+            ids[k++] = j[i]->it.meeting_id;
+    if (k == 0)
+        return 0;
+    if (db_meeting_get_many(w->db, ids, k, &ms) != DB_ONE_RESULT)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (j[i]->it.payload != NULL)
+            continue;
+        const struct meeting *m = find_meeting(&ms, j[i]->it.meeting_id);
+        struct occurrence o = {j[i]->it.reminder_id, j[i]->it.fire_at_ms, 0};
+        if (m != NULL && (j[i]->it.payload = codec_notification_encode(m, &o, now)) != NULL)
+            j[i]->body_new = true;
     }
     db_meeting_list_fini(&ms);
-}
-
-/* Decides each leased row's fate before anything is sent: rows of deleted webhooks or meetings
- * are recorded failed; rows sent for the first time get their body, stored with the attempt's
- * outcome so that every later attempt sends the same bytes. */
-static void
-prepare(struct worker *w, size_t n)
-{
-    size_t need = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        struct db_outbox_item *it = &w->batch[i];
-
-        w->state[i] = ROW_SEND;
-        if (it->webhook_deleted) {
-            record_failure(w, it, 0, "webhook deleted", true);
-            w->state[i] = ROW_DONE;
-        } else if (it->payload == NULL) {
-            w->fresh[need++] = i;
-        }
-    }
-    if (need > 0)
-        build_payloads(w, w->fresh, need);
-}
-
-/* Records the delivered rows ok_ids[0..ok) with their bodies, in one statement. */
-static void
-record_delivered(struct worker *w, size_t ok)
-{
-    char *bodies = codec_string_array(w->ok_bodies, ok);
-
-    if (bodies == NULL ||
-        db_outbox_delivered(w->db, w->ok_ids, w->ok_status, ok, bodies) != DB_ONE_RESULT)
-        LOG_WARN("deliver: %zu deliveries not recorded (they will be sent again): %s", ok,
-                 bodies ? db_errmsg(w->db) : "out of memory");
-    else
-        metrics_add(METRIC_DELIVERED, ok);
-    free(bodies);
-}
-
-/* One attempt at one prepared row. Returns 1 when delivered (status in *status), 0 otherwise. */
-static int
-send_one(struct worker *w, struct db_outbox_item *it, long *status)
-{
-    char id[WEBHOOK_ID_MAX], sig[WEBHOOK_SIGNATURE_LEN + 1], err[WEBHOOK_ERR_MAX];
-    int64_t ts = timefmt_now_ms() / 1000;
-
-    *status = 0;
-    webhook_message_id(it->reminder_id, it->fire_at_ms, id);
-    if (webhook_sign(it->secret, id, ts, it->payload, strlen(it->payload), sig) != 0) {
-        record_failure(w, it, 0, "webhook secret unusable", true);
-        return 0;
-    }
-    struct webhook_message msg = {it->url, id, ts, sig, it->payload, strlen(it->payload)};
-    if (webhook_post(w->http, &msg, status, err) == 0)
-        return 1;
-    record_failure(w, it, *status, err, false);
     return 0;
 }
 
-/* Extends the lease of the current batch when DELIVER_RENEW_MS have passed since the last time;
- * called between requests and, through the HTTP client's tick, during them. A failed renewal
- * stops the batch: once the lease may have run out, another worker may be sending the rows. */
+/* Turns leased rows into jobs: rows of deleted webhooks and meetings fail for good, the others
+ * are queued for their receivers. */
 static void
-renew(struct worker *w)
+take_rows(struct worker *w, size_t n)
 {
-    int64_t now = timefmt_mono_ms();
+    struct job **fresh = w->jobs;
+    size_t k = 0, n_fail = 0;
 
-    if (w->n_batch == 0 || w->lease_lost || now - w->renewed_ms < DELIVER_RENEW_MS)
-        return;
-    if (db_outbox_renew(w->db, w->owner, w->batch_ids, w->n_batch, DELIVER_LEASE_MS) !=
-        DB_ONE_RESULT) {
-        LOG_WARN("deliver: cannot renew the lease of %zu rows: %s", w->n_batch, db_errmsg(w->db));
-        w->lease_lost = true;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = calloc(1, sizeof *j);
+        if (j == NULL || (j->rcv = receiver_get(w, w->claimed[i].receiver)) == NULL) {
+            free(j);
+            db_outbox_item_fini(&w->claimed[i]); /* the lease runs out: retried then */
+            continue;
+        }
+        j->it = w->claimed[i];
+        j->slot = w->n_held;
+        w->held[w->n_held++] = j;
+        fresh[k++] = j;
+    }
+    if (build_bodies(w, fresh, k) != 0) {
+        for (size_t i = 0; i < k; i++)
+            w->ids[i] = fresh[i]->it.id;
+        if (db_outbox_release(w->db, w->owner, w->ids, k, 0) != DB_ONE_RESULT)
+            db_lost(w, "rows not given back (their leases run out instead)");
+        for (size_t i = 0; i < k; i++)
+            job_drop(w, fresh[i]);
         return;
     }
-    w->renewed_ms = now;
+    struct job *gone[DB_OUTBOX_CLAIM_MAX];
+    size_t n_gone = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct job *j = fresh[i];
+        const char *why = j->it.webhook_deleted   ? "webhook deleted"
+                          : j->it.payload == NULL ? "meeting deleted before delivery"
+                                                  : NULL;
+        if (why == NULL) {
+            enqueue(w, j);
+            continue;
+        }
+        add_failure(w, &n_fail, j, 0, 0, why, true);
+        gone[n_gone++] = j;
+    }
+    if (n_fail > 0)
+        record_failed(w, n_fail);
+    for (size_t i = 0; i < n_gone; i++)
+        job_drop(w, gone[i]);
 }
 
-static void
-tick(void *arg)
-{
-    renew(arg);
-}
-
-/* Leases and works through one batch; returns how many rows it leased. */
+/* Leases what the worker has room for. Returns how many rows it got. */
 static size_t
-round_of(struct worker *w)
+claim(struct worker *w, int64_t now)
 {
-    size_t n = 0, ok = 0, unsent = 0;
-    int64_t window_end;
+    const char *exclude[DB_OUTBOX_EXCLUDE_MAX];
+    size_t room = (size_t)w->d->concurrency - w->n_held, n = 0;
+    size_t n_ex = excluded(w, now, exclude, DB_OUTBOX_EXCLUDE_MAX);
+
+    if (room > DB_OUTBOX_CLAIM_MAX)
+        room = DB_OUTBOX_CLAIM_MAX;
+    if (room == 0)
+        return 0;
+    if (db_outbox_claim(w->db, w->owner, DELIVER_LEASE_MS, exclude, n_ex, w->claimed, room, &n) !=
+        DB_ONE_RESULT) {
+        db_lost(w, "cannot lease outbox rows");
+        return 0;
+    }
+    if (w->db_down)
+        LOG_INFO("deliver: database available again");
+    w->db_down = false;
+    if (w->n_held == 0) /* all it holds now was leased by a statement that started after now */
+        w->renewed_ms = now;
+    take_rows(w, n);
+    return n;
+}
+
+/* Renews the lease of everything held, every DELIVER_RENEW_MS. When that fails the queued rows are
+ * dropped: once their lease may have run out, another worker may be sending them. */
+static void
+renew(struct worker *w, int64_t now)
+{
+    if (w->n_held == 0 || now - w->renewed_ms < DELIVER_RENEW_MS)
+        return;
+    for (size_t i = 0; i < w->n_held; i++)
+        w->ids[i] = w->held[i]->it.id;
+    if (w->db != NULL &&
+        db_outbox_renew(w->db, w->owner, w->ids, w->n_held, DELIVER_LEASE_MS) == DB_ONE_RESULT) {
+        w->renewed_ms = now;
+        return;
+    }
+    db_lost(w, "cannot renew leases; dropping the rows not sent yet");
+    for (struct receiver *r = w->ready; r != NULL; r = r->next_ready) {
+        struct job *j;
+        while ((j = dequeue(r)) != NULL)
+            job_drop(w, j);
+    }
+}
+
+static bool
+connected(struct worker *w, int64_t now)
+{
     char err[DB_ERR_MAX];
 
-    if (w->db == NULL && (w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
+    if (w->db != NULL)
+        return true;
+    if (now < w->db_retry_ms)
+        return false;
+    if ((w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
         if (!w->db_down)
             LOG_WARN("deliver: database unavailable, retrying: %s", err);
         w->db_down = true;
-        return 0;
+        w->db_retry_ms = now + DB_RETRY_MS;
     }
-    /* Taken before the claim, like the renewal times: the lease starts no earlier. */
-    w->renewed_ms = timefmt_mono_ms();
-    window_end = w->renewed_ms + DELIVER_BATCH_WINDOW_MS;
-    if (db_outbox_claim(w->db, w->owner, DELIVER_LEASE_MS, w->batch, DB_OUTBOX_CLAIM_MAX, &n) !=
-        DB_ONE_RESULT) {
-        if (!w->db_down)
-            LOG_WARN("deliver: cannot lease outbox rows: %s", db_errmsg(w->db));
-        w->db_down = true;
-        return 0;
-    }
-    w->db_down = false;
-    w->lease_lost = false;
-    for (size_t i = 0; i < n; i++)
-        w->batch_ids[i] = w->batch[i].id;
-    w->n_batch = n;
-    prepare(w, n);
-    for (size_t i = 0; i < n; i++) {
-        long status;
+    return w->db != NULL;
+}
 
-        renew(w);
-        if (w->state[i] == ROW_DONE)
-            ;
-        else if (w->state[i] == ROW_RELEASE || w->lease_lost || stopping(w->d) ||
-                 timefmt_mono_ms() > window_end)
-            w->unsent_ids[unsent++] = w->batch[i].id;
-        else if (send_one(w, &w->batch[i], &status)) {
-            w->ok_ids[ok] = w->batch[i].id;
-            w->ok_bodies[ok] = w->batch[i].payload;
-            w->ok_status[ok++] = (int)status;
+/* How long the loop may wait for an answer before it has other work. */
+static int64_t
+wait_ms(struct worker *w, int64_t now)
+{
+    int64_t until = w->next_claim_ms;
+
+    if (w->n_held > 0 && w->renewed_ms + DELIVER_RENEW_MS < until)
+        until = w->renewed_ms + DELIVER_RENEW_MS;
+    return until > now ? until - now : 0;
+}
+
+static void
+round_of(struct worker *w)
+{
+    int64_t now = timefmt_mono_ms();
+    bool woken = atomic_exchange(&w->woken, false);
+
+    if (connected(w, now)) {
+        renew(w, now);
+        if (woken || now >= w->next_claim_ms) {
+            size_t got = claim(w, now);
+            bool full = got > 0 && w->n_held < (size_t)w->d->concurrency;
+            w->next_claim_ms = full ? now : now + DELIVER_POLL_MS;
         }
+    } else {
+        w->next_claim_ms = now + DELIVER_POLL_MS;
     }
-    if (ok > 0)
-        record_delivered(w, ok);
-    /* If this fails the leases simply run out: later, never lost. */
-    if (unsent > 0 && db_outbox_release(w->db, w->owner, w->unsent_ids, unsent) != DB_ONE_RESULT)
-        LOG_WARN("deliver: cannot release %zu unsent rows: %s", unsent, db_errmsg(w->db));
-    w->n_batch = 0;
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&w->batch[i]);
-    return n;
+    start_ready(w, now);
+    size_t n =
+        outbound_run(w->out, wait_ms(w, timefmt_mono_ms()), w->done, (size_t)w->d->concurrency);
+    if (n > 0)
+        take_answers(w, n);
+}
+
+/* Stopping: the queued rows go back at once, the requests in flight finish (bounded) and are
+ * recorded. */
+static void
+wind_down(struct worker *w)
+{
+    int64_t deadline = timefmt_mono_ms() + w->d->timeout_ms + STOP_SLACK_MS;
+
+    for (struct receiver *r = w->ready; r != NULL; r = r->next_ready)
+        release_queued(w, r, 0);
+    w->ready = NULL;
+    while (outbound_active(w->out) > 0 && timefmt_mono_ms() < deadline) {
+        size_t n = outbound_run(w->out, 100, w->done, (size_t)w->d->concurrency);
+        if (n > 0)
+            take_answers(w, n);
+    }
 }
 
 static void *
 run(void *arg)
 {
     struct worker *w = arg;
-    unsigned long seen = 0;
+    int64_t last_sweep = timefmt_mono_ms();
 
-    while (!stopping(w->d))
-        if (round_of(w) < DB_OUTBOX_CLAIM_MAX)
-            idle(w->d, &seen);
+    while (!atomic_load(&w->d->stop)) {
+        round_of(w);
+        if (timefmt_mono_ms() - last_sweep > RECEIVER_IDLE_MS) {
+            forget_idle(w, timefmt_mono_ms());
+            last_sweep = timefmt_mono_ms();
+        }
+    }
+    wind_down(w);
     return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------ */
+
+static void
+worker_fini(struct worker *w)
+{
+    while (w->n_held > 0)
+        job_drop(w, w->held[0]);
+    for (size_t b = 0; b < RECEIVER_BUCKETS; b++)
+        while (w->receivers[b] != NULL) {
+            struct receiver *r = w->receivers[b];
+            w->receivers[b] = r->next;
+            free(r);
+        }
+    outbound_free(w->out);
+    db_close(w->db);
+    free(w->held);
+    free(w->claimed);
+    free(w->done);
+    free(w->ids);
+    free(w->statuses);
+    free(w->texts);
+    free(w->texts2);
+    free(w->fails);
+    free(w->jobs);
+}
+
+static int
+worker_init(struct deliver *d, struct worker *w, int i)
+{
+    size_t c = (size_t)d->concurrency;
+
+    w->d = d;
+    w->index = i;
+    w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
+    snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
+    atomic_init(&w->woken, false);
+    atomic_init(&w->in_flight, 0);
+    w->out = outbound_new(d->allow_private);
+    w->held = calloc(c, sizeof *w->held);
+    w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
+    w->done = calloc(c, sizeof *w->done);
+    w->ids = calloc(c, sizeof *w->ids);
+    w->statuses = calloc(c, sizeof *w->statuses);
+    w->texts = calloc(c, sizeof *w->texts);
+    w->texts2 = calloc(c, sizeof *w->texts2);
+    w->fails = calloc(c, sizeof *w->fails);
+    w->jobs = calloc(c, sizeof *w->jobs);
+    return w->out && w->held && w->claimed && w->done && w->ids && w->statuses && w->texts &&
+                   w->texts2 && w->fails && w->jobs
+               ? 0
+               : -1;
 }
 
 static void
 destroy(struct deliver *d)
 {
-    for (int i = 0; d->workers != NULL && i < d->n_workers; i++) {
-        webhook_client_free(d->workers[i].http);
-        db_close(d->workers[i].db);
-    }
+    for (int i = 0; d->workers != NULL && i < d->n_workers; i++)
+        worker_fini(&d->workers[i]);
     free(d->workers);
     free(d->database_url);
     free(d->instance_id);
-    pthread_cond_destroy(&d->cv);
-    pthread_mutex_destroy(&d->mu);
     free(d);
-}
-
-static int
-sync_init(struct deliver *d)
-{
-    pthread_condattr_t ca;
-    int rc;
-
-    if (pthread_mutex_init(&d->mu, NULL) != 0)
-        return -1;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(&d->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0)
-        pthread_mutex_destroy(&d->mu);
-    return rc == 0 ? 0 : -1;
 }
 
 struct deliver *
@@ -356,13 +716,14 @@ deliver_start(const struct deliver_opts *opts)
 {
     struct deliver *d = calloc(1, sizeof *d);
 
-    if (d == NULL || sync_init(d) != 0) {
-        free(d);
+    if (d == NULL)
         return NULL;
-    }
+    atomic_init(&d->stop, false);
     d->retry_base_ms = opts->retry_base_ms;
     d->timeout_ms = opts->timeout_ms;
     d->max_attempts = opts->max_attempts;
+    d->concurrency = opts->concurrency;
+    d->per_receiver = opts->per_receiver;
     d->allow_private = opts->allow_private;
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
@@ -373,14 +734,8 @@ deliver_start(const struct deliver_opts *opts)
     }
     for (int i = 0; i < opts->workers; i++) {
         struct worker *w = &d->workers[i];
-        w->d = d;
-        w->index = i;
-        w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
-        snprintf(w->owner, sizeof w->owner, "%s/%d", opts->instance_id, i);
         d->n_workers = i + 1;
-        if ((w->http = webhook_client_new(opts->timeout_ms, opts->allow_private)) != NULL)
-            webhook_client_on_tick(w->http, tick, w);
-        if (w->http == NULL || pthread_create(&w->thread, NULL, run, w) != 0) {
+        if (worker_init(d, w, i) != 0 || pthread_create(&w->thread, NULL, run, w) != 0) {
             deliver_stop(d);
             return NULL;
         }
@@ -397,10 +752,20 @@ deliver_notify(void *arg, const int64_t *outbox_ids, size_t n)
     (void)outbox_ids;
     if (d == NULL || n == 0)
         return;
-    pthread_mutex_lock(&d->mu);
-    d->wakeups++;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < d->n_workers; i++) {
+        atomic_store(&d->workers[i].woken, true);
+        outbound_wakeup(d->workers[i].out);
+    }
+}
+
+size_t
+deliver_in_flight(struct deliver *d)
+{
+    size_t n = 0;
+
+    for (int i = 0; d != NULL && i < d->n_workers; i++)
+        n += atomic_load(&d->workers[i].in_flight);
+    return n;
 }
 
 void
@@ -408,10 +773,11 @@ deliver_stop(struct deliver *d)
 {
     if (d == NULL)
         return;
-    pthread_mutex_lock(&d->mu);
-    d->stop = true;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    atomic_store(&d->stop, true);
+    for (int i = 0; i < d->n_workers; i++) {
+        if (d->workers[i].out != NULL)
+            outbound_wakeup(d->workers[i].out);
+    }
     for (int i = 0; i < d->n_workers; i++)
         if (d->workers[i].started)
             pthread_join(d->workers[i].thread, NULL);

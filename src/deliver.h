@@ -1,8 +1,11 @@
-/* deliver.h -- delivery workers: threads, each with its own PostgreSQL connection and HTTP client,
- * that lease due outbox rows (any replica's, once their lease ran out), POST each signed
- * notification (webhook.h, webhook_sign.h) and record the attempt: delivered, retried later with
- * exponential backoff and jitter, or failed after the last attempt. Everything is in the outbox,
- * so a restart resumes where the last process stopped. */
+/* deliver.h -- delivery: worker threads that lease due outbox rows (any replica's, once their
+ * lease ran out) and keep many signed POSTs in flight at once (outbound.h), each worker with its
+ * own PostgreSQL connection. A receiver (a webhook) gets at most its share of a worker's in-flight
+ * slots, and after repeated failures its circuit opens: its rows wait, without spending attempts,
+ * while the other receivers' deliveries go on. Each answer is recorded within a few milliseconds
+ * (delivered, retried later with exponential backoff and jitter, honouring Retry-After, or failed
+ * after the last attempt), so a killed replica repeats on the wire at most what was in flight.
+ * Everything is in the outbox, so a restart resumes where the last process stopped. */
 #ifndef TOCSIN_DELIVER_H
 #define TOCSIN_DELIVER_H
 
@@ -10,21 +13,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A worker leases a batch for DELIVER_LEASE_MS and renews the lease every DELIVER_RENEW_MS, also
- * while a slow receiver keeps a request waiting: a worker that dies holds its rows for at most
- * DELIVER_LEASE_MS. Requests of one batch start within DELIVER_BATCH_WINDOW_MS of its claim; the
- * rest are given back so that other workers take them. */
-#define DELIVER_LEASE_MS 3000
-#define DELIVER_RENEW_MS 1000
-#define DELIVER_BATCH_WINDOW_MS 10000
+/* A worker leases rows for DELIVER_LEASE_MS and renews the lease of every row it holds (queued or
+ * in flight) every DELIVER_RENEW_MS: the rows of a killed replica are due again within
+ * DELIVER_LEASE_MS, and an idle worker looks every DELIVER_POLL_MS, so they move on within the
+ * sum (under 2 s). */
+#define DELIVER_LEASE_MS 1500
+#define DELIVER_RENEW_MS 500
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
+/* The circuit of a receiver opens after DELIVER_CIRCUIT_FAILURES failed attempts in a row (no
+ * answer, 429 or 5xx), for DELIVER_CIRCUIT_OPEN_MS, doubling each time a probe fails, up to
+ * DELIVER_CIRCUIT_OPEN_MAX_MS; then one probe request decides. */
+#define DELIVER_CIRCUIT_FAILURES 5
+#define DELIVER_CIRCUIT_OPEN_MS 5000
+#define DELIVER_CIRCUIT_OPEN_MAX_MS 300000
 
 struct deliver_opts {
     const char *database_url;
-    const char *instance_id; /* the fire statement leases new rows to this name */
+    const char *instance_id; /* lease owners are "<instance_id>/<worker>" */
     int workers;
+    int concurrency;  /* rows a worker holds at once (queued or in flight) */
+    int per_receiver; /* of those, at most this many for one receiver */
     int64_t retry_base_ms;
     int64_t timeout_ms;
     int max_attempts;
@@ -37,14 +47,16 @@ struct deliver;
  * start. */
 struct deliver *deliver_start(const struct deliver_opts *opts);
 /* Wakes the workers: rows were just written (a dispatch_fired_fn; arg is the struct deliver).
- * Thread-safe, never blocks for long. */
+ * Thread-safe, never blocks. */
 void deliver_notify(void *arg, const int64_t *outbox_ids, size_t n);
 /* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped,
  * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
 int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
-/* Stops taking rows, lets each worker finish the request it is sending (bounded by the HTTP
- * timeout), gives back the leases of the rows it did not send, joins the workers and frees d.
- * Those rows stay pending: another replica, or the next process, sends them. NULL ok. */
+/* Requests in flight on all workers (for /metrics). Thread-safe; 0 for NULL. */
+size_t deliver_in_flight(struct deliver *d);
+/* Stops taking rows, gives back the rows not sent yet (another replica, or the next process,
+ * sends them), lets the requests in flight finish (bounded by the request timeout) and records
+ * them, joins the workers and frees d. NULL ok. */
 void deliver_stop(struct deliver *d);
 
 #endif

@@ -15,7 +15,7 @@
 #include "hub.h"
 #include "log.h"
 #include "mirror.h"
-#include "webhook.h"
+#include "outbound.h"
 
 #define EXIT_USAGE 2
 
@@ -86,6 +86,8 @@ serve(const struct config *cfg)
     struct deliver_opts dopt = {cfg->database_url,
                                 cfg->instance_id,
                                 cfg->delivery_workers,
+                                cfg->delivery_concurrency,
+                                cfg->delivery_per_receiver,
                                 cfg->delivery_retry_base_ms,
                                 cfg->delivery_timeout_ms,
                                 (int)cfg->delivery_max_attempts,
@@ -98,7 +100,7 @@ serve(const struct config *cfg)
                             (size_t)cfg->streams_max,
                             (size_t)cfg->streams_per_participant,
                             (size_t)cfg->stream_buffer_max};
-    struct deliver *deliver = webhook_global_init() == 0 ? deliver_start(&dopt) : NULL;
+    struct deliver *deliver = outbound_global_init() == 0 ? deliver_start(&dopt) : NULL;
     struct hub *hub = deliver ? hub_start(&hopt) : NULL;
     struct engine_hooks hooks = {deliver_notify, deliver, hub_notify, hub};
     struct engine *engine = hub ? engine_start(cfg, &hooks) : NULL;

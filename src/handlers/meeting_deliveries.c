@@ -2,7 +2,7 @@
  * reminders, one per occurrence and receiver, with its status, attempts and last error. */
 #include <microhttpd.h>
 
-#include "db_webhook.h"
+#include "db_outbox.h"
 #include "handler.h"
 #include "http_routes.h"
 #include "timefmt.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db_fire.h"
+#include "db_outbox.h"
 #include "engine.h"
 #include "handler.h"
 #include "http_routes.h"

@@ -271,7 +271,7 @@ test('a receiver slower than the lease, two replicas: the lease is renewed durin
     const a = await hSlow.startServer(env);
     await hSlow.startServer(env); // the other replica, polling the same outbox
     const k = await a.createKey('hooks-slow');
-    const HOLD_MS = 6000; // twice the 3 s lease
+    const HOLD_MS = 6000; // four times the 1.5 s lease
     const rx = await receiver(t, () => 200);
     rx.server.removeAllListeners('request');
     rx.server.on('request', (req, res) => {

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "deliver.h"
 #include "netguard.h"
+#include "outbound.h"
 #include "webhook.h"
 #include "webhook_sign.h"
 
@@ -203,8 +204,8 @@ test_backoff(void)
 int
 main(void)
 {
-    if (webhook_global_init() != 0) {
-        printf("FAIL webhook_global_init\n");
+    if (outbound_global_init() != 0) {
+        printf("FAIL outbound_global_init\n");
         return 1;
     }
     test_sign_vector();

@@ -1,0 +1,337 @@
+/* db_outbox.c -- the statements of db_outbox.h. The claim leases a batch by id through a small
+ * SKIP LOCKED subquery over the due range of outbox_pending_due; a lease is next_attempt_at moved
+ * to its end (see db_outbox_claim). Batches keep the index churn per row small (the trap DESIGN.md
+ * measured for row-at-a-time claim queues). Texts travel as JSON arrays (bodies, errors), numbers
+ * as array literals, zipped by unnest ... WITH ORDINALITY. */
+#include "db_outbox.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_internal.h"
+
+/* clang-format off */
+static const char claim_sql[] =
+    "UPDATE outbox o SET lease_owner = $1,"
+    "  next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
+    " FROM (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
+    "       AND webhook_id <> ALL ($4::uuid[])"
+    "       ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED) c, webhooks w"
+    " WHERE o.id = c.id AND w.id = o.webhook_id"
+    " RETURNING o.id, o.tenant_id, o.meeting_id, o.reminder_id, " DB_MS("o.fire_at") ","
+    "  o.attempts, o.payload, w.url, w.secret, (w.deleted_at IS NOT NULL)::int, w.id";
+static const char delivered_sql[] =
+    "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
+    "  last_status = d.st, last_error = NULL, lease_owner = NULL,"
+    "  payload = coalesce(o.payload, d.body)"
+    " FROM unnest($1::bigint[], $2::int[], ARRAY(SELECT e FROM json_array_elements_text($3::json)"
+    "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS d(id, st, body)"
+    " WHERE o.id = d.id";
+static const char failed_sql[] =
+    "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
+    "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"
+    "  status = CASE WHEN f.give_up OR o.attempts + 1 >= $7::int THEN 'failed' ELSE 'pending' END,"
+    "  lease_owner = NULL, payload = coalesce(o.payload, f.body)"
+    " FROM (SELECT a.id, a.st, a.retry, a.give_up, e.err, b.body"
+    "       FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bool[])"
+    "            WITH ORDINALITY AS a(id, st, retry, give_up, i)"
+    "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
+    "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
+    " WHERE o.id = f.id AND o.status = 'pending'"
+    " RETURNING o.status";
+static const char release_sql[] =
+    "UPDATE outbox SET lease_owner = NULL,"
+    "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
+    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
+static const char renew_sql[] =
+    "UPDATE outbox SET next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
+    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
+/* Counted along the partial index outbox_pending_due: the cost is the backlog, not the history. */
+static const char backlog_sql[] = "SELECT count(*) FROM outbox WHERE status = 'pending'";
+static const char deliveries_sql[] =
+    "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
+    "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
+    "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id"
+    " FROM meetings m LEFT JOIN outbox o ON o.meeting_id = m.id"
+    " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
+    " ORDER BY o.id";
+/* clang-format on */
+
+static void
+copy_id(char out[MEETING_ID_LEN + 1], const PGresult *res, int row, int col)
+{
+    strncpy(out, PQgetvalue(res, row, col), MEETING_ID_LEN);
+    out[MEETING_ID_LEN] = '\0';
+}
+
+static int
+fill_item(const PGresult *res, int row, struct db_outbox_item *it)
+{
+    *it = (struct db_outbox_item){.id = db_get_i64(res, row, 0),
+                                  .tenant_id = db_get_i64(res, row, 1),
+                                  .reminder_id = db_get_i64(res, row, 3),
+                                  .fire_at_ms = db_get_i64(res, row, 4),
+                                  .attempts = (int)db_get_i64(res, row, 5),
+                                  .webhook_deleted = db_get_i64(res, row, 9) != 0};
+    copy_id(it->meeting_id, res, row, 2);
+    copy_id(it->receiver, res, row, 10);
+    it->payload = db_get_str(res, row, 6);
+    it->url = db_get_str(res, row, 7);
+    it->secret = db_get_str(res, row, 8);
+    return it->url != NULL && it->secret != NULL &&
+                   (it->payload != NULL || PQgetisnull(res, row, 6))
+               ? 0
+               : -1;
+}
+
+/* "{a,b}" of n valid uuids (hex digits and dashes only); malloc'ed, NULL when out of memory. */
+static char *
+uuid_array(const char *const *ids, size_t n)
+{
+    char *s = malloc(n * (MEETING_ID_LEN + 1) + 3);
+    size_t len = 0;
+
+    if (s == NULL)
+        return NULL;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (!meeting_id_valid(ids[i]))
+            continue;
+        if (len > 1)
+            s[len++] = ',';
+        memcpy(s + len, ids[i], MEETING_ID_LEN);
+        len += MEETING_ID_LEN;
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+enum db_status
+db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, const char *const *exclude,
+                size_t n_exclude, struct db_outbox_item *out, size_t max, size_t *n)
+{
+    char lease[DB_I64_BUF], limit[DB_I64_BUF];
+    char *ex =
+        uuid_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
+    const char *params[] = {
+        owner, db_i64(lease, lease_ms),
+        db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex};
+    PGresult *res;
+
+    *n = 0;
+    if (ex == NULL) {
+        db_set_err(db, "out of memory");
+        return DB_HARD_ERROR;
+    }
+    enum db_status st = db_exec(db, STMT_OUTBOX_CLAIM, claim_sql, 4, params, &res);
+    free(ex);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res) && *n < max; row++) {
+        if (fill_item(res, row, &out[*n]) != 0) {
+            db_outbox_item_fini(&out[*n]); /* out of memory: the lease runs out, retried then */
+            continue;
+        }
+        (*n)++;
+    }
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+void
+db_outbox_item_fini(struct db_outbox_item *it)
+{
+    free(it->payload);
+    free(it->url);
+    free(it->secret);
+    it->payload = it->url = it->secret = NULL;
+}
+
+static enum db_status
+exec_no_rows(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *params)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, id, sql, n, params, &res);
+
+    if (st == DB_ONE_RESULT)
+        PQclear(res);
+    return st;
+}
+
+/* "{1,2,3}" of n integers (v64 or v32) or booleans (vb); malloc'ed, NULL when out of memory. */
+static char *
+num_array(const int64_t *v64, const int *v32, const bool *vb, size_t n)
+{
+    char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
+    size_t len = 0;
+
+    if (s == NULL)
+        return NULL;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const char *t = vb != NULL    ? (vb[i] ? "t" : "f")
+                        : v64 != NULL ? db_i64(num, v64[i])
+                                      : db_i64(num, v32[i]);
+        size_t l = strlen(t);
+        if (i > 0)
+            s[len++] = ',';
+        memcpy(s + len, t, l);
+        len += l;
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+enum db_status
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+                    const char *bodies_json)
+{
+    char *a = num_array(ids, NULL, NULL, n), *b = num_array(NULL, status, NULL, n);
+    const char *params[] = {a, b, bodies_json};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (a != NULL && b != NULL)
+        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 3, params);
+    else
+        db_set_err(db, "out of memory");
+    free(a);
+    free(b);
+    return st;
+}
+
+/* The four number columns of failures f[0..n) as array literals into cols; 0 or -1. */
+static int
+failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[4])
+{
+    int64_t *ids = malloc(n * sizeof *ids), *retry = malloc(n * sizeof *retry);
+    int *status = malloc(n * sizeof *status);
+    bool *give_up = malloc(n * sizeof *give_up);
+
+    for (size_t i = 0; ids && retry && status && give_up && i < n; i++) {
+        ids[i] = f[i].id;
+        status[i] = f[i].http_status;
+        retry[i] = f[i].retry_ms;
+        give_up[i] = f[i].give_up;
+    }
+    if (ids && retry && status && give_up) {
+        cols[0] = num_array(ids, NULL, NULL, n);
+        cols[1] = num_array(NULL, status, NULL, n);
+        cols[2] = num_array(retry, NULL, NULL, n);
+        cols[3] = num_array(NULL, NULL, give_up, n);
+    }
+    free(ids);
+    free(retry);
+    free(status);
+    free(give_up);
+    return cols[0] && cols[1] && cols[2] && cols[3] ? 0 : -1;
+}
+
+enum db_status
+db_outbox_failed(struct db *db, const struct db_outbox_failure *f, size_t n,
+                 const char *errors_json, const char *bodies_json, int max_attempts,
+                 size_t *n_failed)
+{
+    char *cols[4] = {NULL, NULL, NULL, NULL}, max[DB_I64_BUF];
+    PGresult *res = NULL;
+    enum db_status st = DB_HARD_ERROR;
+
+    *n_failed = 0;
+    if (failure_columns(f, n, cols) == 0) {
+        const char *params[] = {cols[0],
+                                cols[1],
+                                cols[2],
+                                cols[3],
+                                errors_json,
+                                bodies_json,
+                                db_i64(max, max_attempts)};
+        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 7, params, &res);
+    } else {
+        db_set_err(db, "out of memory");
+    }
+    for (int row = 0; st == DB_ONE_RESULT && row < PQntuples(res); row++)
+        *n_failed += strcmp(PQgetvalue(res, row, 0), "failed") == 0;
+    if (st == DB_ONE_RESULT)
+        PQclear(res);
+    for (size_t i = 0; i < 4; i++)
+        free(cols[i]);
+    return st;
+}
+
+/* Runs a statement on rows ids[0..n) held by owner: $1 the ids, $2 owner, $3 milliseconds. */
+static enum db_status
+exec_on_held(struct db *db, enum db_stmt id, const char *sql, const int64_t *ids, size_t n,
+             const char *owner, int64_t ms)
+{
+    char *a = num_array(ids, NULL, NULL, n), m[DB_I64_BUF];
+    const char *params[] = {a, owner, db_i64(m, ms)};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (a != NULL)
+        st = exec_no_rows(db, id, sql, 3, params);
+    else
+        db_set_err(db, "out of memory");
+    free(a);
+    return st;
+}
+
+enum db_status
+db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t delay_ms)
+{
+    return exec_on_held(db, STMT_OUTBOX_RELEASE, release_sql, ids, n, owner, delay_ms);
+}
+
+enum db_status
+db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t lease_ms)
+{
+    return exec_on_held(db, STMT_OUTBOX_RENEW, renew_sql, ids, n, owner, lease_ms);
+}
+
+enum db_status
+db_outbox_backlog(struct db *db, int64_t *n)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_OUTBOX_BACKLOG, backlog_sql, 0, NULL, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    *n = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+enum db_status
+db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
+                      db_delivery_row_fn fn, void *arg)
+{
+    char tenant[DB_I64_BUF];
+    const char *params[] = {meeting_id, db_i64(tenant, tenant_id)};
+    PGresult *res;
+
+    if (!meeting_id_valid(meeting_id))
+        return DB_NO_RESULTS;
+    enum db_status st = db_exec(db, STMT_MEETING_DELIVERIES, deliveries_sql, 2, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    for (int row = 0; row < PQntuples(res); row++) {
+        if (PQgetisnull(res, row, 0))
+            continue; /* the meeting exists and has no outbox rows */
+        struct db_delivery d = {.id = db_get_i64(res, row, 0),
+                                .reminder_id = db_get_i64(res, row, 1),
+                                .fire_at_ms = db_get_i64(res, row, 2),
+                                .attempts = (int)db_get_i64(res, row, 5),
+                                .last_status = (int)db_get_i64(res, row, 6),
+                                .last_error =
+                                    PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
+                                .next_attempt_at_ms = db_get_i64(res, row, 8),
+                                .delivered_at_ms = db_get_i64(res, row, 9)};
+        copy_id(d.webhook_id, res, row, 3);
+        strncpy(d.status, PQgetvalue(res, row, 4), sizeof d.status - 1);
+        fn(arg, &d);
+    }
+    PQclear(res);
+    return st;
+}

@@ -1,0 +1,297 @@
+/* outbound.c -- the multi-interface transfers of outbound.h. Each request is one easy handle with
+ * its own small state (response status, Retry-After, bytes read, a refused address); finished
+ * handles are kept in a free list so their buffers are reused, while the connection cache lives in
+ * the multi handle and outlives them. */
+#include "outbound.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "netguard.h"
+
+#define POLL_SLICE_MS 1000 /* curl_multi_poll waits at most this at once */
+
+struct xfer {
+    CURL *easy;
+    struct curl_slist *headers;
+    void *tag;
+    size_t got;
+    int64_t retry_after_s;
+    bool refused; /* the guard refused an address */
+    struct outbound *o;
+    struct xfer *prev, *next; /* the active list, or (next only) the free list */
+};
+
+struct outbound {
+    CURLM *multi;
+    bool allow_private;
+    size_t active;
+    struct xfer *running; /* in flight, so that outbound_free can abort them */
+    struct xfer *free;
+};
+
+int
+outbound_global_init(void)
+{
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+struct outbound *
+outbound_new(bool allow_private)
+{
+    struct outbound *o = calloc(1, sizeof *o);
+
+    if (o == NULL || (o->multi = curl_multi_init()) == NULL) {
+        free(o);
+        return NULL;
+    }
+    o->allow_private = allow_private;
+    return o;
+}
+
+static void
+xfer_free(struct xfer *x)
+{
+    curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->headers);
+    free(x);
+}
+
+void
+outbound_free(struct outbound *o)
+{
+    if (o == NULL)
+        return;
+    while (o->running != NULL) {
+        struct xfer *x = o->running;
+        o->running = x->next;
+        curl_multi_remove_handle(o->multi, x->easy);
+        xfer_free(x);
+    }
+    while (o->free != NULL) {
+        struct xfer *x = o->free;
+        o->free = x->next;
+        xfer_free(x);
+    }
+    curl_multi_cleanup(o->multi);
+    free(o);
+}
+
+/* The guard, where libcurl opens each socket: every address it tries is judged. */
+static curl_socket_t
+open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct xfer *x = arg;
+
+    if (purpose == CURLSOCKTYPE_IPCXN && !x->o->allow_private && !netguard_public(&a->addr)) {
+        x->refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype, a->protocol);
+}
+
+/* Answers are not used: read at most OUTBOUND_RESPONSE_MAX bytes, then stop. */
+static size_t
+discard(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct xfer *x = arg;
+
+    (void)ptr;
+    x->got += size * nmemb;
+    return x->got > OUTBOUND_RESPONSE_MAX ? 0 : size * nmemb;
+}
+
+/* Keeps a Retry-After given in seconds (the HTTP-date form is rare for these answers). */
+static size_t
+header(char *line, size_t size, size_t nitems, void *arg)
+{
+    struct xfer *x = arg;
+    size_t n = size * nitems;
+    static const char name[] = "retry-after:";
+
+    if (n > sizeof name && strncasecmp(line, name, sizeof name - 1) == 0) {
+        int64_t v = 0;
+        size_t i = sizeof name - 1;
+        while (i < n && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        for (; i < n && line[i] >= '0' && line[i] <= '9' && v <= OUTBOUND_RETRY_AFTER_MAX; i++)
+            v = v * 10 + (line[i] - '0');
+        x->retry_after_s = v > OUTBOUND_RETRY_AFTER_MAX ? OUTBOUND_RETRY_AFTER_MAX : v;
+    }
+    return n;
+}
+
+static struct xfer *
+xfer_get(struct outbound *o)
+{
+    struct xfer *x = o->free;
+
+    if (x != NULL) {
+        o->free = x->next;
+        curl_easy_reset(x->easy);
+    } else if ((x = calloc(1, sizeof *x)) == NULL || (x->easy = curl_easy_init()) == NULL) {
+        free(x);
+        return NULL;
+    }
+    curl_slist_free_all(x->headers);
+    x->headers = NULL;
+    x->got = 0;
+    x->retry_after_s = 0;
+    x->refused = false;
+    x->o = o;
+    return x;
+}
+
+static void
+xfer_put(struct outbound *o, struct xfer *x)
+{
+    x->next = o->free;
+    o->free = x;
+}
+
+static void
+running_add(struct outbound *o, struct xfer *x)
+{
+    x->prev = NULL;
+    x->next = o->running;
+    if (o->running != NULL)
+        o->running->prev = x;
+    o->running = x;
+    o->active++;
+}
+
+static void
+running_remove(struct outbound *o, struct xfer *x)
+{
+    if (x->prev != NULL)
+        x->prev->next = x->next;
+    else
+        o->running = x->next;
+    if (x->next != NULL)
+        x->next->prev = x->prev;
+    o->active--;
+}
+
+static void
+setup(struct xfer *x, const struct outbound_request *r)
+{
+    CURL *c = x->easy;
+
+    curl_easy_setopt(c, CURLOPT_URL, r->url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROXY, ""); /* never a proxy, whatever the environment says */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, x);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, x->headers);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, x);
+}
+
+int
+outbound_start(struct outbound *o, const struct outbound_request *r, char err[OUTBOUND_ERR_MAX])
+{
+    struct xfer *x = xfer_get(o);
+    bool bad = x == NULL;
+
+    for (size_t i = 0; !bad && i < OUTBOUND_HEADERS_MAX && r->headers[i] != NULL; i++) {
+        struct curl_slist *h = curl_slist_append(x->headers, r->headers[i]);
+        bad = h == NULL;
+        x->headers = bad ? x->headers : h;
+    }
+    if (!bad) {
+        struct curl_slist *h = curl_slist_append(x->headers, "Expect:"); /* no 100-continue */
+        bad = h == NULL || (h = curl_slist_append(x->headers = h, "User-Agent: tocsin")) == NULL;
+        x->headers = bad ? x->headers : h;
+    }
+    if (!bad) {
+        x->tag = r->tag;
+        setup(x, r);
+        bad = curl_multi_add_handle(o->multi, x->easy) != CURLM_OK;
+    }
+    if (bad) {
+        snprintf(err, OUTBOUND_ERR_MAX, "out of memory starting a request");
+        if (x != NULL)
+            xfer_put(o, x);
+        return -1;
+    }
+    running_add(o, x);
+    return 0;
+}
+
+static void
+finish(struct outbound *o, CURLMsg *m, struct outbound_done *d)
+{
+    struct xfer *x = NULL;
+    CURLcode cc = m->data.result;
+
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+    *d = (struct outbound_done){.tag = x->tag, .retry_after_s = x->retry_after_s};
+    curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &d->status);
+    /* Stopping the read of a long answer is not a failure of a 2xx. */
+    bool answered = cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && d->status != 0);
+    d->ok = answered && d->status >= 200 && d->status <= 299;
+    if (x->refused)
+        snprintf(d->err, sizeof d->err,
+                 "refused: the host resolves to a loopback, private or link-local address");
+    else if (!answered)
+        snprintf(d->err, sizeof d->err, "%s", curl_easy_strerror(cc));
+    else if (!d->ok)
+        snprintf(d->err, sizeof d->err, "HTTP %ld", d->status);
+    curl_multi_remove_handle(o->multi, m->easy_handle);
+    running_remove(o, x);
+    xfer_put(o, x);
+}
+
+/* Finished transfers into done[0..max); the rest stay queued in libcurl for the next call. */
+static size_t
+collect(struct outbound *o, struct outbound_done *done, size_t max)
+{
+    int left = 0;
+    size_t n = 0;
+    CURLMsg *m;
+
+    while (n < max && (m = curl_multi_info_read(o->multi, &left)) != NULL)
+        if (m->msg == CURLMSG_DONE)
+            finish(o, m, &done[n++]);
+    return n;
+}
+
+size_t
+outbound_run(struct outbound *o, int64_t wait_ms, struct outbound_done *done, size_t max)
+{
+    int running = 0;
+    int slice = wait_ms > POLL_SLICE_MS ? POLL_SLICE_MS : wait_ms < 0 ? 0 : (int)wait_ms;
+    size_t n;
+
+    curl_multi_perform(o->multi, &running);
+    if ((n = collect(o, done, max)) > 0)
+        return n;
+    curl_multi_poll(o->multi, NULL, 0, slice, NULL);
+    curl_multi_perform(o->multi, &running);
+    return collect(o, done, max);
+}
+
+size_t
+outbound_active(const struct outbound *o)
+{
+    return o->active;
+}
+
+void
+outbound_wakeup(struct outbound *o)
+{
+    curl_multi_wakeup(o->multi);
+}
