@@ -240,6 +240,20 @@ db_ping(struct db *db)
     return -1;
 }
 
+enum db_status
+db_clock_ms(struct db *db, int64_t *ms)
+{
+    PGresult *res;
+    enum db_status st =
+        db_exec(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    *ms = db_get_i64(res, 0, 0);
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
 /* COMMIT of a transaction that already failed answers "ROLLBACK" without an error: that means fn
  * swallowed a failed statement, which is our bug. */
 static enum db_status

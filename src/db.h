@@ -29,6 +29,8 @@ struct db *db_open(const char *url, char *err, size_t errlen);
 void db_close(struct db *db);
 /* 0 when a trivial query succeeds (reconnecting first if the connection broke), else -1. */
 int db_ping(struct db *db);
+/* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */
+enum db_status db_clock_ms(struct db *db, int64_t *ms);
 /* Last error text of this handle (static until the next call on it). */
 const char *db_errmsg(const struct db *db);
 
@@ -123,12 +125,16 @@ enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key, ch
 enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
                            const char request_hash[65], const struct db_idem_response *resp);
 
-/* ---- reminders for the mirror repair (db_reminder.c) ---- */
-#define DB_REMINDER_BATCH_MAX 1000
-/* Pending reminders of live meetings with fire_at in (after, until], ordered by (fire_at, id),
- * strictly after the keyset position (after_fire_at_ms, after_id); at most max rows. */
-enum db_status db_reminder_pending_batch(struct db *db, int64_t after_fire_at_ms, int64_t after_id,
-                                         int64_t until_ms, struct reminder_key *out, size_t max,
-                                         size_t *n_out);
+/* ---- pending occurrences for the scheduler, the sweep and the mirror repair (db_reminder.c) */
+#define DB_DUE_BATCH_MAX 5000 /* rows per page: a burst of 50,000 due together is 10 pages */
+struct shard_set;
+/* Pending occurrences of live meetings with fire_at <= until_ms, strictly after the keyset
+ * position (after_fire_at_ms, after_id) in (fire_at, id) order (INT64_MIN, 0: from the earliest,
+ * overdue ones included), of the shards in shards (NULL: every shard). At most max (clamped to
+ * DB_DUE_BATCH_MAX) rows into out; ONE_RESULT whenever the query ran, *n_out == 0 for an empty
+ * page. */
+enum db_status db_reminder_due_batch(struct db *db, const struct shard_set *shards,
+                                     int64_t after_fire_at_ms, int64_t after_id, int64_t until_ms,
+                                     struct reminder_key *out, size_t max, size_t *n_out);
 
 #endif

@@ -14,7 +14,9 @@
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
  * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
- * meetings need no test: deleting one cancels its pending reminders in the same statement.
+ * meetings need no test: deleting one cancels its pending reminders in the same statement. Time is
+ * the database's (now(): the statement's start): a replica whose clock runs ahead cannot fire
+ * early, and every replica's fires are stamped by one clock.
  * Each fired occurrence someone can see also becomes a stream event (migrations/004): its tenant's
  * head moves by the number of events (the heads are locked in tenant order, so two batches never
  * deadlock, and the lock held to commit makes seq order commit order) and the events take the
@@ -25,16 +27,16 @@
 static const char fire_sql[] =
     "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
     " upd AS ("
-    "  UPDATE reminders r SET status = CASE WHEN " DB_TS("$3") " > (SELECT m.starts_at"
-    "   FROM meetings m WHERE m.id = r.meeting_id) + $4::bigint * interval '1 millisecond'"
-    "   THEN 'missed' ELSE 'fired' END, fired_at = " DB_TS("$3")
+    "  UPDATE reminders r SET status = CASE WHEN now() > (SELECT m.starts_at"
+    "   FROM meetings m WHERE m.id = r.meeting_id) + $3::bigint * interval '1 millisecond'"
+    "   THEN 'missed' ELSE 'fired' END, fired_at = now()"
     "  FROM want w"
     "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")
-    "   AND r.status = 'pending' AND r.fire_at <= " DB_TS("$3")
-    "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status),"
+    "   AND r.status = 'pending' AND r.fire_at <= now()"
+    "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at),"
     " ins AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, next_attempt_at)"
-    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, " DB_TS("$3")
+    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, now()"
     "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE u.status = 'fired'"
     "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"
@@ -57,13 +59,13 @@ static const char fire_sql[] =
     " sev AS ("
     "  INSERT INTO stream_events (tenant_id, seq, reminder_id, fire_at, fired_at, meeting_id,"
     "                             audience)"
-    "  SELECT ev.tenant_id, hd.seq - ev.n + ev.k, ev.id, ev.fire_at, " DB_TS("$3") ","
+    "  SELECT ev.tenant_id, hd.seq - ev.n + ev.k, ev.id, ev.fire_at, now(),"
     "   ev.meeting_id, ev.audience"
     "  FROM ev JOIN head hd ON hd.tenant_id = ev.tenant_id"
     "  RETURNING tenant_id, seq)"
-    " SELECT 'r', u.id, " DB_MS("u.fire_at") ", u.status FROM upd u"
-    " UNION ALL SELECT 'o', i.id, NULL, NULL FROM ins i"
-    " UNION ALL SELECT 's', s.tenant_id, max(s.seq), NULL FROM sev s GROUP BY s.tenant_id";
+    " SELECT 'r', u.id, " DB_MS("u.fire_at") ", u.status, " DB_MS("u.fired_at") " FROM upd u"
+    " UNION ALL SELECT 'o', i.id, NULL, NULL, NULL FROM ins i"
+    " UNION ALL SELECT 's', s.tenant_id, max(s.seq), NULL, NULL FROM sev s GROUP BY s.tenant_id";
 /* clang-format on */
 
 /* "{a,b,c}" of field (0 = reminder_id, 1 = fire_at_ms) of each key; malloc'ed, NULL when out of
@@ -91,7 +93,7 @@ array_text(const struct reminder_key *k, size_t n, int field)
 
 /* Copies the result rows into out. Returns 0, or -1 when out of memory or a row is malformed. */
 static int
-collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
+collect(PGresult *res, struct db_fire_result *out)
 {
     int rows = PQntuples(res);
 
@@ -117,7 +119,8 @@ collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
         struct db_fire_item *it = &out->item[out->n++];
         it->reminder_id = db_get_i64(res, row, 1);
         it->fire_at_ms = db_get_i64(res, row, 2);
-        it->lateness_ms = now_ms - it->fire_at_ms;
+        it->fired_at_ms = db_get_i64(res, row, 4);
+        it->lateness_ms = it->fired_at_ms - it->fire_at_ms;
         if (reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
             return -1;
     }
@@ -125,10 +128,10 @@ collect(PGresult *res, int64_t now_ms, struct db_fire_result *out)
 }
 
 enum db_status
-db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, int64_t now_ms,
+db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
                        int64_t missed_grace_ms, struct db_fire_result *out)
 {
-    char now[DB_I64_BUF], grace[DB_I64_BUF];
+    char grace[DB_I64_BUF];
     PGresult *res = NULL;
     enum db_status st = DB_HARD_ERROR;
 
@@ -139,13 +142,13 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n, in
         return DB_HARD_ERROR;
     }
     char *ids = array_text(k, n, 0), *fires = array_text(k, n, 1);
-    const char *params[] = {ids, fires, db_ms(now, now_ms), db_i64(grace, missed_grace_ms)};
+    const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms)};
     if (ids == NULL || fires == NULL) {
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 4, params, &res);
-    if (st == DB_ONE_RESULT && collect(res, now_ms, out) != 0) {
+    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 3, params, &res);
+    if (st == DB_ONE_RESULT && collect(res, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");
         st = DB_HARD_ERROR;

@@ -16,7 +16,8 @@ struct db_fire_item {
     int64_t reminder_id;
     int64_t fire_at_ms;
     enum reminder_status status; /* REMINDER_FIRED or REMINDER_MISSED */
-    int64_t lateness_ms;         /* now_ms - fire_at_ms */
+    int64_t fired_at_ms;         /* the database's clock at the statement */
+    int64_t lateness_ms;         /* fired_at_ms - fire_at_ms */
 };
 
 struct db_fire_result {
@@ -29,9 +30,10 @@ struct db_fire_result {
 };
 
 /* Fires the occurrences k[0..n) (n <= DB_FIRE_BATCH_MAX, no duplicates) in one statement: each row
- * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= now_ms (never
- * early) and whose meeting is not deleted becomes 'missed' when now_ms is past the meeting's start
- * plus missed_grace_ms, else 'fired', with fired_at = now_ms; each fired one gets an outbox row per
+ * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= the
+ * database's now() (never early, whatever this replica's clock says) and whose meeting is not
+ * deleted becomes 'missed' when now() is past the meeting's start plus missed_grace_ms, else
+ * 'fired', with fired_at = now(); each fired one gets an outbox row per
  * live webhook of its tenant, due now and free for any replica's delivery workers. An outbox row
  * that exists already for the occurrence (fired, rescheduled away and back) is not duplicated.
  * Each fired one whose meeting has participants or an organizer also gets a stream event with
@@ -40,8 +42,7 @@ struct db_fire_result {
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
 enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                                      int64_t now_ms, int64_t missed_grace_ms,
-                                      struct db_fire_result *out);
+                                      int64_t missed_grace_ms, struct db_fire_result *out);
 /* Frees out->outbox_ids and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);
 

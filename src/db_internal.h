@@ -25,9 +25,9 @@ enum db_stmt {
     STMT_IDEM_LOCK,
     STMT_IDEM_GET,
     STMT_IDEM_PUT,
-    STMT_REMINDER_PENDING_BATCH,
+    STMT_REMINDER_DUE_ALL,    /* db_reminder.c */
+    STMT_REMINDER_DUE_SHARDS, /* db_reminder.c */
     STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
-    STMT_REMINDER_DUE_BATCH,  /* db_sched.c */
     STMT_OUTBOX_BACKLOG,      /* db_fire.c */
     STMT_WEBHOOK_INSERT,      /* db_webhook.c */
     STMT_WEBHOOK_LIST,
@@ -38,6 +38,9 @@ enum db_stmt {
     STMT_OUTBOX_RELEASE,
     STMT_OUTBOX_RENEW,
     STMT_MEETING_DELIVERIES,
+    STMT_CLOCK,       /* db.c */
+    STMT_MEMBER_BEAT, /* db_members.c */
+    STMT_MEMBER_LEAVE,
     STMT_STREAM_HEADS, /* db_stream.c */
     STMT_STREAM_EVENTS,
     STMT_STREAM_LATEST,

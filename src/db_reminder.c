@@ -1,33 +1,46 @@
-/* db_reminder.c -- reads for the Redis mirror's repair: pending reminders of live meetings, walked
- * in (fire_at, id) order in bounded batches along the partial index reminders_pending_fire. */
+/* db_reminder.c -- the one read of pending occurrences that the scheduler, the reconciler's sweep
+ * and its mirror repair share: keyset pages in (fire_at, id) order up to a time, of all shards or
+ * of the shards this replica owns. */
 #include "db_internal.h"
+#include "shard.h"
 
-/* The status filter matches the partial index. No join with meetings: deleting a meeting cancels
- * its pending reminders in the same statement, and a join lets stale statistics pick a plan
- * quadratic in the number of pending reminders. */
+/* The status filter matches the partial indexes: reminders_pending_fire (fire_at, id) for all
+ * shards, reminders_pending_shard ((id % 256), fire_at, id) for some, so an owner reads its own
+ * rows, not every replica's. No join with meetings: deleting a meeting cancels its pending
+ * reminders in the same statement, and a join lets stale statistics (a table that grew fast since
+ * its last ANALYZE) pick a plan quadratic in the pending count. */
 /* clang-format off */
-static const char batch_sql[] =
-    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r"
-    " WHERE r.status = 'pending'"
-    " AND (r.fire_at, r.id) > (" DB_TS("$1") ", $2::bigint) AND r.fire_at <= " DB_TS("$3")
-    " ORDER BY r.fire_at, r.id LIMIT $4::int";
+#define DUE_SQL(shards) \
+    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r" \
+    " WHERE r.status = 'pending'" shards \
+    " AND (r.fire_at, r.id) > (" DB_TS("$1") ", $2::bigint) AND r.fire_at <= " DB_TS("$3") \
+    " ORDER BY r.fire_at, r.id LIMIT $4::int"
+static const char due_all_sql[] = DUE_SQL("");
+static const char due_shards_sql[] =
+    DUE_SQL(" AND (r.id % " SHARD_COUNT_SQL ") = ANY ($5::int[])");
 /* clang-format on */
 
-/* max above DB_REMINDER_BATCH_MAX is clamped to it; ONE_RESULT whenever the query ran, also for
- * an empty batch (*n_out == 0). INT64_MIN as after_fire_at_ms means "from the start". */
 enum db_status
-db_reminder_pending_batch(struct db *db, int64_t after_fire_at_ms, int64_t after_id,
-                          int64_t until_ms, struct reminder_key *out, size_t max, size_t *n_out)
+db_reminder_due_batch(struct db *db, const struct shard_set *shards, int64_t after_fire_at_ms,
+                      int64_t after_id, int64_t until_ms, struct reminder_key *out, size_t max,
+                      size_t *n_out)
 {
     char after[DB_I64_BUF], id[DB_I64_BUF], until[DB_I64_BUF], limit[DB_I64_BUF];
+    char set[SHARD_SET_TEXT_MAX];
+    bool all = shards == NULL || shard_set_count(shards) == SHARD_COUNT;
     PGresult *res;
 
     *n_out = 0;
-    if (max > DB_REMINDER_BATCH_MAX)
-        max = DB_REMINDER_BATCH_MAX;
+    if (shards != NULL && shard_set_count(shards) == 0)
+        return DB_ONE_RESULT; /* owns nothing: nothing to read */
+    if (max > DB_DUE_BATCH_MAX)
+        max = DB_DUE_BATCH_MAX;
     const char *params[] = {db_ms(after, after_fire_at_ms), db_i64(id, after_id),
-                            db_ms(until, until_ms), db_i64(limit, (int64_t)max)};
-    enum db_status st = db_exec(db, STMT_REMINDER_PENDING_BATCH, batch_sql, 4, params, &res);
+                            db_ms(until, until_ms), db_i64(limit, (int64_t)max),
+                            all ? NULL : shard_set_text(shards, set)};
+    enum db_status st =
+        all ? db_exec(db, STMT_REMINDER_DUE_ALL, due_all_sql, 4, params, &res)
+            : db_exec(db, STMT_REMINDER_DUE_SHARDS, due_shards_sql, 5, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res) && (size_t)row < max; row++) {

@@ -24,10 +24,11 @@
 
 #define OWNER_MAX 160
 #define RECEIVER_BUCKETS 1024
-#define RECEIVER_IDLE_MS 60000 /* a receiver with nothing held and a closed circuit is forgotten   \
-                                */
-#define DB_RETRY_MS 1000       /* after a failed connect, the next try waits this */
-#define STOP_SLACK_MS 1000     /* stopping: in-flight requests get their timeout plus this */
+#define RECEIVER_IDLE_MS                                                                           \
+    60000                  /* a receiver with nothing held and a closed circuit is forgotten       \
+                            */
+#define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
+#define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
 
 /* A receiver: the unit of isolation (one webhook). */
 struct receiver {
@@ -68,7 +69,6 @@ struct worker {
     bool db_down;
     struct outbound *out;
     atomic_bool woken;
-    atomic_size_t in_flight;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
     struct job **held; /* concurrency slots */
@@ -84,6 +84,9 @@ struct worker {
     struct db_outbox_failure *fails;
     struct job **jobs;
 };
+
+/* Requests in flight in this process, for /metrics. */
+static atomic_size_t in_flight;
 
 struct deliver {
     atomic_bool stop;
@@ -351,7 +354,7 @@ take_answers(struct worker *w, size_t n)
         struct job *j = w->done[i].tag;
         j->sending = false;
         j->rcv->sending--;
-        atomic_fetch_sub(&w->in_flight, 1);
+        atomic_fetch_sub(&in_flight, 1);
         circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
         if (w->done[i].ok) {
             w->statuses[n_ok] = (int)w->done[i].status;
@@ -392,7 +395,7 @@ start(struct worker *w, struct job *j)
         if (outbound_start(w->out, &req, err) == 0) {
             j->sending = true;
             j->rcv->sending++;
-            atomic_fetch_add(&w->in_flight, 1);
+            atomic_fetch_add(&in_flight, 1);
             return true;
         }
     }
@@ -683,7 +686,6 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
     snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
-    atomic_init(&w->in_flight, 0);
     w->out = outbound_new(d->allow_private);
     w->held = calloc(c, sizeof *w->held);
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
@@ -759,13 +761,9 @@ deliver_notify(void *arg, const int64_t *outbox_ids, size_t n)
 }
 
 size_t
-deliver_in_flight(struct deliver *d)
+deliver_in_flight(void)
 {
-    size_t n = 0;
-
-    for (int i = 0; d != NULL && i < d->n_workers; i++)
-        n += atomic_load(&d->workers[i].in_flight);
-    return n;
+    return atomic_load(&in_flight);
 }
 
 void

@@ -52,8 +52,8 @@ void deliver_notify(void *arg, const int64_t *outbox_ids, size_t n);
 /* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped,
  * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
 int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
-/* Requests in flight on all workers (for /metrics). Thread-safe; 0 for NULL. */
-size_t deliver_in_flight(struct deliver *d);
+/* Requests in flight in this process (for /metrics). Thread-safe. */
+size_t deliver_in_flight(void);
 /* Stops taking rows, gives back the rows not sent yet (another replica, or the next process,
  * sends them), lets the requests in flight finish (bounded by the request timeout) and records
  * them, joins the workers and frees d. NULL ok. */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "db_fire.h"
+#include "dbclock.h"
 #include "log.h"
 #include "metrics.h"
 #include "mirror_claim.h"
@@ -152,9 +153,10 @@ claim(struct dispatch *d, struct reminder_key *k, size_t n)
     return won;
 }
 
-/* Counts and hands over what one committed fire statement changed. */
+/* Counts and hands over what one committed fire statement changed, and removes the keys of the
+ * batch keys[0..n_sent). */
 static void
-account(struct dispatch *d, size_t n_sent)
+account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
 {
     size_t fired = 0;
 
@@ -172,6 +174,11 @@ account(struct dispatch *d, size_t n_sent)
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
     if (d->on_fired != NULL && d->res.n_outbox > 0)
         d->on_fired(d->on_fired_arg, d->res.outbox_ids, d->res.n_outbox);
+    /* The batch's keys are spent (fired, missed, or stale): removed now, they never expire into
+     * an event that every replica would receive and claim. Best effort: a key left behind
+     * expires into an event that changes nothing. */
+    if (!d->redis_down)
+        (void)mirror_disarm(d->mi, keys, n_sent);
     if (d->res.n_streams == 0)
         return;
     /* This replica's hub first (no round trip), then the others. A lost PUBLISH costs them at
@@ -191,7 +198,7 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n)
         LOG_WARN("dispatch: %s", err);
         return DB_SOFT_ERROR;
     }
-    return db_reminder_fire_batch(d->db, k, n, timefmt_now_ms(), d->missed_grace_ms, &d->res);
+    return db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, &d->res);
 }
 
 /* Fires k[0..n), retrying transient failures with backoff until it works or dispatch_stop's
@@ -210,7 +217,7 @@ fire(struct dispatch *d, const struct reminder_key *k, size_t n)
             if (d->db_down)
                 LOG_INFO("dispatch: database available again");
             d->db_down = false;
-            account(d, n);
+            account(d, k, n);
             db_fire_result_fini(&d->res);
             return;
         case DB_HARD_ERROR:
@@ -241,7 +248,7 @@ static void
 process(struct dispatch *d, size_t n)
 {
     n = dedupe(d->batch, n);
-    n = hold_early(d, d->batch, n, timefmt_now_ms());
+    n = hold_early(d, d->batch, n, dbclock_now_ms());
     if (n > 0)
         n = claim(d, d->batch, n);
     if (n > 0)
@@ -254,7 +261,7 @@ run(void *arg)
     struct dispatch *d = arg;
 
     for (;;) {
-        int64_t now = timefmt_now_ms(), next, wait = DISPATCH_IDLE_WAIT_MS;
+        int64_t now = dbclock_now_ms(), next, wait = DISPATCH_IDLE_WAIT_MS;
         size_t n = take_deferred(d, d->batch, DISPATCH_BATCH_MAX, now, &next);
 
         if (giving_up(d))

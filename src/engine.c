@@ -1,16 +1,20 @@
 /* engine.c -- the wiring of engine.h. Start order: dispatch, reconciler (with dispatch for its
  * overdue sweep), scheduler, expiry listener (whose every subscribe asks the reconciler for a
- * pass, covering events lost while it was away). Stop order is the reverse, dispatch last so what
- * the others queued is still fired. */
+ * pass, covering events lost while it was away), then the membership heartbeat, whose every change
+ * of owned shards asks the reconciler and the scheduler to read again. Stop order is the reverse:
+ * membership first (the others take this replica's shards at once), dispatch last so what the
+ * others queued is still fired. */
 #include "engine.h"
 
 #include <stdlib.h>
 
 #include "expiry.h"
+#include "members.h"
 #include "recon.h"
 #include "scheduler.h"
 
 struct engine {
+    struct members *members;
     struct dispatch *dispatch;
     struct recon *recon;
     struct sched *sched;
@@ -38,6 +42,16 @@ on_subscribed(void *arg)
         e->hooks->on_streamed(e->hooks->streamed_arg, NULL, 0);
 }
 
+/* The owned shards changed: read the window again, repair and sweep the new shards now. */
+static void
+on_reshard(void *arg)
+{
+    struct engine *e = arg;
+
+    recon_kick(e->recon);
+    sched_reshard(e->sched);
+}
+
 static void
 on_stream_wake(void *arg, const struct stream_head *h)
 {
@@ -55,6 +69,9 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if (e == NULL)
         return NULL;
     e->hooks = hooks;
+    struct members_opts mopt = {cfg->database_url, cfg->instance_id, on_reshard, e};
+    if ((e->members = members_new(&mopt)) == NULL)
+        goto fail;
     struct dispatch_opts dopt = {cfg->database_url,    mo,
                                  cfg->instance_id,     cfg->claim_ttl_ms,
                                  cfg->missed_grace_ms, hooks->on_fired,
@@ -62,21 +79,22 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                  hooks->streamed_arg};
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
-    struct recon_opts ropt = {cfg->database_url, mo, cfg->recon_interval_ms,
-                              cfg->recon_full_interval_ms, e->dispatch};
+    struct recon_opts ropt = {cfg->database_url,           mo,          cfg->recon_interval_ms,
+                              cfg->recon_full_interval_ms, e->dispatch, e->members};
     if ((e->recon = recon_start(&ropt)) == NULL)
         goto fail;
     struct sched_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,
-                              e->dispatch};
+                              e->dispatch, e->members};
     if ((e->sched = sched_start(&sopt)) == NULL)
         goto fail;
     struct expiry_opts eopt = {mo,
                                e->dispatch,
+                               e->members,
                                on_subscribed,
                                e,
                                hooks->on_streamed != NULL ? on_stream_wake : NULL,
                                (void *)hooks};
-    if ((e->expiry = expiry_start(&eopt)) == NULL)
+    if ((e->expiry = expiry_start(&eopt)) == NULL || members_run(e->members) != 0)
         goto fail;
     return e;
 fail:
@@ -108,6 +126,10 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     out->sched_held = sched_size(e->sched);
     out->subscribed = expiry_connected(e->expiry);
     out->recon_passes = e->recon ? recon_passes(e->recon) : 0;
+    struct shard_set owned;
+    members_shards(e->members, &owned);
+    out->shards_owned = e->members != NULL ? shard_set_count(&owned) : 0;
+    out->replicas = members_live(e->members);
 }
 
 void
@@ -115,9 +137,11 @@ engine_stop(struct engine *e)
 {
     if (e == NULL)
         return;
+    members_leave(e->members);
     expiry_stop(e->expiry);
     sched_stop(e->sched);
     recon_stop(e->recon);
     dispatch_stop(e->dispatch);
+    members_free(e->members);
     free(e);
 }

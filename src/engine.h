@@ -1,6 +1,7 @@
 /* engine.h -- the reminder engine of one replica, wired in one place: the dispatch thread (claim +
  * fire), the precision scheduler, the expiry listener and the reconciler, each with its own
- * connections. The HTTP layer sees only this interface: it reports reminders it wrote and mirror
+ * connections, and the membership heartbeat that shares the shards among the live replicas. The
+ * HTTP layer sees only this interface: it reports reminders it wrote and mirror
  * writes that failed, and reads the engine's state for /readyz and /metrics. */
 #ifndef TOCSIN_ENGINE_H
 #define TOCSIN_ENGINE_H
@@ -19,6 +20,8 @@ struct engine_gauges {
     size_t sched_held;     /* occurrences the scheduler holds for the next window */
     bool subscribed;       /* the expiry listener is subscribed */
     unsigned long long recon_passes;
+    size_t shards_owned; /* of SHARD_COUNT */
+    size_t replicas;     /* live replicas at the last heartbeat */
 };
 
 /* Where the engine reports what it fired. Any pointer may be NULL. */

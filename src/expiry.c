@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "members.h"
 #include "metrics.h"
 #include "mirror_internal.h"
 #include "mirror_stream.h"
@@ -26,6 +27,7 @@ struct expiry {
     atomic_bool connected;
     struct mirror *mi;
     struct dispatch *d;
+    struct members *members;
     expiry_connect_fn on_connect;
     void *on_connect_arg;
     expiry_stream_fn on_stream;
@@ -74,6 +76,8 @@ take(struct expiry *e, const redisReply *r)
                          &k.reminder_id, &k.fire_at_ms) != 0)
         return; /* not a reminder key of ours */
     metrics_add(METRIC_EXPIRED_EVENTS, 1);
+    if (!members_owns(e->members, k.reminder_id))
+        return; /* another replica's shard: its owner acts on its own copy of the event */
     e->batch[e->n++] = k;
     if (e->n == DISPATCH_BATCH_MAX)
         flush(e);
@@ -178,6 +182,7 @@ expiry_start(const struct expiry_opts *opts)
     atomic_init(&e->stop, false);
     atomic_init(&e->connected, false);
     e->d = opts->dispatch;
+    e->members = opts->members;
     e->on_connect = opts->on_connect;
     e->on_connect_arg = opts->on_connect_arg;
     e->on_stream = opts->on_stream;

@@ -22,6 +22,7 @@ typedef void (*expiry_stream_fn)(void *arg, const struct stream_head *h);
 struct expiry_opts {
     struct mirror_opts mirror;    /* host, port, db, password, prefix */
     struct dispatch *dispatch;    /* borrowed; must outlive the listener */
+    struct members *members;      /* events of other shards are dropped; NULL: none are */
     expiry_connect_fn on_connect; /* called on the listener's thread; may be NULL */
     void *on_connect_arg;
     expiry_stream_fn on_stream; /* may be NULL: then the wake-up channel is not subscribed */

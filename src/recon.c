@@ -18,9 +18,12 @@
 #include <time.h>
 
 #include "db.h"
-#include "db_sched.h"
+#include "dbclock.h"
 #include "log.h"
+#include "members.h"
 #include "timefmt.h"
+
+#define RECON_PASS_PAGE 1000 /* keys per repair page: one Redis pipeline */
 
 struct recon {
     pthread_t thread;
@@ -34,6 +37,7 @@ struct recon {
     int64_t full_interval_ms;
     int64_t horizon_ms;
     struct dispatch *d; /* NULL: no overdue sweep */
+    struct members *members;
     /* Below: used by the thread only, once started. */
     struct mirror *mi;
     struct db *db;
@@ -42,6 +46,7 @@ struct recon {
     char run_id[MIRROR_RUN_ID_MAX + 1]; /* "" until Redis was first seen */
     bool redis_down;
     bool db_down;
+    int64_t clock_sampled_ms; /* monotonic: the last dbclock sample (0: none yet) */
 };
 
 static int64_t
@@ -127,14 +132,17 @@ redis_lost(struct recon *r)
     return known && (changed || created == 1);
 }
 
-/* Fetches the batch strictly after (after_at, after_id). Returns the row count or -1. */
+/* Fetches the batch of owned shards strictly after (after_at, after_id). Returns the row count or
+ * -1. */
 static long
 fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
 {
+    struct shard_set owned;
     size_t n = 0;
 
-    switch (db_reminder_pending_batch(r->db, after_at, after_id, until, r->batch,
-                                      DB_REMINDER_BATCH_MAX, &n)) {
+    members_shards(r->members, &owned);
+    switch (db_reminder_due_batch(r->db, &owned, after_at, after_id, until, r->batch,
+                                  RECON_PASS_PAGE, &n)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
         outage(&r->db_down, "database", db_errmsg(r->db));
@@ -171,7 +179,7 @@ pass(struct recon *r, int64_t from, size_t *rearmed)
         }
         after_at = r->batch[n - 1].fire_at_ms;
         after_id = r->batch[n - 1].reminder_id;
-        if (n < DB_REMINDER_BATCH_MAX)
+        if (n < RECON_PASS_PAGE)
             break;
         if (stopping(r))
             return -1;
@@ -188,13 +196,15 @@ pass(struct recon *r, int64_t from, size_t *rearmed)
 static void
 sweep(struct recon *r)
 {
-    int64_t now = timefmt_now_ms(), at = INT64_MIN, id = 0;
+    int64_t now = dbclock_now_ms(), at = INT64_MIN, id = 0;
+    struct shard_set owned;
     size_t n;
 
     if (r->d == NULL || r->db == NULL)
         return;
+    members_shards(r->members, &owned);
     do {
-        if (db_reminder_due_batch(r->db, at, id, now, r->batch, DB_DUE_BATCH_MAX, &n) !=
+        if (db_reminder_due_batch(r->db, &owned, at, id, now, r->batch, DB_DUE_BATCH_MAX, &n) !=
             DB_ONE_RESULT) {
             outage(&r->db_down, "database", db_errmsg(r->db));
             return;
@@ -215,6 +225,20 @@ sweep(struct recon *r)
 /* One tick: decides whether a pass is owed, and which, and runs it. *full and *lost persist
  * across ticks so a failed pass is retried and a data loss is still reported when the repair
  * finally succeeds. */
+/* A sample of the database's clock for dbclock.h, every DBCLOCK_SAMPLE_MS. */
+static void
+sample_clock(struct recon *r, int64_t mono)
+{
+    int64_t before, db_ms;
+
+    if (r->db == NULL || mono - r->clock_sampled_ms < DBCLOCK_SAMPLE_MS)
+        return;
+    r->clock_sampled_ms = mono;
+    before = timefmt_now_ms();
+    if (db_clock_ms(r->db, &db_ms) == DB_ONE_RESULT)
+        dbclock_observe(before, db_ms, timefmt_now_ms());
+}
+
 static void
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
@@ -222,6 +246,7 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
     int64_t mono = clock_ms(CLOCK_MONOTONIC);
     int l = redis_lost(r);
 
+    sample_clock(r, mono);
     if (l > 0)
         *full = *lost = true;
     if (mono - *last_full_ms >= r->full_interval_ms)
@@ -306,6 +331,7 @@ recon_start(const struct recon_opts *opts)
     r->full_interval_ms = opts->full_interval_ms > 0 ? opts->full_interval_ms : opts->interval_ms;
     r->horizon_ms = opts->mirror.horizon_ms;
     r->d = opts->dispatch;
+    r->members = opts->members;
     r->database_url = strdup(opts->database_url);
     r->mi = mirror_new(&opts->mirror);
     r->batch = calloc(DB_DUE_BATCH_MAX, sizeof *r->batch);

@@ -20,6 +20,7 @@ struct recon_opts {
     int64_t interval_ms;       /* short pass (newly in the horizon) and overdue sweep period */
     int64_t full_interval_ms;  /* full pass period; 0 = interval_ms */
     struct dispatch *dispatch; /* borrowed, for the overdue sweep; NULL = no sweep */
+    struct members *members;   /* the shards to repair and sweep; NULL = all (borrowed) */
 };
 
 struct recon;

@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "db.h"
-#include "db_sched.h"
+#include "dbclock.h"
 #include "log.h"
+#include "members.h"
 #include "timefmt.h"
 #include "timerheap.h"
 
@@ -32,6 +33,7 @@ struct sched {
     char *database_url;
     int64_t window_ms, poll_ms;
     struct dispatch *d;
+    struct members *members;
     /* Below: the thread's own. */
     struct db *db;
     bool db_down;
@@ -111,11 +113,13 @@ hand_out_due(struct sched *s, int64_t now)
 static int
 read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
 {
+    struct shard_set owned;
     size_t n;
 
+    members_shards(s->members, &owned);
     for (;;) {
         enum db_status st =
-            db_reminder_due_batch(s->db, at, id, until, s->page, DB_DUE_BATCH_MAX, &n);
+            db_reminder_due_batch(s->db, &owned, at, id, until, s->page, DB_DUE_BATCH_MAX, &n);
         if (st != DB_ONE_RESULT) {
             if (!s->db_down)
                 LOG_WARN("sched: reading due reminders failed: %s", db_errmsg(s->db));
@@ -130,7 +134,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
                      SCHED_HEAP_MAX);
             return -1;
         }
-        hand_out_due(s, timefmt_now_ms()); /* what fell due meanwhile waits one page, not all */
+        hand_out_due(s, dbclock_now_ms()); /* what fell due meanwhile waits one page, not all */
         if (n > 0 &&
             (s->page[n - 1].fire_at_ms > s->read_at || (s->page[n - 1].fire_at_ms == s->read_at &&
                                                         s->page[n - 1].reminder_id > s->read_id))) {
@@ -147,7 +151,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
 static void
 poll_db(struct sched *s, bool full)
 {
-    int64_t until = timefmt_now_ms() + s->window_ms;
+    int64_t until = dbclock_now_ms() + s->window_ms;
 
     if (!db_ready(s))
         return;
@@ -165,7 +169,7 @@ take_news(struct sched *s)
 {
     size_t n;
     bool lost;
-    int64_t until = timefmt_now_ms() + s->window_ms;
+    int64_t until = dbclock_now_ms() + s->window_ms;
 
     pthread_mutex_lock(&s->mu);
     n = s->n_inbox;
@@ -190,7 +194,7 @@ wait_next(struct sched *s)
     bool go;
 
     if (top != NULL) {
-        int64_t due_in = top->fire_at_ms + SCHED_SLACK_MS - timefmt_now_ms();
+        int64_t due_in = top->fire_at_ms + SCHED_SLACK_MS - dbclock_now_ms();
         if (mono + due_in < until)
             until = mono + due_in;
     }
@@ -228,7 +232,7 @@ run(void *arg)
             if (full)
                 s->next_full_ms = mono + SCHED_FULL_READ_MS;
         }
-        now = timefmt_now_ms();
+        now = dbclock_now_ms();
         hand_out_due(s, now);
         timerheap_forget(&s->h, now - SCHED_FORGET_MS);
         atomic_store(&s->size, timerheap_size(&s->h));
@@ -272,6 +276,7 @@ sched_start(const struct sched_opts *opts)
     s->window_ms = opts->window_ms;
     s->poll_ms = opts->poll_ms;
     s->d = opts->dispatch;
+    s->members = opts->members;
     s->seed = (unsigned)timefmt_now_ms() ^ (unsigned)getpid();
     s->read_at = INT64_MIN;
     s->database_url = strdup(opts->database_url);
@@ -296,6 +301,17 @@ sched_note(struct sched *s, const struct reminder_key *k, size_t n)
         }
         s->inbox[s->n_inbox++] = k[i];
     }
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void
+sched_reshard(struct sched *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->inbox_lost = true;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }

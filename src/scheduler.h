@@ -2,8 +2,9 @@
  * occurrences due within the next window in a min-heap (timerheap.c), loaded from PostgreSQL, and
  * hands each to dispatch one millisecond after it is due. Redis's own expiry is late by seconds to
  * minutes once many keys carry a TTL; this is what makes lateness independent of how many reminders
- * are pending. Every replica schedules every occurrence; dispatch's claim decides who fires. Owns
- * its own database connection. */
+ * are pending. Each replica reads the shards it owns (members.h), plus what its own API wrote;
+ * dispatch's claim settles a shard that two replicas held for a moment. Owns its own database
+ * connection. */
 #ifndef TOCSIN_SCHEDULER_H
 #define TOCSIN_SCHEDULER_H
 
@@ -25,6 +26,7 @@ struct sched_opts {
     int64_t window_ms;         /* load what is due within now + window_ms */
     int64_t poll_ms;           /* how often the window is extended from the database */
     struct dispatch *dispatch; /* borrowed; must outlive the scheduler */
+    struct members *members;   /* which shards to read; NULL: all (borrowed, outlives it) */
 };
 
 struct sched;
@@ -36,6 +38,9 @@ struct sched *sched_start(const struct sched_opts *opts);
  * the window already loaded is not left for the next full read. Thread-safe, never blocks for
  * long; occurrences beyond the window are ignored (a poll loads them). Accepts a NULL s. */
 void sched_note(struct sched *s, const struct reminder_key *k, size_t n);
+/* The owned shards changed: the window is read again in full (newly owned shards included, their
+ * overdue occurrences too). Thread-safe. Accepts NULL. */
+void sched_reshard(struct sched *s);
 /* Occurrences currently held (for /metrics). Thread-safe. */
 size_t sched_size(struct sched *s);
 /* Stops the thread and frees s. Held occurrences stay pending in PostgreSQL. Accepts NULL. */

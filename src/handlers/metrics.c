@@ -9,12 +9,15 @@
 #include <string.h>
 
 #include "db_outbox.h"
+#include "dbclock.h"
+#include "deliver.h"
 #include "engine.h"
 #include "handler.h"
 #include "http_routes.h"
+#include "hub.h"
 #include "metrics.h"
 
-#define METRICS_GAUGES_MAX 1024 /* bytes of the gauge section */
+#define METRICS_GAUGES_MAX 2048 /* bytes of the gauge section */
 
 static void
 gauges(struct request *rq, char *buf, size_t cap)
@@ -34,8 +37,20 @@ gauges(struct request *rq, char *buf, size_t cap)
                  "# TYPE tocsin_expiry_subscribed gauge\ntocsin_expiry_subscribed %d\n"
                  "# HELP tocsin_recon_full_passes_total Completed full reconciler passes.\n"
                  "# TYPE tocsin_recon_full_passes_total counter\n"
-                 "tocsin_recon_full_passes_total %llu\n",
-                 g.dispatch_queue, g.sched_held, g.subscribed ? 1 : 0, g.recon_passes);
+                 "tocsin_recon_full_passes_total %llu\n"
+                 "# HELP tocsin_shards_owned Shards of the engine's work this replica owns.\n"
+                 "# TYPE tocsin_shards_owned gauge\ntocsin_shards_owned %zu\n"
+                 "# HELP tocsin_replicas_live Replicas with a fresh heartbeat, as this one saw.\n"
+                 "# TYPE tocsin_replicas_live gauge\ntocsin_replicas_live %zu\n"
+                 "# HELP tocsin_streams_open Live streams open on this replica.\n"
+                 "# TYPE tocsin_streams_open gauge\ntocsin_streams_open %zu\n"
+                 "# HELP tocsin_deliveries_in_flight Requests to receivers waiting for an answer.\n"
+                 "# TYPE tocsin_deliveries_in_flight gauge\ntocsin_deliveries_in_flight %zu\n"
+                 "# HELP tocsin_clock_skew_seconds This replica's clock minus PostgreSQL's.\n"
+                 "# TYPE tocsin_clock_skew_seconds gauge\ntocsin_clock_skew_seconds %.3f\n",
+                 g.dispatch_queue, g.sched_held, g.subscribed ? 1 : 0, g.recon_passes,
+                 g.shards_owned, g.replicas, hub_streams(rq->w->hub), deliver_in_flight(),
+                 (double)dbclock_skew_ms() / 1000.0);
     if (n < 0 || (size_t)n >= cap || db == NULL || db_outbox_backlog(db, &backlog) != DB_ONE_RESULT)
         return;
     snprintf(buf + n, cap - (size_t)n,

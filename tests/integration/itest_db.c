@@ -13,6 +13,7 @@
 #include "check.h"
 #include "db.h"
 #include "db_migrations.h"
+#include "shard.h"
 
 #define URL_MAX 1024
 #define DBNAME_MAX 64
@@ -545,7 +546,7 @@ static void
 test_batch(struct db *db)
 {
     static const int three[] = {30, 20, 10};
-    struct reminder_key out[DB_REMINDER_BATCH_MAX];
+    struct reminder_key out[DB_DUE_BATCH_MAX];
     struct reminder_keys gone = {0};
     struct meeting m, dead;
     int64_t tenant = 0, start = BASE_MS + 400LL * 86400000; /* later than anything else here */
@@ -564,27 +565,38 @@ test_batch(struct db *db)
 
     /* Pending, live, fire_at > start - 31 min: the 30 and 10 minute reminders, in fire order. */
     int64_t after = start - 31 * MIN_MS;
-    CHECK(db_reminder_pending_batch(db, after, 0, INT64_MAX, out, 1, &n) == DB_ONE_RESULT &&
+    CHECK(db_reminder_due_batch(db, NULL, after, 0, INT64_MAX, out, 1, &n) == DB_ONE_RESULT &&
               n == 1 && out[0].reminder_id == m.reminders[0].id &&
               out[0].fire_at_ms == m.reminders[0].fire_at_ms,
           "first batch: n=%zu", n);
-    CHECK(db_reminder_pending_batch(db, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
-                                    &n) == DB_ONE_RESULT &&
+    CHECK(db_reminder_due_batch(db, NULL, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
+                                &n) == DB_ONE_RESULT &&
               n == 1 && out[0].reminder_id == m.reminders[2].id,
           "second batch: n=%zu", n);
-    CHECK(db_reminder_pending_batch(db, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
-                                    &n) == DB_ONE_RESULT &&
+    CHECK(db_reminder_due_batch(db, NULL, out[0].fire_at_ms, out[0].reminder_id, INT64_MAX, out, 10,
+                                &n) == DB_ONE_RESULT &&
               n == 0,
           "third batch not empty: n=%zu", n);
     /* until is inclusive and bounds the walk. */
-    CHECK(db_reminder_pending_batch(db, after, 0, m.reminders[0].fire_at_ms, out, 10, &n) ==
+    CHECK(db_reminder_due_batch(db, NULL, after, 0, m.reminders[0].fire_at_ms, out, 10, &n) ==
                   DB_ONE_RESULT &&
               n == 1,
           "until: n=%zu", n);
-    CHECK(db_reminder_pending_batch(db, INT64_MIN, 0, INT64_MAX, out, DB_REMINDER_BATCH_MAX, &n) ==
+    CHECK(db_reminder_due_batch(db, NULL, INT64_MIN, 0, INT64_MAX, out, DB_DUE_BATCH_MAX, &n) ==
                   DB_ONE_RESULT &&
               n >= 2,
           "unbounded walk: n=%zu", n);
+    /* Shards: only the owned ones are read; an empty set reads nothing. */
+    struct shard_set one, none;
+    shard_set_clear(&none);
+    shard_set_clear(&one);
+    shard_set_add(&one, shard_of(m.reminders[2].id));
+    CHECK(db_reminder_due_batch(db, &one, after, 0, INT64_MAX, out, 10, &n) == DB_ONE_RESULT &&
+              n == 1 && out[0].reminder_id == m.reminders[2].id,
+          "one shard: n=%zu", n);
+    CHECK(db_reminder_due_batch(db, &none, INT64_MIN, 0, INT64_MAX, out, 10, &n) == DB_ONE_RESULT &&
+              n == 0,
+          "no shard: n=%zu", n);
     meeting_fini(&m);
     meeting_fini(&dead);
 }
