@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "http_accept.h"
 #include "http_auth.h"
 #include "http_reply.h"
 #include "http_request.h"
@@ -162,41 +163,6 @@ early_checks(struct request *rq, enum MHD_Result *ret)
     return 0;
 }
 
-/* Is media range r (up to its ';') one that application/json satisfies? */
-static int
-range_fits_json(const char *r, size_t n)
-{
-    static const char *const ok[] = {"*/*", "application/*", "application/json",
-                                     "application/problem+json"};
-    while (n > 0 && (r[n - 1] == ' ' || r[n - 1] == '\t'))
-        n--;
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (strlen(ok[i]) == n && strncasecmp(r, ok[i], n) == 0)
-            return 1;
-    return 0;
-}
-
-/* Accept negotiation: every body we send is JSON, so a client that accepts none of it gets 406.
- * No Accept header means anything goes. A range with q=0 is a refusal. */
-static int
-accepts_json(const char *accept)
-{
-    const char *p = accept;
-    if (accept == NULL)
-        return 1;
-    while (*p != '\0') {
-        p += strspn(p, " \t,");
-        size_t len = strcspn(p, ",");
-        size_t type_len = strcspn(p, ";,");
-        const char *q = strstr(p, "q=");
-        int refused = q != NULL && q < p + len && strtod(q + 2, NULL) <= 0.0;
-        if (len > 0 && !refused && range_fits_json(p, type_len))
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
 static enum MHD_Result
 dispatch(struct http_server *srv, struct request *rq, const char *url)
 {
@@ -215,7 +181,7 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
         return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
                                                    "request bodies are limited to 65536 bytes");
     if (!(rq->match.route->flags & ROUTE_ANY_ACCEPT) &&
-        !accepts_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
+        !http_accept_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,
                                                    "responses are application/json");
     rq->w = worker_get(srv);
