@@ -1,73 +1,24 @@
 #!/usr/bin/env bash
 # scripts/containers.sh -- builds the Dockerfile and docker/compose.yaml and tests them for real on
 # a Debian 12 machine with no container registry: rootful podman behind docker-compose, a
-# debian:bookworm-slim base made with debootstrap, then three replicas + PostgreSQL + Redis up,
+# debian:bookworm-slim base made with debootstrap (scripts/podman.sh), then three replicas +
+# PostgreSQL + Redis up,
 # an API key made through the image, a meeting created on one replica and read on another, its
 # reminder key in Redis, and down -v. The engine's settings go into a private CONTAINERS_CONF
 # (nothing under /etc is changed); the podman service is stopped by its PID. Needs root.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/podman.sh"
 cd "$TOCSIN_ROOT"
 
 WORK=$TOCSIN_ROOT/.local/containers
 SOCK=$WORK/podman.sock
 COMPOSE="docker-compose -f docker/compose.yaml -p tocsin-ci"
-BASE=docker.io/library/debian:bookworm-slim
 REPLICAS="18081 18082 18083"
 UP_WAIT_S=120
 
 [ "$(id -u)" -eq 0 ] || tocsin_die "scripts/containers.sh needs root (rootful podman)"
-mkdir -p "$WORK"
-for p in podman buildah runc netavark aardvark-dns debootstrap docker-compose curl; do
-    pkg_missing "$p" && missing="${missing:-} $p"
-done
-if [ -n "${missing:-}" ]; then
-    tocsin_log "installing$missing"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
-    # shellcheck disable=SC2086
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        $missing </dev/null >/dev/null
-fi
-
-# Each line answers an error seen on these machines (../shared/docs/containers.md): crun cannot
-# run on the hybrid cgroup setup, and the default rlimits exceed what the sandbox may set.
-nofile=$(ulimit -Hn)
-nproc=$(ulimit -Hu)
-if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
-cat >"$WORK/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-[network]
-network_backend = "netavark"
-CONF
-export CONTAINERS_CONF=$WORK/containers.conf
-
-base_image()
-{
-    local mirror rootfs=$WORK/rootfs
-    podman image exists "$BASE" && return 0
-    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list)
-    tocsin_log "debootstrap of the base image (about a minute)"
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$WORK/debootstrap.log" 2>&1 || {
-        tail -20 "$WORK/debootstrap.log" >&2
-        tocsin_die "debootstrap failed"
-    }
-    rm -f "$rootfs/etc/resolv.conf" "$rootfs/etc/hostname"
-    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-        rm -f "$rootfs/etc/apt/sources.list"
-        cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/"
-    fi
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar --numeric-owner -C "$rootfs" -c . | podman import -q --change 'CMD ["bash"]' \
-        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE"
-    rm -rf "$rootfs"
-}
+tocsin_podman_setup "$WORK"
 
 SVC_PID=
 cleanup()
@@ -89,7 +40,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-base_image
+tocsin_base_image "$WORK"
 tocsin_log "podman system service on $SOCK"
 rm -f "$SOCK"
 podman system service --time=0 "unix://$SOCK" >"$WORK/podman-service.log" 2>&1 &

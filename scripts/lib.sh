@@ -71,18 +71,19 @@ tocsin_install_deps()
         "${missing[@]}" </dev/null >/dev/null
 }
 
-# Installs the Node packages of tests/ (the API tests and the OpenAPI linter) when tests/package.json
-# exists and node_modules is missing or older than the lock file.
+# tocsin_npm_install [DIR]: installs the Node packages of DIR (default tests/, the API tests'
+# packages; tests/lint holds the OpenAPI linter's) when DIR/package.json exists and node_modules is
+# missing or older than the lock file.
 tocsin_npm_install()
 {
-    local dir=$TOCSIN_ROOT/tests
+    local dir=${1:-$TOCSIN_ROOT/tests}
     [ -f "$dir/package.json" ] || return 0
     if [ -f "$dir/node_modules/.package-lock.json" ] && [ -f "$dir/package-lock.json" ] &&
         [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] &&
         [ "$dir/node_modules/.package-lock.json" -nt "$dir/package.json" ]; then
         return 0
     fi
-    tocsin_log "installing the Node packages of tests/"
+    tocsin_log "installing the Node packages of ${dir#"$TOCSIN_ROOT"/}/"
     if [ -f "$dir/package-lock.json" ]; then
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
     else

@@ -4,9 +4,9 @@
 // before fire_at, exactly one outbox row per webhook), whatever happens to a replica, the
 // subscriber, Redis or PostgreSQL. A webhook row is inserted directly so every fire writes outbox
 // rows; nothing delivers them here (the webhook tests do that).
-import { test, before, after } from 'node:test';
+import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, waitFor, sleep, MIN } from './harness.mjs';
+import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
 
 const REPLICAS = 3;
 const LEAD_MS = 2500;        // the first reminder of a batch falls due this long after creation

@@ -1,10 +1,11 @@
-// harness.mjs -- black-box test harness for the tocsin API tests (node:test, Node 20).
+// harness.mjs -- black-box test harness for the tocsin API tests (node:test, Node 18.19 or later:
+// Debian 12's own Node runs them, so no API newer than 18.19 here or in the tests).
 // Each test file gets a fresh PostgreSQL database, its own `tocsin serve` child processes on free
 // ports with a unique Redis key prefix, API keys from `tocsin keys create`, redis-cli helpers and
 // optionally a private redis-server. Missing environment is an error, never a skip: a test run that
 // silently tested nothing is worse than a red one.
 import { spawn, execFile } from 'node:child_process';
-import { after } from 'node:test';
+import { after, test as nodeTest } from 'node:test';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +17,17 @@ const START_TIMEOUT_MS = 20000;
 const STOP_TIMEOUT_MS = 15000;
 const EXEC_TIMEOUT_MS = 30000;
 const LOG_KEEP_MAX = 64 * 1024; // bytes of each child's output kept for failure messages
+
+// Node 18 has no --test-timeout: test files take `test` from here, which gives every test this
+// timeout unless it names its own, so a test that hangs fails instead of stalling the run.
+export const TEST_TIMEOUT_MS = 240000;
+
+export function test(name, opts, fn) {
+    if (typeof opts === 'function') {
+        return nodeTest(name, { timeout: TEST_TIMEOUT_MS }, opts);
+    }
+    return nodeTest(name, { timeout: TEST_TIMEOUT_MS, ...opts }, fn);
+}
 
 export function requireEnv() {
     const missing = REQUIRED_ENV.filter((n) => !process.env[n]);

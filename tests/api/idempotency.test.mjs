@@ -1,9 +1,9 @@
 // idempotency.test.mjs -- Idempotency-Key on POST /v1/meetings: replays, mismatches, races and
 // malformed keys. Each test uses its own tenant so "exactly one meeting exists" is checkable by list.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { harness, isoIn, DAY } from './harness.mjs';
+import { harness, test, isoIn, DAY } from './harness.mjs';
 import { checkResponse } from './contract.mjs';
 
 const h = await harness('idempotency');

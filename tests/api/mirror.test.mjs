@@ -2,9 +2,9 @@
 // pending reminder due within the horizon, PEXPIRETIME == fire_at_ms, moved on reschedule, removed
 // on delete, repaired after FLUSHALL, after a Redis outage and across a tocsin restart. Uses a
 // private redis-server (this file stops it and flushes it).
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, isoIn, waitFor, MIN, HOUR } from './harness.mjs';
+import { harness, test, isoIn, waitFor, MIN, HOUR } from './harness.mjs';
 
 const HORIZON_S = 3600;
 const WRITE_BOUND_MS = 1000; // DESIGN 3: keys exist within a second of the PostgreSQL write

@@ -4,11 +4,11 @@
 // library (not our code): a receiver that fails twice, one that always fails, one that is down
 // across a restart of tocsin, a webhook deleted with notifications still pending, SIGTERM with a
 // request in flight, and a receiver slower than the delivery lease with two replicas.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { harness, waitFor, sleep, MIN } from './harness.mjs';
+import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
 
 const { Webhook } = createRequire(import.meta.url)('standardwebhooks');
 const LEAD_MS = 1500;
