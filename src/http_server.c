@@ -18,6 +18,7 @@
 #include "db.h"
 #include "http_accept.h"
 #include "http_auth.h"
+#include "http_framing.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
@@ -120,6 +121,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     rq->start_ns = mono_ns();
     atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
+    rq->target_has_nul = http_framing_target_has_nul(uri);
     return rq;
 }
 
@@ -148,9 +150,15 @@ body_append(struct request *rq, const char *data, size_t n)
 
 /* Checks that can be made from the request line and headers alone. Returns 1 when answered. */
 static int
-early_checks(struct request *rq, enum MHD_Result *ret)
+early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
     const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *detail;
+    enum api_error e = http_framing_check(rq->conn, version, rq->target_has_nul, &detail);
+    if (e != API_E_NONE) {
+        *ret = (enum MHD_Result)http_reply_problem(rq, e, detail);
+        return 1;
+    }
     if (rq->target_len > HTTP_URL_MAX) {
         *ret = (enum MHD_Result)http_reply_problem(rq, API_E_URI_TOO_LONG, NULL);
         return 1;
@@ -216,7 +224,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         rq->path = strdup(url);
         if (rq->path == NULL)
             return MHD_NO;
-        if (early_checks(rq, &ret))
+        if (early_checks(rq, version, &ret))
             return ret;
         return MHD_YES;
     }

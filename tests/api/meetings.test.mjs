@@ -1,8 +1,8 @@
 // meetings.test.mjs -- CRUD, conditional requests, reminders and list pagination of /v1/meetings
 // (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, isoIn, utc, MIN, HOUR, DAY } from './harness.mjs';
+import { harness, test, isoIn, utc, MIN, HOUR, DAY } from './harness.mjs';
 import { schemaErrors } from './contract.mjs';
 
 const h = await harness('meetings');
@@ -330,10 +330,14 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
     assert.equal(max.status, 200);
 
     for (const q of ['limit=0', 'limit=201', 'limit=abc', 'limit=-1', 'limit=3.5', 'limit=',
-        'cursor=garbage', 'cursor=%00%01', `cursor=${'A'.repeat(600)}`,
+        'cursor=garbage', 'cursor=%01%02', `cursor=${'A'.repeat(600)}`,
         'from=yesterday', 'from=2026-11-23T09:00:00', 'to=2026-13-01T00:00:00Z', 'unknown=1']) {
         const r = await srv.req('GET', `/v1/meetings?${q}`, { key: lkey });
         assert.equal(r.status, 400, `${q}: ${r.text}`);
         assert.equal(r.json.code, 'bad_query', q);
     }
+    // A NUL in a query value would cut it short once decoded: refused before the query is read.
+    const nul = await srv.req('GET', '/v1/meetings?cursor=%00%01', { key: lkey });
+    assert.equal(nul.status, 400, nul.text);
+    assert.equal(nul.json.code, 'bad_request');
 });
