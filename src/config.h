@@ -20,6 +20,9 @@ struct config {
     int http_threads;                  /* TOCSIN_HTTP_THREADS 1..64, default 16*/
     int http_connections_max;          /* TOCSIN_HTTP_CONNECTIONS_MAX 16..10000, default 1024 */
     int http_timeout_s;                /* TOCSIN_HTTP_TIMEOUT_S 1..3600, default 30 */
+    int http_connections_per_addr;     /* TOCSIN_HTTP_CONNECTIONS_PER_ADDR 1..100000, default 128 */
+    int http_header_timeout_s;         /* TOCSIN_HTTP_HEADER_TIMEOUT_S 1..300, default 20 */
+    int http_body_timeout_s;           /* TOCSIN_HTTP_BODY_TIMEOUT_S 1..600, default 30 */
     char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
     char redis_host[CONFIG_HOST_MAX];  /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
     int redis_port;

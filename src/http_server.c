@@ -19,6 +19,7 @@
 #include "http_accept.h"
 #include "http_auth.h"
 #include "http_framing.h"
+#include "http_limits.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
@@ -40,6 +41,7 @@ struct http_server {
     pthread_mutex_t lock; /* guards workers */
     struct worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
+    struct http_limits *limits;
 };
 
 static _Thread_local struct worker *tl_worker;
@@ -224,6 +226,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         rq->path = strdup(url);
         if (rq->path == NULL)
             return MHD_NO;
+        http_limits_body_expected(conn);
         if (early_checks(rq, version, &ret))
             return ret;
         return MHD_YES;
@@ -238,6 +241,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         *upload_data_size = 0;
         return MHD_YES;
     }
+    http_limits_received(conn);
     return dispatch(cls, rq, rq->path);
 }
 
@@ -249,6 +253,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (rq == NULL)
         return;
     atomic_fetch_sub(&((struct http_server *)cls)->inflight, 1);
+    http_limits_head_expected(conn);
     if (rq->method != NULL)
         LOG_INFO("http %s %.200s %u %.1fms%s", rq->method, rq->path ? rq->path : "?", rq->status,
                  (double)(mono_ns() - rq->start_ns) / 1e6,
@@ -330,6 +335,12 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
     srv->cfg = cfg;
     srv->engine = engine;
     srv->hub = hub;
+    srv->limits = http_limits_new(cfg->http_header_timeout_s, cfg->http_body_timeout_s);
+    if (srv->limits == NULL) {
+        snprintf(err, errlen, "http: cannot start the request deadline thread");
+        free(srv);
+        return NULL;
+    }
     pthread_mutex_init(&srv->lock, NULL);
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
@@ -338,11 +349,14 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION,
+        http_limits_on_connection, srv->limits, MHD_OPTION_END);
     if (srv->daemon == NULL) {
         snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot listen on %s:%d", cfg->http_host,
                  cfg->http_port);
         pthread_mutex_destroy(&srv->lock);
+        http_limits_free(srv->limits);
         free(srv);
         return NULL;
     }
@@ -373,6 +387,7 @@ http_server_stop(struct http_server *srv)
         return;
     drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
+    http_limits_free(srv->limits);
     struct worker *w = srv->workers;
     while (w != NULL) {
         struct worker *next = w->next;

@@ -17,6 +17,16 @@ static const struct {
     {"TOCSIN_HTTP_THREADS", "4x", 0},
     {"TOCSIN_HTTP_THREADS", "", 0},
     {"TOCSIN_HTTP_THREADS", " 4", 0},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "1", 1},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "100000", 1},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "0", 0},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "100001", 0},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "1", 1},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "300", 1},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "0", 0},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "301", 0},
+    {"TOCSIN_HTTP_BODY_TIMEOUT_S", "600", 1},
+    {"TOCSIN_HTTP_BODY_TIMEOUT_S", "601", 0},
     {"TOCSIN_MIRROR_HORIZON_S", "3600", 1},
     {"TOCSIN_MIRROR_HORIZON_S", "3599", 0},
     {"TOCSIN_RECON_INTERVAL_MS", "100", 1},
@@ -54,7 +64,9 @@ main(void)
 
     if (config_load(&cfg, err, sizeof(err)) != 0 || cfg.http_port != 8080 ||
         strcmp(cfg.http_host, "127.0.0.1") != 0 || cfg.mirror_horizon_ms != 86400000 ||
-        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0) {
+        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0 ||
+        cfg.http_connections_per_addr != 128 || cfg.http_header_timeout_s != 20 ||
+        cfg.http_body_timeout_s != 30) {
         printf("FAIL defaults: %s\n", err);
         failures++;
     }
