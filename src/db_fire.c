@@ -13,8 +13,9 @@
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
- * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
- * meetings need no test: deleting one cancels its pending reminders in the same statement. Time is
+ * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleting
+ * a meeting cancels its pending reminders (and a fire waiting on one's row lock then skips it);
+ * the deleted_at test is the backstop for a pending reminder a deleted meeting still has. Time is
  * the database's (now(): the statement's start): a replica whose clock runs ahead cannot fire
  * early, and every replica's fires are stamped by one clock.
  * Each fired occurrence someone can see also becomes a stream event (migrations/004): its tenant's
@@ -33,6 +34,7 @@ static const char fire_sql[] =
     "  FROM want w"
     "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")
     "   AND r.status = 'pending' AND r.fire_at <= now()"
+    "   AND (SELECT m.deleted_at IS NULL FROM meetings m WHERE m.id = r.meeting_id)"
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at),"
     " ins AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, next_attempt_at)"

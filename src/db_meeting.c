@@ -89,15 +89,18 @@ static const char update_sql[] =
     " UNION ALL SELECT 'r', u.id, u.mb, " DB_MS("u.fire_at") ", 'pending', 0 FROM u"
     " UNION ALL SELECT 'r', i.id, i.mb, " DB_MS("i.fire_at") ", 'pending', 0 FROM i";
 
-/* Result rows: 'm' once when a live meeting was deleted, 'g' per cancelled pending reminder. */
+/* Delete is two statements in one transaction. The first takes the meeting's row lock; when it
+ * had to wait for a PUT/PATCH holding that lock, the second starts after that writer committed and
+ * so, in READ COMMITTED, on a snapshot that sees the reminders it inserted. (One statement did
+ * both with the snapshot taken before the wait, and left those reminders pending on a deleted
+ * meeting.) Writers of reminders lock the meeting first, so none can add one after the first. */
 static const char delete_sql[] =
-    "WITH m AS ("
-    "  UPDATE meetings SET deleted_at = now()"
-    "  WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id),"
-    " c AS (UPDATE reminders r SET status = 'cancelled' FROM m"
-    "       WHERE r.meeting_id = m.id AND r.status = 'pending' RETURNING r.id, r.fire_at)"
-    " SELECT 'm'::text, 0::bigint, 0::bigint FROM m"
-    " UNION ALL SELECT 'g', c.id, " DB_MS("c.fire_at") " FROM c";
+    "UPDATE meetings SET deleted_at = now()"
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id";
+/* Result rows: one per cancelled pending reminder, with its key. */
+static const char cancel_sql[] =
+    "UPDATE reminders SET status = 'cancelled'"
+    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, " DB_MS("fire_at");
 
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
  * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
@@ -417,29 +420,47 @@ db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m, struct re
     return st;
 }
 
-enum db_status
-db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+struct delete_tx {
+    int64_t tenant_id;
+    const char *id;
+    struct reminder_keys *gone;
+    size_t gone_n0; /* gone->n before the first attempt: a retry starts from it again */
+};
+
+static enum db_status
+delete_tx_run(struct db *db, void *arg)
 {
+    struct delete_tx *t = arg;
     char tenant[DB_I64_BUF];
-    const char *params[] = {id, db_i64(tenant, tenant_id)};
+    const char *params[] = {t->id, db_i64(tenant, t->tenant_id)};
     PGresult *res;
 
-    if (!meeting_id_valid(id))
-        return DB_NO_RESULTS;
+    t->gone->n = t->gone_n0;
     enum db_status st = db_exec(db, STMT_MEETING_DELETE, delete_sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
-    st = DB_NO_RESULTS;
-    for (int row = 0; row < PQntuples(res); row++) {
-        if (PQgetvalue(res, row, 0)[0] == 'm')
-            st = DB_ONE_RESULT;
-        else if (add_gone(db, gone, db_get_i64(res, row, 1), db_get_i64(res, row, 2)) != 0)
+    st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_exec(db, STMT_MEETING_CANCEL_REMINDERS, cancel_sql, 1, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++)
+        if (add_gone(db, t->gone, db_get_i64(res, row, 0), db_get_i64(res, row, 1)) != 0)
             st = DB_HARD_ERROR;
-        if (st == DB_HARD_ERROR)
-            break;
-    }
     PQclear(res);
     return st;
+}
+
+enum db_status
+db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+{
+    struct delete_tx t = {tenant_id, id, gone, gone->n};
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    return db_tx_run(db, delete_tx_run, &t);
 }
 
 static enum db_status

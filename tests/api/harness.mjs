@@ -447,6 +447,34 @@ export async function harness(name) {
     await psql(`CREATE DATABASE "${h.dbName}"`);
     // One query on this file's database; its unaligned, tuples-only output.
     h.sql = async (sql) => (await runOk('psql', [h.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql])).stdout.trim();
+    // A second connection to this file's database that stays open between statements (a psql
+    // child), for holding a lock while the server works: query(sql) runs sql and resolves with
+    // its unaligned output once psql has finished it; close() ends the session (and so its
+    // transaction).
+    h.session = () => {
+        const child = spawn('psql', [h.dbUrl, '-X', '-qAt', '-v', 'ON_ERROR_STOP=1'],
+            { stdio: ['pipe', 'pipe', 'pipe'] });
+        const c = track(h, child, 'psql session');
+        let out = '';
+        let serial = 0;
+        child.stdout.on('data', (d) => { out += d.toString(); });
+        const query = async (sql, timeoutMs = 10000) => {
+            const mark = `--tocsin-session-${++serial}--`;
+            const from = out.length;
+            // psql runs a statement at its semicolon; a backslash command runs at once.
+            child.stdin.write(`${sql.replace(/;?\s*$/, ';')}\n\\echo ${mark}\n`);
+            const ok = await waitFor(() => c.exited || out.indexOf(mark, from) >= 0, timeoutMs, 10);
+            if (ok !== true) {
+                throw new Error(`psql session: no answer to ${sql}: ${c.log}`);
+            }
+            return out.slice(from, out.indexOf(mark, from)).trim();
+        };
+        const close = async () => {
+            child.stdin.end();
+            await c.exit;
+        };
+        return { query, close };
+    };
     // Restarts the shared PostgreSQL (scripts/test.sh says where its data and binaries are).
     h.restartPostgres = async () => {
         const { PG_BIN_DIR: bin, TOCSIN_TEST_PG_DATA: data, TOCSIN_TEST_PG_USER: user } = process.env;

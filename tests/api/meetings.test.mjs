@@ -2,7 +2,7 @@
 // (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, test, isoIn, utc, MIN, HOUR, DAY } from './harness.mjs';
+import { harness, test, isoIn, utc, waitFor, MIN, HOUR, DAY } from './harness.mjs';
 import { schemaErrors } from './contract.mjs';
 
 const h = await harness('meetings');
@@ -340,4 +340,47 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
     const nul = await srv.req('GET', '/v1/meetings?cursor=%00%01', { key: lkey });
     assert.equal(nul.status, 400, nul.text);
     assert.equal(nul.json.code, 'bad_request');
+});
+
+// One request on a connection of its own: a keep-alive connection that fetch would reuse may
+// belong to the server thread that the blocked request holds, and would wait with it.
+function fresh(method, path, json) {
+    const body = json === undefined ? '' : JSON.stringify(json);
+    const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+    const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${key}`,
+        'Connection: close', ...(body ? [`Content-Type: ${type}`, `Content-Length: ${Buffer.byteLength(body)}`] : [])];
+    return srv.raw(head.join('\r\n') + '\r\n\r\n' + body, { timeoutMs: 15000 });
+}
+
+// The DELETE race, made deterministic: a second connection holds the meeting's row lock while a
+// PATCH (first in the lock queue) and then a DELETE wait for it. Released, the PATCH commits new
+// reminders first; the DELETE must cancel them too.
+test('DELETE waiting behind a PATCH cancels the reminders that PATCH added', async () => {
+    for (const method of ['PATCH', 'PUT']) {
+        const c = await post({ ...full(isoIn(3 * DAY)), reminders: [{ minutes_before: 5 }] });
+        const id = c.json.id;
+        const waiting = async () => Number(await h.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"));
+        const s = h.session();
+        try {
+            await s.query('BEGIN');
+            await s.query(`SELECT 1 FROM meetings WHERE id = '${id}' FOR UPDATE`);
+            const json = method === 'PATCH'
+                ? { reminders: [{ minutes_before: 10 }, { minutes_before: 20 }] }
+                : { ...full(c.json.starts_at), reminders: [{ minutes_before: 10 }, { minutes_before: 20 }] };
+            const write = fresh(method, `/v1/meetings/${id}`, json);
+            assert.ok(await waitFor(async () => (await waiting()) >= 1, 5000), `${method} waits for the lock`);
+            const del = fresh('DELETE', `/v1/meetings/${id}`);
+            assert.ok(await waitFor(async () => (await waiting()) >= 2, 5000), 'DELETE waits behind it');
+            await s.query('COMMIT');
+            const [w, d] = await Promise.all([write, del]);
+            assert.equal(w.status, 200, `${method}: ${w.text}`);
+            assert.equal(d.status, 204, d.text);
+        } finally {
+            await s.close();
+        }
+        const left = await h.sql(`SELECT minutes_before || ':' || status FROM reminders WHERE meeting_id = '${id}' ORDER BY 1`);
+        assert.equal(left, '10:cancelled\n20:cancelled', `${method} then DELETE: no reminder left pending`);
+        assert.equal((await get(id)).status, 404);
+    }
 });
