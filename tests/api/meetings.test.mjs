@@ -342,6 +342,41 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
     assert.equal(nul.json.code, 'bad_request');
 });
 
+test('decision: a PATCH or PUT that changes nothing writes nothing (version and ETag stay)', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+    const empty = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: {} });
+    assert.equal(empty.status, 200, empty.text);
+    assert.deepEqual(empty.json, c.json, 'PATCH {}: the same representation, version 1');
+    assert.equal(empty.header('etag'), c.header('etag'));
+    // The same values again, in another spelling of the same instant: still no change.
+    const same = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { title: c.json.title, starts_at: c.json.starts_at.replace('Z', '+00:00') },
+    });
+    assert.equal(same.json.version, 1, same.text);
+    const { title, description, starts_at, ends_at, time_zone, location, participants, metadata } = c.json;
+    const put = await srv.req('PUT', `/v1/meetings/${id}`, {
+        key, json: { title, description, starts_at, ends_at, time_zone, location, participants, metadata, reminders: [{ minutes_before: 60 }, { minutes_before: 0 }, { minutes_before: 5 }] },
+    });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.json.version, 1, 'a PUT of the same fields');
+    assert.equal(put.json.updated_at, c.json.updated_at);
+    const changed = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { title: 'Changed' } });
+    assert.equal(changed.json.version, 2, 'a real change bumps the version');
+    assert.notEqual(changed.header('etag'), c.header('etag'));
+});
+
+test('decision: "reminders": null in a merge patch removes the member, which means the default', async () => {
+    const c = await post({ ...full(isoIn(2 * DAY)), reminders: [{ minutes_before: 30 }] });
+    const r = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: null } });
+    assert.equal(r.status, 200, r.text);
+    expectReminders(r.json, [5]);
+    const none = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: [] } });
+    assert.deepEqual(none.json.reminders, [], '[] is none');
+    const back = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: null } });
+    expectReminders(back.json, [5]);
+});
+
 // One request on a connection of its own: a keep-alive connection that fetch would reuse may
 // belong to the server thread that the blocked request holds, and would wait with it.
 function fresh(method, path, json) {
