@@ -11,8 +11,8 @@
 #define APIKEY_PREFIX_LEN 8
 #define APIKEY_LEN (4 + APIKEY_PREFIX_LEN + 1 + 43)
 #define APIKEY_HASH_LEN 32
-#define APIKEY_TENANT_NAME_MAX 100 /* bytes; the tenants table's bound (TENANT_NAME_MAX in db.h)   \
-                                    */
+/* Bytes; the tenants table's bound (TENANT_NAME_MAX in db.h). */
+#define APIKEY_TENANT_NAME_MAX 100
 
 /* Makes a new key into out (APIKEY_LEN + 1 bytes) and its prefix (APIKEY_PREFIX_LEN + 1 bytes). */
 int apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1]);
