@@ -50,6 +50,11 @@ int db_migrations_current(struct db *db);
 #define DB_KEY_PREFIX_MAX 32
 #define TENANT_NAME_MAX 100
 enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
+/* Locks the tenant's row until the transaction ends (use inside db_tx_run): every limit checked
+ * by counting rows before inserting one (webhooks per tenant, and any such limit to come) takes
+ * it first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
+ * tenant does not exist. */
+enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
 enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
                              const uint8_t hash[32]);
 /* Finds the live (not revoked) key with this prefix; compares hashes in constant time.

@@ -11,6 +11,7 @@
 /* Every prepared statement; the id indexes the per-connection "prepared" flags. */
 enum db_stmt {
     STMT_TENANT_ENSURE,
+    STMT_TENANT_LOCK,
     STMT_KEY_INSERT,
     STMT_KEY_LOOKUP,
     STMT_KEY_LIST,

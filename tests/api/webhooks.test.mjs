@@ -288,3 +288,49 @@ test('a receiver slower than the lease, two replicas: the lease is renewed durin
     await sleep(1000); // a second sender, if any, would have started long ago
     assert.equal(rx.got.length, 1, `sent ${rx.got.length} times`);
 });
+
+// A count-then-insert limit must hold under concurrency: the tenant's requests are serialized
+// (db_tenant_lock), so 40 parallel POSTs at 95 webhooks make exactly 5 more. Each POST goes on a
+// connection of its own (agent-free http.request), so they really run side by side. A second
+// connection holds the tenant's row: with the tenant lock every request waits before it counts;
+// without it each counted 95, inserted, and waited only at the foreign key check of its new row,
+// so all of them were created once the row was free (105 and more).
+test('the webhook limit holds under 40 parallel registrations', async () => {
+    const k = await guarded.createKey('hooks-limit');
+    const url = 'https://93.184.216.34/hook';
+    for (let i = 0; i < 95; i++) {
+        const r = await guarded.req('POST', '/v1/webhooks', { key: k, json: { url: `${url}/${i}` } });
+        assert.equal(r.status, 201, r.text);
+    }
+    const post = (i) => new Promise((resolve, reject) => {
+        const body = JSON.stringify({ url: `${url}/p${i}` });
+        const req = http.request({
+            host: '127.0.0.1', port: guarded.port, path: '/v1/webhooks', method: 'POST', agent: false,
+            headers: { Authorization: `Bearer ${k}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode));
+        });
+        req.on('error', reject);
+        req.end(body);
+    });
+    const s = hGuarded.session();
+    let statuses;
+    try {
+        await s.query('BEGIN');
+        await s.query("SELECT 1 FROM tenants WHERE name = 'hooks-limit' FOR UPDATE");
+        const all = Promise.all(Array.from({ length: 40 }, (_, i) => post(i)));
+        const waiting = async () => Number(await hGuarded.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"));
+        // At most TOCSIN_HTTP_THREADS (16) wait: one request per server thread; often fewer.
+        await waitFor(async () => (await waiting()) >= 16, 3000);
+        await s.query('COMMIT');
+        statuses = await all;
+    } finally {
+        await s.close();
+    }
+    assert.equal(statuses.filter((c) => c === 201).length, 5, `statuses: ${statuses.join(',')}`);
+    assert.equal(statuses.filter((c) => c === 409).length, 35, `statuses: ${statuses.join(',')}`);
+    const list = await guarded.req('GET', '/v1/webhooks', { key: k });
+    assert.equal(list.json.items.length, 100, 'exactly the limit');
+});
