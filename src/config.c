@@ -25,8 +25,9 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_HTTP_CONNECTIONS_MAX", 1024, 16, 10000, 1,
      offsetof(struct config, http_connections_max), 1},
     {"TOCSIN_HTTP_TIMEOUT_S", 30, 1, 3600, 1, offsetof(struct config, http_timeout_s), 1},
-    /* One address may hold an eighth of the default total, so one client cannot take every
-     * connection; clients behind one proxy share its address (raise this there). */
+    /* One address may hold an eighth of TOCSIN_HTTP_CONNECTIONS_MAX's default (streams count too),
+     * so one client cannot take every connection; clients behind one proxy or NAT share its
+     * address (raise this there). */
     {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", 128, 1, 100000, 1,
      offsetof(struct config, http_connections_per_addr), 1},
     {"TOCSIN_HTTP_HEADER_TIMEOUT_S", 20, 1, 300, 1, offsetof(struct config, http_header_timeout_s),
