@@ -4,13 +4,12 @@
 // refused for the right reason; tokens C mints pass jose's jwtVerify with the same claims. The C
 // side is tests/tools/jwt_tool, built next to TOCSIN_BIN. No server is needed: the HTTP endpoints
 // get the same cross-check in their own tests.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { SignJWT, UnsecuredJWT, jwtVerify, decodeProtectedHeader } from 'jose';
-import { run } from './harness.mjs';
+import { run, test } from './harness.mjs';
 
 const AUD = 'tocsin';
 const DAY_S = 86400;
