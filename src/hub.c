@@ -751,7 +751,7 @@ send_backlog(struct tenant *t, struct hub_stream *s, const struct event *const *
 static void
 resume_from_ring(struct tenant *t, struct hub_stream *s)
 {
-    const struct event *pick[HUB_BACKLOG_MAX];
+    const struct event *pick[HUB_BACKLOG_MAX] = {0}; /* = {0}: GCC -O2 warns (a false positive) */
     size_t n = 0;
 
     for (int64_t seq = s->cursor + 1; seq <= t->last_seen; seq++) {
@@ -772,7 +772,7 @@ resume_from_ring(struct tenant *t, struct hub_stream *s)
 static bool
 resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 {
-    const struct event *pick[HUB_BACKLOG_MAX];
+    const struct event *pick[HUB_BACKLOG_MAX] = {0}; /* = {0}: GCC -O2 warns (a false positive) */
     int64_t id = t->id, after = s->cursor, until = t->last_seen;
     size_t n = 0;
 
