@@ -7,11 +7,14 @@ RUN apt-get update \
         libmicrohttpd-dev libjansson-dev libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The source copy has no .git: the commit for `tocsin --version` and tocsin_build_info comes in
+# as a build argument (docker/compose.yaml passes TOCSIN_COMMIT), "unknown" without one.
+ARG TOCSIN_COMMIT=unknown
 COPY CMakeLists.txt ./
 COPY cmake ./cmake
 COPY migrations ./migrations
 COPY src ./src
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTOCSIN_WERROR=ON \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTOCSIN_WERROR=ON -DTOCSIN_COMMIT="$TOCSIN_COMMIT" \
  && cmake --build build -j"$(nproc)" --target tocsin \
  && install -m 0755 build/tocsin /usr/local/bin/tocsin
 
