@@ -23,9 +23,10 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 libhiredis0.14 libpq5 \
         libssl3 libcurl4 ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --no-create-home --shell /usr/sbin/nologin tocsin
+ && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin tocsin
 COPY --from=build /usr/local/bin/tocsin /usr/local/bin/tocsin
-USER tocsin
+# Numeric, so that Kubernetes' runAsNonRoot can check it (deploy/kubernetes).
+USER 10001:10001
 ENV TOCSIN_HTTP_ADDR=0.0.0.0:8080
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/tocsin"]
