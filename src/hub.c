@@ -772,7 +772,9 @@ resume_from_ring(struct tenant *t, struct hub_stream *s)
 static bool
 resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 {
-    const struct event *pick[HUB_BACKLOG_MAX];
+    /* Zeroed only for gcc -O2's -Wmaybe-uninitialized (a Release build, e.g. the Dockerfile's,
+     * fails on it): send_backlog reads the first n entries, all set below. */
+    const struct event *pick[HUB_BACKLOG_MAX] = {0};
     int64_t id = t->id, after = s->cursor, until = t->last_seen;
     size_t n = 0;
 
