@@ -120,6 +120,9 @@ run_healthchecks()
     done
 }
 
+# Readers in the pipes below read their whole input (no grep -q, no head): with pipefail, a
+# writer cut short by SIGPIPE would fail the check at random.
+
 # lb METHOD PATH [curl args...]: one API call through the load balancer; prints the body.
 lb()
 {
@@ -148,7 +151,7 @@ until_ok()
 
 delivered()
 {
-    received | grep -q "^$1\$"
+    received | grep "^$1\$" >/dev/null
 }
 
 replicas_healthy()
@@ -192,7 +195,7 @@ case $version in
 "tocsin "*" (commit $TOCSIN_COMMIT)") ;;
 *) tocsin_die "tocsin --version in the image: '$version', want commit $TOCSIN_COMMIT" ;;
 esac
-curl -sf "$LB/metrics" | grep -q "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" ||
+curl -sf "$LB/metrics" | grep "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" >/dev/null ||
     tocsin_die "/metrics through the load balancer lacks tocsin_build_info for $TOCSIN_COMMIT"
 
 tocsin_log "through the load balancer: a webhook and a meeting whose reminder fires in ${FIRE_IN_S} s"
@@ -212,7 +215,7 @@ read -r id want < <(printf '%s' "$meeting" | node -e '
     console.log(m.id, `rem_${r.id}_${Date.parse(r.fire_at)}`);') ||
     tocsin_die "unexpected meeting: $meeting"
 
-victim=$($COMPOSE ps -q tocsin | head -n 1)
+victim=$($COMPOSE ps -q tocsin | sed -n 1p)
 tocsin_log "stopping one replica ($victim) before the reminder is due"
 podman stop -t 30 "$victim" >/dev/null
 for _ in 1 2 3 4 5 6; do
@@ -225,8 +228,8 @@ until_ok $((FIRE_IN_S + DELIVERY_WAIT_S)) "delivery of $want" delivered "$want"
 sleep "$DUPLICATE_WAIT_S"
 n=$(received | grep -c "^$want\$" || true)
 [ "$n" -eq 1 ] || tocsin_die "$want received $n times, want exactly once: $(received)"
-lb GET "/v1/meetings/$id" | grep -q '"status":"fired"' ||
+lb GET "/v1/meetings/$id" | grep '"status":"fired"' >/dev/null ||
     tocsin_die "the reminder is not recorded fired: $(lb GET "/v1/meetings/$id")"
-lb GET "/v1/meetings/$id/deliveries" | grep -q '"delivered"' ||
+lb GET "/v1/meetings/$id/deliveries" | grep '"delivered"' >/dev/null ||
     tocsin_die "no delivered attempt: $(lb GET "/v1/meetings/$id/deliveries")"
 tocsin_log "containers: ok ($want delivered once with one of $REPLICAS replicas stopped)"
