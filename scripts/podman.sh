@@ -12,7 +12,7 @@ tocsin_podman_setup()
     local work=$1 missing= p nofile nproc
     [ "$(id -u)" -eq 0 ] || tocsin_die "rootful podman needs root"
     mkdir -p "$work"
-    for p in podman buildah runc netavark aardvark-dns debootstrap docker-compose curl; do
+    for p in podman buildah runc netavark aardvark-dns iptables debootstrap docker-compose curl; do
         if pkg_missing "$p"; then
             missing="$missing $p"
         fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test suite in one command, from a fresh Debian 12 machine: installs
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
-# loopback under .local/test, runs ctest (unit + integration) and the black-box API tests, then the
-# integration tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# loopback under .local/test, runs ctest (unit + integration), the black-box API tests and the
+# Kubernetes manifest check (tests/deploy), then the integration tests again under
+# ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -147,6 +148,10 @@ if [ "$CTEST" != 0 ]; then
 fi
 if [ -d tests/api ]; then
     record node run_node
+fi
+# deploy/kubernetes rendered with kubectl kustomize and schema-checked, offline (no servers).
+if [ -d tests/deploy ]; then
+    record manifests node --test tests/deploy/
 fi
 
 if [ "$TSAN" != 0 ]; then

@@ -1,6 +1,8 @@
 /* config.c -- reads TOCSIN_* environment variables once at start. Every numeric setting has a
  * bound; anything malformed or out of range stops the start with one line naming the variable. */
 #include "config.h"
+#include "db.h"
+#include "redis_url.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -72,6 +74,9 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_STREAM_RETRY_MS", 3000, 0, 60000, 1, offsetof(struct config, stream_retry_ms), 0},
     {"TOCSIN_STREAM_POLL_MS", 1000, 50, 60000, 1, offsetof(struct config, stream_poll_ms), 0},
     {"TOCSIN_DEMO", 0, 0, 1, 1, offsetof(struct config, demo), 1},
+    /* PostgreSQL may start after tocsin (compose, Kubernetes): how long start-up waits for it. */
+    {"TOCSIN_DB_WAIT_S", 60, 0, 3600, 1000, offsetof(struct config, db_wait_ms), 0},
+    {"TOCSIN_MIGRATE_ON_START", 1, 0, 1, 1, offsetof(struct config, migrate_on_start), 1},
 };
 
 static int
@@ -141,53 +146,23 @@ parse_addr(struct config *cfg, const char *s)
     return 0;
 }
 
-int
-config_parse_redis_url(struct config *cfg, const char *url)
+/* The Redis URL through redis_url.c; the reason goes after the variable's name. */
+static int
+load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
 {
-    const char *p;
-    int64_t v;
-    char tmp[CONFIG_HOST_MAX];
+    struct redis_url ru;
+    char why[CONFIG_ERR_MAX];
 
-    if (strncmp(url, "redis://", 8) != 0)
-        return -1;
-    p = url + 8;
-    cfg->redis_password[0] = '\0';
-    const char *at = strchr(p, '@');
-    if (at != NULL) {
-        const char *pw = memchr(p, ':', (size_t)(at - p));
-        pw = pw ? pw + 1 : p; /* "user:pass@" or "pass@"; the user part is ignored */
-        if ((size_t)(at - pw) >= sizeof(cfg->redis_password))
-            return -1;
-        memcpy(cfg->redis_password, pw, (size_t)(at - pw));
-        cfg->redis_password[at - pw] = '\0';
-        p = at + 1;
-    }
-    size_t hostlen = strcspn(p, ":/");
-    if (hostlen == 0 || hostlen >= sizeof(cfg->redis_host))
-        return -1;
-    memcpy(cfg->redis_host, p, hostlen);
-    cfg->redis_host[hostlen] = '\0';
-    p += hostlen;
-    cfg->redis_port = 6379;
-    cfg->redis_db = 0;
-    if (*p == ':') {
-        size_t n = strcspn(p + 1, "/");
-        if (n == 0 || n >= sizeof(tmp))
-            return -1;
-        memcpy(tmp, p + 1, n);
-        tmp[n] = '\0';
-        if (parse_int(tmp, &v) != 0 || v < 1 || v > 65535)
-            return -1;
-        cfg->redis_port = (int)v;
-        p += 1 + n;
-    }
-    if (*p == '/' && p[1] != '\0') {
-        if (parse_int(p + 1, &v) != 0 || v > 15)
-            return -1;
-        cfg->redis_db = (int)v;
-    } else if (*p != '\0' && strcmp(p, "/") != 0) {
-        return -1;
-    }
+    _Static_assert(sizeof ru.host <= sizeof cfg->redis_host, "redis host fits the config");
+    _Static_assert(sizeof ru.password <= sizeof cfg->redis_password, "password fits the config");
+    _Static_assert(sizeof ru.user <= sizeof cfg->redis_user, "user fits the config");
+    if (redis_url_parse(url, &ru, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_REDIS_URL", why);
+    strcpy(cfg->redis_host, ru.host);
+    strcpy(cfg->redis_user, ru.user);
+    strcpy(cfg->redis_password, ru.password);
+    cfg->redis_port = ru.port;
+    cfg->redis_db = ru.db;
     return 0;
 }
 
@@ -214,6 +189,7 @@ static int
 load_strings(struct config *cfg, char *err, size_t errlen)
 {
     const char *v;
+    char why[CONFIG_ERR_MAX];
 
     v = getenv("TOCSIN_HTTP_ADDR");
     if (parse_addr(cfg, v ? v : "127.0.0.1:8080") != 0)
@@ -222,10 +198,11 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     if (copy_str(cfg->database_url, sizeof(cfg->database_url), v ? v : "postgresql:///tocsin") ||
         cfg->database_url[0] == '\0')
         return fail(err, errlen, "TOCSIN_DATABASE_URL", "must be a libpq URI of under 1024 bytes");
+    if (db_url_check(cfg->database_url, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_DATABASE_URL", why);
     v = getenv("TOCSIN_REDIS_URL");
-    if (config_parse_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0") != 0)
-        return fail(err, errlen, "TOCSIN_REDIS_URL",
-                    "must be redis://[:password@]host[:port][/db]");
+    if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0)
+        return -1;
     v = getenv("TOCSIN_REDIS_PREFIX");
     if (!valid_prefix(v ? v : "tocsin"))
         return fail(err, errlen, "TOCSIN_REDIS_PREFIX", "must be 1..64 of [A-Za-z0-9_.-]");

@@ -24,9 +24,12 @@ struct config {
     int http_header_timeout_s;         /* TOCSIN_HTTP_HEADER_TIMEOUT_S 1..300, default 20 */
     int http_body_timeout_s;           /* TOCSIN_HTTP_BODY_TIMEOUT_S 1..600, default 30 */
     char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
+    int64_t db_wait_ms;                /* TOCSIN_DB_WAIT_S 0..3600, default 60 */
+    int migrate_on_start;              /* TOCSIN_MIGRATE_ON_START 0|1, default 1 */
     char redis_host[CONFIG_HOST_MAX];  /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
     int redis_port;
     int redis_db;                         /* 0..15 */
+    char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
     char redis_prefix[65];     /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
     char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
@@ -63,9 +66,5 @@ struct config {
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */
 int config_load(struct config *cfg, char *err, size_t errlen);
-
-/* Parses "redis://[:password@]host[:port][/db]" into cfg's redis fields. 0 or -1. Exposed for
- * tests. */
-int config_parse_redis_url(struct config *cfg, const char *url);
 
 #endif

@@ -93,6 +93,22 @@ db_open(const char *url, char *err, size_t errlen)
     return db;
 }
 
+int
+db_url_check(const char *url, char *err, size_t errlen)
+{
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url, &why);
+
+    if (opts != NULL) {
+        PQconninfoFree(opts);
+        return 0;
+    }
+    /* libpq's message ends with a newline; NULL message = out of memory. */
+    snprintf(err, errlen, "%.*s", why ? (int)strcspn(why, "\n") : 13, why ? why : "out of memory");
+    PQfreemem(why);
+    return -1;
+}
+
 void
 db_close(struct db *db)
 {

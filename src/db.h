@@ -27,6 +27,9 @@ struct db; /* opaque: a PGconn and its prepared-statement state */
  * with the reason in err. The handle reconnects by itself after a lost connection. */
 struct db *db_open(const char *url, char *err, size_t errlen);
 void db_close(struct db *db);
+/* Checks url (a libpq URI or key=value string) with libpq's own parser, without connecting.
+ * Returns 0, or -1 with libpq's reason in err. */
+int db_url_check(const char *url, char *err, size_t errlen);
 /* 0 when a trivial query succeeds (reconnecting first if the connection broke), else -1. */
 int db_ping(struct db *db);
 /* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */

@@ -63,9 +63,7 @@ worker_get(struct http_server *srv)
     if (w == NULL)
         return NULL;
     const struct config *cfg = srv->cfg;
-    struct mirror_opts mo = {cfg->redis_host,   cfg->redis_port,
-                             cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
-                             cfg->redis_prefix, cfg->mirror_horizon_ms};
+    struct mirror_opts mo = mirror_opts_of(cfg, MIRROR_API_TIMEOUT_MS);
     w->cfg = cfg;
     w->engine = srv->engine;
     w->hub = srv->hub;

@@ -499,12 +499,14 @@ export async function harness(name) {
             ...extra,
         };
     };
-    h.startServer = async (extra = {}) => {
+    // A server not started yet (for tests that watch its start-up); start() it.
+    h.newServer = async (extra = {}) => {
         const port = await freePort();
         const s = new Server(h, h.serverEnv({ TOCSIN_HTTP_ADDR: `127.0.0.1:${port}`, ...extra }), port);
         h.servers.push(s);
-        return s.start();
+        return s;
     };
+    h.startServer = async (extra = {}) => (await h.newServer(extra)).start();
     h.servers = [];
     h.startRedis = async () => {
         const r = new PrivateRedis(h, await freePort());
