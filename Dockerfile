@@ -1,10 +1,12 @@
 # Dockerfile -- two stages: build tocsin with cmake on Debian 12, run it on a slim Debian 12 with
 # only the shared libraries it links. The runtime image holds the binary and nothing else of the
-# repository (migrations are compiled in). Runs as an unprivileged user.
+# repository (migrations are compiled in); tzdata is the zoneinfo that time zones are checked and
+# converted with. Runs as an unprivileged user.
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev make cmake pkg-config \
         libmicrohttpd-dev libjansson-dev libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev \
+        libical-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The source copy has no .git: the commit for `tocsin --version` and tocsin_build_info comes in
@@ -21,7 +23,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTOCSIN_WERROR=ON -DTOCSIN_C
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 libhiredis0.14 libpq5 \
-        libssl3 libcurl4 ca-certificates curl \
+        libssl3 libcurl4 libical3 tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin tocsin
 COPY --from=build /usr/local/bin/tocsin /usr/local/bin/tocsin

@@ -405,10 +405,39 @@ decode_participants(const json_t *doc, struct meeting *m, struct codec_errors *e
 
 /* ---- reminders and metadata ------------------------------------------------------------- */
 
+/* A reminder's channels: absent or null is the default; else 1..4 distinct known names. */
+static unsigned
+channels(const json_t *r, size_t i, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(r, "channels"), *c;
+    char field[CODEC_FIELD_NAME_MAX];
+    unsigned bits = 0;
+    size_t k;
+
+    if (v == NULL || json_is_null(v))
+        return CHANNELS_DEFAULT;
+    item_path(field, "reminders", i, "channels");
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CHANNEL_COUNT) {
+        add_error(errs, field, "must be an array of 1 to %d channel names", CHANNEL_COUNT);
+        return 0;
+    }
+    json_array_foreach(v, k, c)
+    {
+        unsigned bit = json_is_string(c) ? channel_parse(json_string_value(c)) : 0;
+        if (bit == 0 || (bits & bit) != 0) {
+            add_error(errs, field,
+                      "must name distinct channels among webhook, stream, push, email");
+            return 0;
+        }
+        bits |= bit;
+    }
+    return bits;
+}
+
 static void
 reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs)
 {
-    static const char *const known[] = {"minutes_before", NULL};
+    static const char *const known[] = {"minutes_before", "channels", NULL};
     const json_t *mb = json_object_get(r, "minutes_before");
     char field[CODEC_FIELD_NAME_MAX];
     json_int_t n;
@@ -434,6 +463,10 @@ reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs
             return;
         }
     }
+    unsigned bits = channels(r, i, errs);
+    if (bits == 0)
+        return;
+    m->reminders[m->n_reminders].channels = bits;
     m->reminders[m->n_reminders++].minutes_before = (int)n;
 }
 
@@ -444,6 +477,7 @@ decode_reminders(const json_t *doc, struct meeting *m, struct codec_errors *errs
 
     if (v == NULL || json_is_null(v)) {
         m->reminders[0].minutes_before = MEETING_DEFAULT_MINUTES_BEFORE;
+        m->reminders[0].channels = CHANNELS_DEFAULT;
         m->n_reminders = 1;
         return;
     }
@@ -550,6 +584,17 @@ load(const char *text, json_t *fallback)
 }
 
 static json_t *
+channel_list(unsigned bits)
+{
+    json_t *a = json_array();
+
+    for (unsigned i = 0; a != NULL && i < CHANNEL_COUNT; i++)
+        if (bits & channel_at(i))
+            json_array_append_new(a, json_string(channel_name(channel_at(i))));
+    return a;
+}
+
+static json_t *
 reminder_value(const struct reminder *r, bool full)
 {
     char id[INT_TEXT_MAX];
@@ -563,6 +608,9 @@ reminder_value(const struct reminder *r, bool full)
         bad |= json_object_set_new(o, "id", json_string(id));
     }
     bad |= json_object_set_new(o, "minutes_before", json_integer(r->minutes_before));
+    /* Input documents name the channels only when they are not the default. */
+    if (full || r->channels != CHANNELS_DEFAULT)
+        bad |= json_object_set_new(o, "channels", channel_list(r->channels));
     if (full) {
         bad |= json_object_set_new(o, "fire_at", time_value(r->fire_at_ms));
         bad |= json_object_set_new(o, "status", json_string(reminder_status_name(r->status)));
@@ -705,6 +753,54 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
     char *text = doc ? codec_dump(doc) : NULL;
     json_decref(doc);
     return text;
+}
+
+char *
+codec_push_payload(const struct meeting *m, const struct occurrence *o)
+{
+    char id[OCCURRENCE_ID_MAX], start[TIMEFMT_BUF], title[4 * CODEC_PUSH_TITLE_MAX + 1];
+    const char *t = m->title ? m->title : "";
+    size_t cut = 0, chars = 0;
+    int minutes = 0;
+
+    /* Cut on a character boundary after CODEC_PUSH_TITLE_MAX characters. */
+    while (t[cut] != '\0' &&
+           !(chars == CODEC_PUSH_TITLE_MAX && ((unsigned char)t[cut] & 0xc0) != 0x80)) {
+        chars += ((unsigned char)t[cut] & 0xc0) != 0x80;
+        cut++;
+    }
+    snprintf(title, sizeof title, "%.*s", (int)cut, t);
+    for (size_t i = 0; i < m->n_reminders; i++)
+        if (m->reminders[i].id == o->reminder_id)
+            minutes = m->reminders[i].minutes_before;
+    meeting_occurrence_id(o->reminder_id, o->fire_at_ms, id);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "type", "meeting.reminder", "id", id,
+                            "meeting_id", m->id, "title", title, "starts_at",
+                            timefmt_format(m->starts_at_ms, start), "minutes_before", minutes);
+    char *text = doc ? codec_dump(doc) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+int
+codec_participant_name(const struct meeting *m, const char *person_id, char **name)
+{
+    json_t *list = m->participants_json ? json_loads(m->participants_json, 0, NULL) : NULL, *p;
+    size_t i;
+    int rc = -1;
+
+    *name = NULL;
+    json_array_foreach(list, i, p)
+    {
+        const char *id = json_string_value(json_object_get(p, "id"));
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (rc != 0 && id != NULL && strcmp(id, person_id) == 0) {
+            rc = 0;
+            *name = n != NULL ? strdup(n) : NULL;
+        }
+    }
+    json_decref(list);
+    return rc;
 }
 
 bool

@@ -84,6 +84,14 @@ char *codec_dump(const json_t *v);
  * with the occurrence's fire time (and fired state when o->fired_at_ms is set); null if the
  * meeting no longer has it. */
 char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
+/* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
+ * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
+ * "starts_at", "minutes_before"}. Malloc'ed text, NULL when out of memory. */
+#define CODEC_PUSH_TITLE_MAX 100
+char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
+/* The name of m's participant person_id into *name (malloc'ed; NULL when it has none) and 0, or
+ * -1 when m has no such participant. */
+int codec_participant_name(const struct meeting *m, const char *person_id, char **name);
 /* True when person_id is m's organizer or the id of one of its participants. */
 bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
 /* Parses a JSON array of strings into *out: n malloc'ed strings in a malloc'ed array, sorted by

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,8 @@ static const struct int_setting int_settings[] = {
     /* PostgreSQL may start after tocsin (compose, Kubernetes): how long start-up waits for it. */
     {"TOCSIN_DB_WAIT_S", 60, 0, 3600, 1000, offsetof(struct config, db_wait_ms), 0},
     {"TOCSIN_MIGRATE_ON_START", 1, 0, 1, 1, offsetof(struct config, migrate_on_start), 1},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webpush_allow_private), 1},
+    {"TOCSIN_SMTP_REQUIRE_TLS", 0, 0, 1, 1, offsetof(struct config, smtp_require_tls), 1},
 };
 
 static int
@@ -243,12 +246,62 @@ load_browser(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* A From or subject address: printable ASCII without blanks, one '@'; no byte can break a header.
+ */
+static bool
+address_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    const char *at = strchr(s, '@');
+
+    if (n == 0 || n > max || at == NULL || at == s || strchr(at + 1, '@') != NULL || at[1] == '\0')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || s[i] == '<' || s[i] == '>' || s[i] == '"')
+            return false;
+    return true;
+}
+
+/* The channels to people: SMTP for email, the VAPID subject for Web Push. */
+static int
+load_people(struct config *cfg, char *err, size_t errlen)
+{
+    const char *url = getenv("TOCSIN_SMTP_URL"), *from = getenv("TOCSIN_SMTP_FROM");
+    const char *subject = getenv("TOCSIN_VAPID_SUBJECT");
+
+    url = url ? url : "";
+    if (url[0] != '\0' && ((strncmp(url, "smtp://", 7) != 0 && strncmp(url, "smtps://", 8) != 0) ||
+                           copy_str(cfg->smtp_url, sizeof cfg->smtp_url, url) != 0))
+        return fail(err, errlen, "TOCSIN_SMTP_URL",
+                    "must be smtp://host[:port] or smtps://host[:port], under 1024 bytes");
+    if (url[0] != '\0' && (from == NULL || !address_ok(from, CONFIG_ADDRESS_MAX)))
+        return fail(err, errlen, "TOCSIN_SMTP_FROM",
+                    "must be an address such as reminders@example.com when TOCSIN_SMTP_URL is set");
+    copy_str(cfg->smtp_from, sizeof cfg->smtp_from, from && url[0] != '\0' ? from : "");
+    const char *user = getenv("TOCSIN_SMTP_USERNAME"), *pass = getenv("TOCSIN_SMTP_PASSWORD");
+    if (copy_str(cfg->smtp_username, sizeof cfg->smtp_username, user ? user : "") != 0 ||
+        copy_str(cfg->smtp_password, sizeof cfg->smtp_password, pass ? pass : "") != 0)
+        return fail(err, errlen,
+                    user && strlen(user) >= CONFIG_HOST_MAX ? "TOCSIN_SMTP_USERNAME"
+                                                            : "TOCSIN_SMTP_PASSWORD",
+                    "must be under 256 bytes");
+    subject = subject ? subject : "mailto:tocsin@localhost";
+    if ((strncmp(subject, "mailto:", 7) != 0 || !address_ok(subject + 7, CONFIG_ADDRESS_MAX)) &&
+        (strncmp(subject, "https://", 8) != 0 || strlen(subject) > CONFIG_ADDRESS_MAX ||
+         strpbrk(subject, " \t\r\n\"") != NULL))
+        return fail(err, errlen, "TOCSIN_VAPID_SUBJECT",
+                    "must be mailto:<address> or an https:// URL of at most 254 bytes");
+    copy_str(cfg->vapid_subject, sizeof cfg->vapid_subject, subject);
+    return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
-    if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0)
+    if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
+        load_people(cfg, err, errlen) != 0)
         return -1;
     return load_ints(cfg, err, errlen);
 }

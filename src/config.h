@@ -13,6 +13,7 @@
 #define CONFIG_HOST_MAX 256
 #define CONFIG_ERR_MAX 256
 #define CONFIG_AUDIENCE_MAX 128
+#define CONFIG_ADDRESS_MAX 254 /* an email address, or the VAPID subject */
 
 struct config {
     char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
@@ -62,6 +63,14 @@ struct config {
     int64_t stream_retry_ms;     /* TOCSIN_STREAM_RETRY_MS 0..60000, default 3000 */
     int64_t stream_poll_ms;      /* TOCSIN_STREAM_POLL_MS 50..60000, default 1000 */
     int demo;                    /* TOCSIN_DEMO 0|1, default 0: serve GET /demo */
+    /* Channels to people (DESIGN.md section 8). */
+    char smtp_url[CONFIG_STR_MAX];       /* TOCSIN_SMTP_URL smtp(s)://, default "" (no email) */
+    char smtp_from[CONFIG_HOST_MAX];     /* TOCSIN_SMTP_FROM, the From address */
+    char smtp_username[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_USERNAME, "" = no AUTH */
+    char smtp_password[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_PASSWORD */
+    int smtp_require_tls;                /* TOCSIN_SMTP_REQUIRE_TLS 0|1: smtp:// must STARTTLS */
+    char vapid_subject[CONFIG_HOST_MAX]; /* TOCSIN_VAPID_SUBJECT mailto: or https: URL */
+    int webpush_allow_private;           /* TOCSIN_WEBPUSH_ALLOW_PRIVATE 0|1, default 0 */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */

@@ -53,6 +53,13 @@ enum db_stmt {
     STMT_SIGNING_KEY_REVOKE,
     STMT_SIGNING_KEY_GET,
     STMT_SIGNING_KEY_NEWEST,
+    STMT_VAPID_KEY_GET, /* db_push.c */
+    STMT_VAPID_KEY_PUT,
+    STMT_PUSH_SUB_SAME,
+    STMT_PUSH_SUB_COUNT,
+    STMT_PUSH_SUB_INSERT,
+    STMT_PUSH_SUB_DELETE,
+    STMT_PUSH_SUB_GONE,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

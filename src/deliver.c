@@ -12,15 +12,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "channel.h"
 #include "codec.h"
 #include "db.h"
 #include "db_outbox.h"
+#include "db_push.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "timefmt.h"
-#include "webhook.h"
-#include "webhook_sign.h"
 
 #define OWNER_MAX 160
 #define RECEIVER_BUCKETS 1024
@@ -50,11 +50,10 @@ struct job {
     struct db_outbox_item it;
     struct receiver *rcv;
     bool sending;
-    bool body_new; /* built by this worker: stored with the attempt's record */
-    size_t slot;   /* index in the worker's held array */
-    char msg_id[WEBHOOK_ID_MAX];
-    char sig[WEBHOOK_SIGNATURE_LEN + 1];
-    struct webhook_request_buf hdr;
+    bool body_new;   /* built by this worker: stored with the attempt's record */
+    const char *why; /* when the payload could not be built: why the row gives up */
+    size_t slot;     /* index in the worker's held array */
+    struct channel_req req;
     struct job *next; /* receiver queue */
 };
 
@@ -83,6 +82,7 @@ struct worker {
     const char **texts, **texts2;
     struct db_outbox_failure *fails;
     struct job **jobs;
+    enum channel_verdict *verdicts;
 };
 
 /* Requests in flight in this process, for /metrics. */
@@ -91,9 +91,9 @@ static atomic_size_t in_flight;
 struct deliver {
     atomic_bool stop;
     char *database_url, *instance_id;
+    struct channel_opts channel; /* borrowed strings: the configuration outlives delivery */
     int64_t retry_base_ms, timeout_ms;
     int max_attempts, concurrency, per_receiver;
-    bool allow_private;
     int n_workers;
     struct worker *workers;
 };
@@ -295,6 +295,16 @@ add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64
     (*n)++;
 }
 
+/* A push service said the subscription is gone (404, 410): it is removed, so no later reminder
+ * tries it again. */
+static void
+target_gone(struct worker *w, const struct job *j)
+{
+    if (j->it.channel == CHANNEL_PUSH && j->it.target != NULL && w->db != NULL &&
+        db_push_subscription_gone(w->db, j->it.target) != DB_ONE_RESULT)
+        db_lost(w, "a gone push subscription not removed (retried at its next reminder)");
+}
+
 /* ---- circuits ----------------------------------------------------------------------------- */
 
 /* Gives the receiver's queued rows back, due when its circuit may close: no attempt spent. */
@@ -342,7 +352,8 @@ circuit_note(struct worker *w, struct receiver *r, bool ok, long status, int64_t
 
 /* ---- one round ------------------------------------------------------------------------------ */
 
-/* Records the answers done[0..n) and frees their jobs. */
+/* Records the answers done[0..n) and frees their jobs: the deliveries in one statement, the
+ * failed attempts in another. */
 static void
 take_answers(struct worker *w, size_t n)
 {
@@ -356,51 +367,40 @@ take_answers(struct worker *w, size_t n)
         j->rcv->sending--;
         atomic_fetch_sub(&in_flight, 1);
         circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
-        if (w->done[i].ok) {
+        w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
+        if (w->verdicts[i] == CHANNEL_DELIVERED) {
             w->statuses[n_ok] = (int)w->done[i].status;
             ok[n_ok++] = j;
+        } else {
+            if (w->verdicts[i] == CHANNEL_GONE)
+                target_gone(w, j);
+            add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
+                        w->verdicts[i] != CHANNEL_RETRY);
         }
     }
     if (n_ok > 0)
         record_delivered(w, ok, n_ok);
-    for (size_t i = 0; i < n_ok; i++)
-        job_drop(w, ok[i]);
-    for (size_t i = 0; i < n; i++)
-        if (!w->done[i].ok)
-            add_failure(w, &n_fail, w->done[i].tag, w->done[i].status, w->done[i].retry_after_s,
-                        w->done[i].err, false);
     if (n_fail > 0)
         record_failed(w, n_fail);
     for (size_t i = 0; i < n; i++)
-        if (!w->done[i].ok)
-            job_drop(w, w->done[i].tag);
+        job_drop(w, w->done[i].tag);
 }
 
-/* Signs and starts j. false when it could not start (recorded as a failed attempt). */
+/* Starts j's request. false when it could not start (recorded as a failed attempt). */
 static bool
 start(struct worker *w, struct job *j)
 {
-    struct outbound_request req;
     char err[OUTBOUND_ERR_MAX];
-    int64_t ts = timefmt_now_ms() / 1000;
-    struct webhook_message m = {j->it.url, j->msg_id,     ts,
-                                j->sig,    j->it.payload, strlen(j->it.payload)};
+    bool give_up = false;
 
-    webhook_message_id(j->it.reminder_id, j->it.fire_at_ms, j->msg_id);
-    if (webhook_sign(j->it.secret, j->msg_id, ts, m.body, m.body_len, j->sig) != 0 ||
-        webhook_request(&m, &j->hdr, &req, w->d->timeout_ms) != 0) {
-        snprintf(err, sizeof err, "webhook secret unusable");
-    } else {
-        req.tag = j;
-        if (outbound_start(w->out, &req, err) == 0) {
-            j->sending = true;
-            j->rcv->sending++;
-            atomic_fetch_add(&in_flight, 1);
-            return true;
-        }
+    if (channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
+        j->sending = true;
+        j->rcv->sending++;
+        atomic_fetch_add(&in_flight, 1);
+        return true;
     }
     size_t n = 0;
-    add_failure(w, &n, j, 0, 0, err, false);
+    add_failure(w, &n, j, 0, 0, err, give_up);
     record_failed(w, n);
     job_drop(w, j);
     return false;
@@ -437,9 +437,9 @@ find_meeting(const struct db_meeting_list *l, const char *id)
     return NULL;
 }
 
-/* Builds the bodies of the new jobs j[0..n) that have none from their meetings as the API shows
- * them now, in one round trip; a job whose meeting is gone keeps none. 0, or -1 on database
- * trouble. */
+/* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
+ * shows them now, in one round trip; a job whose payload cannot be built keeps none and says why
+ * (its meeting is gone, ...). 0, or -1 on database trouble. */
 static int
 build_bodies(struct worker *w, struct job **j, size_t n)
 {
@@ -459,16 +459,24 @@ build_bodies(struct worker *w, struct job **j, size_t n)
         if (j[i]->it.payload != NULL)
             continue;
         const struct meeting *m = find_meeting(&ms, j[i]->it.meeting_id);
-        struct occurrence o = {j[i]->it.reminder_id, j[i]->it.fire_at_ms, 0};
-        if (m != NULL && (j[i]->it.payload = codec_notification_encode(m, &o, now)) != NULL)
+        if (m == NULL)
+            j[i]->why = "meeting deleted before delivery";
+        else if ((j[i]->it.payload =
+                      channel_payload(&w->d->channel, &j[i]->it, m, now, &j[i]->why)) != NULL)
             j[i]->body_new = true;
     }
     db_meeting_list_fini(&ms);
     return 0;
 }
 
-/* Turns leased rows into jobs: rows of deleted webhooks and meetings fail for good, the others
- * are queued for their receivers. */
+static const char *
+target_gone_reason(unsigned channel)
+{
+    return channel == CHANNEL_PUSH ? "push subscription removed" : "webhook deleted";
+}
+
+/* Turns leased rows into jobs: rows whose target or meeting is gone, or whose payload cannot be
+ * built, fail for good; the others are queued for their receivers. */
 static void
 take_rows(struct worker *w, size_t n)
 {
@@ -500,8 +508,8 @@ take_rows(struct worker *w, size_t n)
     size_t n_gone = 0;
     for (size_t i = 0; i < k; i++) {
         struct job *j = fresh[i];
-        const char *why = j->it.webhook_deleted   ? "webhook deleted"
-                          : j->it.payload == NULL ? "meeting deleted before delivery"
+        const char *why = j->it.target_gone       ? target_gone_reason(j->it.channel)
+                          : j->it.payload == NULL ? j->why
                                                   : NULL;
         if (why == NULL) {
             enqueue(w, j);
@@ -674,6 +682,7 @@ worker_fini(struct worker *w)
     free(w->texts2);
     free(w->fails);
     free(w->jobs);
+    free(w->verdicts);
 }
 
 static int
@@ -686,7 +695,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
     snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
-    w->out = outbound_new(d->allow_private);
+    w->out = outbound_new();
     w->held = calloc(c, sizeof *w->held);
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
@@ -696,8 +705,9 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->texts2 = calloc(c, sizeof *w->texts2);
     w->fails = calloc(c, sizeof *w->fails);
     w->jobs = calloc(c, sizeof *w->jobs);
+    w->verdicts = calloc(c, sizeof *w->verdicts);
     return w->out && w->held && w->claimed && w->done && w->ids && w->statuses && w->texts &&
-                   w->texts2 && w->fails && w->jobs
+                   w->texts2 && w->fails && w->jobs && w->verdicts
                ? 0
                : -1;
 }
@@ -723,10 +733,11 @@ deliver_start(const struct deliver_opts *opts)
     atomic_init(&d->stop, false);
     d->retry_base_ms = opts->retry_base_ms;
     d->timeout_ms = opts->timeout_ms;
+    d->channel = opts->channel;
+    d->channel.timeout_ms = opts->timeout_ms;
     d->max_attempts = opts->max_attempts;
     d->concurrency = opts->concurrency;
     d->per_receiver = opts->per_receiver;
-    d->allow_private = opts->allow_private;
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
     d->workers = calloc((size_t)opts->workers, sizeof *d->workers);

@@ -147,15 +147,24 @@ serve(const struct config *cfg)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    struct deliver_opts dopt = {cfg->database_url,
-                                cfg->instance_id,
-                                cfg->delivery_workers,
-                                cfg->delivery_concurrency,
-                                cfg->delivery_per_receiver,
-                                cfg->delivery_retry_base_ms,
-                                cfg->delivery_timeout_ms,
-                                (int)cfg->delivery_max_attempts,
-                                cfg->webhook_allow_private != 0};
+    struct channel_opts chopt = {.timeout_ms = cfg->delivery_timeout_ms,
+                                 .webhook_allow_private = cfg->webhook_allow_private != 0,
+                                 .smtp_url = cfg->smtp_url,
+                                 .smtp_from = cfg->smtp_from,
+                                 .smtp_username = cfg->smtp_username[0] ? cfg->smtp_username : NULL,
+                                 .smtp_password = cfg->smtp_password,
+                                 .smtp_require_tls = cfg->smtp_require_tls != 0,
+                                 .vapid_subject = cfg->vapid_subject,
+                                 .push_allow_private = cfg->webpush_allow_private != 0};
+    struct deliver_opts dopt = {.database_url = cfg->database_url,
+                                .instance_id = cfg->instance_id,
+                                .workers = cfg->delivery_workers,
+                                .concurrency = cfg->delivery_concurrency,
+                                .per_receiver = cfg->delivery_per_receiver,
+                                .retry_base_ms = cfg->delivery_retry_base_ms,
+                                .timeout_ms = cfg->delivery_timeout_ms,
+                                .max_attempts = (int)cfg->delivery_max_attempts,
+                                .channel = chopt};
     struct hub_opts hopt = {cfg->database_url,
                             cfg->stream_poll_ms,
                             cfg->stream_heartbeat_ms,

@@ -64,7 +64,7 @@ test_fire_rules(struct db *db)
     meeting_due(db, &gone, now + 5 * FIXTURE_MIN_MS - 1000, 5, &k[3]);   /* deleted below */
     k[4] = (struct reminder_key){k[0].reminder_id, k[0].fire_at_ms - 1}; /* stale fire time */
     CHECK(db_meeting_delete(db, tenant, gone.id, &cancelled) == DB_ONE_RESULT, "delete");
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, &res) == DB_ONE_RESULT, "fire: %s",
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT, "fire: %s",
           db_errmsg(db));
     CHECK(res.n == 2, "changed %zu occurrences, want 2 (due + missed)", res.n);
     for (size_t i = 0; i < res.n; i++) {
@@ -87,7 +87,7 @@ test_fire_rules(struct db *db)
           "one stream event for the fired one");
     db_fire_result_fini(&res);
     /* Firing the same occurrences again changes nothing. */
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, &res) == DB_ONE_RESULT && res.n == 0 &&
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT && res.n == 0 &&
               res.n_outbox == 0 && res.n_streams == 0,
           "second fire changed %zu", res.n);
     db_fire_result_fini(&res);
@@ -95,6 +95,55 @@ test_fire_rules(struct db *db)
     meeting_fini(&early);
     meeting_fini(&late);
     meeting_fini(&gone);
+}
+
+/* Each channel of a reminder gets its rows, and only those: email (on when SMTP is configured)
+ * per participant with an address, push per subscription of a participant, webhook per hook,
+ * stream an event and a delivered row. */
+static void
+test_channels(struct db *db)
+{
+    static const unsigned cases[] = {CHANNEL_EMAIL, CHANNEL_PUSH, CHANNEL_WEBHOOK | CHANNEL_STREAM,
+                                     CHANNELS_ALL};
+    struct db_fire_result res = {0};
+    int64_t now = timefmt_now_ms();
+    char t[32], id[MEETING_ID_LEN + 1];
+
+    meeting_new_id(id);
+    CHECK(fixture_sql("INSERT INTO push_subscriptions (id, tenant_id, participant_id, endpoint, "
+                      "origin, p256dh, auth) VALUES ($1, $2, 'u1', 'https://push.example/x', "
+                      "'https://push.example', repeat('A', 87), repeat('B', 22))",
+                      id, fixture_i64(t, tenant), NULL) == 1,
+          "push subscription");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct meeting m;
+        struct reminder_key k;
+        int minutes = 5;
+        fixture_meeting(&m, "channels", now + 5 * FIXTURE_MIN_MS - (int64_t)c, &minutes, 1);
+        m.reminders[0].channels = cases[c];
+        CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
+        k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
+        CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, true, &res) == DB_ONE_RESULT &&
+                  res.n == 1,
+              "fire channels %u", cases[c]);
+        long long want[] = {(cases[c] & CHANNEL_WEBHOOK) != 0, (cases[c] & CHANNEL_STREAM) != 0,
+                            (cases[c] & CHANNEL_PUSH) != 0, (cases[c] & CHANNEL_EMAIL) != 0};
+        static const char *const names[] = {"webhook", "stream", "push", "email"};
+        char rid[32];
+        for (size_t i = 0; i < 4; i++)
+            CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND channel = $2",
+                              fixture_i64(rid, k.reminder_id), names[i], NULL) == want[i],
+                  "channels %u: %s rows", cases[c], names[i]);
+        CHECK(count("SELECT count(*) FROM stream_events WHERE reminder_id = $1", k.reminder_id) ==
+                  want[1],
+              "channels %u: stream events", cases[c]);
+        CHECK(count("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND channel = 'email' AND "
+                    "address = 'ada@example.com' AND recipient = 'u1' AND receiver = 'smtp'",
+                    k.reminder_id) == want[3],
+              "channels %u: the email row's target", cases[c]);
+        db_fire_result_fini(&res);
+        meeting_fini(&m);
+    }
 }
 
 /* ---- two connections firing the same batch at once ---- */
@@ -114,7 +163,7 @@ race(void *arg)
     struct db_fire_result res = {0};
 
     pthread_barrier_wait(r->start);
-    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, &res) == DB_ONE_RESULT)
+    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, false, &res) == DB_ONE_RESULT)
         r->fired = res.n;
     db_fire_result_fini(&res);
     return NULL;
@@ -150,9 +199,14 @@ test_concurrent_fire(struct db *a, struct db *b)
     }
     char h[32];
     /* Every occurrence once in the outbox and the stream; seqs consecutive, none reused. */
-    CHECK(fixture_sql("SELECT count(*) - count(DISTINCT (reminder_id, fire_at)) FROM outbox", NULL,
-                      NULL, NULL) == 0,
-          "an occurrence with two outbox rows");
+    CHECK(fixture_sql("SELECT count(*) - count(DISTINCT (reminder_id, fire_at)) FROM outbox"
+                      " WHERE channel = 'webhook'",
+                      NULL, NULL, NULL) == 0,
+          "an occurrence with two webhook rows");
+    CHECK(fixture_sql("SELECT count(*) - count(DISTINCT (reminder_id, fire_at)) FROM outbox"
+                      " WHERE channel = 'stream' AND status = 'delivered'",
+                      NULL, NULL, NULL) == 0,
+          "an occurrence with two stream rows");
     CHECK(fixture_sql("SELECT count(*) FROM stream_events WHERE seq > $1",
                       fixture_i64(h, head_before), NULL, NULL) == (long long)total,
           "stream events %lld, want %zu",
@@ -172,21 +226,23 @@ static void
 test_outbox(struct db *db)
 {
     struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
-    const char *exclude[] = {hook};
+    const char *exclude[] = {hook, "https://push.example", "smtp"};
     int64_t backlog = 0, ids[DB_OUTBOX_CLAIM_MAX];
     size_t n = 0, failed = 0;
     int status[DB_OUTBOX_CLAIM_MAX];
 
     CHECK(db_outbox_backlog(db, &backlog) == DB_ONE_RESULT && backlog > 0, "backlog %lld",
           (long long)backlog);
-    /* Excluding the only receiver leases nothing. */
-    CHECK(db_outbox_claim(db, "w/0", 60000, exclude, 1, it, 10, &n) == DB_ONE_RESULT && n == 0,
-          "claimed %zu with the receiver excluded", n);
-    CHECK(db_outbox_claim(db, "w/0", 60000, NULL, 0, it, 3, &n) == DB_ONE_RESULT && n == 3,
+    /* Excluding every receiver leases nothing; excluding the others leases the webhook's. */
+    CHECK(db_outbox_claim(db, "w/0", 60000, exclude, 3, it, 10, &n) == DB_ONE_RESULT && n == 0,
+          "claimed %zu with every receiver excluded", n);
+    CHECK(db_outbox_claim(db, "w/0", 60000, exclude + 1, 2, it, 3, &n) == DB_ONE_RESULT && n == 3,
           "claimed %zu of 3", n);
     for (size_t i = 0; i < n; i++) {
         ids[i] = it[i].id;
-        CHECK(strcmp(it[i].receiver, hook) == 0 && it[i].payload == NULL && it[i].attempts == 0,
+        CHECK(strcmp(it[i].receiver, hook) == 0 && it[i].channel == CHANNEL_WEBHOOK &&
+                  it[i].payload == NULL && it[i].attempts == 0 &&
+                  strcmp(it[i].url, "http://127.0.0.1:9/") == 0,
               "row %zu as leased", i);
     }
     size_t again = 0;
@@ -249,6 +305,7 @@ run(const char *url)
                       hook, fixture_i64(t, tenant), NULL) == 1,
           "webhook");
     test_fire_rules(a);
+    test_channels(a);
     test_concurrent_fire(a, b);
     test_outbox(a);
 out:

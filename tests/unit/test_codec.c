@@ -540,9 +540,11 @@ static const char full_output[] =
     "'starts_at':'2026-11-23T08:00:00.000Z','ends_at':'2026-11-23T08:30:00.500Z',"
     "'time_zone':'Europe/Berlin','location':'Room 1',"
     "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
-    "'reminders':[{'id':'9007199254740993','minutes_before':60,'fire_at':"
+    "'reminders':[{'id':'9007199254740993','minutes_before':60,"
+    "'channels':['webhook','stream','push'],'fire_at':"
     "'2026-11-23T07:00:00.000Z','status':'fired','fired_at':'2026-11-23T07:00:00.012Z'},"
-    "{'id':'8','minutes_before':5,'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
+    "{'id':'8','minutes_before':5,'channels':['webhook','stream','push'],"
+    "'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
     "'fired_at':null}],'organizer_id':null,'metadata':{'k':[1,{'x':null}]},'version':3,"
     "'created_at':'2026-01-01T00:00:00.000Z','updated_at':'2026-01-02T00:00:00.000Z'}";
 
