@@ -227,7 +227,7 @@ test('a webhook deleted while its notification is pending: recorded failed, neve
 test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the rest stay pending and are sent once after', async (t) => {
     const srv = await hStop.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_WORKERS: '1' });
     const k = await srv.createKey('hooks-sigterm');
-    const HOLD_MS = 1500;
+    const HOLD_MS = 4000;
     let arrived;
     const first = new Promise((r) => { arrived = r; });
     // Holds every answer HOLD_MS: the first request is in flight when the signal comes.
@@ -248,6 +248,9 @@ test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the 
         ms.push(await dueSoon(srv, k));
     }
     await first;
+    // All three fired (outbox rows written) while the first request is still held.
+    assert.ok(await waitFor(async () => (await hStop.sql('SELECT count(*) FROM outbox')) === '3', HOLD_MS - 500),
+        'three outbox rows while the first request is held');
     const exit = await srv.stop();
     assert.deepEqual(exit, { code: 0, signal: null }, `graceful SIGTERM exit:\n${srv.log}`);
     const rows = (await hStop.sql(`SELECT status || ':' || coalesce(lease_owner, '-') FROM outbox ORDER BY id`)).split('\n');
