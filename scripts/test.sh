@@ -11,6 +11,11 @@ cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_TEST_PG_PORT:-54339}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
+POOLER_PORT=${TOCSIN_TEST_POOLER_PORT:-$((PG_PORT + 1))}
+# The API and engine files that run a second time through PgBouncer in transaction mode.
+POOLED_TESTS=${TOCSIN_TEST_POOLED:-"tests/api/auth.test.mjs tests/api/meetings.test.mjs
+tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test.mjs
+tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
@@ -42,6 +47,7 @@ cleanup()
     local rc=$?
     trap - EXIT INT TERM
     tocsin_redis_stop "$TEST_DIR/redis" || true
+    tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
     if [ "$rc" -ne 0 ] && [ -z "$SUMMARY_DONE" ]; then
         RESULTS+=("setup: FAILED (exit $rc)")
@@ -98,16 +104,25 @@ run_ctest()
 NODE_RUN_TIMEOUT_S=1500
 run_node()
 {
-    local log=$TEST_DIR/node.log rc=0 wrap
+    local log=$TEST_DIR/node.log rc=0 wrap files=${1:-$NODE_TESTS}
     reset_state
     wrap=$(tocsin_sanitizer_wrap "$TOCSIN_BIN" --help)
-    $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 $NODE_TESTS 2>&1 |
+    # shellcheck disable=SC2086
+    $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 $files 2>&1 |
         tee "$log" || rc=$?
     [ "$rc" -eq 0 ] || return "$rc"
     if grep -Eq '^(# |ℹ )tests 0$' "$log"; then
-        echo "node --test found no tests in $NODE_TESTS" >&2
+        echo "node --test found no tests in $files" >&2
         return 1
     fi
+}
+
+# The same tests with every server's PostgreSQL connections through PgBouncer in transaction
+# mode (TOCSIN_DB_POOLED=1; the harness migrates each test database directly first).
+run_node_pooled()
+{
+    TOCSIN_TEST_POOLER_URL=postgresql://postgres@127.0.0.1:$POOLER_PORT/$TEST_DB \
+        run_node "$POOLED_TESTS"
 }
 
 tocsin_install_deps
@@ -126,6 +141,7 @@ tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "fsync = off" "synchronous_commit = of
     "full_page_writes = off" "max_connections = 300"
 tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT"
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
+tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"
 
 export TOCSIN_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/$TEST_DB
 export TOCSIN_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
@@ -148,6 +164,9 @@ if [ "$CTEST" != 0 ]; then
 fi
 if [ -d tests/api ]; then
     record node run_node
+    if [ -z "${TOCSIN_TEST_NODE:-}" ]; then
+        record pgbouncer run_node_pooled
+    fi
 fi
 # deploy/kubernetes rendered with kubectl kustomize and schema-checked, offline (no servers).
 if [ -d tests/deploy ]; then

@@ -78,6 +78,8 @@ static const struct int_setting int_settings[] = {
     /* PostgreSQL may start after tocsin (compose, Kubernetes): how long start-up waits for it. */
     {"TOCSIN_DB_WAIT_S", 60, 0, 3600, 1000, offsetof(struct config, db_wait_ms), 0},
     {"TOCSIN_MIGRATE_ON_START", 1, 0, 1, 1, offsetof(struct config, migrate_on_start), 1},
+    /* Through PgBouncer in transaction mode: no named prepared statements, no session SET. */
+    {"TOCSIN_DB_POOLED", 0, 0, 1, 1, offsetof(struct config, db_pooled), 1},
     {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webpush_allow_private), 1},
     {"TOCSIN_SMTP_REQUIRE_TLS", 0, 0, 1, 1, offsetof(struct config, smtp_require_tls), 1},
 };
@@ -301,7 +303,11 @@ config_load(struct config *cfg, char *err, size_t errlen)
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
-        load_people(cfg, err, errlen) != 0)
+        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0)
         return -1;
-    return load_ints(cfg, err, errlen);
+    if (cfg->db_pooled && cfg->migrate_on_start)
+        return fail(err, errlen, "TOCSIN_DB_POOLED",
+                    "needs TOCSIN_MIGRATE_ON_START=0: migrations take a session lock, so run "
+                    "tocsin migrate against PostgreSQL itself");
+    return 0;
 }

@@ -27,7 +27,8 @@ struct config {
     char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
     int64_t db_wait_ms;                /* TOCSIN_DB_WAIT_S 0..3600, default 60 */
     int migrate_on_start;              /* TOCSIN_MIGRATE_ON_START 0|1, default 1 */
-    char redis_host[CONFIG_HOST_MAX];  /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
+    int db_pooled; /* TOCSIN_DB_POOLED 0|1: PostgreSQL through PgBouncer in transaction mode */
+    char redis_host[CONFIG_HOST_MAX]; /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
     int redis_port;
     int redis_db;                         /* 0..15 */
     char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */

@@ -23,6 +23,11 @@ enum db_status {
 
 struct db; /* opaque: a PGconn and its prepared-statement state */
 
+/* Whether connections go through a pooler in transaction mode (PgBouncer): then statements are
+ * unnamed (PQexecParams: no prepared statement outlives a transaction's server connection) and
+ * no session setting is made (the statement timeout then belongs on the role, see README; each
+ * db_tx_run transaction still sets it with SET LOCAL). Set once, before any connection. */
+void db_set_pooled(bool pooled);
 /* Connects (connect_timeout DB_CONNECT_TIMEOUT_S). Returns a handle to free with db_close, or NULL
  * with the reason in err. The handle reconnects by itself after a lost connection. */
 struct db *db_open(const char *url, char *err, size_t errlen);

@@ -291,6 +291,13 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     log_set_level(cfg.log_level);
+    db_set_pooled(cfg.db_pooled != 0);
+    if (strcmp(cmd, "migrate") == 0 && cfg.db_pooled) {
+        fprintf(stderr, "tocsin: TOCSIN_DB_POOLED: migrations take a session lock that a pooler in "
+                        "transaction mode cannot hold: run tocsin migrate with TOCSIN_DB_POOLED=0 "
+                        "against PostgreSQL itself\n");
+        return EXIT_USAGE;
+    }
     if (strcmp(cmd, "keys") == 0)
         return keys(&cfg, argc - 2, argv + 2);
     if (argc > 2) {

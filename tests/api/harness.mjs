@@ -445,6 +445,19 @@ export async function harness(name) {
     const psql = (sql) => runOk('psql', [env.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
     await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
     await psql(`CREATE DATABASE "${h.dbName}"`);
+    // Through a pooler in transaction mode (scripts/test.sh's PgBouncer run): the servers connect
+    // through it with TOCSIN_DB_POOLED=1 and do not migrate (a session lock cannot live in a
+    // pooled connection), so the database is migrated here, directly, first.
+    const pooler = process.env.TOCSIN_TEST_POOLER_URL;
+    h.pooled = pooler ? {
+        TOCSIN_DATABASE_URL: dbUrlWithName(pooler, h.dbName),
+        TOCSIN_DB_POOLED: '1',
+        TOCSIN_MIGRATE_ON_START: '0',
+    } : {};
+    if (pooler) {
+        await runOk(env.bin, ['migrate'], { env: { PATH: process.env.PATH, TOCSIN_DATABASE_URL: h.dbUrl,
+            TOCSIN_LOG_LEVEL: 'warn', ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? '' } });
+    }
     // One query on this file's database; its unaligned, tuples-only output.
     h.sql = async (sql) => (await runOk('psql', [h.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql])).stdout.trim();
     // A second connection to this file's database that stays open between statements (a psql
@@ -496,6 +509,8 @@ export async function harness(name) {
             TOCSIN_REDIS_URL: env.redisUrl,
             TOCSIN_REDIS_PREFIX: `t${process.pid}_${h.serial}_${Math.random().toString(36).slice(2, 8)}`,
             TOCSIN_LOG_LEVEL: 'warn',
+            // A test that names its own database (start-up tests) does not go through the pooler.
+            ...(extra.TOCSIN_DATABASE_URL ? {} : h.pooled),
             ...extra,
         };
     };
