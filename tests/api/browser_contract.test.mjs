@@ -6,7 +6,9 @@
 // web/client.js and the demo page.
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { harness, test, waitFor, MIN } from './harness.mjs';
 import { checkEventStream, checkResponse, parseEventStream } from './contract.mjs';
 
@@ -276,4 +278,21 @@ test('CORS: preflight and responses for allowed origins only', async () => {
     assert.equal(get.header('access-control-expose-headers'), 'ETag, Location, Retry-After, WWW-Authenticate');
     const none = await srv.req('GET', '/v1/meetings', { key, headers: { Origin: 'http://evil.test' } });
     assert.equal(none.header('access-control-allow-origin'), null);
+});
+
+test('the client module and the demo page are the files of web/, with ETag and 304', async () => {
+    for (const [path, file, type] of [['/v1/client.js', 'client.js', 'text/javascript'], ['/demo', 'demo.html', 'text/html']]) {
+        const want = fs.readFileSync(fileURLToPath(new URL(`../../web/${file}`, import.meta.url)), 'utf8');
+        const r = await srv.req('GET', path, { headers: { Origin: ORIGIN } });
+        assert.equal(r.status, 200, path);
+        assert.equal(r.contentType, `${type}; charset=utf-8`);
+        assert.equal(r.text, want, `${path} serves web/${file} byte for byte`);
+        const again = await srv.req('GET', path, { headers: { 'If-None-Match': r.header('etag') } });
+        assert.equal(again.status, 304);
+    }
+    const off = await h.startServer({ TOCSIN_DEMO: '0' });
+    const r = await off.req('GET', '/demo');
+    assert.equal(r.status, 404);
+    assert.equal((await off.req('GET', '/v1/client.js')).status, 200);
+    await off.stop();
 });
