@@ -313,10 +313,10 @@ export interface paths {
         };
         /**
          * The participant's inbox
-         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL
-         *     (retention: 7 days), and the tenant's current `head`. Without `after`: the newest `limit`
-         *     items, in ascending `seq` order; with `after`: the first `limit` items after it. Items of
-         *     meetings deleted since are left out, so a page may hold fewer than `limit`.
+         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL, and
+         *     the tenant's current `head`. Without `after`: the newest `limit` items, in ascending `seq`
+         *     order; with `after`: the first `limit` items after it. Items of meetings deleted since are
+         *     left out, so a page may hold fewer than `limit`.
          *
          *     Page-load bootstrap: show `items`, then open the stream with `?last_event_id=<head>` (or
          *     `Last-Event-ID`); nothing fired in between is lost and nothing is shown twice.
