@@ -1,7 +1,7 @@
 # Dockerfile -- two stages: build tocsin with cmake on Debian 12, run it on a slim Debian 12 with
 # only the shared libraries it links. The runtime image holds the binary and nothing else of the
-# repository (migrations are compiled in); tzdata is the zoneinfo that time zones are checked and
-# converted with. Runs as an unprivileged user.
+# repository (migrations and the browser files of web/ are compiled in); tzdata is the zoneinfo
+# that time zones are checked and converted with. Runs as an unprivileged user.
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev make cmake pkg-config \
@@ -16,6 +16,7 @@ COPY CMakeLists.txt ./
 COPY cmake ./cmake
 COPY migrations ./migrations
 COPY src ./src
+COPY web ./web
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTOCSIN_WERROR=ON -DTOCSIN_COMMIT="$TOCSIN_COMMIT" \
  && cmake --build build -j"$(nproc)" --target tocsin \
  && install -m 0755 build/tocsin /usr/local/bin/tocsin

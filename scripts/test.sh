@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test suite in one command, from a fresh Debian 12 machine: installs
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
-# loopback under .local/test, runs ctest (unit + integration), the black-box API tests and the
-# Kubernetes manifest check (tests/deploy), then the integration tests again under
-# ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
+# the black-box API tests and the Kubernetes manifest check (tests/deploy), then the integration
+# tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -159,6 +159,9 @@ if [ -f tests/lsan.supp ]; then
     LSAN_OPTIONS=suppressions=$TOCSIN_ROOT/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
 fi
 
+# web/tocsin-api.d.ts must be what api/openapi.yaml generates, and the client and an example
+# using those types must type-check (tests/types/check.mjs).
+record types node tests/types/check.mjs
 if [ "$CTEST" != 0 ]; then
     record ctest run_ctest build-asan
 fi

@@ -252,6 +252,7 @@ test('paths, methods, headers and query strings', async () => {
         ['PUT', '/readyz', {}, 405, 'method_not_allowed'],
         ['FOO', '/v1/meetings', {}, 405, 'method_not_allowed'],
         ['POST', '/v1/meetings?dry_run=1', { body: with_({}), headers: { 'Content-Type': J } }, 400, 'bad_query'],
+        ['POST', '/v1/signing-keys', { body: '{"name":"x"}', headers: { 'Content-Type': J } }, 400, 'validation'],
         ['PUT', `/v1/meetings/${id}`, { body: with_({}), headers: { 'Content-Type': J, 'If-Match': 'garbage' } }, 412, 'precondition_failed'],
         ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Basic Zm9vOmJhcg==' }, nokey: true }, 401, 'unauthorized'],
         ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Bearer' }, nokey: true }, 401, 'unauthorized'],
