@@ -17,6 +17,7 @@
 #include "db.h"
 #include "db_outbox.h"
 #include "db_push.h"
+#include "db_series.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
@@ -428,38 +429,33 @@ start_ready(struct worker *w, int64_t now)
     }
 }
 
-static const struct meeting *
-find_meeting(const struct db_meeting_list *l, const char *id)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->m[i].id, id) == 0)
-            return &l->m[i];
-    return NULL;
-}
-
 /* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
- * shows them now, in one round trip; a job whose payload cannot be built keeps none and says why
- * (its meeting is gone, ...). 0, or -1 on database trouble. */
+ * shows them now, in one round trip: a reminder of a series' occurrence sees that occurrence
+ * (db_meeting_get_many_for). A job whose payload cannot be built keeps none and says why (its
+ * meeting is gone, ...). 0, or -1 on database trouble. */
 static int
 build_bodies(struct worker *w, struct job **j, size_t n)
 {
     const char **ids = w->texts; /* scratch: before any failure is queued */
+    int64_t *rids = w->ids;      /* scratch, as texts */
     struct db_meeting_list ms;
     size_t k = 0;
     int64_t now = timefmt_now_ms();
 
     for (size_t i = 0; i < n; i++)
-        if (j[i]->it.payload == NULL)
-            ids[k++] = j[i]->it.meeting_id;
+        if (j[i]->it.payload == NULL) {
+            ids[k] = j[i]->it.meeting_id;
+            rids[k++] = j[i]->it.reminder_id;
+        }
     if (k == 0)
         return 0;
-    if (db_meeting_get_many(w->db, ids, k, &ms) != DB_ONE_RESULT)
+    if (db_meeting_get_many_for(w->db, ids, rids, k, &ms) != DB_ONE_RESULT)
         return -1;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0, at = 0; i < n; i++) {
         if (j[i]->it.payload != NULL)
             continue;
-        const struct meeting *m = find_meeting(&ms, j[i]->it.meeting_id);
-        if (m == NULL)
+        const struct meeting *m = &ms.m[at++];
+        if (m->id[0] == '\0')
             j[i]->why = "meeting deleted before delivery";
         else if ((j[i]->it.payload =
                       channel_payload(&w->d->channel, &j[i]->it, m, now, &j[i]->why)) != NULL)

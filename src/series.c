@@ -97,7 +97,7 @@ series_gen_init(struct series_gen *g, const struct meeting *m, int64_t from_ms)
         return -1;
     g->ms_part = m->starts_at_ms - floor_div(m->starts_at_ms, MS_PER_SECOND) * MS_PER_SECOND;
     /* A COUNT rule must be walked from its start to be counted; others jump near the range. */
-    if (!g->info.has_count && from_ms - SKIP_MARGIN_MS > m->starts_at_ms &&
+    if (!g->info.has_count && from_ms > m->starts_at_ms + SKIP_MARGIN_MS &&
         (wall_of(m, from_ms - SKIP_MARGIN_MS, &skip) != 0 || recur_iter_skip_to(g->it, &skip) != 0))
         return -1;
     do {
@@ -171,9 +171,8 @@ series_check_start(const struct meeting *m, char why[RECUR_WHY_MAX])
     return 0;
 }
 
-/* The first original start of m at or after from_ms: 1 with *out, 0 when none, -1 on error. */
-static int
-first_from(const struct meeting *m, int64_t from_ms, int64_t *out)
+int
+series_first_from(const struct meeting *m, int64_t from_ms, int64_t *out)
 {
     struct series_gen g;
     int rc = -1;
@@ -189,7 +188,7 @@ series_has_upcoming(const struct meeting *m, int64_t from_ms)
 {
     int64_t t;
 
-    return first_from(m, from_ms, &t) == 1 && t < from_ms + SERIES_UPCOMING_MS;
+    return series_first_from(m, from_ms, &t) == 1 && t < from_ms + SERIES_UPCOMING_MS;
 }
 
 bool
@@ -197,7 +196,7 @@ series_occurs(const struct meeting *m, int64_t original_ms)
 {
     int64_t t;
 
-    return first_from(m, original_ms, &t) == 1 && t == original_ms;
+    return series_first_from(m, original_ms, &t) == 1 && t == original_ms;
 }
 
 void
@@ -285,7 +284,7 @@ series_rows_build(const struct meeting *m, const struct series_override *ov, siz
     int64_t t;
     int got;
 
-    if (ensure_next && (got = first_from(m, now, &t)) != 0) {
+    if (ensure_next && (got = series_first_from(m, now, &t)) != 0) {
         if (got < 0)
             return -1;
         if (t >= hi)
@@ -334,4 +333,82 @@ bool
 series_needs_extending(int64_t covered_to, int64_t now, int64_t window_ms)
 {
     return covered_to < now + window_ms / 4 * 3;
+}
+
+/* (a_starts, a_orig) after (b_starts, b_orig). */
+static bool
+after(int64_t a_starts, int64_t a_orig, int64_t b_starts, int64_t b_orig)
+{
+    return a_starts > b_starts || (a_starts == b_starts && a_orig > b_orig);
+}
+
+static bool
+moved(const struct series_override *ov)
+{
+    return ov != NULL && ov->has_starts_at && ov->starts_at_ms != ov->original_start_ms;
+}
+
+static int
+by_start(const void *a, const void *b)
+{
+    const struct series_override *x = *(const struct series_override *const *)a;
+    const struct series_override *y = *(const struct series_override *const *)b;
+
+    return after(x->starts_at_ms, x->original_start_ms, y->starts_at_ms, y->original_start_ms) ? 1
+           : after(y->starts_at_ms, y->original_start_ms, x->starts_at_ms, x->original_start_ms)
+               ? -1
+               : 0;
+}
+
+/* Merges two streams in (starts_at, original_start) order: rule times whose occurrence was not
+ * moved (actual start = original start), and the moved ones, taken from the overrides. */
+long
+series_page(const struct meeting *m, const struct series_override *ov, size_t n_ov, int64_t from_ms,
+            int64_t to_ms, const struct series_page_pos *pos, struct series_occurrence *out,
+            size_t max, bool *more)
+{
+    const struct series_override **mv = calloc(n_ov ? n_ov : 1, sizeof *mv);
+    int64_t lo = pos->has_after && pos->after_starts_ms > from_ms ? pos->after_starts_ms : from_ms;
+    size_t n_mv = 0, at_mv = 0, n = 0;
+    struct series_gen g;
+    int64_t t = 0;
+    int got = 0;
+
+    *more = false;
+    if (mv == NULL)
+        return -1;
+    for (size_t i = 0; i < n_ov; i++)
+        if (moved(&ov[i]) && ov[i].starts_at_ms >= lo && ov[i].starts_at_ms < to_ms)
+            mv[n_mv++] = &ov[i];
+    qsort(mv, n_mv, sizeof *mv, by_start);
+    if (series_gen_init(&g, m, lo) != 0)
+        got = -1;
+    else
+        while ((got = series_gen_next(&g, &t)) == 1 && moved(series_override_find(ov, n_ov, t)))
+            ;
+    while (got >= 0) {
+        bool rule = got == 1 && t < to_ms;
+        bool take_mv = at_mv < n_mv && (!rule || after(t, t, mv[at_mv]->starts_at_ms,
+                                                       mv[at_mv]->original_start_ms));
+        if (!rule && !take_mv)
+            break;
+        int64_t orig = take_mv ? mv[at_mv]->original_start_ms : t;
+        const struct series_override *o = take_mv ? mv[at_mv++] : series_override_find(ov, n_ov, t);
+        if (!take_mv)
+            while ((got = series_gen_next(&g, &t)) == 1 && moved(series_override_find(ov, n_ov, t)))
+                ;
+        struct series_occurrence occ;
+        series_occurrence_of(m, orig, o, &occ);
+        if (pos->has_after &&
+            !after(occ.starts_at_ms, orig, pos->after_starts_ms, pos->after_original_ms))
+            continue;
+        if (n == max) {
+            *more = true;
+            break;
+        }
+        out[n++] = occ;
+    }
+    series_gen_fini(&g);
+    free(mv);
+    return got < 0 ? -1 : (long)n;
 }

@@ -68,6 +68,9 @@ void series_gen_fini(struct series_gen *g);
  * generates (the series' first occurrence; RFC 5545 leaves a DTSTART outside its rule undefined)
  * and the earlier of two instants with its wall-clock time. 0, or -1 with a message in why. */
 int series_check_start(const struct meeting *m, char why[RECUR_WHY_MAX]);
+/* The first original start of m at or after from_ms: 1 with *out, 0 when there is none (the
+ * series is over), -1 on error. */
+int series_first_from(const struct meeting *m, int64_t from_ms, int64_t *out);
 /* Whether m has an occurrence in [from_ms, from_ms + SERIES_UPCOMING_MS). */
 bool series_has_upcoming(const struct meeting *m, int64_t from_ms);
 /* Whether original_ms is an original start of m. */
@@ -80,6 +83,18 @@ void series_occurrence_of(const struct meeting *m, int64_t original_ms,
 const struct series_override *series_override_find(const struct series_override *ov, size_t n,
                                                    int64_t original_ms);
 void series_override_fini(struct series_override *ov);
+
+/* A page of occurrences in time order, as the occurrences endpoints list them: those of m (with
+ * overrides ov[0..n_ov), sorted) whose actual start lies in [from_ms, to_ms) and that come after
+ * the position (after_starts_ms, after_original_ms) in (starts_at, original_start) order when
+ * has_after. At most max into out; *more when another one follows. The count, or -1. */
+struct series_page_pos {
+    bool has_after;
+    int64_t after_starts_ms, after_original_ms;
+};
+long series_page(const struct meeting *m, const struct series_override *ov, size_t n_ov,
+                 int64_t from_ms, int64_t to_ms, const struct series_page_pos *pos,
+                 struct series_occurrence *out, size_t max, bool *more);
 
 /* The reminder rows a series wants for its occurrences, and what materialising them covers. */
 struct series_row {

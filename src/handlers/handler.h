@@ -45,4 +45,21 @@ int handler_meeting_organized(struct request *rq, const struct meeting *m, int *
  * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
 int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);
 
+/* ---- recurring meetings (series_handler.c) ---- */
+struct db_key_list;
+/* After a commit that wrote a series' occurrence rows: deletes the keys in gone, arms fresh
+ * (those within the mirror horizon) and tells the engine. Redis failures are left to the
+ * reconciler. Either may be NULL. */
+void handler_series_keys(struct request *rq, const struct db_key_list *gone,
+                         const struct db_key_list *fresh);
+/* A new series, or a series whose rule, dates, start or zone changed, must have an occurrence in
+ * the next SERIES_UPCOMING_YEARS: false with the field error added to errs otherwise. cur is the
+ * meeting before the change (NULL for a new one). */
+bool handler_series_upcoming(const struct meeting *cur, const struct meeting *next,
+                             struct codec_errors *errs);
+/* The body of a meeting after a series write: m re-read in the same transaction (a series'
+ * reminders show their next firing, which the write just made), with its ETag. */
+enum db_status handler_series_body(struct db *db, int64_t tenant_id, const char *id, char **body,
+                                   char etag[HTTP_ETAG_MAX]);
+
 #endif

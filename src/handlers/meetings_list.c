@@ -1,6 +1,6 @@
 /* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
- * meetings ordered by (starts_at, id), keyset-paginated. The cursor is opaque to clients: hex of
- * "v1:<starts_at_ms>:<id>" of the last item returned. */
+ * meetings ordered by (starts_at, id), keyset-paginated (expand=true: meetings_expand.c). The
+ * cursor is opaque to clients: hex of "v1:<starts_at_ms>:<id>" of the last item returned. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "handler.h"
 #include "http_routes.h"
+#include "meetings_expand.h"
 #include "timefmt.h"
 
 #define LIST_LIMIT_DEFAULT 50
@@ -17,7 +18,9 @@
 struct list_args {
     struct db_list_query q;
     const char *bad; /* the first offending parameter, for the problem detail */
-    int seen_from, seen_to, seen_limit, seen_cursor;
+    int seen_from, seen_to, seen_limit, seen_cursor, seen_expand;
+    bool expand;        /* expand=true: occurrences of series (meetings_expand.c) */
+    const char *cursor; /* decoded once expand is known */
 };
 
 static int
@@ -82,7 +85,10 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
     else if (strcmp(key, "to") == 0)
         ok = a->seen_to++ == 0 && parse_time_arg(value, &a->q.to_ms) == 0;
     else if (strcmp(key, "cursor") == 0)
-        ok = a->seen_cursor++ == 0 && value != NULL && cursor_decode(value, &a->q) == 0;
+        ok = a->seen_cursor++ == 0 && (a->cursor = value) != NULL;
+    else if (strcmp(key, "expand") == 0)
+        ok = a->seen_expand++ == 0 && value != NULL &&
+             ((a->expand = strcmp(value, "true") == 0) || strcmp(value, "false") == 0);
     else if (strcmp(key, "limit") == 0) {
         /* Digits only: strtol alone would take "+3", " 3" and "-0". */
         long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
@@ -141,6 +147,10 @@ handle_meetings_list(struct request *rq)
     struct db *db;
 
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
+    if (a.bad == NULL && a.cursor != NULL &&
+        (a.expand ? meetings_expand_cursor_decode(a.cursor, &a.q)
+                  : cursor_decode(a.cursor, &a.q)) != 0)
+        a.bad = "cursor";
     if (a.bad != NULL) {
         snprintf(detail, sizeof(detail), "invalid or repeated query parameter '%.32s'", a.bad);
         return http_reply_problem(rq, API_E_BAD_QUERY, detail);
@@ -154,6 +164,8 @@ handle_meetings_list(struct request *rq)
         a.q.viewer = rq->who.sub;
         a.q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
     }
+    if (a.expand)
+        return meetings_expand(rq, db, &a.q);
     enum db_status st = db_meeting_list(db, rq->tenant_id, &a.q, &l);
     int ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
                   ? reply_page(rq, &l)
