@@ -212,8 +212,7 @@ tb_put(struct tbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void
-tb_item(struct tbuf *b, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) tb_item(struct tbuf *b, const char *fmt, ...)
 {
     char item[MEETING_ID_LEN + DB_I64_BUF];
     va_list ap;

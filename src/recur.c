@@ -3,8 +3,9 @@
  * can act on and keeps out what Debian 12's libical 3.0.16 gets wrong: BYSETPOS outside MONTHLY
  * and YEARLY (ignored there), negative BYMONTHDAY (fixed only in 3.0.19), YEARLY BYMONTHDAY
  * without BYMONTH and week starts other than MO and SU (both read wrongly, found by the property
- * test against python-dateutil), EXRULE, and BYxxx parts that make libical search centuries for
- * a date that never comes (February 30). libical generates nothing after its last year, 2582. */
+ * test against python-dateutil), EXRULE, and BYxxx parts that make libical search for seconds
+ * for a day that never comes (February 30, a BYSETPOS past what a month holds: set_size_max).
+ * libical generates nothing after its last year, 2582. */
 #include "recur.h"
 
 #include <libical/ical.h>
@@ -251,6 +252,116 @@ some_date_exists(const struct parts *p)
     return false;
 }
 
+/* The BYxxx parts parsed, for set_size_max. Weekdays count from MO = 0. */
+struct by {
+    size_t n_days;
+    int ordinal[RECUR_LIST_MAX], weekday[RECUR_LIST_MAX];
+    bool has_monthday, has_month;
+    bool monthday[MONTHDAY_MAX + 1], month[MONTHS + 1];
+};
+
+static void
+parse_by(const struct parts *p, struct by *b)
+{
+    const char *s, *end;
+
+    memset(b, 0, sizeof *b);
+    for (s = p->v[P_BYDAY], end = s ? s + p->len[P_BYDAY] : NULL; s && s < end;) {
+        size_t len = strcspn(s, ",;");
+        b->weekday[b->n_days] = weekday(s + len - 2, 2);
+        b->ordinal[b->n_days++] = len > 2 ? atoi(s) : 0;
+        s += len + 1;
+    }
+    for (s = p->v[P_BYMONTHDAY], end = s ? s + p->len[P_BYMONTHDAY] : NULL; s && s < end;) {
+        b->has_monthday = true;
+        b->monthday[atoi(s)] = true;
+        s += strcspn(s, ",;") + 1;
+    }
+    for (s = p->v[P_BYMONTH], end = s ? s + p->len[P_BYMONTH] : NULL; s && s < end;) {
+        b->has_month = true;
+        b->month[atoi(s)] = true;
+        s += strcspn(s, ",;") + 1;
+    }
+}
+
+/* Whether day (0-based index) of a span of len days whose first is weekday first matches BYDAY,
+ * ordinals counting within the span. */
+static bool
+day_matches(const struct by *b, int day, int len, int first)
+{
+    int wd = (first + day) % WEEKDAY_COUNT;
+
+    if (b->n_days == 0)
+        return true;
+    for (size_t i = 0; i < b->n_days; i++) {
+        int n = b->ordinal[i];
+        if (b->weekday[i] == wd &&
+            (n == 0 || (n > 0 && day / 7 + 1 == n) || (n < 0 && (len - 1 - day) / 7 + 1 == -n)))
+            return true;
+    }
+    return false;
+}
+
+/* Days a month of len days, starting on weekday first, puts in the rule's set. */
+static int
+month_count(const struct by *b, int len, int first)
+{
+    int n = 0;
+
+    if (b->n_days == 0 && !b->has_monthday)
+        return 1; /* the first occurrence's day of the month */
+    for (int d = 0; d < len; d++)
+        n += (!b->has_monthday || b->monthday[d + 1]) && day_matches(b, d, len, first);
+    return n;
+}
+
+/* The most times one period (a month for MONTHLY, a year for YEARLY) puts in the rule's set,
+ * exactly: over every length and first weekday a month has, over every kind of year (leap or
+ * not, from each weekday), which between them cover the whole Gregorian cycle. 0 means no period
+ * ever holds a time, and a BYSETPOS past it never selects one: libical would search for
+ * seconds (fuzz_recur found a MONTHLY BYSETPOS=21 taking 3.5 s), so both are refused. */
+static int
+set_size_max(const struct parts *p)
+{
+    struct by b;
+    int best = 0;
+
+    parse_by(p, &b);
+    for (int leap = 0; leap <= 1; leap++)
+        for (int jan1 = 0; jan1 < WEEKDAY_COUNT; jan1++) {
+            int year = leap ? 2000 : 2001, n = 0, first = jan1;
+            for (int m = 1; m <= MONTHS; m++) {
+                int len = timefmt_days_in_month(year, m), c = 0;
+                if (!b.has_month || b.month[m])
+                    c = p->freq == F_MONTHLY || b.has_month ? month_count(&b, len, first) : 0;
+                best = p->freq == F_MONTHLY && c > best ? c : best;
+                n += c;
+                first = (first + len) % WEEKDAY_COUNT;
+            }
+            if (p->freq == F_YEARLY && !b.has_month) { /* BYDAY within the whole year */
+                n = b.n_days == 0 ? 1 : 0;
+                for (int d = 0; b.n_days > 0 && d < 365 + leap; d++)
+                    n += day_matches(&b, d, 365 + leap, jan1);
+            }
+            best = p->freq == F_YEARLY && n > best ? n : best;
+        }
+    return best;
+}
+
+static bool
+setpos_reachable(const struct parts *p, int max)
+{
+    const char *s = p->v[P_BYSETPOS], *end = s + p->len[P_BYSETPOS];
+
+    while (s < end) {
+        int v = atoi(s);
+        if (v > max || -v > max)
+            return false;
+        s += strcspn(s, ",;") + 1;
+    }
+    return true;
+}
+
 static int
 check_parts(struct parts *p, struct recur_info *info, char why[RECUR_WHY_MAX])
 {
@@ -299,6 +410,14 @@ check_parts(struct parts *p, struct recur_info *info, char why[RECUR_WHY_MAX])
         return -1;
     if (p->v[P_BYMONTH] != NULL && p->v[P_BYMONTHDAY] != NULL && !some_date_exists(p))
         return refuse(why, "BYMONTHDAY and BYMONTH name no date that exists");
+    if (p->freq == F_MONTHLY || p->freq == F_YEARLY) {
+        const char *period = p->freq == F_MONTHLY ? "month" : "year";
+        int max = set_size_max(p);
+        if (max == 0)
+            return refuse(why, "BYDAY and BYMONTHDAY select no day in any %s", period);
+        if (p->v[P_BYSETPOS] != NULL && !setpos_reachable(p, max))
+            return refuse(why, "BYSETPOS is past the most times a %s can hold (%d)", period, max);
+    }
     return 0;
 }
 
@@ -322,12 +441,13 @@ normalise(const char *text, char out[NORMAL_MAX])
         return -1;
     out[0] = '\0';
     for (int k = 0; k < PART_COUNT; k++) {
-        const char *s = p.v[k], *end = s + p.len[k];
+        const char *s = p.v[k], *end;
         size_t n = 0;
 
         if (s == NULL || (k == P_INTERVAL && p.len[k] == 1 && s[0] == '1') ||
             (k == P_WKST && p.len[k] == 2 && memcmp(s, "MO", 2) == 0))
             continue;
+        end = s + p.len[k];
         while (s <= end && n < RECUR_LIST_MAX) {
             size_t l = strcspn(s, ",;");
             if (l > (size_t)(end - s))

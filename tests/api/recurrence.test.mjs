@@ -296,6 +296,30 @@ test('browser tokens: participants read occurrences, only the organizer changes 
     assert.equal((await srv.req('GET', `/v1/meetings?expand=true&from=2027-06-01T00:00:00Z&to=2027-06-30T00:00:00Z`, { key: eve })).json.items.length, 0);
 });
 
+test('the reconciler extends a window when it comes due, once, with two replicas sharing the work', async () => {
+    const second = await h.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_SERIES_WINDOW_S: '604800' });
+    const start = new Date(Date.now() + HOUR);
+    start.setUTCMilliseconds(0);
+    const m = await created({
+        title: 'extended', starts_at: start.toISOString(), time_zone: 'UTC',
+        reminders: [{ minutes_before: 15 }, { minutes_before: 1 }], recurrence: { rrule: 'FREQ=DAILY' },
+    });
+    const rows = async () => Number(await h.sql(`SELECT count(*) FROM reminders WHERE meeting_id = '${m.id}'`));
+    const full = await rows();
+    assert.equal(full, 14, 'seven days of two reminders');
+    // Time passing, as the reconciler sees it: the last three days are not written yet and the
+    // window is due.
+    await h.sql(`DELETE FROM reminders WHERE meeting_id = '${m.id}' AND original_start >= now() + interval '4 days'`);
+    await h.sql(`UPDATE series SET covered_to = now() + interval '4 days', extend_after = now() WHERE meeting_id = '${m.id}'`);
+    assert.equal(await rows(), 8);
+    assert.ok(await waitFor(async () => (await rows()) === 14, 10000), `extended to ${await rows()} rows`);
+    await sleep(1500);
+    assert.equal(await rows(), 14, 'each row once');
+    const due = await h.sql(`SELECT extend_after > now() FROM series WHERE meeting_id = '${m.id}'`);
+    assert.equal(due, 't', 'not due again');
+    await second.stop();
+});
+
 // A webhook receiver recording each notification with its arrival time.
 async function receiver(t) {
     const rx = { got: [] };

@@ -2,7 +2,8 @@
 # tests/fuzz/run.sh [seconds] -- builds the libFuzzer targets of tests/fuzz with clang (ASan+UBSan)
 # and runs each for the given time (default 60 s) from its seed corpus tests/fuzz/corpus/<target>/,
 # with tests/fuzz/<target>.dict as dictionary when there is one. Not part of scripts/test.sh:
-# fuzzing is open-ended; run it after touching the codec, jwt.c, b64.c or sse.c.
+# fuzzing is open-ended; run it after touching the codec, jwt.c, b64.c, sse.c, recur.c, tz*.c or
+# series.c.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 cd "$TOCSIN_ROOT"

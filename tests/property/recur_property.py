@@ -18,6 +18,7 @@ transition are in tests/unit/test_tz.c and test_series.c.
 Usage: recur_property.py PATH_TO_recur_expand [RULES] [SEED]. Exit status 0 when every property
 held; the first failures are printed.
 """
+import calendar
 import random
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def random_rule(rng):
     has_by = any(p.startswith(("BYDAY", "BYMONTHDAY", "BYMONTH")) for p in parts)
     if freq in ("MONTHLY", "YEARLY") and has_by and rng.random() < 0.3:
         parts.append("BYSETPOS=" + ",".join(
-            str(p) for p in dict.fromkeys(rng.choice([1, 2, -1, -2]) for _ in range(2))))
+            str(p) for p in dict.fromkeys(rng.choice([1, 2, 3, -1, -2, 7]) for _ in range(2))))
     if rng.random() < 0.3:
         parts.append("WKST=" + rng.choice(["MO", "SU", "MO", "SU"] + DAYS))
     end = rng.random()
@@ -96,14 +97,65 @@ def random_rule(rng):
     return parts, end
 
 
+def set_size_max(d):
+    """The most times one month (MONTHLY) or year (YEARLY) holds, counted on real dates of a
+    28-year span (every kind of month and year occurs in it): tocsin refuses a BYSETPOS past it,
+    and a rule whose BY parts select nothing (0)."""
+    days = []
+    for x in d.get("BYDAY", "").split(",") if "BYDAY" in d else []:
+        days.append((int(x[:-2]) if x[:-2] else 0, DAYS.index(x[-2:])))
+    mdays = {int(x) for x in d["BYMONTHDAY"].split(",")} if "BYMONTHDAY" in d else None
+    months = {int(x) for x in d["BYMONTH"].split(",")} if "BYMONTH" in d else None
+
+    def picked(day, index, length):
+        if not days:
+            return True
+        return any(wd == day.weekday() and (n == 0 or (n > 0 and index // 7 + 1 == n) or
+                                            (n < 0 and (length - 1 - index) // 7 + 1 == -n))
+                   for n, wd in days)
+
+    best = 0
+    for year in range(2000, 2028):
+        total = 0
+        for month in range(1, 13):
+            if months is not None and month not in months:
+                continue
+            if d["FREQ"] == "YEARLY" and months is None:
+                continue
+            length = calendar.monthrange(year, month)[1]
+            if not days and mdays is None:
+                c = 1
+            else:
+                c = sum(1 for i in range(length)
+                        if (mdays is None or i + 1 in mdays) and
+                        picked(datetime(year, month, i + 1), i, length))
+            total += c
+            if d["FREQ"] == "MONTHLY":
+                best = max(best, c)
+        if d["FREQ"] == "YEARLY":
+            if months is None:
+                length = 366 if calendar.isleap(year) else 365
+                total = sum(1 for i in range(length)
+                            if picked(datetime(year, 1, 1) + timedelta(days=i), i, length)) \
+                    if days else 1
+            best = max(best, total)
+    return best
+
+
 def refused(parts):
     """The refusals a rule of this generator can meet: BYMONTH and BYMONTHDAY naming no date
     that exists; YEARLY with BYMONTHDAY but no BYMONTH (libical 3.0.16 reads it as the first
     occurrence's month only); a week start other than MO and SU (libical 3.0.16 drops the first
-    week of an INTERVAL)."""
+    week of an INTERVAL); a MONTHLY or YEARLY rule whose BY parts select no day, or whose
+    BYSETPOS is past the most times a period can hold."""
     d = dict(p.split("=", 1) for p in parts)
     if d.get("WKST", "MO") not in ("MO", "SU"):
         return True
+    if d["FREQ"] in ("MONTHLY", "YEARLY"):
+        most = set_size_max(d)
+        if most == 0 or ("BYSETPOS" in d and
+                         max(abs(int(x)) for x in d["BYSETPOS"].split(",")) > most):
+            return True
     if d["FREQ"] == "YEARLY" and "BYMONTHDAY" in d and "BYMONTH" not in d:
         return True
     if "BYMONTH" not in d or "BYMONTHDAY" not in d:

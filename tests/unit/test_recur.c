@@ -26,7 +26,22 @@ static const struct {
     {"FREQ=MONTHLY;BYMONTHDAY=-1", false}, /* negative: wrong in libical 3.0.16 */
     {"FREQ=MONTHLY;BYMONTHDAY=01", false}, /* leading zero */
     {"FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1", true},
-    {"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=31", true},
+    {"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=5", true},
+    {"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6", false}, /* five Mondays a month at most */
+    /* fuzz_recur: libical took seconds to find that these select nothing. */
+    {"FREQ=MONTHLY;BYDAY=-1MO,TU,WE,TH,FR;BYSETPOS=21", false}, /* at most 20 */
+    {"FREQ=MONTHLY;BYDAY=-1MO,TU,WE,TH,FR;BYSETPOS=-20", true},
+    {"FREQ=MONTHLY;BYDAY=5MO;BYMONTHDAY=1,2,3", false}, /* a fifth Monday is the 29th at least */
+    {"FREQ=MONTHLY;BYDAY=5MO;BYMONTHDAY=29,30,31", true},
+    {"FREQ=YEARLY;BYMONTH=2;BYDAY=5MO", true}, /* February 2016 had five Mondays */
+    /* Five Mondays in February (leap, from a Monday) leave four in March: nine at most. */
+    {"FREQ=YEARLY;BYMONTH=2,3;BYDAY=MO;BYSETPOS=9", true},
+    {"FREQ=YEARLY;BYMONTH=2,3;BYDAY=MO;BYSETPOS=10", false},
+    {"FREQ=YEARLY;BYDAY=MO,TU;BYSETPOS=106", true}, /* a leap year from a Monday: 53 of each */
+    {"FREQ=YEARLY;BYDAY=MO,TU;BYSETPOS=107", false},
+    {"FREQ=MONTHLY;BYMONTHDAY=1,2;BYSETPOS=3", false},
+    {"FREQ=YEARLY;BYMONTH=1,2;BYMONTHDAY=1;BYSETPOS=2", true},
+    {"FREQ=YEARLY;BYMONTH=1,2;BYMONTHDAY=1;BYSETPOS=3", false},
     {"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=32", false},
     {"FREQ=MONTHLY;BYSETPOS=1", false},            /* BYSETPOS alone */
     {"FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1", false}, /* ignored by libical 3.0.16 */
@@ -38,7 +53,9 @@ static const struct {
     {"FREQ=YEARLY;BYDAY=54MO", false},
     {"FREQ=YEARLY;BYDAY=20MO;BYMONTH=3", false}, /* within a month: 1..5 */
     {"FREQ=YEARLY;BYDAY=-2SU;BYMONTH=3", true},
-    {"FREQ=YEARLY;BYSETPOS=366;BYDAY=MO", true},
+    {"FREQ=YEARLY;BYSETPOS=53;BYDAY=MO", true},
+    {"FREQ=YEARLY;BYDAY=53MO;BYSETPOS=1", true},
+    {"FREQ=YEARLY;BYSETPOS=54;BYDAY=MO", false},
     {"FREQ=YEARLY;BYSETPOS=367;BYDAY=MO", false},
     {"FREQ=DAILY;BYDAY=1MO", false}, /* ordinals need MONTHLY or YEARLY */
     {"FREQ=WEEKLY;BYDAY=2MO", false},
