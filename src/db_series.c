@@ -101,6 +101,20 @@ static const char override_delete_sql[] =
 static const char due_all_sql[] = DUE_SQL("");
 static const char due_shards_sql[] = DUE_SQL(" AND s.shard = ANY ($2::int[])");
 
+/* The series as the reconciler needs them: MEETING_COLUMNS' layout, but the reminders are the
+ * definitions of the series row (id 0), not their next firings, so that no read of the reminder
+ * rows is made: those grow fastest while a batch of series is expanded, and a plan chosen on
+ * statistics from before (a bulk import, a fresh deployment) must not scan them per series. */
+static const char load_sql[] =
+    "SELECT m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") ", m.title,"
+    " m.description, m.time_zone, m.location, " DB_MS("m.starts_at") ", " DB_MS("m.ends_at") ","
+    " m.participants, m.metadata,"
+    " (SELECT string_agg(concat_ws(',', 0, d.mb, 0, 'pending', 0, d.ch), ';' ORDER BY d.mb DESC)"
+    "  FROM unnest(s.reminder_minutes, s.reminder_channels) AS d(mb, ch)),"
+    " m.organizer_id, " MEETING_RECURRENCE("m.id")
+    " FROM meetings m JOIN series s ON s.meeting_id = m.id"
+    " WHERE m.id = ANY ($1::uuid[]) AND m.deleted_at IS NULL";
+
 static const char lock_sql[] =
     "SELECT id, version FROM meetings WHERE id = ANY ($1::uuid[]) AND deleted_at IS NULL"
     " ORDER BY id FOR UPDATE";
@@ -180,6 +194,8 @@ static const char list_series_sql[] =
     " ORDER BY m.id LIMIT $4::int";
 
 /* clang-format on */
+
+static enum db_status append_rows(struct db *db, PGresult *res, struct db_meeting_list *out);
 
 /* ---- text arrays ---------------------------------------------------------------------------- */
 
@@ -533,6 +549,29 @@ db_series_due(struct db *db, const struct shard_set *shards, size_t max, struct 
     }
     PQclear(res);
     return DB_ONE_RESULT;
+}
+
+enum db_status
+db_series_load(struct db *db, const char *const *ids, size_t n, struct db_meeting_list *out)
+{
+    struct tbuf b = {0};
+    PGresult *res;
+
+    memset(out, 0, sizeof *out);
+    const char *params[] = {id_array(&b, ids, n)};
+    if (params[0] == NULL) {
+        free(b.p);
+        return oom(db, "loading series");
+    }
+    enum db_status st = db_exec(db, STMT_SERIES_LOAD, load_sql, 1, params, &res);
+    free(b.p);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = append_rows(db, res, out);
+    PQclear(res);
+    if (st != DB_ONE_RESULT)
+        db_meeting_list_fini(out);
+    return st;
 }
 
 struct extend_tx {

@@ -68,7 +68,7 @@ enum db_status db_override_delete(struct db *db, const char *meeting_id, const i
 /* The reconciler's share: up to max (<= DB_SERIES_BATCH_MAX) ids of live series of the shards in
  * shards whose extend_after has come (the database's clock), soonest first. Series rows of
  * deleted meetings met on the way are removed. */
-#define DB_SERIES_BATCH_MAX 200
+#define DB_SERIES_BATCH_MAX 100
 struct shard_set;
 struct db_series_due {
     char id[MEETING_ID_LEN + 1];
@@ -77,6 +77,10 @@ struct db_series_due {
 };
 enum db_status db_series_due(struct db *db, const struct shard_set *shards, size_t max,
                              struct db_series_due *out, size_t *n);
+/* The live series among ids[0..n) (n <= DB_SERIES_BATCH_MAX) as the reconciler expands them:
+ * reminders are the series' definitions (ids 0), not their next firings. */
+enum db_status db_series_load(struct db *db, const char *const *ids, size_t n,
+                              struct db_meeting_list *out);
 /* One series' extension in the reconciler's batch. */
 struct db_series_extension {
     const struct meeting *m; /* the series as it was read (its version is checked) */

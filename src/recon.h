@@ -18,7 +18,7 @@
 
 #define RECON_TICK_MS 250 /* how often it checks Redis identity and the stop flag */
 /* Time one tick may spend extending series windows; the sweep's bound grows by at most this. */
-#define RECON_SERIES_BUDGET_MS 150
+#define RECON_SERIES_BUDGET_MS 50
 
 struct recon_opts {
     const char *database_url;

@@ -223,7 +223,7 @@ series_sync_extend(struct db *db, const struct shard_set *shards, const struct s
     *seen = n;
     for (size_t i = 0; i < n; i++)
         ids[i] = due[i].id;
-    if ((st = db_meeting_get_many(db, ids, n, &ms)) != DB_ONE_RESULT ||
+    if ((st = db_series_load(db, ids, n, &ms)) != DB_ONE_RESULT ||
         (st = db_override_list(db, ids, n, &ol)) != DB_ONE_RESULT)
         goto done;
     if ((all = override_array(&ol)) == NULL) {
