@@ -1,5 +1,5 @@
 /* crypto_ec.c -- crypto_ec.h on OpenSSL 3's EVP_PKEY interface: keys are built from bytes with
- * EVP_PKEY_fromdata, ECDH is EVP_PKEY_derive (which checks the peer's point), ES256 is
+ * EVP_PKEY_fromdata, ECDH is EVP_PKEY_derive after a check of the peer's point, ES256 is
  * EVP_DigestSign with SHA-256 and its DER signature converted to r||s. The public point of an
  * imported scalar comes from EC_POINT_mul (the EC_GROUP/EC_POINT functions are not among those
  * OpenSSL 3 deprecated). With crypto.c the only files that include OpenSSL headers. */
@@ -64,16 +64,27 @@ point_shape_ok(const uint8_t *pub, size_t len)
     return pub != NULL && len == CRYPTO_P256_PUBLIC_LEN && pub[0] == 0x04;
 }
 
+/* The public-key check of pkey. The quick form checks the encoding, the range of the
+ * coordinates and the curve equation; the full one also multiplies the point by the group order,
+ * which for P-256 (cofactor 1: every point on the curve is in the group) can only repeat the
+ * answer, at the cost of a scalar multiplication, half the time of an ECDH. */
+static bool
+point_ok(EVP_PKEY *pkey)
+{
+    EVP_PKEY_CTX *ctx = pkey != NULL ? EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL) : NULL;
+    bool ok = ctx != NULL && EVP_PKEY_public_check_quick(ctx) == 1;
+
+    EVP_PKEY_CTX_free(ctx);
+    return ok;
+}
+
 bool
 crypto_ec_public_valid(const uint8_t *pub, size_t len)
 {
+    /* The import already refuses points off the curve; point_ok says so in code. */
     EVP_PKEY *pkey = point_shape_ok(pub, len) ? pkey_from(pub, NULL) : NULL;
-    EVP_PKEY_CTX *ctx = pkey != NULL ? EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL) : NULL;
-    /* The import already refused points off the curve; the explicit check says so in code and
-     * also covers coordinates at or above the prime and the group order. */
-    bool ok = ctx != NULL && EVP_PKEY_public_check(ctx) == 1;
+    bool ok = point_ok(pkey);
 
-    EVP_PKEY_CTX_free(ctx);
     EVP_PKEY_free(pkey);
     return ok;
 }
@@ -167,12 +178,12 @@ crypto_ec_ecdh(const struct crypto_ec_key *k, const uint8_t peer[CRYPTO_P256_PUB
                uint8_t secret[CRYPTO_P256_SECRET_LEN])
 {
     EVP_PKEY *pkey = point_shape_ok(peer, CRYPTO_P256_PUBLIC_LEN) ? pkey_from(peer, NULL) : NULL;
-    EVP_PKEY_CTX *ctx = pkey != NULL ? EVP_PKEY_CTX_new_from_pkey(NULL, k->pkey, NULL) : NULL;
+    EVP_PKEY_CTX *ctx = point_ok(pkey) ? EVP_PKEY_CTX_new_from_pkey(NULL, k->pkey, NULL) : NULL;
     size_t n = CRYPTO_P256_SECRET_LEN;
-    /* EVP_PKEY_derive_set_peer runs the public-key check on the peer before using it. */
+    /* The peer passed point_ok, so OpenSSL's own (full) check of it is skipped: validate_peer 0. */
     int ok = ctx != NULL && EVP_PKEY_derive_init(ctx) == 1 &&
-             EVP_PKEY_derive_set_peer(ctx, pkey) == 1 && EVP_PKEY_derive(ctx, secret, &n) == 1 &&
-             n == CRYPTO_P256_SECRET_LEN;
+             EVP_PKEY_derive_set_peer_ex(ctx, pkey, 0) == 1 &&
+             EVP_PKEY_derive(ctx, secret, &n) == 1 && n == CRYPTO_P256_SECRET_LEN;
 
     EVP_PKEY_CTX_free(ctx);
     EVP_PKEY_free(pkey);
