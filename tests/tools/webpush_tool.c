@@ -12,11 +12,16 @@
  *       one line per URL: its origin, or "-" when refused; exit 0
  *   webpush_tool topic ID
  *       exit 0 and the Topic value
+ *   webpush_tool bench SECONDS
+ *       one thread: {"encrypt_per_s","jwt_per_s","both_per_s"} for a 300-byte payload, each
+ *       message with its own sender key (as sent) and, for "both", its own JWT (no JWT cache)
  * A refusal exits 1 with its enum name (WEBPUSH_E_...) on stdout; usage errors exit 2. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "b64.h"
 #include "webpush.h"
@@ -34,7 +39,8 @@ usage(void)
                     "       webpush_tool vapid-new\n"
                     "       webpush_tool vapid PRIVATE PUBLIC|- ENDPOINT SUBJECT NOW_S LIFETIME_S\n"
                     "       webpush_tool origin URL...\n"
-                    "       webpush_tool topic ID\n");
+                    "       webpush_tool topic ID\n"
+                    "       webpush_tool bench SECONDS\n");
     return 2;
 }
 
@@ -155,6 +161,74 @@ origins(int argc, char **argv)
     return 0;
 }
 
+static double
+now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Messages per second for `seconds` of one kind of work: encrypting (with), signing (with), or
+ * both per message. -1 when a call fails. */
+static double
+rate(double seconds, struct webpush_vapid *v, const struct webpush_subscriber *sub, bool enc,
+     bool sign)
+{
+    static uint8_t plain[300], body[WEBPUSH_BODY_MAX];
+    static char jwt[WEBPUSH_JWT_MAX + 1];
+    double start = now_s(), t = start;
+    size_t len = 0;
+    long n = 0;
+
+    memset(plain, 'x', sizeof plain);
+    for (; t - start < seconds; n++) {
+        if (enc && webpush_encrypt(sub, plain, sizeof plain, body, &len) != WEBPUSH_OK)
+            return -1;
+        if (sign && webpush_vapid_jwt(v, "https://fcm.googleapis.com", "mailto:ops@example.com",
+                                      1700000000, 43200, jwt) != WEBPUSH_OK)
+            return -1;
+        if (n % 64 == 0)
+            t = now_s();
+    }
+    return (double)n / (now_s() - start);
+}
+
+static int
+bench(const char *arg)
+{
+    struct webpush_vapid *v = webpush_vapid_generate(), *ua = webpush_vapid_generate();
+    struct webpush_subscriber sub;
+    size_t n = 0;
+    double seconds = atof(arg), e, j, b;
+    int rc;
+
+    if (seconds <= 0) {
+        webpush_vapid_free(v);
+        webpush_vapid_free(ua);
+        return usage();
+    }
+    /* A subscriber's key is a P-256 point like a VAPID public key; auth is any 16 bytes. */
+    if (v == NULL || ua == NULL ||
+        b64url_decode(webpush_vapid_public_key(ua), WEBPUSH_VAPID_PUBLIC_TEXT_LEN, sub.p256dh,
+                      sizeof sub.p256dh, &n) != 0) {
+        webpush_vapid_free(v);
+        webpush_vapid_free(ua);
+        return refused(WEBPUSH_E_INTERNAL);
+    }
+    memset(sub.auth, 7, sizeof sub.auth);
+    e = rate(seconds, v, &sub, true, false);
+    j = rate(seconds, v, &sub, false, true);
+    b = rate(seconds, v, &sub, true, true);
+    rc = e < 0 || j < 0 || b < 0 ? 1
+                                 : print_json(json_pack("{s:i, s:i, s:i}", "encrypt_per_s", (int)e,
+                                                        "jwt_per_s", (int)j, "both_per_s", (int)b));
+    webpush_vapid_free(v);
+    webpush_vapid_free(ua);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -168,6 +242,8 @@ main(int argc, char **argv)
         return vapid(argv + 2);
     if (argc >= 3 && strcmp(argv[1], "origin") == 0)
         return origins(argc - 2, argv + 2);
+    if (argc == 3 && strcmp(argv[1], "bench") == 0)
+        return bench(argv[2]);
     if (argc == 3 && strcmp(argv[1], "topic") == 0) {
         webpush_topic(argv[2], topic);
         printf("%s\n", topic);
