@@ -264,6 +264,21 @@ address_ok(const char *s, size_t max)
     return true;
 }
 
+/* An https: VAPID subject as a JWT claim takes it (webpush_vapid_jwt): printable ASCII without
+ * blanks, quotes or backslashes, at most CONFIG_ADDRESS_MAX bytes. */
+static bool
+subject_url_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n <= 8 || n > CONFIG_ADDRESS_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
+            return false;
+    return true;
+}
+
 /* The channels to people: SMTP for email, the VAPID subject for Web Push. */
 static int
 load_people(struct config *cfg, char *err, size_t errlen)
@@ -289,8 +304,7 @@ load_people(struct config *cfg, char *err, size_t errlen)
                     "must be under 256 bytes");
     subject = subject ? subject : "mailto:tocsin@localhost";
     if ((strncmp(subject, "mailto:", 7) != 0 || !address_ok(subject + 7, CONFIG_ADDRESS_MAX)) &&
-        (strncmp(subject, "https://", 8) != 0 || strlen(subject) > CONFIG_ADDRESS_MAX ||
-         strpbrk(subject, " \t\r\n\"") != NULL))
+        (strncmp(subject, "https://", 8) != 0 || !subject_url_ok(subject)))
         return fail(err, errlen, "TOCSIN_VAPID_SUBJECT",
                     "must be mailto:<address> or an https:// URL of at most 254 bytes");
     copy_str(cfg->vapid_subject, sizeof cfg->vapid_subject, subject);

@@ -13,9 +13,12 @@ static const char key_put_sql[] =
     "INSERT INTO vapid_keys (tenant_id, private_key, public_key) VALUES ($1::bigint, $2, $3)"
     " ON CONFLICT (tenant_id) DO NOTHING";
 static const char sub_same_sql[] =
-    "UPDATE push_subscriptions SET participant_id = $3, origin = $4, p256dh = $5, auth = $6,"
+    "UPDATE push_subscriptions SET origin = $4, p256dh = $5, auth = $6,"
     "  expires_at = " DB_TS("nullif($7::bigint, 0)")
-    " WHERE tenant_id = $1::bigint AND endpoint = $2 RETURNING id";
+    " WHERE tenant_id = $1::bigint AND endpoint = $2 AND participant_id = $3 RETURNING id";
+/* The browser now belongs to another participant (another user signed in on it). */
+static const char sub_take_sql[] =
+    "DELETE FROM push_subscriptions WHERE tenant_id = $1::bigint AND endpoint = $2";
 static const char sub_count_sql[] =
     "SELECT count(*) FROM push_subscriptions WHERE tenant_id = $1::bigint AND participant_id = $2";
 static const char sub_insert_sql[] =
@@ -88,9 +91,13 @@ put_tx_run(struct db *db, void *arg)
         return st;
     if (PQntuples(res) == 1) { /* the same browser subscribed again: keep its id */
         snprintf(s->id, sizeof s->id, "%s", PQgetvalue(res, 0, 0));
+        s->replaced = true;
         PQclear(res);
         return DB_ONE_RESULT;
     }
+    PQclear(res);
+    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
+        return st;
     PQclear(res);
     if ((st = db_exec(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &res)) != DB_ONE_RESULT)
         return st;

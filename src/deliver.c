@@ -67,6 +67,7 @@ struct worker {
     int64_t db_retry_ms;
     bool db_down;
     struct outbound *out;
+    struct push_keys *keys; /* the tenants' VAPID keys and JWTs */
     atomic_bool woken;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
@@ -81,6 +82,8 @@ struct worker {
     int *statuses;
     const char **texts, **texts2;
     struct db_outbox_failure *fails;
+    unsigned *fail_channels; /* the channel of each failure */
+    bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
     enum channel_verdict *verdicts;
 };
@@ -253,10 +256,16 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
     }
     char *bodies = codec_string_array(w->texts, n);
     if (bodies == NULL || w->db == NULL ||
-        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT)
+        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
-    else
+    } else {
+        int64_t now = timefmt_now_ms();
         metrics_add(METRIC_DELIVERED, n);
+        for (size_t i = 0; i < n; i++) {
+            metrics_channel_add(ok[i]->it.channel, OUTCOME_SENT, 1);
+            metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
+        }
+    }
     free(bodies);
 }
 
@@ -274,6 +283,9 @@ record_failed(struct worker *w, size_t n)
     } else {
         metrics_add(METRIC_DELIVERY_FAILED, failed);
         metrics_add(METRIC_DELIVERY_RETRIED, n - failed);
+        for (size_t i = 0; i < n; i++)
+            metrics_channel_add(w->fail_channels[i],
+                                w->fail_final[i] ? OUTCOME_FAILED : OUTCOME_RETRIED, 1);
     }
     free(errors);
     free(bodies);
@@ -290,6 +302,8 @@ add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64
     if (retry_after_s * 1000 > delay) /* the receiver asked for a later retry */
         delay = retry_after_s * 1000;
     w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up};
+    w->fail_channels[*n] = j->it.channel;
+    w->fail_final[*n] = give_up || j->it.attempts + 1 >= w->d->max_attempts;
     w->texts[*n] = err;
     w->texts2[*n] = j->body_new ? j->it.payload : NULL;
     (*n)++;
@@ -386,6 +400,33 @@ take_answers(struct worker *w, size_t n)
         job_drop(w, w->done[i].tag);
 }
 
+/* Writes a push job's VAPID Authorization (its tenant's key pair, made on first use). 0, or -1
+ * with the reason in err. */
+static int
+authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    char audience[WEBPUSH_ORIGIN_MAX + 1];
+
+    if (channel_push_audience(&j->it, audience) != 0) {
+        snprintf(err, OUTBOUND_ERR_MAX, "push endpoint has no usable origin");
+        *give_up = true;
+        return -1;
+    }
+    switch (push_keys_authorization(w->keys, w->db, j->it.tenant_id, audience,
+                                    timefmt_now_ms() / 1000, j->req.authorization)) {
+    case DB_ONE_RESULT:
+        return 0;
+    case DB_NO_RESULTS:
+    case DB_HARD_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "VAPID key could not be made or used");
+        return -1;
+    case DB_SOFT_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
+        return -1;
+    }
+    return -1;
+}
+
 /* Starts j's request. false when it could not start (recorded as a failed attempt). */
 static bool
 start(struct worker *w, struct job *j)
@@ -393,7 +434,8 @@ start(struct worker *w, struct job *j)
     char err[OUTBOUND_ERR_MAX];
     bool give_up = false;
 
-    if (channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
+    if ((j->it.channel != CHANNEL_PUSH || authorize_push(w, j, err, &give_up) == 0) &&
+        channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
         j->sending = true;
         j->rcv->sending++;
         atomic_fetch_add(&in_flight, 1);
@@ -672,6 +714,7 @@ worker_fini(struct worker *w)
             free(r);
         }
     outbound_free(w->out);
+    push_keys_free(w->keys);
     db_close(w->db);
     free(w->held);
     free(w->claimed);
@@ -681,6 +724,8 @@ worker_fini(struct worker *w)
     free(w->texts);
     free(w->texts2);
     free(w->fails);
+    free(w->fail_channels);
+    free(w->fail_final);
     free(w->jobs);
     free(w->verdicts);
 }
@@ -696,6 +741,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
     w->out = outbound_new();
+    w->keys = push_keys_new(d->channel.vapid_subject);
     w->held = calloc(c, sizeof *w->held);
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
@@ -704,10 +750,13 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->texts = calloc(c, sizeof *w->texts);
     w->texts2 = calloc(c, sizeof *w->texts2);
     w->fails = calloc(c, sizeof *w->fails);
+    w->fail_channels = calloc(c, sizeof *w->fail_channels);
+    w->fail_final = calloc(c, sizeof *w->fail_final);
     w->jobs = calloc(c, sizeof *w->jobs);
     w->verdicts = calloc(c, sizeof *w->verdicts);
-    return w->out && w->held && w->claimed && w->done && w->ids && w->statuses && w->texts &&
-                   w->texts2 && w->fails && w->jobs && w->verdicts
+    return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
+                   w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&
+                   w->jobs && w->verdicts
                ? 0
                : -1;
 }

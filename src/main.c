@@ -155,7 +155,8 @@ serve(const struct config *cfg)
                                  .smtp_password = cfg->smtp_password,
                                  .smtp_require_tls = cfg->smtp_require_tls != 0,
                                  .vapid_subject = cfg->vapid_subject,
-                                 .push_allow_private = cfg->webpush_allow_private != 0};
+                                 .push_allow_private = cfg->webpush_allow_private != 0,
+                                 .missed_grace_ms = cfg->missed_grace_ms};
     struct deliver_opts dopt = {.database_url = cfg->database_url,
                                 .instance_id = cfg->instance_id,
                                 .workers = cfg->delivery_workers,

@@ -148,7 +148,7 @@ replace_tx_run(struct db *db, void *arg)
 static int
 reply(struct request *rq, struct replace_tx *t, enum db_status st)
 {
-    struct http_reply_meta meta = {t->etag, NULL};
+    struct http_reply_meta meta = {t->etag, NULL, NULL};
     if (st == DB_ONE_RESULT) {
         if (!t->unchanged)
             handler_mirror_sync(rq, &t->gone, &t->next);

@@ -78,7 +78,7 @@ handle_signing_keys_post(struct request *rq)
         break;
     }
     snprintf(location, sizeof location, "/v1/signing-keys/%s", k.id);
-    struct http_reply_meta meta = {NULL, location};
+    struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(&k, true), &meta);
 }
 

@@ -66,6 +66,18 @@ static const struct {
     {"TOCSIN_LOG_LEVEL", "loud", 0},
     {"TOCSIN_INSTANCE_ID", "replica-1", 1},
     {"TOCSIN_INSTANCE_ID", "a:b", 0},
+    {"TOCSIN_VAPID_SUBJECT", "mailto:ops@example.com", 1},
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/contact", 1},
+    {"TOCSIN_VAPID_SUBJECT", "https://", 0},
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/a\\b", 0}, /* a JWT claim would need escapes */
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/\xc3\xa9", 0},
+    {"TOCSIN_VAPID_SUBJECT", "mailto:no-at-sign", 0},
+    {"TOCSIN_VAPID_SUBJECT", "http://example.com", 0},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", "1", 1},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", "2", 0},
+    {"TOCSIN_SMTP_URL", "ftp://mail", 0},
+    {"TOCSIN_SMTP_URL", "smtp://mail", 0}, /* TOCSIN_SMTP_FROM is then required */
+    {"TOCSIN_DB_POOLED", "1", 0},          /* needs TOCSIN_MIGRATE_ON_START=0 */
 };
 
 int
