@@ -4,9 +4,11 @@
  * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
  * them when it takes the lock back. A stream the thread needs across a database call holds a
  * reference, so hub_stream_close cannot free it underneath. */
+#define _GNU_SOURCE /* POLLRDHUP: the peer closed its end */
 #include "hub.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +74,6 @@ struct hub_stream {
     struct person *person;
     const struct hub_conn_ops *ops;
     void *conn;
-    char sub[4 * HUB_SUB_MAX + 1]; /* UTF-8 */
     char (*mtg)[MEETING_ID_LEN + 1];
     size_t n_mtg;
     enum hub_cursor cursor_kind;
@@ -98,7 +99,10 @@ struct hub {
     pthread_cond_t cv; /* monotonic clock; signalled on work and on stream close */
     bool stop, draining, work;
     size_t n_streams;
-    int64_t next_poll_ms, next_heartbeat_ms; /* monotonic */
+    int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
+    struct hub_stream **peers; /* check_peers' scratch, peers_cap each */
+    struct pollfd *peer_fds;
+    size_t peers_cap;
     struct tenant *tenants[TENANT_BUCKETS];
     struct person *people[PERSON_BUCKETS];
     /* The thread's own. */
@@ -357,13 +361,12 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
 {
     struct hub_stream *s = calloc(1, sizeof *s);
 
-    if (s == NULL || strlen(who->sub) >= sizeof s->sub ||
+    if (s == NULL || strlen(who->sub) > HUB_SUB_BYTES_MAX ||
         (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
         free(s);
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
-    strcpy(s->sub, who->sub);
     for (size_t i = 0; i < who->n_mtg; i++)
         snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
     s->n_mtg = who->n_mtg;
@@ -493,7 +496,7 @@ static bool
 matches(const struct hub_stream *s, const struct event *e)
 {
     if (e->frame == NULL ||
-        bsearch(s->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
+        bsearch(s->person->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
         return false;
     if (s->n_mtg == 0)
         return true;
@@ -778,7 +781,7 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 
     s->refs++;
     pthread_mutex_unlock(&h->mu);
-    long got = read_events(h, id, after, until, s->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
     stream_unref(s);
@@ -904,6 +907,48 @@ timers(struct hub *h, int64_t mono)
     }
 }
 
+/* Cuts the idle streams whose client closed its socket: libmicrohttpd does not watch a
+ * suspended connection, so without this a closed stream would hold its slot (and its
+ * participant's) until a heartbeat write failed, 20 to 40 s later. One poll(2) for all of them,
+ * without waiting; the sockets stay open while h->mu is held (hub_stream_close takes it before
+ * the connection closes). */
+static void
+check_peers(struct hub *h)
+{
+    size_t n = 0;
+
+    if (h->n_streams > h->peers_cap) {
+        free(h->peers);
+        free(h->peer_fds);
+        h->peers_cap = h->n_streams;
+        h->peers = calloc(h->peers_cap, sizeof *h->peers);
+        h->peer_fds = calloc(h->peers_cap, sizeof *h->peer_fds);
+        if (h->peers == NULL || h->peer_fds == NULL) {
+            h->peers_cap = 0;
+            return; /* out of memory: the heartbeats find them */
+        }
+    }
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
+            for (struct hub_stream *s = t->streams; s != NULL && n < h->peers_cap; s = s->next) {
+                pthread_mutex_lock(&s->mu);
+                if (s->suspended && !s->conn_gone && !s->cut) {
+                    h->peers[n] = s;
+                    h->peer_fds[n++] = (struct pollfd){s->ops->fd(s->conn), POLLRDHUP, 0};
+                }
+                pthread_mutex_unlock(&s->mu);
+            }
+    if (n == 0 || poll(h->peer_fds, n, 0) <= 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (!(h->peer_fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            continue;
+        pthread_mutex_lock(&h->peers[i]->mu);
+        cut_locked(h->peers[i]);
+        pthread_mutex_unlock(&h->peers[i]->mu);
+    }
+}
+
 /* ---- the thread --------------------------------------------------------------------------- */
 
 static void
@@ -952,7 +997,17 @@ run(void *arg)
                 read_tenant(h, t);
                 serve_new(h, t, round);
             }
-        timers(h, mono_ms());
+        /* Timers walk every stream: at their tick, not on every wake-up (a busy tenant wakes
+         * the hub for each commit). */
+        now = mono_ms();
+        if (now >= h->next_timers_ms || now >= h->next_heartbeat_ms) {
+            h->next_timers_ms = now + HUB_TICK_MS;
+            timers(h, now);
+        }
+        if (now >= h->next_peer_check_ms) {
+            h->next_peer_check_ms = now + HUB_PEER_CHECK_MS;
+            check_peers(h);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -1067,6 +1122,8 @@ hub_stop(struct hub *h)
     db_close(h->db);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
+    free(h->peers);
+    free(h->peer_fds);
     free(h->evbuf);
     free(h->database_url);
     free(h);

@@ -63,11 +63,9 @@ sse_buf_take(struct sse_buf *b, char *out, size_t n)
     b->off += n;
     if (b->off == b->len) {
         b->off = b->len = 0;
-        if (b->cap > SSE_BUF_KEEP_MAX) {
-            free(b->data);
-            b->data = NULL;
-            b->cap = 0;
-        }
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
     }
     return n;
 }

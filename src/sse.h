@@ -10,7 +10,6 @@
 
 #define SSE_CURSOR_DIGITS_MAX 19 /* INT64_MAX has 19 digits */
 #define SSE_BUF_FIRST 512        /* bytes allocated by the first write */
-#define SSE_BUF_KEEP_MAX 4096    /* a drained buffer larger than this is freed (idle streams) */
 
 /* Pending bytes are data[off..len); at most max of them. Zero-initialised by sse_buf_init. */
 struct sse_buf {
@@ -37,7 +36,8 @@ void sse_buf_fini(struct sse_buf *b);
 /* Bytes written and not taken yet. */
 size_t sse_buf_pending(const struct sse_buf *b);
 /* Copies up to n pending bytes into out and drops them from b; returns how many. When b
- * becomes empty its storage is reused, or freed if larger than SSE_BUF_KEEP_MAX. */
+ * becomes empty its storage is freed: an idle stream holds no buffer (thousands of them wait
+ * between heartbeats), and a frame every few seconds costs one small allocation. */
 size_t sse_buf_take(struct sse_buf *b, char *out, size_t n);
 
 /* Appends one event: "id: <id>" when id >= 0, "event: <event>" when event is not NULL (it must
