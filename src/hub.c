@@ -403,6 +403,11 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
+        /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
+         * may be long out of date: read the head again before serving (serve_new waits for it),
+         * else hello would name an old head and what fired since would follow as if new. */
+        if (t->n_streams == 0)
+            t->known = false;
         s->next = t->streams;
         if (t->streams != NULL)
             t->streams->prev = s;

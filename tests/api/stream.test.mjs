@@ -77,6 +77,23 @@ test('hello: retry first, then the head as id; the response is an uncached event
     await streamsOpenIs(srv, 0);
 });
 
+test('a stream opened where the tenant had no stream says the true head and replays nothing older', T_TEST, async () => {
+    const sub = 'idle1';
+    const first = await openLive(srv.base, { token: await token(sub) });
+    first.close();
+    await streamsOpenIs(srv, 0); // the replica holds no stream of the tenant now
+    const before = await dbHead(h, tenantId);
+    await meetingFiringNow(srv, key, { participants: [{ id: sub }], n: 3 });
+    await dbHeadAtLeast(h, tenantId, before + 3, EVENT_BOUND_MS);
+    const head = await dbHead(h, tenantId);
+    const s = await openLive(srv.base, { token: await token(sub) });
+    await sleep(POLL_MS + 500); // past a catch-up poll: what it would read late has arrived
+    assert.deepEqual(JSON.parse(s.frames[0].data), { seq: head, resumed: false }, 'hello names the head');
+    assert.equal(s.frames[0].id, String(head));
+    assert.deepEqual(s.reminders, [], 'reminders fired before the stream opened are not sent as new');
+    s.close();
+});
+
 test('a quiet stream that reconnects with the cursor of hello gets what fired meanwhile, once', T_TEST, async () => {
     const sub = 'quiet1';
     const tok = await token(sub);
