@@ -284,7 +284,9 @@ export async function follow(base, opts, count, timeoutMs) {
             }
             return { reminders: got, streams };
         }
-        lastEventId = s.lastEventId;
+        if (s.lastEventId !== '') { // as EventSource: a connection that brought no id keeps the last one
+            lastEventId = s.lastEventId;
+        }
     }
 }
 
