@@ -57,6 +57,59 @@ function bigParticipants(subs) {
     return out;
 }
 
+test('a reader that stops is cut at the buffer bound, the others keep up, and it resumes with nothing lost', async (t) => {
+    const fastSubs = Array.from({ length: FAST }, (_, i) => `fast${i}`);
+    const slow = await openLive(srv.base, { token: (await mintToken(srv, key, { sub: 'slow' })).token });
+    const fast = [];
+    for (const sub of fastSubs) {
+        fast.push(await openLive(srv.base, { token: (await mintToken(srv, key, { sub })).token }));
+    }
+    slow.pause();
+    const cutBefore = await metric(srv, 'tocsin_streams_cut_total');
+    const participants = bigParticipants(['slow', ...fastSubs]);
+    for (let i = 0; i < BIG_MEETINGS; i++) {
+        await meetingFiringNow(srv, key, { participants, n: 5, title: `big ${i}` });
+    }
+    const total = BIG_MEETINGS * 5;
+    for (const s of fast) {
+        await s.remindersAtLeast(total, EVENT_BOUND_MS);
+    }
+    const frameBytes = JSON.stringify(fast[0].reminders[0].body).length;
+    // The slow one was cut (the replica counts it and holds one stream fewer).
+    assert.ok(await waitFor(async () => (await metric(srv, 'tocsin_streams_cut_total')) > cutBefore, 10000),
+        'no stream was cut');
+    assert.ok(await waitFor(async () => (await metric(srv, 'tocsin_streams_open')) === FAST, 10000),
+        `open streams: ${await metric(srv, 'tocsin_streams_open')}, want ${FAST}`);
+    // The others got everything, in order, in time.
+    const fired = new Map((await dbEvents(h, tenantId, 'slow')).map((e) => [e.seq, e.firedMs]));
+    assert.equal(fired.size, total);
+    const late = [];
+    for (const s of fast) {
+        assert.deepEqual(s.reminders.map((r) => r.seq), [...fired.keys()]);
+        late.push(...s.reminders.map((r) => r.at - fired.get(r.seq)));
+    }
+    late.sort((a, b) => a - b);
+    t.diagnostic(`frames of ${frameBytes} B; lateness of the ${FAST} readers over ${late.length} frames: ` +
+        `p50 ${late[Math.floor(late.length / 2)]} ms, max ${late.at(-1)} ms`);
+    assert.ok(late.at(-1) <= LATE_BOUND_MS, `a reader that keeps up was ${late.at(-1)} ms late`);
+    // The slow one reads again: what the kernel held, then the connection ends, not cleanly.
+    slow.res.socket.resume();
+    slow.res.resume();
+    const end = await Promise.race([slow.ended, sleep(10000).then(() => null)]);
+    assert.ok(end, 'the cut stream ended');
+    assert.notEqual(end.how, 'end', 'a cut is not a clean end');
+    const got = slow.reminders;
+    assert.ok(got.length < total, `the cut stream had all ${got.length}`);
+    // Its resume is more than the bound: it comes in parts, each connection ending cleanly.
+    const again = await follow(srv.base, { token: (await mintToken(srv, key, { sub: 'slow' })).token, lastEventId: slow.lastEventId },
+        total - got.length, EVENT_BOUND_MS);
+    t.diagnostic(`the cut reader had ${got.length}; it resumed over ${again.streams.length} connections`);
+    assert.ok(again.streams.slice(0, -1).every((x) => x.end?.how === 'end'), 'a resume part was cut');
+    const all = [...got, ...again.reminders];
+    assertOrderedUnique(all, 'across the cut');
+    assert.deepEqual(all.map((r) => r.seq), [...fired.keys()]);
+});
+
 test('a backlog larger than the buffer bound resumes in parts, and a frame larger than it still goes out', async (t) => {
     const small = await h.startServer({ TOCSIN_STREAM_BUFFER_MAX: String(SMALL_BUFFER), TOCSIN_STREAM_RETRY_MS: '100' });
     try {
@@ -95,4 +148,46 @@ test('a backlog larger than the buffer bound resumes in parts, and a frame large
         closeAll();
         await small.stop();
     }
+});
+
+test('1,000 open streams and SIGTERM: all ended, exit 0 within the grace, no MHD API violation', async (t) => {
+    const big = await h.startServer({
+        TOCSIN_HTTP_CONNECTIONS_MAX: String(STREAMS + 200),
+        TOCSIN_HTTP_CONNECTIONS_PER_ADDR: String(STREAMS + 200), // every client is 127.0.0.1
+        TOCSIN_SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
+        TOCSIN_STREAM_HEARTBEAT_MS: '5000',
+        TOCSIN_LOG_LEVEL: 'info',
+    });
+    const sk = await createSigningKey(big, key);
+    const streams = [];
+    const t0 = Date.now();
+    for (let i = 0; i < STREAMS; i += 100) {
+        const batch = await Promise.all(Array.from({ length: 100 }, async (_, j) =>
+            openStream(big.base, { token: await signToken(sk, { sub: `many${(i + j) % 250}` }) })));
+        streams.push(...batch);
+    }
+    for (const s of streams) {
+        assert.equal(s.status, 200, s.body);
+    }
+    for (const s of streams) {
+        await s.next('hello', 30000);
+    }
+    t.diagnostic(`${STREAMS} streams open with hello in ${Date.now() - t0} ms`);
+    assert.equal(await metric(big, 'tocsin_streams_open'), STREAMS);
+    // A reminder to 250 participants reaches all their streams first.
+    const participants = Array.from({ length: 250 }, (_, i) => ({ id: `many${i}` }));
+    await meetingFiringNow(big, key, { participants });
+    for (const s of streams) {
+        await s.remindersAtLeast(1, EVENT_BOUND_MS);
+    }
+    const stopAt = Date.now();
+    const st = await big.stop();
+    const took = Date.now() - stopAt;
+    t.diagnostic(`SIGTERM with ${STREAMS} open streams: exit ${JSON.stringify(st)} after ${took} ms`);
+    assert.deepEqual(st, { code: 0, signal: null }, big.log.slice(-2000));
+    assert.ok(took < SHUTDOWN_GRACE_MS, `exit took ${took} ms`);
+    assert.doesNotMatch(big.log, /API violation/i);
+    const ends = await Promise.all(streams.map((s) => Promise.race([s.ended, sleep(5000).then(() => null)])));
+    assert.equal(ends.filter((e) => e === null).length, 0, 'streams still open after the exit');
+    assert.equal(ends.filter((e) => e.how === 'end').length, STREAMS, 'every stream ended cleanly');
 });
