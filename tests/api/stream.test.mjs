@@ -8,7 +8,7 @@ import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
 import {
-    openStream, openLive, refused, mintToken, signToken, createSigningKey, meetingFiringNow, fireMany,
+    openLive, refused, mintToken, signToken, createSigningKey, meetingFiringNow, fireMany,
     dbHead, dbHeadAtLeast, dbEvents, tenantIdOf, assertOrderedUnique, assertInvalidToken, documented, closeAll,
 } from './sse.mjs';
 

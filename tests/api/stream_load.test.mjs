@@ -8,7 +8,7 @@ import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
 import {
-    openLive, openStream, follow, mintToken, signToken, createSigningKey, meetingFiringNow, fireMany, dbEvents,
+    openLive, openStream, follow, mintToken, signToken, createSigningKey, meetingFiringNow, dbEvents,
     tenantIdOf, assertOrderedUnique, closeAll,
 } from './sse.mjs';
 
