@@ -76,7 +76,7 @@ test('a reader that stops is cut at the buffer bound, the others keep up, and it
     for (const s of fast) {
         await s.remindersAtLeast(total, EVENT_BOUND_MS);
     }
-    const frameBytes = JSON.stringify(fast[0].reminders[0].body).length;
+    const frameBytes = Buffer.byteLength(JSON.stringify(fast[0].reminders[0].body));
     // The slow one was cut (the replica counts it and holds one stream fewer).
     assert.ok(await waitFor(async () => (await metric(srv, 'tocsin_streams_cut_total')) > cutBefore, 10000),
         'no stream was cut');
@@ -132,7 +132,7 @@ test('a backlog larger than the buffer bound resumes in parts, and a frame large
         }, EVENT_BOUND_MS);
         assert.ok(want, 'the 31 reminders fired');
         const r = await follow(small.base, { token: tok, lastEventId: cursor }, 31, EVENT_BOUND_MS);
-        const sizes = r.reminders.map((x) => JSON.stringify(x.body).length);
+        const sizes = r.reminders.map((x) => Buffer.byteLength(JSON.stringify(x.body)));
         t.diagnostic(`31 frames (${Math.min(...sizes)}..${Math.max(...sizes)} B) behind a bound of ${SMALL_BUFFER} B: ` +
             `${r.streams.length} connections`);
         assert.ok(Math.max(...sizes) > SMALL_BUFFER, 'one frame is larger than the bound');
