@@ -28,7 +28,9 @@
 #define TENANT_BUCKETS 1024
 #define PERSON_BUCKETS 4096
 #define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
-#define DB_RETRY_MS 1000     /* after a failed connect or statement, the next try waits this */
+#define CONTROL_FRAME_MAX                                                                          \
+    (CONTROL_DATA_MAX + 64) /* a whole hello, reset, reauth or id-only frame */
+#define DB_RETRY_MS 1000    /* after a failed connect or statement, the next try waits this */
 
 _Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
 _Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
@@ -87,7 +89,7 @@ struct hub_stream {
     struct hub_stream *prev, *next;
     /* Guarded by mu. */
     pthread_mutex_t mu;
-    struct sse_buf buf; /* what waits for the reader; at most buffer_max bytes */
+    struct sse_buf buf; /* what waits for the reader; buffer_max bytes and one frame at most */
     bool suspended, ending, cut, conn_gone;
 };
 
@@ -213,7 +215,7 @@ stream_lock(struct hub_stream *s)
     return false;
 }
 
-/* After a write: wakes the reader, or cuts a reader too slow to keep its buffer under
+/* After a write: wakes the reader, or cuts a reader too slow to keep what waits for it under
  * buffer_max (it resumes from its cursor on its next connection). Unlocks s. */
 static void
 stream_unlock(struct hub_stream *s, enum sse_status st)
@@ -251,11 +253,18 @@ stream_event(struct hub_stream *s, int64_t id, const char *event, const char *da
         stream_unlock(s, sse_write_event(&s->buf, id, event, data, data ? strlen(data) : 0));
 }
 
+/* A heartbeat only when nothing waits: bytes on their way keep the connection busy already, and
+ * a comment refused behind a large frame would cut a reader that is still taking it. */
 static void
 stream_comment(struct hub_stream *s, const char *text)
 {
-    if (stream_lock(s))
-        stream_unlock(s, sse_write_comment(&s->buf, text));
+    if (!stream_lock(s))
+        return;
+    if (sse_buf_pending(&s->buf) > 0) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    stream_unlock(s, sse_write_comment(&s->buf, text));
 }
 
 static void
@@ -406,6 +415,11 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
+        /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
+         * may be long out of date: read the head again before serving (serve_new waits for it),
+         * else hello would name an old head and what fired since would follow as if new. */
+        if (t->n_streams == 0)
+            t->known = false;
         s->next = t->streams;
         if (t->streams != NULL)
             t->streams->prev = s;
@@ -733,21 +747,31 @@ send_reset(struct tenant *t, struct hub_stream *s, const char *reason)
 }
 
 /* Replays ev[0..n) to s after a resumed hello, then an id-only block so that the client's cursor
- * moves to the head even when the last events were not for it. */
+ * moves to the head even when the last events were not for it. A backlog larger than the
+ * stream's buffer bound goes in parts: the frames that fit it (at least one), each with its id,
+ * then a clean end; the client resumes from the last of them (after its retry) and gets the next
+ * part. Written whole, it would pass the bound, be cut, and be replayed again on every resume. */
 static void
 send_backlog(struct tenant *t, struct hub_stream *s, const struct event *const *ev, size_t n)
 {
     char data[CONTROL_DATA_MAX];
+    size_t fit = 0, bytes = 2 * CONTROL_FRAME_MAX, max = s->hub->o.buffer_max;
 
+    while (fit < n && (fit == 0 || bytes + ev[fit]->frame_len <= max))
+        bytes += ev[fit++]->frame_len;
+    bool whole = fit == n && bytes <= max;
     snprintf(data, sizeof data, "{\"seq\":%lld,\"resumed\":true,\"replayed\":%zu}",
-             (long long)t->last_seen, n);
+             (long long)t->last_seen, fit);
     stream_event(s, -1, "hello", data);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < fit; i++)
         stream_write(s, ev[i]->frame, ev[i]->frame_len);
-    stream_event(s, t->last_seen, NULL, NULL);
+    if (whole)
+        stream_event(s, t->last_seen, NULL, NULL);
     metrics_add(METRIC_STREAM_RESUMES, 1);
-    metrics_add(METRIC_STREAM_EVENTS, n);
+    metrics_add(METRIC_STREAM_EVENTS, fit);
     go_live(t, s);
+    if (!whole)
+        stream_end(s);
 }
 
 /* The backlog from the ring, which holds every event after the cursor. */
