@@ -215,6 +215,9 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     v = getenv("TOCSIN_LOG_LEVEL");
     if (v != NULL && log_level_parse(v, &cfg->log_level) != 0)
         return fail(err, errlen, "TOCSIN_LOG_LEVEL", "must be error, warn, info or debug");
+    v = getenv("TOCSIN_LOG_FORMAT");
+    if (v != NULL && log_format_parse(v, &cfg->log_format) != 0)
+        return fail(err, errlen, "TOCSIN_LOG_FORMAT", "must be text or json");
     v = getenv("TOCSIN_INSTANCE_ID");
     if (v != NULL) {
         if (!valid_prefix(v))
@@ -316,6 +319,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
+    cfg->log_format = LOG_FORMAT_TEXT;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
         load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0)
         return -1;

@@ -33,11 +33,12 @@ struct config {
     int redis_db;                         /* 0..15 */
     char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
-    char redis_prefix[65];     /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
-    char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
-    enum log_level log_level;  /* TOCSIN_LOG_LEVEL, default info */
-    int64_t mirror_horizon_ms; /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
-    int64_t recon_interval_ms; /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
+    char redis_prefix[65];      /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
+    char instance_id[129];      /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
+    enum log_level log_level;   /* TOCSIN_LOG_LEVEL, default info */
+    enum log_format log_format; /* TOCSIN_LOG_FORMAT text|json, default text */
+    int64_t mirror_horizon_ms;  /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
+    int64_t recon_interval_ms;  /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
     int64_t
         recon_full_interval_ms; /* TOCSIN_RECON_FULL_INTERVAL_MS 1000..86400000, default 60000 */
     int64_t missed_grace_ms;    /* TOCSIN_MISSED_GRACE_MS 0..86400000, default 60000 */

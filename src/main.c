@@ -292,6 +292,7 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     log_set_level(cfg.log_level);
+    log_set_format(cfg.log_format);
     db_set_pooled(cfg.db_pooled != 0);
     if (strcmp(cmd, "migrate") == 0 && cfg.db_pooled) {
         fprintf(stderr, "tocsin: TOCSIN_DB_POOLED: migrations take a session lock that a pooler in "

@@ -47,7 +47,7 @@ static const struct {
                             "Streams cut because their reader fell too far behind."},
 };
 
-/* Upper bounds in milliseconds; the last bucket is +Inf. */
+/* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */
 static const int64_t bounds[LATENESS_BUCKETS_MAX - 1] = {1,   2,   5,    10,   20,   50,   100,
                                                          250, 500, 1000, 2500, 5000, 10000};
 
@@ -183,11 +183,12 @@ put(char *buf, size_t *len, const char *fmt, ...)
     return 0;
 }
 
+/* Kept in milliseconds, rendered in seconds (Prometheus's base unit). */
 static int
 render_histogram(char *buf, size_t *len)
 {
-    static const char name[] = "tocsin_fire_lateness_milliseconds";
-    uint64_t cum = 0;
+    static const char name[] = "tocsin_fire_lateness_seconds";
+    uint64_t cum = 0, sum;
     int rc = put(buf, len,
                  "# HELP %s Fire time minus due time of fired reminders.\n# TYPE %s "
                  "histogram\n",
@@ -196,13 +197,15 @@ render_histogram(char *buf, size_t *len)
     for (size_t i = 0; i < LATENESS_BUCKETS_MAX && rc == 0; i++) {
         cum += atomic_load_explicit(&buckets[i], memory_order_relaxed);
         if (i < LATENESS_BUCKETS_MAX - 1)
-            rc = put(buf, len, "%s_bucket{le=\"%" PRId64 "\"} %" PRIu64 "\n", name, bounds[i], cum);
+            rc = put(buf, len, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
+                     (double)bounds[i] / 1000.0, cum);
         else
             rc = put(buf, len, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
     }
+    sum = atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed);
     if (rc == 0)
-        rc = put(buf, len, "%s_sum %" PRIu64 "\n%s_count %" PRIu64 "\n", name,
-                 (uint64_t)atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed), name, cum);
+        rc = put(buf, len, "%s_sum %" PRIu64 ".%03u\n%s_count %" PRIu64 "\n", name, sum / 1000,
+                 (unsigned)(sum % 1000), name, cum);
     return rc;
 }
 

@@ -29,7 +29,8 @@ enum metric {
 void metrics_add(enum metric m, uint64_t n);
 /* Current value of counter m. Thread-safe. */
 uint64_t metrics_get(enum metric m);
-/* Records one fire's lateness (fired_at - fire_at) in milliseconds; negative counts as 0. */
+/* Records one fire's lateness (fired_at - fire_at) in milliseconds, rendered in seconds as
+ * tocsin_fire_lateness_seconds; negative counts as 0. */
 void metrics_observe_lateness_ms(int64_t ms);
 /* Number of lateness observations so far, and how many of them were <= le_ms (le_ms must be one
  * of the bucket bounds; other values give the next bucket up). For tests and benchmarks. */
