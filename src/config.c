@@ -232,6 +232,19 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Which private webhook targets are allowed: networks and host names, or all of them. */
+static int
+load_allow_nets(struct config *cfg, char *err, size_t errlen)
+{
+    const char *v = getenv("TOCSIN_WEBHOOK_ALLOW_NETS");
+    char why[CONFIG_ERR_MAX];
+
+    if (netguard_allow_parse(v ? v : "", &cfg->webhook_allow, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_WEBHOOK_ALLOW_NETS", why);
+    cfg->webhook_allow.all = cfg->webhook_allow_private != 0;
+    return 0;
+}
+
 /* The settings for browsers: allowed origins and the browser tokens' audience. */
 static int
 load_browser(struct config *cfg, char *err, size_t errlen)
@@ -321,7 +334,8 @@ config_load(struct config *cfg, char *err, size_t errlen)
     cfg->log_level = LOG_LEVEL_INFO;
     cfg->log_format = LOG_FORMAT_TEXT;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
-        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0)
+        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0 ||
+        load_allow_nets(cfg, err, errlen) != 0)
         return -1;
     if (cfg->db_pooled && cfg->migrate_on_start)
         return fail(err, errlen, "TOCSIN_DB_POOLED",

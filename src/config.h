@@ -8,6 +8,7 @@
 
 #include "cors.h"
 #include "log.h"
+#include "netguard.h"
 
 #define CONFIG_STR_MAX 1024
 #define CONFIG_HOST_MAX 256
@@ -53,6 +54,8 @@ struct config {
     int delivery_concurrency;  /* TOCSIN_DELIVERY_CONCURRENCY 1..4096, default 256 per worker */
     int delivery_per_receiver; /* TOCSIN_DELIVERY_RECEIVER_CONCURRENCY 1..4096, default 16 */
     int webhook_allow_private; /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
+    /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
+    struct netguard_allow webhook_allow;
     int64_t shutdown_grace_ms; /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */
     /* Browsers (DESIGN.md section 7). */
     struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
