@@ -82,6 +82,18 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_DB_POOLED", 0, 0, 1, 1, offsetof(struct config, db_pooled), 1},
     {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webpush_allow_private), 1},
     {"TOCSIN_SMTP_REQUIRE_TLS", 0, 0, 1, 1, offsetof(struct config, smtp_require_tls), 1},
+    /* Retention: a replayed POST must still find its key a day later; records for a week. */
+    {"TOCSIN_RETENTION_IDEMPOTENCY_S", 86400, 3600, 2592000, 1,
+     offsetof(struct config, retention_idempotency_s), 0},
+    {"TOCSIN_RETENTION_DELIVERIES_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_deliveries_s), 0},
+    {"TOCSIN_RETENTION_DELETED_MEETINGS_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_meetings_s), 0},
+    {"TOCSIN_RETENTION_STREAM_EVENTS_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_stream_events_s), 0},
+    {"TOCSIN_RETENTION_INTERVAL_S", 60, 1, 86400, 1000,
+     offsetof(struct config, retention_interval_ms), 0},
+    {"TOCSIN_RETENTION_BATCH", 1000, 10, 10000, 1, offsetof(struct config, retention_batch), 1},
 };
 
 static int

@@ -57,6 +57,13 @@ struct config {
     /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
     struct netguard_allow webhook_allow;
     int64_t shutdown_grace_ms; /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */
+    /* Retention (retention.h): how long each kind is kept, in seconds, and how purges run. */
+    int64_t retention_idempotency_s;   /* TOCSIN_RETENTION_IDEMPOTENCY_S 3600..2592000, 86400 */
+    int64_t retention_deliveries_s;    /* TOCSIN_RETENTION_DELIVERIES_S 3600..31622400, 7 days */
+    int64_t retention_meetings_s;      /* TOCSIN_RETENTION_DELETED_MEETINGS_S, same, 7 days */
+    int64_t retention_stream_events_s; /* TOCSIN_RETENTION_STREAM_EVENTS_S, same, 7 days */
+    int64_t retention_interval_ms;     /* TOCSIN_RETENTION_INTERVAL_S 1..86400, default 60 */
+    int retention_batch;               /* TOCSIN_RETENTION_BATCH 10..10000, default 1000 */
     /* Browsers (DESIGN.md section 7). */
     struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
     char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "db_retention.h"
 #include "meeting.h"
 
 #define METRICS_RENDER_MAX 16384 /* bytes of the rendered text; checked below */
@@ -165,6 +166,24 @@ metrics_observe_delivery_ms(unsigned channel, int64_t ms)
     atomic_fetch_add_explicit(&delivery_sum_ms[s], (uint64_t)ms, memory_order_relaxed);
 }
 
+/* ---- retention ------------------------------------------------------------------------------ */
+
+static atomic_uint_fast64_t purged[DB_RETENTION_KINDS];
+
+void
+metrics_retention_add(unsigned kind, uint64_t n)
+{
+    if (kind < DB_RETENTION_KINDS)
+        atomic_fetch_add_explicit(&purged[kind], n, memory_order_relaxed);
+}
+
+uint64_t
+metrics_retention_get(unsigned kind)
+{
+    return kind < DB_RETENTION_KINDS ? atomic_load_explicit(&purged[kind], memory_order_relaxed)
+                                     : 0;
+}
+
 static int put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Appends to buf at *len; returns -1 once the buffer is too small. */
@@ -264,6 +283,19 @@ render_delivery_latency(char *buf, size_t *len)
     return rc;
 }
 
+static int
+render_retention(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_retention_purged_rows_total";
+    int rc = put(buf, len, "# HELP %s Rows removed by retention, by kind.\n# TYPE %s counter\n",
+                 name, name);
+
+    for (unsigned k = 0; k < DB_RETENTION_KINDS && rc == 0; k++)
+        rc = put(buf, len, "%s{kind=\"%s\"} %" PRIu64 "\n", name, db_retention_name(k),
+                 metrics_retention_get(k));
+    return rc;
+}
+
 char *
 metrics_render(void)
 {
@@ -283,6 +315,8 @@ metrics_render(void)
         rc = render_outcomes(buf, &len);
     if (rc == 0)
         rc = render_delivery_latency(buf, &len);
+    if (rc == 0)
+        rc = render_retention(buf, &len);
     if (rc != 0) {
         free(buf); /* METRICS_RENDER_MAX too small: a bug caught by test_metrics */
         return NULL;

@@ -51,6 +51,11 @@ void metrics_observe_delivery_ms(unsigned channel, int64_t ms);
 /* A channel's count of outcome o so far. For tests. */
 uint64_t metrics_channel_get(unsigned channel, enum metric_outcome o);
 
+/* Rows retention purged, by kind (an enum db_retention_kind; others are ignored), rendered as
+ * tocsin_retention_purged_rows_total{kind}. Thread-safe. */
+void metrics_retention_add(unsigned kind, uint64_t n);
+uint64_t metrics_retention_get(unsigned kind);
+
 /* Every counter and the histogram in the Prometheus text exposition format. Returns a malloc'ed
  * string the caller frees with free(), or NULL when out of memory. */
 char *metrics_render(void);
