@@ -201,6 +201,18 @@ http_reply_validation(struct request *rq, const struct codec_errors *errs)
 }
 
 int
+http_reply_query(struct request *rq, const char *param, const char *message)
+{
+    char name[HTTP_QUERY_NAME_MAX + 1], detail[PROBLEM_DETAIL_MAX];
+
+    log_escape(name, sizeof name, param, strlen(param));
+    snprintf(detail, sizeof detail, "query parameter '%s' %s", name, message);
+    json_t *p = problem_new(API_E_BAD_QUERY, detail);
+    json_object_set_new(p, "errors", json_pack("[{s:s, s:s}]", "field", name, "message", message));
+    return reply_problem_json(rq, API_E_BAD_QUERY, p);
+}
+
+int
 http_reply_empty(struct request *rq, unsigned status)
 {
     return queue(rq, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
