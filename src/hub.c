@@ -825,14 +825,16 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
     stream_unref(s);
-    if (got < 0 || purged < 0 || closed || after < purged) {
+    if (got < 0 || closed || purged < 0 || after < purged) {
         for (long i = 0; i < got; i++)
             event_clear(&h->evbuf[i]);
-        if (got >= 0 && purged >= 0 && !closed && after < purged) {
-            t->purged_through = purged > t->purged_through ? purged : t->purged_through;
-            send_reset(t, s, "cursor_expired");
-        }
-        return got >= 0 && purged >= 0;
+        if (got < 0 || closed)
+            return got >= 0;
+        if (purged < 0)
+            return false; /* database trouble: a later round tries again */
+        t->purged_through = purged > t->purged_through ? purged : t->purged_through;
+        send_reset(t, s, "cursor_expired");
+        return true;
     }
     for (long i = 0; i < got; i++)
         if (matches(s, &h->evbuf[i]) && n <= HUB_BACKLOG_MAX)

@@ -17,6 +17,8 @@
 #define LOG_LINE_MAX 4096               /* bytes of one line, newline included */
 #define LOG_BODY_MAX (LOG_LINE_MAX - 2) /* room left for "}\n" (JSON) or "\n" (text) */
 #define LOG_MSG_MAX 2048                /* bytes of a formatted message before escaping */
+#define LOG_VALUE_MAX 1024              /* bytes of one escaped member value */
+#define LOG_MEMBERS_ROOM 1536           /* bytes the message leaves for the members */
 #define LOG_TS_MAX 32
 
 static enum log_level threshold = LOG_LEVEL_INFO;
@@ -199,18 +201,21 @@ put_raw(struct line *l, const char *s, size_t n)
     }
 }
 
-/* " key=value" (text) or ,"key":"value" (JSON); a value cut short still closes. */
+/* " key=value" (text) or ,"key":"value" (JSON); a value is cut to LOG_VALUE_MAX bytes, so one
+ * long value leaves room for the others, and a value cut short still closes. */
 static void
 put_member(struct line *l, const char *key, const char *v, size_t vn, bool number)
 {
     char head[64];
     int k = snprintf(head, sizeof head, format == LOG_FORMAT_JSON ? ",\"%s\":" : " %s=", key);
+    size_t room;
 
     if (k < 0 || (size_t)k >= sizeof head || l->len + (size_t)k + 2 > LOG_BODY_MAX)
         return;
     put_raw(l, head, (size_t)k);
+    room = LOG_BODY_MAX + 1 - l->len; /* text: the escape's NUL may take the last byte */
     if (format == LOG_FORMAT_TEXT) {
-        l->len += log_escape(l->buf + l->len, LOG_BODY_MAX + 1 - l->len, v, vn);
+        l->len += log_escape(l->buf + l->len, room < LOG_VALUE_MAX ? room : LOG_VALUE_MAX, v, vn);
         return;
     }
     /* A number is ours (formatted by the caller); anything else found there becomes a string. */
@@ -221,7 +226,8 @@ put_member(struct line *l, const char *key, const char *v, size_t vn, bool numbe
         return;
     }
     l->buf[l->len++] = '"';
-    l->len += log_json_escape(l->buf + l->len, LOG_BODY_MAX - l->len, v, vn);
+    room = LOG_BODY_MAX - l->len; /* JSON: and one byte for the closing quote */
+    l->len += log_json_escape(l->buf + l->len, room < LOG_VALUE_MAX ? room : LOG_VALUE_MAX, v, vn);
     l->buf[l->len++] = '"';
 }
 
@@ -238,14 +244,23 @@ put_start(struct line *l, enum log_level level, const char *msg, size_t mn)
     snprintf(ts + t, sizeof ts - t, ".%03ldZ", now.tv_nsec / 1000000);
     if (format == LOG_FORMAT_TEXT) {
         l->len = (size_t)snprintf(l->buf, LOG_BODY_MAX, "%s %s ", ts, names[level]);
-        l->len += log_escape(l->buf + l->len, LOG_BODY_MAX + 1 - l->len, msg, mn);
+        l->len += log_escape(l->buf + l->len, LOG_BODY_MAX - l->len - LOG_MEMBERS_ROOM, msg, mn);
         return;
     }
     l->len = (size_t)snprintf(l->buf, LOG_BODY_MAX, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"",
                               ts, json_names[level]);
-    /* The message takes what is left but room for the closing quote and a few members. */
-    l->len += log_json_escape(l->buf + l->len, LOG_BODY_MAX - l->len - LOG_TS_MAX * 8, msg, mn);
+    /* The message takes what is left but room for the closing quote and the members. */
+    l->len += log_json_escape(l->buf + l->len, LOG_BODY_MAX - l->len - LOG_MEMBERS_ROOM, msg, mn);
     l->buf[l->len++] = '"';
+}
+
+static void
+put_context(struct line *l)
+{
+    if (ctx_request_id != NULL)
+        put_member(l, "request_id", ctx_request_id, strlen(ctx_request_id), false);
+    if (ctx_trace_id != NULL)
+        put_member(l, "trace_id", ctx_trace_id, strlen(ctx_trace_id), false);
 }
 
 static void
@@ -257,13 +272,15 @@ vlog(enum log_level level, const struct log_field *f, size_t n, const char *fmt,
     size_t mn = m < 0 ? 0 : (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
 
     put_start(&l, level, msg, mn);
+    /* JSON: the ids first, so that no field can crowd them out (member order means nothing
+     * there); text: after the fields, at the end of the line where they are easy to find. */
+    if (format == LOG_FORMAT_JSON)
+        put_context(&l);
     for (size_t i = 0; i < n; i++)
         if (f[i].value != NULL && (format == LOG_FORMAT_JSON || !f[i].json_only))
             put_member(&l, f[i].key, f[i].value, strlen(f[i].value), f[i].number);
-    if (ctx_request_id != NULL)
-        put_member(&l, "request_id", ctx_request_id, strlen(ctx_request_id), false);
-    if (ctx_trace_id != NULL)
-        put_member(&l, "trace_id", ctx_trace_id, strlen(ctx_trace_id), false);
+    if (format == LOG_FORMAT_TEXT)
+        put_context(&l);
     if (format == LOG_FORMAT_JSON)
         l.buf[l.len++] = '}';
     l.buf[l.len++] = '\n';

@@ -190,8 +190,9 @@ write_long(void)
 {
     static char big[8000];
     memset(big, '\n', sizeof big - 1);
+    struct log_field f[] = {{"path", big, false, true}, {"route", "/r", false, false}};
     log_context_set("req-long", NULL);
-    LOG_ERROR("%s", big);
+    log_fields(LOG_LEVEL_ERROR, f, 2, "%s", big);
     log_context_set(NULL, NULL);
 }
 
@@ -257,9 +258,19 @@ lines(void)
     json_error_t e;
     json_t *v = json_loads(text, JSON_DISABLE_EOF_CHECK, &e);
     CHECK(v != NULL && strchr(text, '\n') == text + strlen(text) - 1, "long JSON line: %s", e.text);
+    CHECK(v != NULL && json_string_value(json_object_get(v, "request_id")) != NULL &&
+              strcmp(json_string_value(json_object_get(v, "request_id")), "req-long") == 0,
+          "a long message and a long field leave the request id in");
+    CHECK(strlen(text) <= 4096, "at most a line's bytes: %zu", strlen(text));
     json_decref(v);
     free(text);
+    /* The same in text: cut, one line, the id still at its end. */
     log_set_format(LOG_FORMAT_TEXT);
+    text = capture(write_long);
+    CHECK(strchr(text, '\n') == text + strlen(text) - 1 && strlen(text) <= 4096 &&
+              strstr(text, " route=/r request_id=req-long\n") != NULL,
+          "long text line: %zu bytes: %.80s", strlen(text), text + strlen(text) - 60);
+    free(text);
 }
 
 int
