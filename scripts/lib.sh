@@ -71,6 +71,38 @@ tocsin_install_deps()
         "${missing[@]}" </dev/null >/dev/null
 }
 
+# tocsin_promtool: prints the path of Prometheus's promtool (the tests check /metrics with it),
+# getting it when missing. Debian ships promtool only inside the `prometheus` package, whose
+# install also starts a Prometheus server listening on all interfaces; so the package is fetched
+# with apt-get download and only its promtool is unpacked under .local/tools/.
+TOCSIN_PROMTOOL_DIR=$TOCSIN_ROOT/.local/tools/prometheus
+tocsin_promtool()
+{
+    local dir=$TOCSIN_PROMTOOL_DIR tmp deb
+    if command -v promtool >/dev/null 2>&1; then
+        command -v promtool
+        return 0
+    fi
+    if [ ! -x "$dir/usr/bin/promtool" ]; then
+        tocsin_log "fetching promtool (Debian package prometheus, unpacked under .local/tools)"
+        if [ -z "${TOCSIN_APT_UPDATED:-}" ]; then
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null >&2
+            TOCSIN_APT_UPDATED=1
+        fi
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/tocsin-promtool.XXXXXX")
+        # apt-get download writes into the current folder; as root it warns that its sandbox user
+        # cannot write there, which is harmless.
+        (cd "$tmp" && apt-get download -qq prometheus </dev/null >/dev/null 2>&1) ||
+            tocsin_die "apt-get download prometheus failed (needed for promtool)"
+        deb=$(ls "$tmp"/prometheus_*.deb)
+        mkdir -p "$dir.new"
+        dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir.new" ./usr/bin/promtool
+        rm -rf "$tmp" "$dir"
+        mv "$dir.new" "$dir"
+    fi
+    printf '%s\n' "$dir/usr/bin/promtool"
+}
+
 # tocsin_npm_install [DIR]: installs the Node packages of DIR (default tests/, the API tests'
 # packages; tests/lint holds the OpenAPI linter's) when DIR/package.json exists and node_modules is
 # missing or older than the lock file.

@@ -128,6 +128,9 @@ run_node_pooled()
 
 tocsin_install_deps
 tocsin_npm_install
+# Prometheus's promtool checks /metrics in tests/api/ops.test.mjs; not getting it fails the run.
+TOCSIN_PROMTOOL=$(tocsin_promtool)
+export TOCSIN_PROMTOOL
 tocsin_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=ON \
     -DTOCSIN_TSAN=OFF
 

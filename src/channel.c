@@ -74,8 +74,15 @@ start_webhook(const struct channel_opts *o, struct outbound *out, const struct d
         *give_up = true;
         return -1;
     }
+    char host[WEBHOOK_URL_MAX];
     r.tag = tag;
-    r.allow_private = o->webhook_allow_private;
+    /* A host named in the allow-list may be private whatever it resolves to; otherwise the
+     * networks are judged on each connection (outbound.c), with the address pinned. */
+    r.allow_private = o->webhook_allow != NULL &&
+                      (o->webhook_allow->all || (webhook_host(it->url, host, sizeof host) == 0 &&
+                                                 netguard_allow_host(o->webhook_allow, host)));
+    r.allow = o->webhook_allow;
+    r.refused_hint = "TOCSIN_WEBHOOK_ALLOW_NETS";
     return outbound_start(out, &r, err);
 }
 

@@ -11,6 +11,7 @@
 
 #include "db_outbox.h"
 #include "meeting.h"
+#include "netguard.h"
 #include "outbound.h"
 #include "push_keys.h"
 #include "webhook.h"
@@ -21,7 +22,7 @@
 /* The settings the channels need (borrowed from the configuration). */
 struct channel_opts {
     int64_t timeout_ms;
-    bool webhook_allow_private; /* webhook targets may be private addresses */
+    const struct netguard_allow *webhook_allow; /* private webhook targets allowed (netguard.h) */
     const char *smtp_url, *smtp_from, *smtp_username, *smtp_password;
     bool smtp_require_tls;
     const char *vapid_subject;

@@ -94,6 +94,10 @@ enum db_status db_meeting_update(struct db *db, int64_t tenant_id, struct meetin
 /* Soft-deletes a live meeting and cancels its pending reminders; their keys go to gone. */
 enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *id,
                                  struct reminder_keys *gone);
+/* The same inside the caller's db_tx_run (after db_meeting_get for_update, say); keys are
+ * appended to gone, which the caller resets when its transaction is retried. */
+enum db_status db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id,
+                                    struct reminder_keys *gone);
 
 #define DB_LIST_LIMIT_MAX 200
 struct db_list_query {

@@ -61,6 +61,10 @@ enum db_stmt {
     STMT_PUSH_SUB_INSERT,
     STMT_PUSH_SUB_DELETE,
     STMT_PUSH_SUB_GONE,
+    STMT_RETENTION_IDEMPOTENCY, /* db_retention.c */
+    STMT_RETENTION_DELIVERIES,
+    STMT_RETENTION_MEETINGS,
+    STMT_RETENTION_STREAM_EVENTS,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -478,6 +478,16 @@ delete_tx_run(struct db *db, void *arg)
 }
 
 enum db_status
+db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+{
+    struct delete_tx t = {tenant_id, id, gone, gone->n};
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    return delete_tx_run(db, &t);
+}
+
+enum db_status
 db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
 {
     struct delete_tx t = {tenant_id, id, gone, gone->n};

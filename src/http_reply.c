@@ -38,11 +38,20 @@ add_cors(struct request *rq, struct MHD_Response *resp)
     return true;
 }
 
+/* Every reply names its request: the client's X-Request-Id, or the one made for it. */
+static void
+add_request_id(struct request *rq, struct MHD_Response *resp)
+{
+    if (rq->request_id[0] != '\0')
+        MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
+}
+
 static int
 queue(struct request *rq, unsigned status, struct MHD_Response *resp)
 {
     if (resp == NULL)
         return MHD_NO;
+    add_request_id(rq, resp);
     add_cors(rq, resp);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -64,8 +73,10 @@ http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len
     MHD_add_response_header(resp, "Content-Type", content_type ? content_type : "application/json");
     if (meta != NULL && meta->etag != NULL)
         MHD_add_response_header(resp, "ETag", meta->etag);
-    if (meta != NULL && meta->location != NULL)
+    if (meta != NULL && meta->location != NULL) {
         MHD_add_response_header(resp, "Location", meta->location);
+        snprintf(rq->location, sizeof rq->location, "%s", meta->location);
+    }
     if (meta != NULL && meta->service_worker_allowed != NULL)
         MHD_add_response_header(resp, "Service-Worker-Allowed", meta->service_worker_allowed);
     return queue(rq, status, resp);
@@ -156,6 +167,7 @@ http_reply_preflight(struct request *rq)
 
     if (resp == NULL)
         return MHD_NO;
+    add_request_id(rq, resp);
     if (add_cors(rq, resp)) {
         MHD_add_response_header(resp, "Access-Control-Allow-Methods", CORS_ALLOW_METHODS);
         MHD_add_response_header(resp, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
@@ -186,6 +198,18 @@ http_reply_validation(struct request *rq, const struct codec_errors *errs)
                                               errs->e[i].message));
     json_object_set_new(p, "errors", list);
     return reply_problem_json(rq, API_E_VALIDATION, p);
+}
+
+int
+http_reply_query(struct request *rq, const char *param, const char *message)
+{
+    char name[HTTP_QUERY_NAME_MAX + 1], detail[PROBLEM_DETAIL_MAX];
+
+    log_escape(name, sizeof name, param, strlen(param));
+    snprintf(detail, sizeof detail, "query parameter '%s' %s", name, message);
+    json_t *p = problem_new(API_E_BAD_QUERY, detail);
+    json_object_set_new(p, "errors", json_pack("[{s:s, s:s}]", "field", name, "message", message));
+    return reply_problem_json(rq, API_E_BAD_QUERY, p);
 }
 
 int

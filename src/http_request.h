@@ -12,10 +12,12 @@
 #include "config.h"
 #include "meeting.h"
 #include "route.h"
+#include "trace.h"
 
 #define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
 #define HTTP_URL_MAX 2048   /* request targets above this get 414 */
 #define HTTP_HEADER_VALUE_MAX 4096
+#define HTTP_LOCATION_MAX 128  /* "/v1/meetings/<uuid>" and the like */
 #define AUTH_CACHE_SLOTS 64    /* API keys, per thread */
 #define SIGNING_CACHE_SLOTS 16 /* signing keys of browser tokens, per thread */
 
@@ -90,8 +92,11 @@ struct request {
     size_t target_len;    /* bytes of the raw request target, query included */
     bool target_has_nul;  /* the raw target holds %00 (http_framing.h) */
     int64_t start_ns;
-    unsigned status;        /* for the access log */
-    unsigned retry_after_s; /* a Retry-After for the problem reply, 0 = none */
+    unsigned status;                           /* for the access log */
+    unsigned retry_after_s;                    /* a Retry-After for the problem reply, 0 = none */
+    char request_id[TRACE_REQUEST_ID_MAX + 1]; /* the client's X-Request-Id, or one we made */
+    char trace_id[TRACE_ID_LEN + 1];           /* from a valid traceparent, or "" */
+    char location[HTTP_LOCATION_MAX + 1];      /* a Location replied, for the access log */
 };
 
 /* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */

@@ -563,6 +563,18 @@ hub_db(struct hub *h)
 
 /* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
  * the count, or -1 on database trouble (logged once per outage). */
+/* The tenant's purged_through as PostgreSQL has it now, or -1 on database trouble. */
+static int64_t
+purged_now(struct hub *h, int64_t tenant_id)
+{
+    struct db_stream_head hd;
+    struct db *db = hub_db(h);
+
+    return db != NULL && db_stream_heads(db, &tenant_id, 1, &hd) == DB_ONE_RESULT
+               ? hd.purged_through
+               : -1;
+}
+
 static long
 read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
             size_t max, struct event *out)
@@ -806,13 +818,23 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     s->refs++;
     pthread_mutex_unlock(&h->mu);
     long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    /* Read after the events: a purge that committed before their read shows here (it moves
+     * purged_through in the statement that deletes), so events retention removed since this
+     * tenant's head was last read are never skipped silently. */
+    int64_t purged = got >= 0 ? purged_now(h, id) : -1;
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
     stream_unref(s);
-    if (got < 0 || closed) {
+    if (got < 0 || closed || purged < 0 || after < purged) {
         for (long i = 0; i < got; i++)
             event_clear(&h->evbuf[i]);
-        return got >= 0;
+        if (got < 0 || closed)
+            return got >= 0;
+        if (purged < 0)
+            return false; /* database trouble: a later round tries again */
+        t->purged_through = purged > t->purged_through ? purged : t->purged_through;
+        send_reset(t, s, "cursor_expired");
+        return true;
     }
     for (long i = 0; i < got; i++)
         if (matches(s, &h->evbuf[i]) && n <= HUB_BACKLOG_MAX)

@@ -51,20 +51,20 @@ handler_require_type(struct request *rq, const char *want, int *ret)
 }
 
 static enum MHD_Result
-count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+first_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-    (*(int *)cls)++;
-    return MHD_YES;
+    *(const char **)cls = key;
+    return MHD_NO;
 }
 
 int
 handler_no_query(struct request *rq, int *ret)
 {
-    int n = 0;
-    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, count_arg, &n);
-    if (n == 0)
+    const char *key = NULL;
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, first_arg, &key);
+    if (key == NULL)
         return 0;
-    *ret = http_reply_problem(rq, API_E_BAD_QUERY, "this endpoint takes no query parameters");
+    *ret = http_reply_query(rq, key, "is not taken: this endpoint has no query parameters");
     return -1;
 }
 

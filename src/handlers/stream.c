@@ -45,8 +45,8 @@ handle_stream(struct request *rq)
                                   "the token has expired: a stream needs a token still valid");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &bad);
     if (bad != NULL)
-        return http_reply_problem(rq, API_E_BAD_QUERY,
-                                  "only access_token and last_event_id are accepted");
+        return http_reply_query(rq, bad,
+                                "is not taken: the parameters are access_token and last_event_id");
     if (cursor == NULL)
         cursor = http_query(rq, "last_event_id");
     who.cursor_kind = cursor == NULL                               ? HUB_CURSOR_NONE

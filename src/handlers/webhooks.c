@@ -64,8 +64,7 @@ handle_webhooks_post(struct request *rq)
         return ret;
     if (codec_webhook_decode(doc, &w.url, &w.description, &errs) != API_E_NONE) {
         ret = http_reply_validation(rq, &errs);
-    } else if (webhook_url_check(w.url, rq->w->cfg->webhook_allow_private != 0, why, sizeof why) !=
-               0) {
+    } else if (webhook_target_check(w.url, &rq->w->cfg->webhook_allow, why, sizeof why) != 0) {
         snprintf(errs.e[0].field, sizeof errs.e[0].field, "url");
         snprintf(errs.e[0].message, sizeof errs.e[0].message, "%.150s", why);
         errs.n = 1;
