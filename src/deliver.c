@@ -333,7 +333,7 @@ warn_failure(const struct job *j, const char *err)
 {
     struct receiver *r = j->rcv;
     int64_t now = timefmt_mono_ms();
-    char id[WEBHOOK_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[64] = "";
+    char id[WEBHOOK_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[96] = "";
 
     if (r->warned && now - r->warned_ms < WARN_EVERY_MS) {
         r->unlogged++;
