@@ -5,8 +5,9 @@
 //   burst:      BENCH_BURST reminders due at one instant with BENCH_REPLICAS replicas: time until
 //               all are received; next to it BullMQ with the same number of delayed jobs due at one
 //               instant, BENCH_BULLMQ_WORKERS worker processes whose processor only records receipt;
-//   kill:       BENCH_KILL_BURST due at one instant, one replica SIGKILLed once a third arrived:
-//               max lateness and requests repeated on the wire, next to its requests in flight;
+//   kill:       BENCH_KILL_BURST due at one instant with no kill, then with one replica SIGKILLed
+//               once a third arrived: max lateness and requests repeated on the wire, next to its
+//               requests in flight and how long its leased rows took to be delivered;
 //   work:       for each count in BENCH_WORK_REPLICAS, BENCH_WORK_DUE reminders made through the
 //               API and fired: Redis commands (INFO commandstats) and PostgreSQL rows read and
 //               blocks touched (pg_stat_user_tables, pg_statio_*) per fired reminder, with the
@@ -388,6 +389,9 @@ async function burst(ctx) {
 }
 
 async function kill(ctx) {
+    // The same burst with no kill first: what the burst costs by itself in this run.
+    const seenBase = ctx.rx.seen.size;
+    const base = await collect(ctx.rx, { ...(await insertDue(ctx.tenant.id, KILL_BURST, Date.now() + LEAD_MS, 0)), seenBefore: seenBase });
     const t0 = Date.now() + LEAD_MS;
     const seenBefore = ctx.rx.seen.size;
     const b = { ...(await insertDue(ctx.tenant.id, KILL_BURST, t0, 0)), seenBefore };
@@ -426,7 +430,7 @@ async function kill(ctx) {
     ctx.reps[ctx.reps.length - 1] = await startReplica(victim.name, victim.port);
     await shardsSettled(ctx.reps);
     return {
-        tag: `kill -9 1 of ${ctx.reps.length} in a burst of ${KILL_BURST}`, ...r, inFlight, sampleAgeMs: killedAt - sampledAt,
+        tag: `kill -9 1 of ${ctx.reps.length} in a burst of ${KILL_BURST}`, ...r, base, inFlight, sampleAgeMs: killedAt - sampledAt,
         killedAfterMs: killedAt - t0, held: held.length, recoveredMs,
     };
 }
@@ -580,6 +584,7 @@ function report(results) {
             console.log(`  killed ${r.killedAfterMs} ms after the due instant with ${fmt(r.inFlight)} requests in flight (its /metrics ${fmt(r.sampleAgeMs)} ms before); ` +
                 `${r.repeats} requests repeated on the wire; max lateness ${fmt(r.late[r.late.length - 1])} ms (lateness ${lat(r)})`);
             console.log(`  the ${r.held} rows it held (leased, in flight or queued) were all delivered ${fmt(r.recoveredMs)} ms after the kill`);
+            console.log(`  the same burst with no kill, just before: max lateness ${fmt(r.base.late[r.base.late.length - 1])} ms (lateness ${lat(r.base)}; ${checks(r.base)})`);
         } else if (r.tag.startsWith('lateness')) {
             console.log(`\n${r.tag} (loaded through the API in ${fmt1(r.loadMs / 1000)} s, measured right after): ${checks(r)}`);
             console.log(`  received ${lat(r)}; recorded fired (fired_at - fire_at) ${r.fired}`);
@@ -602,7 +607,7 @@ function report(results) {
 
 function failed(results) {
     const bad = (r) => r.lost > 0 || r.early > 0 || r.dbDup > 0 || r.notFired > 0;
-    return results.some((r) => bad(r) || (r.work ?? []).some((w) => bad(w.r)) ||
+    return results.some((r) => bad(r) || (r.base && bad(r.base)) || (r.work ?? []).some((w) => bad(w.r)) ||
         (r.slow ?? []).some((s) => s.delivered < s.n) || (r.bullmq && r.bullmq.processed < r.bullmq.n));
 }
 
