@@ -1,75 +1,41 @@
 #!/usr/bin/env bash
-# scripts/containers.sh -- builds the Dockerfile and docker/compose.yaml and tests them for real on
+# scripts/containers.sh -- builds the Dockerfile and runs docker/compose.yaml's topology for real on
 # a Debian 12 machine with no container registry: rootful podman behind docker-compose, a
-# debian:bookworm-slim base made with debootstrap, then three replicas + PostgreSQL + Redis up,
-# an API key made through the image, a meeting created on one replica and read on another, its
-# reminder key in Redis, and down -v. The engine's settings go into a private CONTAINERS_CONF
-# (nothing under /etc is changed); the podman service is stopped by its PID. Needs root.
+# debian:bookworm-slim base made with debootstrap (scripts/podman.sh), the registry images replaced by
+# docker/compose.debian.yaml, plus a test webhook receiver (tests/containers). Then, through the
+# load balancer only: a webhook registered, a meeting whose reminder fires a few seconds later,
+# one of the three replicas stopped, and the reminder must reach the receiver exactly once; then
+# down -v. The engine's settings go into a private CONTAINERS_CONF (nothing under /etc is
+# changed); the podman service is stopped by its PID. Needs root. TOCSIN_COMPOSE_PROJECT
+# (default tocsin-ci) and TOCSIN_CONTAINERS_PORT (the published port, default 18080) keep
+# parallel runs apart.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/podman.sh"
 cd "$TOCSIN_ROOT"
 
 WORK=$TOCSIN_ROOT/.local/containers
 SOCK=$WORK/podman.sock
-COMPOSE="docker-compose -f docker/compose.yaml -p tocsin-ci"
-BASE=docker.io/library/debian:bookworm-slim
-REPLICAS="18081 18082 18083"
-UP_WAIT_S=120
-
 [ "$(id -u)" -eq 0 ] || tocsin_die "scripts/containers.sh needs root (rootful podman)"
-mkdir -p "$WORK"
-for p in podman buildah runc netavark aardvark-dns debootstrap docker-compose curl; do
-    pkg_missing "$p" && missing="${missing:-} $p"
-done
-if [ -n "${missing:-}" ]; then
-    tocsin_log "installing$missing"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
-    # shellcheck disable=SC2086
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        $missing </dev/null >/dev/null
-fi
+tocsin_podman_setup "$WORK"
 
-# Each line answers an error seen on these machines (../shared/docs/containers.md): crun cannot
-# run on the hybrid cgroup setup, and the default rlimits exceed what the sandbox may set.
-nofile=$(ulimit -Hn)
-nproc=$(ulimit -Hu)
-if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
-cat >"$WORK/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-[network]
-network_backend = "netavark"
-CONF
-export CONTAINERS_CONF=$WORK/containers.conf
-
-base_image()
-{
-    local mirror rootfs=$WORK/rootfs
-    podman image exists "$BASE" && return 0
-    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list)
-    tocsin_log "debootstrap of the base image (about a minute)"
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$WORK/debootstrap.log" 2>&1 || {
-        tail -20 "$WORK/debootstrap.log" >&2
-        tocsin_die "debootstrap failed"
-    }
-    rm -f "$rootfs/etc/resolv.conf" "$rootfs/etc/hostname"
-    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-        rm -f "$rootfs/etc/apt/sources.list"
-        cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/"
-    fi
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    tar --numeric-owner -C "$rootfs" -c . | podman import -q --change 'CMD ["bash"]' \
-        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE"
-    rm -rf "$rootfs"
-}
+# ---- the compose topology --------------------------------------------------------------------
+PROJECT=${TOCSIN_COMPOSE_PROJECT:-tocsin-ci}
+REPLICAS=3            # deploy.replicas in docker/compose.yaml
+UP_WAIT_S=180         # builds are done before: this is start-up only
+FIRE_IN_S=12          # the reminder fires this long after it is created
+DELIVERY_WAIT_S=60    # from the fire time until the receiver must have it
+DUPLICATE_WAIT_S=5    # after the first receipt, time for a duplicate to show up
+HEALTH_EVERY_S=2      # see run_healthchecks
+export TOCSIN_PUBLISH_ADDR=127.0.0.1 TOCSIN_PUBLISH_PORT=${TOCSIN_CONTAINERS_PORT:-18080}
+TOCSIN_COMMIT=$(git -C "$TOCSIN_ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+export TOCSIN_COMMIT
+COMPOSE="docker-compose -p $PROJECT -f docker/compose.yaml -f docker/compose.debian.yaml"
+COMPOSE="$COMPOSE -f tests/containers/compose.ci.yaml"
+LB=http://127.0.0.1:$TOCSIN_PUBLISH_PORT
 
 SVC_PID=
+HEALTH_PID=
 cleanup()
 {
     local rc=$?
@@ -79,17 +45,80 @@ cleanup()
         $COMPOSE logs --tail=40 || true
     fi
     [ -z "$SVC_PID" ] || $COMPOSE down -v --timeout 10 || true
-    if [ -n "$SVC_PID" ]; then
-        kill "$SVC_PID" 2>/dev/null || true
-        wait "$SVC_PID" 2>/dev/null || true
-    fi
+    for pid in $HEALTH_PID $SVC_PID; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-base_image
+# podman runs healthchecks from systemd timers; where PID 1 is not systemd (this machine, most CI
+# containers) nobody runs them and `condition: service_healthy` would wait forever. This loop runs
+# the compose file's own healthcheck commands instead, as Docker's daemon would.
+run_healthchecks()
+{
+    local id
+    while :; do
+        for id in $(podman ps -q --filter "label=com.docker.compose.project=$PROJECT"); do
+            podman healthcheck run "$id" >/dev/null 2>&1 || true
+        done
+        sleep "$HEALTH_EVERY_S"
+    done
+}
+
+# Readers in the pipes below read their whole input (no grep -q, no head): with pipefail, a
+# writer cut short by SIGPIPE would fail the check at random.
+
+# lb METHOD PATH [curl args...]: one API call through the load balancer; prints the body.
+lb()
+{
+    local method=$1 path=$2
+    shift 2
+    curl -sS -f -X "$method" "$LB$path" -H "Authorization: Bearer $token" "$@"
+}
+
+# The webhook-id lines the receiver has written so far.
+received()
+{
+    $COMPOSE exec -T receiver cat /tmp/received 2>/dev/null | tr -d '\r' || true
+}
+
+# until SECONDS WHAT CMD...: retries CMD once a second for up to SECONDS of wall time (lib.sh's
+# wait_for counts 0.1 s tries, which a docker-compose call of a second or two stretches tenfold).
+until_ok()
+{
+    local limit=$1 end=$((SECONDS + $1)) what=$2
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$end" ] || tocsin_die "$what: not within ${limit}s"
+        sleep 1
+    done
+}
+
+delivered()
+{
+    received | grep "^$1\$" >/dev/null
+}
+
+replicas_healthy()
+{
+    [ "$(healthy_replicas)" -eq "$REPLICAS" ]
+}
+
+healthy_replicas()
+{
+    local id n=0
+    for id in $($COMPOSE ps -q tocsin); do
+        [ "$(podman inspect -f '{{.State.Health.Status}}' "$id" 2>/dev/null)" != healthy ] ||
+            n=$((n + 1))
+    done
+    echo "$n"
+}
+
+tocsin_base_image "$WORK"
 tocsin_log "podman system service on $SOCK"
 rm -f "$SOCK"
 podman system service --time=0 "unix://$SOCK" >"$WORK/podman-service.log" 2>&1 &
@@ -98,26 +127,58 @@ export DOCKER_HOST=unix://$SOCK
 wait_for "the podman service" curl -sf --unix-socket "$SOCK" http://d/_ping
 
 $COMPOSE config -q
-tocsin_log "building the images"
+start=$SECONDS
+tocsin_log "building the images (tocsin commit $TOCSIN_COMMIT)"
 $COMPOSE build
-tocsin_log "starting PostgreSQL, Redis and three replicas"
+tocsin_log "images built in $((SECONDS - start)) s; starting the topology as project $PROJECT"
+run_healthchecks &
+HEALTH_PID=$!
+start=$SECONDS
 $COMPOSE up -d
-for port in $REPLICAS; do
-    TOCSIN_WAIT_S_MAX=$UP_WAIT_S wait_for "replica on 127.0.0.1:$port" \
-        curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"
+until_ok "$UP_WAIT_S" "the load balancer on $LB" curl -sf -o /dev/null "$LB/readyz"
+until_ok "$UP_WAIT_S" "$REPLICAS healthy replicas" replicas_healthy
+tocsin_log "up in $((SECONDS - start)) s"
+
+version=$($COMPOSE exec -T tocsin tocsin --version | tr -d '\r')
+case $version in
+"tocsin "*" (commit $TOCSIN_COMMIT)") ;;
+*) tocsin_die "tocsin --version in the image: '$version', want commit $TOCSIN_COMMIT" ;;
+esac
+curl -sf "$LB/metrics" | grep "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" >/dev/null ||
+    tocsin_die "/metrics through the load balancer lacks tocsin_build_info for $TOCSIN_COMMIT"
+
+tocsin_log "through the load balancer: a webhook and a meeting whose reminder fires in ${FIRE_IN_S} s"
+token=$($COMPOSE exec -T tocsin tocsin keys create --tenant containers | tr -d '\r')
+[ -n "$token" ] || tocsin_die "keys create printed nothing"
+lb POST /v1/webhooks -H 'Content-Type: application/json' \
+    -d '{"url":"http://receiver:9000/hook","description":"containers.sh"}' >/dev/null ||
+    tocsin_die "POST /v1/webhooks through the load balancer failed"
+starts=$(date -u -d "+$FIRE_IN_S seconds" +%Y-%m-%dT%H:%M:%SZ)
+meeting=$(lb POST /v1/meetings -H 'Content-Type: application/json' \
+    -d "{\"title\":\"containers\",\"starts_at\":\"$starts\",\"reminders\":[{\"minutes_before\":0}]}") ||
+    tocsin_die "POST /v1/meetings through the load balancer failed"
+# webhook-id is rem_<reminder id>_<fire_at in ms> (README, Webhooks).
+read -r id want < <(printf '%s' "$meeting" | node -e '
+    const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const r = m.reminders[0];
+    console.log(m.id, `rem_${r.id}_${Date.parse(r.fire_at)}`);') ||
+    tocsin_die "unexpected meeting: $meeting"
+
+victim=$($COMPOSE ps -q tocsin | sed -n 1p)
+tocsin_log "stopping one replica ($victim) before the reminder is due"
+podman stop -t 30 "$victim" >/dev/null
+for _ in 1 2 3 4 5 6; do
+    lb GET "/v1/meetings/$id" -o /dev/null ||
+        tocsin_die "GET through the load balancer failed with a replica stopped"
 done
 
-tocsin_log "smoke test: create on one replica, read on another, key in Redis"
-token=$($COMPOSE exec -T tocsin-1 tocsin keys create --tenant containers | tr -d '\r')
-[ -n "$token" ] || tocsin_die "keys create printed nothing"
-starts=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
-loc=$(curl -sf -D - -o /dev/null -X POST http://127.0.0.1:18081/v1/meetings \
-    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-    -d "{\"title\":\"containers\",\"starts_at\":\"$starts\"}" | tr -d '\r' |
-    sed -n 's/^[Ll]ocation: //p')
-[ -n "$loc" ] || tocsin_die "POST /v1/meetings gave no Location"
-curl -sf "http://127.0.0.1:18082$loc" -H "Authorization: Bearer $token" | grep -q '"pending"' ||
-    tocsin_die "GET $loc on the second replica did not show the pending reminder"
-keys=$($COMPOSE exec -T redis redis-cli -p 16379 --scan --pattern 'tocsin:rem:*' | wc -l)
-[ "$keys" -ge 1 ] || tocsin_die "no reminder key in Redis"
-tocsin_log "containers: ok ($keys reminder key(s) in Redis)"
+tocsin_log "waiting for $want at the receiver"
+until_ok $((FIRE_IN_S + DELIVERY_WAIT_S)) "delivery of $want" delivered "$want"
+sleep "$DUPLICATE_WAIT_S"
+n=$(received | grep -c "^$want\$" || true)
+[ "$n" -eq 1 ] || tocsin_die "$want received $n times, want exactly once: $(received)"
+lb GET "/v1/meetings/$id" | grep '"status":"fired"' >/dev/null ||
+    tocsin_die "the reminder is not recorded fired: $(lb GET "/v1/meetings/$id")"
+lb GET "/v1/meetings/$id/deliveries" | grep '"delivered"' >/dev/null ||
+    tocsin_die "no delivered attempt: $(lb GET "/v1/meetings/$id/deliveries")"
+tocsin_log "containers: ok ($want delivered once with one of $REPLICAS replicas stopped)"

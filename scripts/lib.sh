@@ -8,8 +8,8 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests, the benchmark and the README's commands need (faketime:
 # tests/api/scale.test.mjs runs a replica with its clock ahead).
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
-libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev postgresql postgresql-contrib
-redis-server redis-tools clang-format wrk curl ca-certificates faketime"
+libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
+redis-server redis-tools clang-format wrk curl ca-certificates chromium faketime"
 
 # Seconds to wait for a server to answer after start, or to exit after a stop request.
 TOCSIN_WAIT_S_MAX=60
@@ -72,18 +72,19 @@ tocsin_install_deps()
         "${missing[@]}" </dev/null >/dev/null
 }
 
-# Installs the Node packages of tests/ (the API tests and the OpenAPI linter) when tests/package.json
-# exists and node_modules is missing or older than the lock file.
+# tocsin_npm_install [DIR]: installs the Node packages of DIR (default tests/, the API tests'
+# packages; tests/lint holds the OpenAPI linter's) when DIR/package.json exists and node_modules is
+# missing or older than the lock file.
 tocsin_npm_install()
 {
-    local dir=$TOCSIN_ROOT/tests
+    local dir=${1:-$TOCSIN_ROOT/tests}
     [ -f "$dir/package.json" ] || return 0
     if [ -f "$dir/node_modules/.package-lock.json" ] && [ -f "$dir/package-lock.json" ] &&
         [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] &&
         [ "$dir/node_modules/.package-lock.json" -nt "$dir/package.json" ]; then
         return 0
     fi
-    tocsin_log "installing the Node packages of tests/"
+    tocsin_log "installing the Node packages of ${dir#"$TOCSIN_ROOT"/}/"
     if [ -f "$dir/package-lock.json" ]; then
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
     else
@@ -272,6 +273,57 @@ tocsin_pg_stop()
     fi
     kill -INT "$pid" 2>/dev/null || return 0
     wait_gone "$pid" || tocsin_die "PostgreSQL (pid $pid) did not stop"
+}
+
+# tocsin_pgbouncer_start DIR PORT PG_PORT: PgBouncer on 127.0.0.1:PORT in transaction mode in front
+# of the PostgreSQL on 127.0.0.1:PG_PORT (any database name, trust auth), run as the PostgreSQL
+# user (PgBouncer refuses root), its config, pid file and log in DIR.
+tocsin_pgbouncer_start()
+{
+    local dir port=$2 pg=$3
+    dir=$(abspath "$1")
+    mkdir -p "$dir"
+    tocsin_pgbouncer_stop "$dir"
+    cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$pg
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+pidfile = $dir/pgbouncer.pid
+logfile = $dir/pgbouncer.log
+INI
+    printf '"postgres" ""\n' >"$dir/users.txt"
+    [ "$(id -u)" -ne 0 ] || chown -R "$(pg_user):" "$dir"
+    as_pg pgbouncer -d -q "$dir/pgbouncer.ini" </dev/null >/dev/null 2>&1 ||
+        tocsin_die "pgbouncer did not start (log: $dir/pgbouncer.log)"
+    wait_for "PgBouncer on 127.0.0.1:$port" "$(tocsin_pg_bindir)/pg_isready" -q -h 127.0.0.1 \
+        -p "$port"
+}
+
+# tocsin_pgbouncer_stop DIR: stops the PgBouncer whose pid file is in DIR.
+tocsin_pgbouncer_stop()
+{
+    local dir pid
+    dir=$(abspath "$1")
+    [ -f "$dir/pgbouncer.pid" ] || return 0
+    pid=$(cat "$dir/pgbouncer.pid")
+    case $pid in
+    '' | *[!0-9]*) return 0 ;;
+    esac
+    if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = pgbouncer ]; then
+        kill -INT "$pid" 2>/dev/null || true
+        wait_gone "$pid" || tocsin_die "PgBouncer (pid $pid) did not stop"
+    fi
+    rm -f "$dir/pgbouncer.pid"
 }
 
 # tocsin_redis_start DIR PORT: starts a Redis on 127.0.0.1:PORT with no persistence, its pid file

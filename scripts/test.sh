@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- the whole test suite in one command, from a fresh Debian 12 machine: installs
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
-# loopback under .local/test, runs ctest (unit + integration) and the black-box API tests, then the
-# integration tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
+# the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
+# puppeteer-core), the Kubernetes manifest check (tests/deploy), then the integration
+# tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -10,10 +12,15 @@ cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_TEST_PG_PORT:-54339}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
+POOLER_PORT=${TOCSIN_TEST_POOLER_PORT:-$((PG_PORT + 1))}
+# The API and engine files that run a second time through PgBouncer in transaction mode.
+POOLED_TESTS=${TOCSIN_TEST_POOLED:-"tests/api/auth.test.mjs tests/api/meetings.test.mjs
+tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test.mjs
+tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
-NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/}
+NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
 CTEST=${TOCSIN_TEST_CTEST:-1}
 TEST_DIR=$TOCSIN_ROOT/.local/test
 TEST_DB=tocsin_test
@@ -41,6 +48,7 @@ cleanup()
     local rc=$?
     trap - EXIT INT TERM
     tocsin_redis_stop "$TEST_DIR/redis" || true
+    tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
     if [ "$rc" -ne 0 ] && [ -z "$SUMMARY_DONE" ]; then
         RESULTS+=("setup: FAILED (exit $rc)")
@@ -91,22 +99,31 @@ run_ctest()
 }
 
 # node's runner reports "tests 0" and exits 0 when it found no test file: that is a failure here.
-# Each test has NODE_TEST_TIMEOUT_MS and the whole run NODE_RUN_TIMEOUT_S, so that a file whose
-# process stays alive (a server left open) fails the run instead of hanging CI.
-NODE_TEST_TIMEOUT_MS=240000
+# Each test has a timeout (tests/api/harness.mjs: Node 18, Debian 12's, has no --test-timeout)
+# and the whole run NODE_RUN_TIMEOUT_S, so that a file whose process stays alive (a server left
+# open) fails the run instead of hanging CI.
 NODE_RUN_TIMEOUT_S=1500
 run_node()
 {
-    local log=$TEST_DIR/node.log rc=0 wrap
+    local log=$TEST_DIR/node.log rc=0 wrap files=${1:-$NODE_TESTS}
     reset_state
     wrap=$(tocsin_sanitizer_wrap "$TOCSIN_BIN" --help)
-    $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 \
-        --test-timeout="$NODE_TEST_TIMEOUT_MS" $NODE_TESTS 2>&1 | tee "$log" || rc=$?
+    # shellcheck disable=SC2086
+    $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 $files 2>&1 |
+        tee "$log" || rc=$?
     [ "$rc" -eq 0 ] || return "$rc"
     if grep -Eq '^(# |ℹ )tests 0$' "$log"; then
-        echo "node --test found no tests in $NODE_TESTS" >&2
+        echo "node --test found no tests in $files" >&2
         return 1
     fi
+}
+
+# The same tests with every server's PostgreSQL connections through PgBouncer in transaction
+# mode (TOCSIN_DB_POOLED=1; the harness migrates each test database directly first).
+run_node_pooled()
+{
+    TOCSIN_TEST_POOLER_URL=postgresql://postgres@127.0.0.1:$POOLER_PORT/$TEST_DB \
+        run_node "$POOLED_TESTS"
 }
 
 tocsin_install_deps
@@ -125,6 +142,7 @@ tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "fsync = off" "synchronous_commit = of
     "full_page_writes = off" "max_connections = 300"
 tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT"
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
+tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"
 
 export TOCSIN_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/$TEST_DB
 export TOCSIN_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
@@ -142,11 +160,21 @@ if [ -f tests/lsan.supp ]; then
     LSAN_OPTIONS=suppressions=$TOCSIN_ROOT/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
 fi
 
+# web/tocsin-api.d.ts must be what api/openapi.yaml generates, and the client and an example
+# using those types must type-check (tests/types/check.mjs).
+record types node tests/types/check.mjs
 if [ "$CTEST" != 0 ]; then
     record ctest run_ctest build-asan
 fi
 if [ -d tests/api ]; then
     record node run_node
+    if [ -z "${TOCSIN_TEST_NODE:-}" ]; then
+        record pgbouncer run_node_pooled
+    fi
+fi
+# deploy/kubernetes rendered with kubectl kustomize and schema-checked, offline (no servers).
+if [ -d tests/deploy ]; then
+    record manifests node --test tests/deploy/
 fi
 
 if [ "$TSAN" != 0 ]; then

@@ -69,3 +69,10 @@ apikey_sha256_hex(const void *data, size_t len, char out[65])
     }
     out[64] = '\0';
 }
+
+bool
+apikey_tenant_name_valid(const char *name)
+{
+    size_t n = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+    return n > 0 && n <= APIKEY_TENANT_NAME_MAX && name[n] == '\0';
+}

@@ -4,12 +4,15 @@
 #ifndef TOCSIN_APIKEY_H
 #define TOCSIN_APIKEY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define APIKEY_PREFIX_LEN 8
 #define APIKEY_LEN (4 + APIKEY_PREFIX_LEN + 1 + 43)
 #define APIKEY_HASH_LEN 32
+/* Bytes; the tenants table's bound (TENANT_NAME_MAX in db.h). */
+#define APIKEY_TENANT_NAME_MAX 100
 
 /* Makes a new key into out (APIKEY_LEN + 1 bytes) and its prefix (APIKEY_PREFIX_LEN + 1 bytes). */
 int apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1]);
@@ -17,6 +20,10 @@ int apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1]
 int apikey_parse(const char *key, size_t len, char prefix[APIKEY_PREFIX_LEN + 1]);
 /* SHA-256 of the key bytes. */
 void apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN]);
+/* Whether name may name a tenant: 1..APIKEY_TENANT_NAME_MAX of [A-Za-z0-9_.-], like every other
+ * name tocsin takes (prefixes, instance ids). `keys list` prints tenant names between tabs, one
+ * key per line: a control byte in a name would forge lines there and in logs. */
+bool apikey_tenant_name_valid(const char *name);
 /* Hex SHA-256 of arbitrary bytes (65 bytes out); used for idempotency request hashes. */
 void apikey_sha256_hex(const void *data, size_t len, char out[65]);
 

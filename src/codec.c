@@ -405,10 +405,39 @@ decode_participants(const json_t *doc, struct meeting *m, struct codec_errors *e
 
 /* ---- reminders and metadata ------------------------------------------------------------- */
 
+/* A reminder's channels: absent or null is the default; else 1..4 distinct known names. */
+static unsigned
+channels(const json_t *r, size_t i, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(r, "channels"), *c;
+    char field[CODEC_FIELD_NAME_MAX];
+    unsigned bits = 0;
+    size_t k;
+
+    if (v == NULL || json_is_null(v))
+        return CHANNELS_DEFAULT;
+    item_path(field, "reminders", i, "channels");
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CHANNEL_COUNT) {
+        add_error(errs, field, "must be an array of 1 to %d channel names", CHANNEL_COUNT);
+        return 0;
+    }
+    json_array_foreach(v, k, c)
+    {
+        unsigned bit = json_is_string(c) ? channel_parse(json_string_value(c)) : 0;
+        if (bit == 0 || (bits & bit) != 0) {
+            add_error(errs, field,
+                      "must name distinct channels among webhook, stream, push, email");
+            return 0;
+        }
+        bits |= bit;
+    }
+    return bits;
+}
+
 static void
 reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs)
 {
-    static const char *const known[] = {"minutes_before", NULL};
+    static const char *const known[] = {"minutes_before", "channels", NULL};
     const json_t *mb = json_object_get(r, "minutes_before");
     char field[CODEC_FIELD_NAME_MAX];
     json_int_t n;
@@ -434,6 +463,10 @@ reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs
             return;
         }
     }
+    unsigned bits = channels(r, i, errs);
+    if (bits == 0)
+        return;
+    m->reminders[m->n_reminders].channels = bits;
     m->reminders[m->n_reminders++].minutes_before = (int)n;
 }
 
@@ -444,6 +477,7 @@ decode_reminders(const json_t *doc, struct meeting *m, struct codec_errors *errs
 
     if (v == NULL || json_is_null(v)) {
         m->reminders[0].minutes_before = MEETING_DEFAULT_MINUTES_BEFORE;
+        m->reminders[0].channels = CHANNELS_DEFAULT;
         m->n_reminders = 1;
         return;
     }
@@ -550,6 +584,17 @@ load(const char *text, json_t *fallback)
 }
 
 static json_t *
+channel_list(unsigned bits)
+{
+    json_t *a = json_array();
+
+    for (unsigned i = 0; a != NULL && i < CHANNEL_COUNT; i++)
+        if (bits & channel_at(i))
+            json_array_append_new(a, json_string(channel_name(channel_at(i))));
+    return a;
+}
+
+static json_t *
 reminder_value(const struct reminder *r, bool full)
 {
     char id[INT_TEXT_MAX];
@@ -563,6 +608,9 @@ reminder_value(const struct reminder *r, bool full)
         bad |= json_object_set_new(o, "id", json_string(id));
     }
     bad |= json_object_set_new(o, "minutes_before", json_integer(r->minutes_before));
+    /* Input documents name the channels only when they are not the default. */
+    if (full || r->channels != CHANNELS_DEFAULT)
+        bad |= json_object_set_new(o, "channels", channel_list(r->channels));
     if (full) {
         bad |= json_object_set_new(o, "fire_at", time_value(r->fire_at_ms));
         bad |= json_object_set_new(o, "status", json_string(reminder_status_name(r->status)));
@@ -707,6 +755,84 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
     return text;
 }
 
+/* The metadata's "url" when it is an http(s) URL short enough for a push message (malloc'ed). */
+static char *
+push_url(const struct meeting *m)
+{
+    json_t *meta = m->metadata_json ? json_loads(m->metadata_json, 0, NULL) : NULL;
+    const char *u = json_string_value(json_object_get(meta, "url"));
+    char *copy = NULL;
+
+    if (u != NULL && strlen(u) <= CODEC_PUSH_URL_MAX &&
+        (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
+        copy = strdup(u);
+    json_decref(meta);
+    return copy;
+}
+
+char *
+codec_push_payload(const struct meeting *m, const struct occurrence *o)
+{
+    char id[OCCURRENCE_ID_MAX], start[TIMEFMT_BUF], title[4 * CODEC_PUSH_TITLE_MAX + 1];
+    const char *t = m->title ? m->title : "";
+    size_t cut = 0, chars = 0;
+    int minutes = 0;
+
+    /* Cut on a character boundary after CODEC_PUSH_TITLE_MAX characters. */
+    while (t[cut] != '\0' &&
+           !(chars == CODEC_PUSH_TITLE_MAX && ((unsigned char)t[cut] & 0xc0) != 0x80)) {
+        chars += ((unsigned char)t[cut] & 0xc0) != 0x80;
+        cut++;
+    }
+    snprintf(title, sizeof title, "%.*s", (int)cut, t);
+    for (size_t i = 0; i < m->n_reminders; i++)
+        if (m->reminders[i].id == o->reminder_id)
+            minutes = m->reminders[i].minutes_before;
+    meeting_occurrence_id(o->reminder_id, o->fire_at_ms, id);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "type", "meeting.reminder", "id", id,
+                            "meeting_id", m->id, "title", title, "starts_at",
+                            timefmt_format(m->starts_at_ms, start), "minutes_before", minutes);
+    char *url = push_url(m);
+    if (doc != NULL && url != NULL)
+        json_object_set_new(doc, "url", json_string(url));
+    free(url);
+    char *text = doc ? codec_dump(doc) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+int
+codec_push_starts_at(const char *payload, int64_t *ms)
+{
+    json_t *doc = json_loads(payload, 0, NULL);
+    const char *s = json_string_value(json_object_get(doc, "starts_at"));
+    int rc = s != NULL && timefmt_parse(s, strlen(s), ms) == 0 ? 0 : -1;
+
+    json_decref(doc);
+    return rc;
+}
+
+int
+codec_participant_name(const struct meeting *m, const char *person_id, char **name)
+{
+    json_t *list = m->participants_json ? json_loads(m->participants_json, 0, NULL) : NULL, *p;
+    size_t i;
+    int rc = -1;
+
+    *name = NULL;
+    json_array_foreach(list, i, p)
+    {
+        const char *id = json_string_value(json_object_get(p, "id"));
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (rc != 0 && id != NULL && strcmp(id, person_id) == 0) {
+            rc = 0;
+            *name = n != NULL ? strdup(n) : NULL;
+        }
+    }
+    json_decref(list);
+    return rc;
+}
+
 bool
 codec_meeting_has_person(const struct meeting *m, const char *person_id)
 {
@@ -803,6 +929,59 @@ codec_webhook_decode(const json_t *doc, char **url, char **description, struct c
         *url = strdup(json_string_value(u));
     opt_text(doc, "description", CODEC_WEBHOOK_DESCRIPTION_MAX, false, description, errs);
     return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+/* ---- push subscriptions ------------------------------------------------------------------ */
+
+/* A required text member at path (for error messages) of at most max bytes: malloc'ed or NULL. */
+static char *
+req_text(const json_t *v, const char *path, size_t max, struct codec_errors *errs)
+{
+    if (v == NULL) {
+        add_error(errs, path, "is required");
+        return NULL;
+    }
+    return text_ok(v, path, 1, max, false, errs) ? strdup(json_string_value(v)) : NULL;
+}
+
+enum api_error
+codec_push_subscription_decode(const json_t *doc, struct codec_push_subscription *out,
+                               struct codec_errors *errs)
+{
+    const json_t *keys = json_object_get(doc, "keys"),
+                 *exp = json_object_get(doc, "expirationTime");
+
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(doc)) {
+        add_error(errs, "", "must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    out->endpoint = req_text(json_object_get(doc, "endpoint"), "endpoint", CODEC_URL_MAX, errs);
+    if (!json_is_object(keys)) {
+        add_error(errs, "keys", "must be an object with p256dh and auth");
+    } else {
+        out->p256dh =
+            req_text(json_object_get(keys, "p256dh"), "keys.p256dh", CODEC_PUSH_KEY_TEXT_MAX, errs);
+        out->auth =
+            req_text(json_object_get(keys, "auth"), "keys.auth", CODEC_PUSH_KEY_TEXT_MAX, errs);
+    }
+    if (exp != NULL && !json_is_null(exp)) {
+        double ms = json_number_value(exp);
+        if (!json_is_number(exp) || !(ms >= 1 && ms <= (double)TIMEFMT_MS_MAX))
+            add_error(errs, "expirationTime", "must be null or a time in ms since the epoch");
+        else
+            out->expires_at_ms = (int64_t)ms;
+    }
+    return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+void
+codec_push_subscription_fini(struct codec_push_subscription *s)
+{
+    free(s->endpoint);
+    free(s->p256dh);
+    free(s->auth);
+    memset(s, 0, sizeof *s);
 }
 
 /* ---- browser tokens ---------------------------------------------------------------------- */

@@ -58,6 +58,20 @@ json_t *codec_meeting_encode(const struct meeting *m);
 enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
                                     struct codec_errors *errs);
 
+/* POST /v1/push/subscriptions: what PushSubscription.toJSON() gives, {"endpoint",
+ * "expirationTime"?: null or ms since the epoch, "keys": {"p256dh", "auth"}}; other members are
+ * ignored (browsers add some). Only the JSON shape is checked here: the caller checks the URL and
+ * the keys (webpush.h). Strings malloc'ed; codec_push_subscription_fini frees them. */
+#define CODEC_PUSH_KEY_TEXT_MAX 128
+struct codec_push_subscription {
+    char *endpoint, *p256dh, *auth;
+    int64_t expires_at_ms; /* 0 = none */
+};
+enum api_error codec_push_subscription_decode(const json_t *doc,
+                                              struct codec_push_subscription *out,
+                                              struct codec_errors *errs);
+void codec_push_subscription_fini(struct codec_push_subscription *s);
+
 /* POST /v1/browser-tokens: {"sub", "scope", "ttl_s"?, "mtg"?}. */
 #define CODEC_TOKEN_TTL_DEFAULT_S 900
 #define CODEC_TOKEN_TTL_MAX_S 86400
@@ -84,6 +98,19 @@ char *codec_dump(const json_t *v);
  * with the occurrence's fire time (and fired state when o->fired_at_ms is set); null if the
  * meeting no longer has it. */
 char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
+/* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
+ * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
+ * "starts_at", "minutes_before"}, and "url" when the meeting's metadata has a "url" string of
+ * http(s) of at most CODEC_PUSH_URL_MAX bytes (what a click on the notification opens).
+ * Malloc'ed text, NULL when out of memory. */
+#define CODEC_PUSH_TITLE_MAX 100
+#define CODEC_PUSH_URL_MAX 1024
+char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
+/* The "starts_at" of a payload codec_push_payload made, in ms into *ms: 0, or -1. */
+int codec_push_starts_at(const char *payload, int64_t *ms);
+/* The name of m's participant person_id into *name (malloc'ed; NULL when it has none) and 0, or
+ * -1 when m has no such participant. */
+int codec_participant_name(const struct meeting *m, const char *person_id, char **name);
 /* True when person_id is m's organizer or the id of one of its participants. */
 bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
 /* Parses a JSON array of strings into *out: n malloc'ed strings in a malloc'ed array, sorted by

@@ -1,9 +1,12 @@
 /* config.c -- reads TOCSIN_* environment variables once at start. Every numeric setting has a
  * bound; anything malformed or out of range stops the start with one line naming the variable. */
 #include "config.h"
+#include "db.h"
+#include "redis_url.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,14 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_HTTP_CONNECTIONS_MAX", 1024, 16, 10000, 1,
      offsetof(struct config, http_connections_max), 1},
     {"TOCSIN_HTTP_TIMEOUT_S", 30, 1, 3600, 1, offsetof(struct config, http_timeout_s), 1},
+    /* One address may hold an eighth of TOCSIN_HTTP_CONNECTIONS_MAX's default (streams count too),
+     * so one client cannot take every connection; clients behind one proxy or NAT share its
+     * address (raise this there). */
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", 128, 1, 100000, 1,
+     offsetof(struct config, http_connections_per_addr), 1},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", 20, 1, 300, 1, offsetof(struct config, http_header_timeout_s),
+     1},
+    {"TOCSIN_HTTP_BODY_TIMEOUT_S", 30, 1, 600, 1, offsetof(struct config, http_body_timeout_s), 1},
     {"TOCSIN_MIRROR_HORIZON_S", 86400, 3600, 31622400, 1000,
      offsetof(struct config, mirror_horizon_ms), 0},
     {"TOCSIN_RECON_INTERVAL_MS", 1000, 100, 3600000, 1, offsetof(struct config, recon_interval_ms),
@@ -64,6 +75,13 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_STREAM_RETRY_MS", 3000, 0, 60000, 1, offsetof(struct config, stream_retry_ms), 0},
     {"TOCSIN_STREAM_POLL_MS", 1000, 50, 60000, 1, offsetof(struct config, stream_poll_ms), 0},
     {"TOCSIN_DEMO", 0, 0, 1, 1, offsetof(struct config, demo), 1},
+    /* PostgreSQL may start after tocsin (compose, Kubernetes): how long start-up waits for it. */
+    {"TOCSIN_DB_WAIT_S", 60, 0, 3600, 1000, offsetof(struct config, db_wait_ms), 0},
+    {"TOCSIN_MIGRATE_ON_START", 1, 0, 1, 1, offsetof(struct config, migrate_on_start), 1},
+    /* Through PgBouncer in transaction mode: no named prepared statements, no session SET. */
+    {"TOCSIN_DB_POOLED", 0, 0, 1, 1, offsetof(struct config, db_pooled), 1},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webpush_allow_private), 1},
+    {"TOCSIN_SMTP_REQUIRE_TLS", 0, 0, 1, 1, offsetof(struct config, smtp_require_tls), 1},
 };
 
 static int
@@ -133,53 +151,23 @@ parse_addr(struct config *cfg, const char *s)
     return 0;
 }
 
-int
-config_parse_redis_url(struct config *cfg, const char *url)
+/* The Redis URL through redis_url.c; the reason goes after the variable's name. */
+static int
+load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
 {
-    const char *p;
-    int64_t v;
-    char tmp[CONFIG_HOST_MAX];
+    struct redis_url ru;
+    char why[CONFIG_ERR_MAX];
 
-    if (strncmp(url, "redis://", 8) != 0)
-        return -1;
-    p = url + 8;
-    cfg->redis_password[0] = '\0';
-    const char *at = strchr(p, '@');
-    if (at != NULL) {
-        const char *pw = memchr(p, ':', (size_t)(at - p));
-        pw = pw ? pw + 1 : p; /* "user:pass@" or "pass@"; the user part is ignored */
-        if ((size_t)(at - pw) >= sizeof(cfg->redis_password))
-            return -1;
-        memcpy(cfg->redis_password, pw, (size_t)(at - pw));
-        cfg->redis_password[at - pw] = '\0';
-        p = at + 1;
-    }
-    size_t hostlen = strcspn(p, ":/");
-    if (hostlen == 0 || hostlen >= sizeof(cfg->redis_host))
-        return -1;
-    memcpy(cfg->redis_host, p, hostlen);
-    cfg->redis_host[hostlen] = '\0';
-    p += hostlen;
-    cfg->redis_port = 6379;
-    cfg->redis_db = 0;
-    if (*p == ':') {
-        size_t n = strcspn(p + 1, "/");
-        if (n == 0 || n >= sizeof(tmp))
-            return -1;
-        memcpy(tmp, p + 1, n);
-        tmp[n] = '\0';
-        if (parse_int(tmp, &v) != 0 || v < 1 || v > 65535)
-            return -1;
-        cfg->redis_port = (int)v;
-        p += 1 + n;
-    }
-    if (*p == '/' && p[1] != '\0') {
-        if (parse_int(p + 1, &v) != 0 || v > 15)
-            return -1;
-        cfg->redis_db = (int)v;
-    } else if (*p != '\0' && strcmp(p, "/") != 0) {
-        return -1;
-    }
+    _Static_assert(sizeof ru.host <= sizeof cfg->redis_host, "redis host fits the config");
+    _Static_assert(sizeof ru.password <= sizeof cfg->redis_password, "password fits the config");
+    _Static_assert(sizeof ru.user <= sizeof cfg->redis_user, "user fits the config");
+    if (redis_url_parse(url, &ru, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_REDIS_URL", why);
+    strcpy(cfg->redis_host, ru.host);
+    strcpy(cfg->redis_user, ru.user);
+    strcpy(cfg->redis_password, ru.password);
+    cfg->redis_port = ru.port;
+    cfg->redis_db = ru.db;
     return 0;
 }
 
@@ -206,6 +194,7 @@ static int
 load_strings(struct config *cfg, char *err, size_t errlen)
 {
     const char *v;
+    char why[CONFIG_ERR_MAX];
 
     v = getenv("TOCSIN_HTTP_ADDR");
     if (parse_addr(cfg, v ? v : "127.0.0.1:8080") != 0)
@@ -214,10 +203,11 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     if (copy_str(cfg->database_url, sizeof(cfg->database_url), v ? v : "postgresql:///tocsin") ||
         cfg->database_url[0] == '\0')
         return fail(err, errlen, "TOCSIN_DATABASE_URL", "must be a libpq URI of under 1024 bytes");
+    if (db_url_check(cfg->database_url, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_DATABASE_URL", why);
     v = getenv("TOCSIN_REDIS_URL");
-    if (config_parse_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0") != 0)
-        return fail(err, errlen, "TOCSIN_REDIS_URL",
-                    "must be redis://[:password@]host[:port][/db]");
+    if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0)
+        return -1;
     v = getenv("TOCSIN_REDIS_PREFIX");
     if (!valid_prefix(v ? v : "tocsin"))
         return fail(err, errlen, "TOCSIN_REDIS_PREFIX", "must be 1..64 of [A-Za-z0-9_.-]");
@@ -258,12 +248,80 @@ load_browser(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* A From or subject address: printable ASCII without blanks, one '@'; no byte can break a header.
+ */
+static bool
+address_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    const char *at = strchr(s, '@');
+
+    if (n == 0 || n > max || at == NULL || at == s || strchr(at + 1, '@') != NULL || at[1] == '\0')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || s[i] == '<' || s[i] == '>' || s[i] == '"')
+            return false;
+    return true;
+}
+
+/* An https: VAPID subject as a JWT claim takes it (webpush_vapid_jwt): printable ASCII without
+ * blanks, quotes or backslashes, at most CONFIG_ADDRESS_MAX bytes. */
+static bool
+subject_url_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n <= 8 || n > CONFIG_ADDRESS_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || s[i] == '"' || s[i] == '\\')
+            return false;
+    return true;
+}
+
+/* The channels to people: SMTP for email, the VAPID subject for Web Push. */
+static int
+load_people(struct config *cfg, char *err, size_t errlen)
+{
+    const char *url = getenv("TOCSIN_SMTP_URL"), *from = getenv("TOCSIN_SMTP_FROM");
+    const char *subject = getenv("TOCSIN_VAPID_SUBJECT");
+
+    url = url ? url : "";
+    if (url[0] != '\0' && ((strncmp(url, "smtp://", 7) != 0 && strncmp(url, "smtps://", 8) != 0) ||
+                           copy_str(cfg->smtp_url, sizeof cfg->smtp_url, url) != 0))
+        return fail(err, errlen, "TOCSIN_SMTP_URL",
+                    "must be smtp://host[:port] or smtps://host[:port], under 1024 bytes");
+    if (url[0] != '\0' && (from == NULL || !address_ok(from, CONFIG_ADDRESS_MAX)))
+        return fail(err, errlen, "TOCSIN_SMTP_FROM",
+                    "must be an address such as reminders@example.com when TOCSIN_SMTP_URL is set");
+    copy_str(cfg->smtp_from, sizeof cfg->smtp_from, from && url[0] != '\0' ? from : "");
+    const char *user = getenv("TOCSIN_SMTP_USERNAME"), *pass = getenv("TOCSIN_SMTP_PASSWORD");
+    if (copy_str(cfg->smtp_username, sizeof cfg->smtp_username, user ? user : "") != 0 ||
+        copy_str(cfg->smtp_password, sizeof cfg->smtp_password, pass ? pass : "") != 0)
+        return fail(err, errlen,
+                    user && strlen(user) >= CONFIG_HOST_MAX ? "TOCSIN_SMTP_USERNAME"
+                                                            : "TOCSIN_SMTP_PASSWORD",
+                    "must be under 256 bytes");
+    subject = subject ? subject : "mailto:tocsin@localhost";
+    if ((strncmp(subject, "mailto:", 7) != 0 || !address_ok(subject + 7, CONFIG_ADDRESS_MAX)) &&
+        (strncmp(subject, "https://", 8) != 0 || !subject_url_ok(subject)))
+        return fail(err, errlen, "TOCSIN_VAPID_SUBJECT",
+                    "must be mailto:<address> or an https:// URL of at most 254 bytes");
+    copy_str(cfg->vapid_subject, sizeof cfg->vapid_subject, subject);
+    return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
-    if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0)
+    if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
+        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0)
         return -1;
-    return load_ints(cfg, err, errlen);
+    if (cfg->db_pooled && cfg->migrate_on_start)
+        return fail(err, errlen, "TOCSIN_DB_POOLED",
+                    "needs TOCSIN_MIGRATE_ON_START=0: migrations take a session lock, so run "
+                    "tocsin migrate against PostgreSQL itself");
+    return 0;
 }

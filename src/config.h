@@ -13,6 +13,7 @@
 #define CONFIG_HOST_MAX 256
 #define CONFIG_ERR_MAX 256
 #define CONFIG_AUDIENCE_MAX 128
+#define CONFIG_ADDRESS_MAX 254 /* an email address, or the VAPID subject */
 
 struct config {
     char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
@@ -20,10 +21,17 @@ struct config {
     int http_threads;                  /* TOCSIN_HTTP_THREADS 1..64, default 16*/
     int http_connections_max;          /* TOCSIN_HTTP_CONNECTIONS_MAX 16..10000, default 1024 */
     int http_timeout_s;                /* TOCSIN_HTTP_TIMEOUT_S 1..3600, default 30 */
+    int http_connections_per_addr;     /* TOCSIN_HTTP_CONNECTIONS_PER_ADDR 1..100000, default 128 */
+    int http_header_timeout_s;         /* TOCSIN_HTTP_HEADER_TIMEOUT_S 1..300, default 20 */
+    int http_body_timeout_s;           /* TOCSIN_HTTP_BODY_TIMEOUT_S 1..600, default 30 */
     char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
-    char redis_host[CONFIG_HOST_MAX];  /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
+    int64_t db_wait_ms;                /* TOCSIN_DB_WAIT_S 0..3600, default 60 */
+    int migrate_on_start;              /* TOCSIN_MIGRATE_ON_START 0|1, default 1 */
+    int db_pooled; /* TOCSIN_DB_POOLED 0|1: PostgreSQL through PgBouncer in transaction mode */
+    char redis_host[CONFIG_HOST_MAX]; /* from TOCSIN_REDIS_URL, default redis://127.0.0.1:6379/0 */
     int redis_port;
     int redis_db;                         /* 0..15 */
+    char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
     char redis_prefix[65];     /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
     char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
@@ -56,13 +64,17 @@ struct config {
     int64_t stream_retry_ms;     /* TOCSIN_STREAM_RETRY_MS 0..60000, default 3000 */
     int64_t stream_poll_ms;      /* TOCSIN_STREAM_POLL_MS 50..60000, default 1000 */
     int demo;                    /* TOCSIN_DEMO 0|1, default 0: serve GET /demo */
+    /* Channels to people (DESIGN.md section 8). */
+    char smtp_url[CONFIG_STR_MAX];       /* TOCSIN_SMTP_URL smtp(s)://, default "" (no email) */
+    char smtp_from[CONFIG_HOST_MAX];     /* TOCSIN_SMTP_FROM, the From address */
+    char smtp_username[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_USERNAME, "" = no AUTH */
+    char smtp_password[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_PASSWORD */
+    int smtp_require_tls;                /* TOCSIN_SMTP_REQUIRE_TLS 0|1: smtp:// must STARTTLS */
+    char vapid_subject[CONFIG_HOST_MAX]; /* TOCSIN_VAPID_SUBJECT mailto: or https: URL */
+    int webpush_allow_private;           /* TOCSIN_WEBPUSH_ALLOW_PRIVATE 0|1, default 0 */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */
 int config_load(struct config *cfg, char *err, size_t errlen);
-
-/* Parses "redis://[:password@]host[:port][/db]" into cfg's redis fields. 0 or -1. Exposed for
- * tests. */
-int config_parse_redis_url(struct config *cfg, const char *url);
 
 #endif

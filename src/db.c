@@ -18,6 +18,15 @@
 #define DB_MS_MIN (-62135596800000LL)
 #define DB_MS_MAX 9000000000000000LL
 
+/* Written once at start (db_set_pooled), before any thread connects; read-only afterwards. */
+static bool pooled;
+
+void
+db_set_pooled(bool on)
+{
+    pooled = on;
+}
+
 struct db {
     PGconn *conn;
     bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
@@ -57,6 +66,8 @@ on_notice(void *arg, const char *message)
 static int
 setup_session(struct db *db)
 {
+    if (pooled) /* a session SET would stay on whichever server connection took it */
+        return 0;
     PGresult *res = PQexec(db->conn, "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS);
 
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -91,6 +102,22 @@ db_open(const char *url, char *err, size_t errlen)
         return NULL;
     }
     return db;
+}
+
+int
+db_url_check(const char *url, char *err, size_t errlen)
+{
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url, &why);
+
+    if (opts != NULL) {
+        PQconninfoFree(opts);
+        return 0;
+    }
+    /* libpq's message ends with a newline; NULL message = out of memory. */
+    snprintf(err, errlen, "%.*s", why ? (int)strcspn(why, "\n") : 13, why ? why : "out of memory");
+    PQfreemem(why);
+    return -1;
 }
 
 void
@@ -192,9 +219,9 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
         LOG_WARN("database (will retry): %s", db->err);
         return DB_SOFT_ERROR;
     }
-    if (id == DB_STMT_UNPREPARED) {
+    if (id == DB_STMT_UNPREPARED || pooled) {
         *res = PQexecParams(db->conn, sql, n, NULL, values, NULL, NULL, 0);
-        snprintf(name, sizeof(name), "statement");
+        snprintf(name, sizeof(name), "statement %d", (int)id);
     } else {
         snprintf(name, sizeof(name), "tocsin_%d", (int)id);
         if (!db->prepared[id]) {
@@ -282,7 +309,8 @@ rollback(struct db *db)
 static enum db_status
 tx_once(struct db *db, db_tx_fn fn, void *arg)
 {
-    enum db_status st = db_exec_simple(db, "BEGIN");
+    enum db_status st = db_exec_simple(
+        db, pooled ? "BEGIN; SET LOCAL statement_timeout = " DB_STATEMENT_TIMEOUT_MS : "BEGIN");
 
     if (st != DB_ONE_RESULT)
         return st;

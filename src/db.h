@@ -23,10 +23,18 @@ enum db_status {
 
 struct db; /* opaque: a PGconn and its prepared-statement state */
 
+/* Whether connections go through a pooler in transaction mode (PgBouncer): then statements are
+ * unnamed (PQexecParams: no prepared statement outlives a transaction's server connection) and
+ * no session setting is made (the statement timeout then belongs on the role, see README; each
+ * db_tx_run transaction still sets it with SET LOCAL). Set once, before any connection. */
+void db_set_pooled(bool pooled);
 /* Connects (connect_timeout DB_CONNECT_TIMEOUT_S). Returns a handle to free with db_close, or NULL
  * with the reason in err. The handle reconnects by itself after a lost connection. */
 struct db *db_open(const char *url, char *err, size_t errlen);
 void db_close(struct db *db);
+/* Checks url (a libpq URI or key=value string) with libpq's own parser, without connecting.
+ * Returns 0, or -1 with libpq's reason in err. */
+int db_url_check(const char *url, char *err, size_t errlen);
 /* 0 when a trivial query succeeds (reconnecting first if the connection broke), else -1. */
 int db_ping(struct db *db);
 /* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */
@@ -50,6 +58,11 @@ int db_migrations_current(struct db *db);
 #define DB_KEY_PREFIX_MAX 32
 #define TENANT_NAME_MAX 100
 enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
+/* Locks the tenant's row until the transaction ends (use inside db_tx_run): every limit checked
+ * by counting rows before inserting one (webhooks per tenant, and any such limit to come) takes
+ * it first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
+ * tenant does not exist. */
+enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
 enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
                              const uint8_t hash[32]);
 /* Finds the live (not revoked) key with this prefix; compares hashes in constant time.

@@ -13,15 +13,20 @@
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
- * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleted
- * meetings need no test: deleting one cancels its pending reminders in the same statement. Time is
+ * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleting
+ * a meeting cancels its pending reminders (and a fire waiting on one's row lock then skips it);
+ * the deleted_at test is the backstop for a pending reminder a deleted meeting still has. Time is
  * the database's (now(): the statement's start): a replica whose clock runs ahead cannot fire
  * early, and every replica's fires are stamped by one clock.
- * Each fired occurrence someone can see also becomes a stream event (migrations/004): its tenant's
- * head moves by the number of events (the heads are locked in tenant order, so two batches never
+ * A fired occurrence gets an outbox row per target of each of its reminder's channels
+ * (migrations/007): each live webhook of the tenant, each Web Push subscription of a participant
+ * or the organizer, each participant with an email address when email is on ($4). On the stream
+ * channel it becomes a stream event when someone can see it (migrations/004): its tenant's head
+ * moves by the number of events (the heads are locked in tenant order, so two batches never
  * deadlock, and the lock held to commit makes seq order commit order) and the events take the
- * seqs below the new head. The final SELECT returns 'r' rows (changed reminders), 'o' rows
- * (outbox) and 's' rows (per tenant, the highest stream seq written). */
+ * seqs below the new head; its outbox row is recorded delivered at once (the event is durable).
+ * The final SELECT returns 'r' rows (changed reminders), 'o' rows (outbox rows to deliver) and
+ * 's' rows (per tenant, the highest stream seq written). */
 
 /* clang-format off */
 static const char fire_sql[] =
@@ -33,24 +38,44 @@ static const char fire_sql[] =
     "  FROM want w"
     "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")
     "   AND r.status = 'pending' AND r.fire_at <= now()"
-    "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at),"
-    " ins AS ("
-    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, webhook_id, next_attempt_at)"
-    "  SELECT u.tenant_id, u.meeting_id, u.id, u.fire_at, wh.id, now()"
-    "  FROM upd u JOIN webhooks wh ON wh.tenant_id = u.tenant_id AND wh.deleted_at IS NULL"
-    "  WHERE u.status = 'fired'"
-    "  ON CONFLICT (reminder_id, fire_at, webhook_id) DO NOTHING"
-    "  RETURNING id),"
+    "   AND (SELECT m.deleted_at IS NULL FROM meetings m WHERE m.id = r.meeting_id)"
+    "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at, r.channels),"
     " aud AS ("
-    "  SELECT u.tenant_id, u.id, u.fire_at, u.meeting_id,"
+    "  SELECT u.tenant_id, u.id, u.fire_at, u.meeting_id, u.channels,"
     "   (SELECT CASE WHEN m.organizer_id IS NULL OR m.organizer_id = ANY (m.participant_ids)"
     "    THEN m.participant_ids ELSE m.participant_ids || m.organizer_id END"
     "    FROM meetings m WHERE m.id = u.meeting_id) AS audience"
     "  FROM upd u WHERE u.status = 'fired'),"
+    " hooks AS ("
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
+    "                      webhook_id, next_attempt_at)"
+    "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'webhook', wh.id::text, wh.id::text,"
+    "   wh.id, now()"
+    "  FROM aud a JOIN webhooks wh ON wh.tenant_id = a.tenant_id AND wh.deleted_at IS NULL"
+    "  WHERE a.channels & 1 <> 0"
+    "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING RETURNING id),"
+    " pushes AS ("
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
+    "                      push_subscription_id, recipient, next_attempt_at)"
+    "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'push', ps.id::text, ps.origin, ps.id,"
+    "   ps.participant_id, now()"
+    "  FROM aud a JOIN push_subscriptions ps ON ps.tenant_id = a.tenant_id"
+    "   AND ps.participant_id = ANY (a.audience)"
+    "  WHERE a.channels & 4 <> 0 AND (ps.expires_at IS NULL OR ps.expires_at > now())"
+    "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING RETURNING id),"
+    " mails AS ("
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
+    "                      recipient, address, next_attempt_at)"
+    "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'email', p ->> 'id', 'smtp', p ->> 'id',"
+    "   p ->> 'email', now()"
+    "  FROM aud a, json_array_elements((SELECT m.participants FROM meetings m"
+    "                                   WHERE m.id = a.meeting_id)) AS p"
+    "  WHERE a.channels & 8 <> 0 AND $4::bool AND p ->> 'email' IS NOT NULL"
+    "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING RETURNING id),"
     " ev AS ("
     "  SELECT a.*, row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.id, a.fire_at) AS k,"
     "   count(*) OVER (PARTITION BY a.tenant_id) AS n"
-    "  FROM aud a WHERE cardinality(a.audience) > 0),"
+    "  FROM aud a WHERE a.channels & 2 <> 0 AND cardinality(a.audience) > 0),"
     " head AS ("
     "  INSERT INTO stream_heads AS h (tenant_id, seq)"
     "  SELECT DISTINCT ON (ev.tenant_id) ev.tenant_id, ev.n FROM ev ORDER BY ev.tenant_id"
@@ -62,9 +87,17 @@ static const char fire_sql[] =
     "  SELECT ev.tenant_id, hd.seq - ev.n + ev.k, ev.id, ev.fire_at, now(),"
     "   ev.meeting_id, ev.audience"
     "  FROM ev JOIN head hd ON hd.tenant_id = ev.tenant_id"
-    "  RETURNING tenant_id, seq)"
+    "  RETURNING tenant_id, seq, reminder_id, fire_at, meeting_id),"
+    " streamed AS ("
+    "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
+    "                      status, attempts, delivered_at, next_attempt_at)"
+    "  SELECT s.tenant_id, s.meeting_id, s.reminder_id, s.fire_at, 'stream', 'stream', 'stream',"
+    "   'delivered', 1, now(), now() FROM sev s"
+    "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING)"
     " SELECT 'r', u.id, " DB_MS("u.fire_at") ", u.status, " DB_MS("u.fired_at") " FROM upd u"
-    " UNION ALL SELECT 'o', i.id, NULL, NULL, NULL FROM ins i"
+    " UNION ALL SELECT 'o', i.id, NULL, NULL, NULL FROM hooks i"
+    " UNION ALL SELECT 'o', i.id, NULL, NULL, NULL FROM pushes i"
+    " UNION ALL SELECT 'o', i.id, NULL, NULL, NULL FROM mails i"
     " UNION ALL SELECT 's', s.tenant_id, max(s.seq), NULL, NULL FROM sev s GROUP BY s.tenant_id";
 /* clang-format on */
 
@@ -129,7 +162,7 @@ collect(PGresult *res, struct db_fire_result *out)
 
 enum db_status
 db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                       int64_t missed_grace_ms, struct db_fire_result *out)
+                       int64_t missed_grace_ms, bool email, struct db_fire_result *out)
 {
     char grace[DB_I64_BUF];
     PGresult *res = NULL;
@@ -142,12 +175,12 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
         return DB_HARD_ERROR;
     }
     char *ids = array_text(k, n, 0), *fires = array_text(k, n, 1);
-    const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms)};
+    const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms), email ? "true" : "false"};
     if (ids == NULL || fires == NULL) {
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 3, params, &res);
+    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 4, params, &res);
     if (st == DB_ONE_RESULT && collect(res, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");

@@ -4,6 +4,7 @@
 #ifndef TOCSIN_DB_FIRE_H
 #define TOCSIN_DB_FIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,16 +34,19 @@ struct db_fire_result {
  * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= the
  * database's now() (never early, whatever this replica's clock says) and whose meeting is not
  * deleted becomes 'missed' when now() is past the meeting's start plus missed_grace_ms, else
- * 'fired', with fired_at = now(); each fired one gets an outbox row per
- * live webhook of its tenant, due now and free for any replica's delivery workers. An outbox row
- * that exists already for the occurrence (fired, rescheduled away and back) is not duplicated.
- * Each fired one whose meeting has participants or an organizer also gets a stream event with
- * the next sequence number of its tenant (out->stream: the highest per tenant).
+ * 'fired', with fired_at = now(). Each fired one gets an outbox row per target of its reminder's
+ * channels, due now and free for any replica's delivery workers: each live webhook of its tenant,
+ * each push subscription of its participants and organizer, each participant with an email
+ * address (only when email is true); on the stream channel, when its meeting has participants or
+ * an organizer, a stream event with the next sequence number of its tenant (out->stream: the
+ * highest per tenant) and an outbox row recorded delivered. An outbox row that exists already for
+ * the occurrence and target (fired, rescheduled away and back) is not duplicated.
  * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
 enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                                      int64_t missed_grace_ms, struct db_fire_result *out);
+                                      int64_t missed_grace_ms, bool email,
+                                      struct db_fire_result *out);
 /* Frees out->outbox_ids and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);
 

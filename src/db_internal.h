@@ -11,6 +11,7 @@
 /* Every prepared statement; the id indexes the per-connection "prepared" flags. */
 enum db_stmt {
     STMT_TENANT_ENSURE,
+    STMT_TENANT_LOCK,
     STMT_KEY_INSERT,
     STMT_KEY_LOOKUP,
     STMT_KEY_LIST,
@@ -20,6 +21,7 @@ enum db_stmt {
     STMT_MEETING_GET_FOR_UPDATE,
     STMT_MEETING_UPDATE,
     STMT_MEETING_DELETE,
+    STMT_MEETING_CANCEL_REMINDERS,
     STMT_MEETING_LIST,
     STMT_MEETING_GET_MANY,
     STMT_IDEM_LOCK,
@@ -51,6 +53,14 @@ enum db_stmt {
     STMT_SIGNING_KEY_REVOKE,
     STMT_SIGNING_KEY_GET,
     STMT_SIGNING_KEY_NEWEST,
+    STMT_VAPID_KEY_GET, /* db_push.c */
+    STMT_VAPID_KEY_PUT,
+    STMT_PUSH_SUB_SAME,
+    STMT_PUSH_SUB_TAKE,
+    STMT_PUSH_SUB_COUNT,
+    STMT_PUSH_SUB_INSERT,
+    STMT_PUSH_SUB_DELETE,
+    STMT_PUSH_SUB_GONE,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

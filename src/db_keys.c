@@ -62,6 +62,24 @@ db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id)
     return DB_ONE_RESULT;
 }
 
+/* FOR NO KEY UPDATE conflicts with itself only: rows that reference the tenant (their foreign
+ * key takes KEY SHARE) are inserted as before while the lock is held. */
+enum db_status
+db_tenant_lock(struct db *db, int64_t tenant_id)
+{
+    static const char sql[] = "SELECT 1 FROM tenants WHERE id = $1::bigint FOR NO KEY UPDATE";
+    char tid[DB_I64_BUF];
+    const char *params[] = {db_i64(tid, tenant_id)};
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_TENANT_LOCK, sql, 1, params, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    return st;
+}
+
 /* NO_RESULTS when the prefix is taken (the caller makes a new key): prefixes are random, so this
  * is rare, and not an error worth logging. */
 enum db_status

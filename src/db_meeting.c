@@ -23,7 +23,7 @@
     " m.description, m.time_zone, m.location, " DB_MS("m.starts_at") ", " DB_MS("m.ends_at") "," \
     " m.participants, m.metadata," \
     " (SELECT string_agg(concat_ws(',', r.id, r.minutes_before, " DB_MS("r.fire_at") "," \
-    "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0))," \
+    "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0), r.channels)," \
     "                    ';' ORDER BY r.minutes_before DESC)" \
     "  FROM reminders r WHERE r.meeting_id = m.id), m.organizer_id"
 
@@ -32,7 +32,8 @@
     "$3, $4, " DB_TS("$5") ", " DB_TS("$6") ", $7, $8, $9::json, $10::json, $11::bigint"
 
 /* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays
- * $14..$17 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never). $18: organizer. */
+ * $14..$17 and $19 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never, channels).
+ * $18: organizer. */
 static const char insert_sql[] =
     "WITH m AS ("
     "  INSERT INTO meetings (id, tenant_id, title, description, starts_at, ends_at, time_zone,"
@@ -41,9 +42,11 @@ static const char insert_sql[] =
     "  VALUES ($1::uuid, $2::bigint, " MEETING_WRITE_PARAMS ", " DB_TS("$12") ", " DB_TS("$13") ","
     "          $18)"
     "  RETURNING id, tenant_id)"
-    " INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at)"
-    " SELECT m.id, m.tenant_id, r.mb, " DB_TS("r.fa") ", r.st, " DB_TS("nullif(r.fd, 0)")
-    " FROM m, unnest($14::int[], $15::bigint[], $16::text[], $17::bigint[]) AS r(mb, fa, st, fd)"
+    " INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at,"
+    "                        channels)"
+    " SELECT m.id, m.tenant_id, r.mb, " DB_TS("r.fa") ", r.st, " DB_TS("nullif(r.fd, 0)") ", r.ch"
+    " FROM m, unnest($14::int[], $15::bigint[], $16::text[], $17::bigint[], $19::smallint[])"
+    "         AS r(mb, fa, st, fd, ch)"
     " RETURNING id, minutes_before";
 
 #define GET_SQL \
@@ -58,8 +61,11 @@ static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";
 
 /* Reconciles the reminders by minutes_before in the same statement. Every CTE sees the rows as
  * they were before the statement (o), which is what the gone keys need: the old fire time of a
- * pending reminder that was moved (u) or removed (d). Result rows: kind 'm' once when the meeting
- * exists, 'g' per gone key, 'r' per resulting reminder. $13/$14: minutes_before[], fire_at_ms[]. */
+ * pending reminder that was moved (u, fire time changed) or removed (d). A reminder whose fire
+ * time stays keeps its status; one whose channels alone change is updated in the same UPDATE (a
+ * row may be updated once per statement). Result rows: kind 'm' once when the meeting exists, 'g'
+ * per gone key, 'r' per resulting reminder. $13/$14/$15: minutes_before[], fire_at_ms[],
+ * channels[]. */
 static const char update_sql[] =
     "WITH m AS ("
     "  UPDATE meetings SET title = $3, description = $4, starts_at = " DB_TS("$5") ","
@@ -67,37 +73,45 @@ static const char update_sql[] =
     "         metadata = $10::json, version = $11::bigint, updated_at = " DB_TS("$12")
     "  WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL"
     "  RETURNING id, tenant_id),"
-    " w AS (SELECT * FROM unnest($13::int[], $14::bigint[]) AS w(mb, fa)),"
-    " o AS (SELECT r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at"
+    " w AS (SELECT * FROM unnest($13::int[], $14::bigint[], $15::smallint[]) AS w(mb, fa, ch)),"
+    " o AS (SELECT r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at, r.channels"
     "       FROM reminders r JOIN m ON r.meeting_id = m.id),"
     " d AS (DELETE FROM reminders r USING m"
     "       WHERE r.meeting_id = m.id AND r.minutes_before <> ALL ($13::int[]) RETURNING r.id),"
-    " u AS (UPDATE reminders r SET fire_at = " DB_TS("w.fa") ", status = 'pending', fired_at = NULL"
+    " u AS (UPDATE reminders r SET fire_at = " DB_TS("w.fa") ","
+    "         status = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN 'pending' ELSE r.status END,"
+    "         fired_at = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN NULL ELSE r.fired_at END,"
+    "         channels = w.ch"
     "       FROM m, w WHERE r.meeting_id = m.id AND r.minutes_before = w.mb"
-    "       AND r.fire_at <> " DB_TS("w.fa")
-    "       RETURNING r.id, r.minutes_before AS mb, r.fire_at),"
-    " i AS (INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status)"
-    "       SELECT m.id, m.tenant_id, w.mb, " DB_TS("w.fa") ", 'pending' FROM m, w"
+    "       AND (r.fire_at <> " DB_TS("w.fa") " OR r.channels <> w.ch)"
+    "       RETURNING r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at, r.channels),"
+    " i AS (INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, channels)"
+    "       SELECT m.id, m.tenant_id, w.mb, " DB_TS("w.fa") ", 'pending', w.ch FROM m, w"
     "       WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.mb = w.mb)"
-    "       RETURNING id, minutes_before AS mb, fire_at)"
-    " SELECT 'm'::text, 0::bigint, 0::int, 0::bigint, ''::text, 0::bigint FROM m"
-    " UNION ALL SELECT 'g', o.id, o.mb, " DB_MS("o.fire_at") ", o.status, 0 FROM o"
-    "   WHERE o.status = 'pending' AND (o.id IN (SELECT id FROM d) OR o.id IN (SELECT id FROM u))"
+    "       RETURNING id, minutes_before AS mb, fire_at, channels)"
+    " SELECT 'm'::text, 0::bigint, 0::int, 0::bigint, ''::text, 0::bigint, 0::smallint FROM m"
+    " UNION ALL SELECT 'g', o.id, o.mb, " DB_MS("o.fire_at") ", o.status, 0, o.channels FROM o"
+    "   WHERE o.status = 'pending' AND (o.id IN (SELECT id FROM d) OR o.id IN"
+    "         (SELECT u.id FROM u WHERE u.fire_at <> o.fire_at))"
     " UNION ALL SELECT 'r', o.id, o.mb, " DB_MS("o.fire_at") ", o.status,"
-    "                  coalesce(" DB_MS("o.fired_at") ", 0)"
-    "   FROM o JOIN w ON w.mb = o.mb AND o.fire_at = " DB_TS("w.fa")
-    " UNION ALL SELECT 'r', u.id, u.mb, " DB_MS("u.fire_at") ", 'pending', 0 FROM u"
-    " UNION ALL SELECT 'r', i.id, i.mb, " DB_MS("i.fire_at") ", 'pending', 0 FROM i";
+    "                  coalesce(" DB_MS("o.fired_at") ", 0), o.channels"
+    "   FROM o JOIN w ON w.mb = o.mb AND o.fire_at = " DB_TS("w.fa") " AND o.channels = w.ch"
+    " UNION ALL SELECT 'r', u.id, u.mb, " DB_MS("u.fire_at") ", u.status,"
+    "                  coalesce(" DB_MS("u.fired_at") ", 0), u.channels FROM u"
+    " UNION ALL SELECT 'r', i.id, i.mb, " DB_MS("i.fire_at") ", 'pending', 0, i.channels FROM i";
 
-/* Result rows: 'm' once when a live meeting was deleted, 'g' per cancelled pending reminder. */
+/* Delete is two statements in one transaction. The first takes the meeting's row lock; when it
+ * had to wait for a PUT/PATCH holding that lock, the second starts after that writer committed and
+ * so, in READ COMMITTED, on a snapshot that sees the reminders it inserted. (One statement did
+ * both with the snapshot taken before the wait, and left those reminders pending on a deleted
+ * meeting.) Writers of reminders lock the meeting first, so none can add one after the first. */
 static const char delete_sql[] =
-    "WITH m AS ("
-    "  UPDATE meetings SET deleted_at = now()"
-    "  WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id),"
-    " c AS (UPDATE reminders r SET status = 'cancelled' FROM m"
-    "       WHERE r.meeting_id = m.id AND r.status = 'pending' RETURNING r.id, r.fire_at)"
-    " SELECT 'm'::text, 0::bigint, 0::bigint FROM m"
-    " UNION ALL SELECT 'g', c.id, " DB_MS("c.fire_at") " FROM c";
+    "UPDATE meetings SET deleted_at = now()"
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id";
+/* Result rows: one per cancelled pending reminder, with its key. */
+static const char cancel_sql[] =
+    "UPDATE reminders SET status = 'cancelled'"
+    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, " DB_MS("fire_at");
 
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
  * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
@@ -130,7 +144,8 @@ enum {
     COL_ORGANIZER
 };
 
-/* Parses one "id,minutes_before,fire_at_ms,status,fired_at_ms" item; returns the byte after it. */
+/* Parses one "id,minutes_before,fire_at_ms,status,fired_at_ms,channels" item; returns the byte
+ * after it. */
 static const char *
 parse_reminder(const char *s, struct reminder *r)
 {
@@ -156,6 +171,12 @@ parse_reminder(const char *s, struct reminder *r)
     if (reminder_status_parse(status, &r->status) != 0)
         return NULL;
     r->fired_at_ms = strtoll(s + len + 1, &end, 10);
+    if (*end != ',')
+        return NULL;
+    long ch = strtol(end + 1, &end, 10);
+    if (ch < 1 || ch > CHANNELS_ALL)
+        return NULL;
+    r->channels = (unsigned)ch;
     return end;
 }
 
@@ -222,13 +243,14 @@ array_i64(char buf[ARRAY_BUF], const int64_t *v, size_t n)
 /* The reminder columns of m as array literals, for unnest() on the server. */
 struct reminder_arrays {
     char minutes[ARRAY_BUF], fire_at[ARRAY_BUF], status[ARRAY_BUF], fired_at[ARRAY_BUF];
+    char channels[ARRAY_BUF];
 };
 
 static void
 reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
 {
     int64_t minutes[MEETING_REMINDERS_MAX], fire[MEETING_REMINDERS_MAX];
-    int64_t fired[MEETING_REMINDERS_MAX];
+    int64_t fired[MEETING_REMINDERS_MAX], channels[MEETING_REMINDERS_MAX];
     size_t len = 0;
 
     a->status[len++] = '{';
@@ -237,6 +259,7 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
         minutes[i] = r->minutes_before;
         fire[i] = r->fire_at_ms;
         fired[i] = r->fired_at_ms;
+        channels[i] = r->channels != 0 ? r->channels : CHANNELS_DEFAULT; /* 0: not set by caller */
         len += (size_t)snprintf(a->status + len, sizeof(a->status) - len, "%s%s", i ? "," : "",
                                 reminder_status_name(r->status));
     }
@@ -244,6 +267,7 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
     array_i64(a->minutes, minutes, m->n_reminders);
     array_i64(a->fire_at, fire, m->n_reminders);
     array_i64(a->fired_at, fired, m->n_reminders);
+    array_i64(a->channels, channels, m->n_reminders);
 }
 
 static struct reminder *
@@ -297,7 +321,8 @@ db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
     p.v[15] = p.arr.status;
     p.v[16] = p.arr.fired_at;
     p.v[17] = m->organizer_id;
-    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 18, p.v, &res);
+    p.v[18] = p.arr.channels;
+    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 19, p.v, &res);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res); row++) {
@@ -382,6 +407,7 @@ read_update(struct db *db, const PGresult *res, struct meeting *m, struct remind
             rs[n].minutes_before = (int)db_get_i64(res, row, 2);
             rs[n].fire_at_ms = fire_at_ms;
             rs[n].fired_at_ms = db_get_i64(res, row, 5);
+            rs[n].channels = (unsigned)db_get_i64(res, row, 6);
             n++;
         } else {
             db_set_err(db, "meeting %s: unexpected reminder row after update", m->id);
@@ -409,7 +435,8 @@ db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m, struct re
     p.v[11] = db_ms(p.updated, m->updated_at_ms);
     p.v[12] = p.arr.minutes;
     p.v[13] = p.arr.fire_at;
-    enum db_status st = db_exec(db, STMT_MEETING_UPDATE, update_sql, 14, p.v, &res);
+    p.v[14] = p.arr.channels;
+    enum db_status st = db_exec(db, STMT_MEETING_UPDATE, update_sql, 15, p.v, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = read_update(db, res, m, gone);
@@ -417,29 +444,47 @@ db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m, struct re
     return st;
 }
 
-enum db_status
-db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+struct delete_tx {
+    int64_t tenant_id;
+    const char *id;
+    struct reminder_keys *gone;
+    size_t gone_n0; /* gone->n before the first attempt: a retry starts from it again */
+};
+
+static enum db_status
+delete_tx_run(struct db *db, void *arg)
 {
+    struct delete_tx *t = arg;
     char tenant[DB_I64_BUF];
-    const char *params[] = {id, db_i64(tenant, tenant_id)};
+    const char *params[] = {t->id, db_i64(tenant, t->tenant_id)};
     PGresult *res;
 
-    if (!meeting_id_valid(id))
-        return DB_NO_RESULTS;
+    t->gone->n = t->gone_n0;
     enum db_status st = db_exec(db, STMT_MEETING_DELETE, delete_sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
-    st = DB_NO_RESULTS;
-    for (int row = 0; row < PQntuples(res); row++) {
-        if (PQgetvalue(res, row, 0)[0] == 'm')
-            st = DB_ONE_RESULT;
-        else if (add_gone(db, gone, db_get_i64(res, row, 1), db_get_i64(res, row, 2)) != 0)
+    st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_exec(db, STMT_MEETING_CANCEL_REMINDERS, cancel_sql, 1, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++)
+        if (add_gone(db, t->gone, db_get_i64(res, row, 0), db_get_i64(res, row, 1)) != 0)
             st = DB_HARD_ERROR;
-        if (st == DB_HARD_ERROR)
-            break;
-    }
     PQclear(res);
     return st;
+}
+
+enum db_status
+db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+{
+    struct delete_tx t = {tenant_id, id, gone, gone->n};
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    return db_tx_run(db, delete_tx_run, &t);
 }
 
 static enum db_status

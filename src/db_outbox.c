@@ -12,15 +12,23 @@
 #include "db_internal.h"
 
 /* clang-format off */
+/* The target's details come along: a webhook's URL and secret, a push subscription's endpoint and
+ * keys, an email's address. A target that is gone (webhook deleted, subscription removed) comes
+ * back with gone = 1, so delivery records the row failed instead of sending. */
 static const char claim_sql[] =
-    "UPDATE outbox o SET lease_owner = $1,"
-    "  next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
-    " FROM (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
-    "       AND webhook_id <> ALL ($4::uuid[])"
-    "       ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED) c, webhooks w"
-    " WHERE o.id = c.id AND w.id = o.webhook_id"
-    " RETURNING o.id, o.tenant_id, o.meeting_id, o.reminder_id, " DB_MS("o.fire_at") ","
-    "  o.attempts, o.payload, w.url, w.secret, (w.deleted_at IS NOT NULL)::int, w.id";
+    "WITH c AS (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
+    "           AND receiver <> ALL ($4::text[])"
+    "           ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED),"
+    " l AS (UPDATE outbox o SET lease_owner = $1,"
+    "         next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
+    "       FROM c WHERE o.id = c.id RETURNING o.*)"
+    " SELECT l.id, l.tenant_id, l.meeting_id, l.reminder_id, " DB_MS("l.fire_at") ", l.attempts,"
+    "  l.payload, l.channel, l.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
+    "  CASE l.channel WHEN 'webhook' THEN (w.deleted_at IS NOT NULL)::int"
+    "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
+    "  p.p256dh, p.auth, l.recipient, l.address, " DB_MS("p.expires_at") ", l.target"
+    " FROM l LEFT JOIN webhooks w ON w.id = l.webhook_id"
+    " LEFT JOIN push_subscriptions p ON p.id = l.push_subscription_id";
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL,"
@@ -52,7 +60,7 @@ static const char backlog_sql[] = "SELECT count(*) FROM outbox WHERE status = 'p
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
-    "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id"
+    "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id, o.channel, o.recipient"
     " FROM meetings m LEFT JOIN outbox o ON o.meeting_id = m.id"
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
     " ORDER BY o.id";
@@ -65,6 +73,14 @@ copy_id(char out[MEETING_ID_LEN + 1], const PGresult *res, int row, int col)
     out[MEETING_ID_LEN] = '\0';
 }
 
+/* An optional text column into *out: 0, or -1 when a present value could not be copied. */
+static int
+opt_str(const PGresult *res, int row, int col, char **out)
+{
+    *out = db_get_str(res, row, col);
+    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
+}
+
 static int
 fill_item(const PGresult *res, int row, struct db_outbox_item *it)
 {
@@ -73,35 +89,43 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .reminder_id = db_get_i64(res, row, 3),
                                   .fire_at_ms = db_get_i64(res, row, 4),
                                   .attempts = (int)db_get_i64(res, row, 5),
-                                  .webhook_deleted = db_get_i64(res, row, 9) != 0};
+                                  .channel = channel_parse(PQgetvalue(res, row, 7)),
+                                  .target_gone = db_get_i64(res, row, 11) != 0,
+                                  .expires_at_ms = db_get_i64(res, row, 16)};
     copy_id(it->meeting_id, res, row, 2);
-    copy_id(it->receiver, res, row, 10);
-    it->payload = db_get_str(res, row, 6);
-    it->url = db_get_str(res, row, 7);
-    it->secret = db_get_str(res, row, 8);
-    return it->url != NULL && it->secret != NULL &&
-                   (it->payload != NULL || PQgetisnull(res, row, 6))
-               ? 0
-               : -1;
+    if (opt_str(res, row, 6, &it->payload) != 0 || opt_str(res, row, 8, &it->receiver) != 0 ||
+        opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
+        opt_str(res, row, 12, &it->p256dh) != 0 || opt_str(res, row, 13, &it->auth) != 0 ||
+        opt_str(res, row, 14, &it->recipient) != 0 || opt_str(res, row, 15, &it->address) != 0 ||
+        opt_str(res, row, 17, &it->target) != 0)
+        return -1;
+    return it->receiver != NULL && it->channel != 0 ? 0 : -1;
 }
 
-/* "{a,b}" of n valid uuids (hex digits and dashes only); malloc'ed, NULL when out of memory. */
+/* A PostgreSQL text[] literal of v[0..n): each element double-quoted, '"' and '\\' escaped;
+ * malloc'ed, NULL when out of memory. */
 static char *
-uuid_array(const char *const *ids, size_t n)
+text_array(const char *const *v, size_t n)
 {
-    char *s = malloc(n * (MEETING_ID_LEN + 1) + 3);
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++)
+        cap += 2 * strlen(v[i]) + 3;
+    char *s = malloc(cap);
     size_t len = 0;
 
     if (s == NULL)
         return NULL;
     s[len++] = '{';
     for (size_t i = 0; i < n; i++) {
-        if (!meeting_id_valid(ids[i]))
-            continue;
-        if (len > 1)
+        if (i > 0)
             s[len++] = ',';
-        memcpy(s + len, ids[i], MEETING_ID_LEN);
-        len += MEETING_ID_LEN;
+        s[len++] = '"';
+        for (const char *p = v[i]; *p != '\0'; p++) {
+            if (*p == '"' || *p == '\\')
+                s[len++] = '\\';
+            s[len++] = *p;
+        }
+        s[len++] = '"';
     }
     s[len++] = '}';
     s[len] = '\0';
@@ -114,7 +138,7 @@ db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, const char *
 {
     char lease[DB_I64_BUF], limit[DB_I64_BUF];
     char *ex =
-        uuid_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
+        text_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
     const char *params[] = {
         owner, db_i64(lease, lease_ms),
         db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex};
@@ -144,9 +168,15 @@ void
 db_outbox_item_fini(struct db_outbox_item *it)
 {
     free(it->payload);
+    free(it->receiver);
     free(it->url);
     free(it->secret);
-    it->payload = it->url = it->secret = NULL;
+    free(it->p256dh);
+    free(it->auth);
+    free(it->recipient);
+    free(it->address);
+    free(it->target);
+    memset(it, 0, sizeof *it);
 }
 
 static enum db_status
@@ -328,7 +358,10 @@ db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
                                     PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
                                 .next_attempt_at_ms = db_get_i64(res, row, 8),
                                 .delivered_at_ms = db_get_i64(res, row, 9)};
-        copy_id(d.webhook_id, res, row, 3);
+        if (!PQgetisnull(res, row, 3))
+            copy_id(d.webhook_id, res, row, 3);
+        d.channel = channel_parse(PQgetvalue(res, row, 11));
+        d.recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12);
         strncpy(d.status, PQgetvalue(res, row, 4), sizeof d.status - 1);
         fn(arg, &d);
     }

@@ -14,14 +14,22 @@
 #define DB_OUTBOX_CLAIM_MAX 256   /* rows one lease statement takes */
 #define DB_OUTBOX_EXCLUDE_MAX 512 /* receivers a lease statement may skip */
 
+/* A leased row. Strings are malloc'ed (NULL when absent); db_outbox_item_fini frees them. */
 struct db_outbox_item {
     int64_t id, tenant_id, reminder_id, fire_at_ms;
-    int attempts; /* before this one */
+    int attempts;     /* before this one */
+    unsigned channel; /* CHANNEL_WEBHOOK, CHANNEL_PUSH or CHANNEL_EMAIL */
     char meeting_id[MEETING_ID_LEN + 1];
-    char receiver[MEETING_ID_LEN + 1]; /* the webhook's id: the unit of isolation */
-    char *payload; /* NULL until the first recorded attempt stores the body it sent */
-    char *url, *secret;
-    bool webhook_deleted;
+    char *receiver;        /* the unit of isolation: a webhook id, a push service origin, "smtp" */
+    char *payload;         /* NULL until the first recorded attempt stores the body it sent */
+    char *url;             /* webhook URL or push endpoint */
+    char *secret;          /* webhook secret ("" for others) */
+    char *p256dh, *auth;   /* push: the subscription's keys */
+    char *recipient;       /* push, email: the participant id */
+    char *address;         /* email: the address */
+    char *target;          /* the webhook id, push subscription id or participant id */
+    int64_t expires_at_ms; /* push: the subscription's expiry, 0 = none */
+    bool target_gone;      /* webhook deleted or subscription removed: record failed, never send */
 };
 
 /* Leases up to max (<= DB_OUTBOX_CLAIM_MAX) due pending rows to owner for lease_ms, skipping the
@@ -65,7 +73,9 @@ enum db_status db_outbox_backlog(struct db *db, int64_t *n);
 
 struct db_delivery {
     int64_t id, reminder_id, fire_at_ms, next_attempt_at_ms, delivered_at_ms; /* 0 = never */
-    char webhook_id[MEETING_ID_LEN + 1];
+    unsigned channel;
+    char webhook_id[MEETING_ID_LEN + 1]; /* "" unless a webhook row */
+    const char *recipient;               /* push, email: the participant id; else NULL */
     char status[12];
     int attempts, last_status; /* last_status 0 = none */
     char *last_error;          /* NULL when none */

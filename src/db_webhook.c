@@ -20,15 +20,28 @@ static const char delete_sql[] =
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
 /* clang-format on */
 
-enum db_status
-db_webhook_insert(struct db *db, int64_t tenant_id, struct db_webhook *w)
+struct insert_tx {
+    int64_t tenant_id;
+    struct db_webhook *w;
+};
+
+/* The count in insert_sql runs after the tenant lock, on a snapshot that sees every webhook a
+ * concurrent insert of the same tenant committed (40 parallel inserts at 90 made 102 without it).
+ */
+static enum db_status
+insert_tx_run(struct db *db, void *arg)
 {
+    struct insert_tx *t = arg;
+    struct db_webhook *w = t->w;
     char tenant[DB_I64_BUF], cap[DB_I64_BUF];
-    const char *params[] = {w->id,     db_i64(tenant, tenant_id),           w->url, w->description,
+    const char *params[] = {w->id,     db_i64(tenant, t->tenant_id),        w->url, w->description,
                             w->secret, db_i64(cap, WEBHOOKS_PER_TENANT_MAX)};
     PGresult *res;
-    enum db_status st = db_exec(db, STMT_WEBHOOK_INSERT, insert_sql, 6, params, &res);
+    enum db_status st = db_tenant_lock(db, t->tenant_id);
 
+    if (st != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    st = db_exec(db, STMT_WEBHOOK_INSERT, insert_sql, 6, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
@@ -36,6 +49,13 @@ db_webhook_insert(struct db *db, int64_t tenant_id, struct db_webhook *w)
         w->created_at_ms = db_get_i64(res, 0, 0);
     PQclear(res);
     return st;
+}
+
+enum db_status
+db_webhook_insert(struct db *db, int64_t tenant_id, struct db_webhook *w)
+{
+    struct insert_tx t = {tenant_id, w};
+    return db_tx_run(db, insert_tx_run, &t);
 }
 
 static void

@@ -21,7 +21,8 @@ struct db_webhook {
 };
 
 /* Inserts w (id, url, description, secret set by the caller) unless the tenant has
- * WEBHOOKS_PER_TENANT_MAX live ones: ONE_RESULT (created_at_ms filled) or NO_RESULTS (cap). */
+ * WEBHOOKS_PER_TENANT_MAX live ones: ONE_RESULT (created_at_ms filled) or NO_RESULTS (cap). Runs
+ * its own transaction, which takes db_tenant_lock first: the cap holds under concurrency. */
 enum db_status db_webhook_insert(struct db *db, int64_t tenant_id, struct db_webhook *w);
 typedef void (*db_webhook_row_fn)(void *arg, const struct db_webhook *w);
 /* Calls fn for each live webhook of the tenant, oldest first (secret NULL). */

@@ -12,15 +12,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "channel.h"
 #include "codec.h"
 #include "db.h"
 #include "db_outbox.h"
+#include "db_push.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "timefmt.h"
-#include "webhook.h"
-#include "webhook_sign.h"
 
 #define OWNER_MAX 160
 #define RECEIVER_BUCKETS 1024
@@ -50,11 +50,10 @@ struct job {
     struct db_outbox_item it;
     struct receiver *rcv;
     bool sending;
-    bool body_new; /* built by this worker: stored with the attempt's record */
-    size_t slot;   /* index in the worker's held array */
-    char msg_id[WEBHOOK_ID_MAX];
-    char sig[WEBHOOK_SIGNATURE_LEN + 1];
-    struct webhook_request_buf hdr;
+    bool body_new;   /* built by this worker: stored with the attempt's record */
+    const char *why; /* when the payload could not be built: why the row gives up */
+    size_t slot;     /* index in the worker's held array */
+    struct channel_req req;
     struct job *next; /* receiver queue */
 };
 
@@ -68,6 +67,7 @@ struct worker {
     int64_t db_retry_ms;
     bool db_down;
     struct outbound *out;
+    struct push_keys *keys; /* the tenants' VAPID keys and JWTs */
     atomic_bool woken;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
@@ -82,7 +82,10 @@ struct worker {
     int *statuses;
     const char **texts, **texts2;
     struct db_outbox_failure *fails;
+    unsigned *fail_channels; /* the channel of each failure */
+    bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
+    enum channel_verdict *verdicts;
 };
 
 /* Requests in flight in this process, for /metrics. */
@@ -91,9 +94,9 @@ static atomic_size_t in_flight;
 struct deliver {
     atomic_bool stop;
     char *database_url, *instance_id;
+    struct channel_opts channel; /* borrowed strings: the configuration outlives delivery */
     int64_t retry_base_ms, timeout_ms;
     int max_attempts, concurrency, per_receiver;
-    bool allow_private;
     int n_workers;
     struct worker *workers;
 };
@@ -253,10 +256,16 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
     }
     char *bodies = codec_string_array(w->texts, n);
     if (bodies == NULL || w->db == NULL ||
-        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT)
+        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
-    else
+    } else {
+        int64_t now = timefmt_now_ms();
         metrics_add(METRIC_DELIVERED, n);
+        for (size_t i = 0; i < n; i++) {
+            metrics_channel_add(ok[i]->it.channel, OUTCOME_SENT, 1);
+            metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
+        }
+    }
     free(bodies);
 }
 
@@ -274,6 +283,9 @@ record_failed(struct worker *w, size_t n)
     } else {
         metrics_add(METRIC_DELIVERY_FAILED, failed);
         metrics_add(METRIC_DELIVERY_RETRIED, n - failed);
+        for (size_t i = 0; i < n; i++)
+            metrics_channel_add(w->fail_channels[i],
+                                w->fail_final[i] ? OUTCOME_FAILED : OUTCOME_RETRIED, 1);
     }
     free(errors);
     free(bodies);
@@ -290,9 +302,21 @@ add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64
     if (retry_after_s * 1000 > delay) /* the receiver asked for a later retry */
         delay = retry_after_s * 1000;
     w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up};
+    w->fail_channels[*n] = j->it.channel;
+    w->fail_final[*n] = give_up || j->it.attempts + 1 >= w->d->max_attempts;
     w->texts[*n] = err;
     w->texts2[*n] = j->body_new ? j->it.payload : NULL;
     (*n)++;
+}
+
+/* A push service said the subscription is gone (404, 410): it is removed, so no later reminder
+ * tries it again. */
+static void
+target_gone(struct worker *w, const struct job *j)
+{
+    if (j->it.channel == CHANNEL_PUSH && j->it.target != NULL && w->db != NULL &&
+        db_push_subscription_gone(w->db, j->it.target) != DB_ONE_RESULT)
+        db_lost(w, "a gone push subscription not removed (retried at its next reminder)");
 }
 
 /* ---- circuits ----------------------------------------------------------------------------- */
@@ -342,7 +366,8 @@ circuit_note(struct worker *w, struct receiver *r, bool ok, long status, int64_t
 
 /* ---- one round ------------------------------------------------------------------------------ */
 
-/* Records the answers done[0..n) and frees their jobs. */
+/* Records the answers done[0..n) and frees their jobs: the deliveries in one statement, the
+ * failed attempts in another. */
 static void
 take_answers(struct worker *w, size_t n)
 {
@@ -356,51 +381,68 @@ take_answers(struct worker *w, size_t n)
         j->rcv->sending--;
         atomic_fetch_sub(&in_flight, 1);
         circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
-        if (w->done[i].ok) {
+        w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
+        if (w->verdicts[i] == CHANNEL_DELIVERED) {
             w->statuses[n_ok] = (int)w->done[i].status;
             ok[n_ok++] = j;
+        } else {
+            if (w->verdicts[i] == CHANNEL_GONE)
+                target_gone(w, j);
+            add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
+                        w->verdicts[i] != CHANNEL_RETRY);
         }
     }
     if (n_ok > 0)
         record_delivered(w, ok, n_ok);
-    for (size_t i = 0; i < n_ok; i++)
-        job_drop(w, ok[i]);
-    for (size_t i = 0; i < n; i++)
-        if (!w->done[i].ok)
-            add_failure(w, &n_fail, w->done[i].tag, w->done[i].status, w->done[i].retry_after_s,
-                        w->done[i].err, false);
     if (n_fail > 0)
         record_failed(w, n_fail);
     for (size_t i = 0; i < n; i++)
-        if (!w->done[i].ok)
-            job_drop(w, w->done[i].tag);
+        job_drop(w, w->done[i].tag);
 }
 
-/* Signs and starts j. false when it could not start (recorded as a failed attempt). */
+/* Writes a push job's VAPID Authorization (its tenant's key pair, made on first use). 0, or -1
+ * with the reason in err. */
+static int
+authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    char audience[WEBPUSH_ORIGIN_MAX + 1];
+
+    if (channel_push_audience(&j->it, audience) != 0) {
+        snprintf(err, OUTBOUND_ERR_MAX, "push endpoint has no usable origin");
+        *give_up = true;
+        return -1;
+    }
+    switch (push_keys_authorization(w->keys, w->db, j->it.tenant_id, audience,
+                                    timefmt_now_ms() / 1000, j->req.authorization)) {
+    case DB_ONE_RESULT:
+        return 0;
+    case DB_NO_RESULTS:
+    case DB_HARD_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "VAPID key could not be made or used");
+        return -1;
+    case DB_SOFT_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
+        return -1;
+    }
+    return -1;
+}
+
+/* Starts j's request. false when it could not start (recorded as a failed attempt). */
 static bool
 start(struct worker *w, struct job *j)
 {
-    struct outbound_request req;
     char err[OUTBOUND_ERR_MAX];
-    int64_t ts = timefmt_now_ms() / 1000;
-    struct webhook_message m = {j->it.url, j->msg_id,     ts,
-                                j->sig,    j->it.payload, strlen(j->it.payload)};
+    bool give_up = false;
 
-    webhook_message_id(j->it.reminder_id, j->it.fire_at_ms, j->msg_id);
-    if (webhook_sign(j->it.secret, j->msg_id, ts, m.body, m.body_len, j->sig) != 0 ||
-        webhook_request(&m, &j->hdr, &req, w->d->timeout_ms) != 0) {
-        snprintf(err, sizeof err, "webhook secret unusable");
-    } else {
-        req.tag = j;
-        if (outbound_start(w->out, &req, err) == 0) {
-            j->sending = true;
-            j->rcv->sending++;
-            atomic_fetch_add(&in_flight, 1);
-            return true;
-        }
+    if ((j->it.channel != CHANNEL_PUSH || authorize_push(w, j, err, &give_up) == 0) &&
+        channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
+        j->sending = true;
+        j->rcv->sending++;
+        atomic_fetch_add(&in_flight, 1);
+        return true;
     }
     size_t n = 0;
-    add_failure(w, &n, j, 0, 0, err, false);
+    add_failure(w, &n, j, 0, 0, err, give_up);
     record_failed(w, n);
     job_drop(w, j);
     return false;
@@ -437,9 +479,9 @@ find_meeting(const struct db_meeting_list *l, const char *id)
     return NULL;
 }
 
-/* Builds the bodies of the new jobs j[0..n) that have none from their meetings as the API shows
- * them now, in one round trip; a job whose meeting is gone keeps none. 0, or -1 on database
- * trouble. */
+/* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
+ * shows them now, in one round trip; a job whose payload cannot be built keeps none and says why
+ * (its meeting is gone, ...). 0, or -1 on database trouble. */
 static int
 build_bodies(struct worker *w, struct job **j, size_t n)
 {
@@ -459,16 +501,24 @@ build_bodies(struct worker *w, struct job **j, size_t n)
         if (j[i]->it.payload != NULL)
             continue;
         const struct meeting *m = find_meeting(&ms, j[i]->it.meeting_id);
-        struct occurrence o = {j[i]->it.reminder_id, j[i]->it.fire_at_ms, 0};
-        if (m != NULL && (j[i]->it.payload = codec_notification_encode(m, &o, now)) != NULL)
+        if (m == NULL)
+            j[i]->why = "meeting deleted before delivery";
+        else if ((j[i]->it.payload =
+                      channel_payload(&w->d->channel, &j[i]->it, m, now, &j[i]->why)) != NULL)
             j[i]->body_new = true;
     }
     db_meeting_list_fini(&ms);
     return 0;
 }
 
-/* Turns leased rows into jobs: rows of deleted webhooks and meetings fail for good, the others
- * are queued for their receivers. */
+static const char *
+target_gone_reason(unsigned channel)
+{
+    return channel == CHANNEL_PUSH ? "push subscription removed" : "webhook deleted";
+}
+
+/* Turns leased rows into jobs: rows whose target or meeting is gone, or whose payload cannot be
+ * built, fail for good; the others are queued for their receivers. */
 static void
 take_rows(struct worker *w, size_t n)
 {
@@ -500,8 +550,8 @@ take_rows(struct worker *w, size_t n)
     size_t n_gone = 0;
     for (size_t i = 0; i < k; i++) {
         struct job *j = fresh[i];
-        const char *why = j->it.webhook_deleted   ? "webhook deleted"
-                          : j->it.payload == NULL ? "meeting deleted before delivery"
+        const char *why = j->it.target_gone       ? target_gone_reason(j->it.channel)
+                          : j->it.payload == NULL ? j->why
                                                   : NULL;
         if (why == NULL) {
             enqueue(w, j);
@@ -664,6 +714,7 @@ worker_fini(struct worker *w)
             free(r);
         }
     outbound_free(w->out);
+    push_keys_free(w->keys);
     db_close(w->db);
     free(w->held);
     free(w->claimed);
@@ -673,7 +724,10 @@ worker_fini(struct worker *w)
     free(w->texts);
     free(w->texts2);
     free(w->fails);
+    free(w->fail_channels);
+    free(w->fail_final);
     free(w->jobs);
+    free(w->verdicts);
 }
 
 static int
@@ -686,7 +740,8 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
     snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
-    w->out = outbound_new(d->allow_private);
+    w->out = outbound_new();
+    w->keys = push_keys_new(d->channel.vapid_subject);
     w->held = calloc(c, sizeof *w->held);
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
@@ -695,9 +750,13 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->texts = calloc(c, sizeof *w->texts);
     w->texts2 = calloc(c, sizeof *w->texts2);
     w->fails = calloc(c, sizeof *w->fails);
+    w->fail_channels = calloc(c, sizeof *w->fail_channels);
+    w->fail_final = calloc(c, sizeof *w->fail_final);
     w->jobs = calloc(c, sizeof *w->jobs);
-    return w->out && w->held && w->claimed && w->done && w->ids && w->statuses && w->texts &&
-                   w->texts2 && w->fails && w->jobs
+    w->verdicts = calloc(c, sizeof *w->verdicts);
+    return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
+                   w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&
+                   w->jobs && w->verdicts
                ? 0
                : -1;
 }
@@ -723,10 +782,11 @@ deliver_start(const struct deliver_opts *opts)
     atomic_init(&d->stop, false);
     d->retry_base_ms = opts->retry_base_ms;
     d->timeout_ms = opts->timeout_ms;
+    d->channel = opts->channel;
+    d->channel.timeout_ms = opts->timeout_ms;
     d->max_attempts = opts->max_attempts;
     d->concurrency = opts->concurrency;
     d->per_receiver = opts->per_receiver;
-    d->allow_private = opts->allow_private;
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
     d->workers = calloc((size_t)opts->workers, sizeof *d->workers);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "channel.h"
+
 /* A worker leases rows for DELIVER_LEASE_MS and renews the lease of every row it holds (queued or
  * in flight) every DELIVER_RENEW_MS: the rows of a killed replica are due again within
  * DELIVER_LEASE_MS, and an idle worker looks every DELIVER_POLL_MS, so they move on within the
@@ -38,7 +40,7 @@ struct deliver_opts {
     int64_t retry_base_ms;
     int64_t timeout_ms;
     int max_attempts;
-    bool allow_private;
+    struct channel_opts channel; /* strings borrowed: they must outlive delivery */
 };
 
 struct deliver;

@@ -33,6 +33,7 @@ struct dispatch {
     char *database_url;
     char *instance_id;
     int64_t claim_ttl_ms, missed_grace_ms;
+    bool email; /* outbox rows for the email channel (SMTP configured) */
     dispatch_fired_fn on_fired;
     void *on_fired_arg;
     dispatch_streamed_fn on_streamed;
@@ -198,7 +199,7 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n)
         LOG_WARN("dispatch: %s", err);
         return DB_SOFT_ERROR;
     }
-    return db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, &d->res);
+    return db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email, &d->res);
 }
 
 /* Fires k[0..n), retrying transient failures with backoff until it works or dispatch_stop's
@@ -300,6 +301,7 @@ dispatch_start(const struct dispatch_opts *opts)
     atomic_init(&d->drain_until_ms, 0);
     d->claim_ttl_ms = opts->claim_ttl_ms;
     d->missed_grace_ms = opts->missed_grace_ms;
+    d->email = opts->email;
     d->on_fired = opts->on_fired;
     d->on_fired_arg = opts->on_fired_arg;
     d->on_streamed = opts->on_streamed;

@@ -8,6 +8,7 @@
 #ifndef TOCSIN_DISPATCH_H
 #define TOCSIN_DISPATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ struct dispatch_opts {
     const char *instance_id;    /* claim value and outbox lease owner */
     int64_t claim_ttl_ms;       /* how long a claim blocks other replicas */
     int64_t missed_grace_ms;    /* fired later than meeting start + this: recorded missed */
+    bool email;                 /* write email outbox rows (an SMTP server is configured) */
     dispatch_fired_fn on_fired; /* NULL = nobody to hand rows to (delivery's poller finds them) */
     void *on_fired_arg;
     dispatch_streamed_fn on_streamed; /* NULL = no local stream hub (others poll or get PUBLISH) */

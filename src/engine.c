@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 
-#include "expiry.h"
 #include "members.h"
 #include "recon.h"
 #include "scheduler.h"
@@ -21,15 +20,6 @@ struct engine {
     struct expiry *expiry;
     const struct engine_hooks *hooks;
 };
-
-static struct mirror_opts
-mirror_opts_of(const struct config *cfg)
-{
-    return (struct mirror_opts){
-        cfg->redis_host,   cfg->redis_port,
-        cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
-        cfg->redis_prefix, cfg->mirror_horizon_ms};
-}
 
 /* After each (re)subscribe: events and wake-ups may have been lost while away. */
 static void
@@ -64,7 +54,7 @@ struct engine *
 engine_start(const struct config *cfg, const struct engine_hooks *hooks)
 {
     struct engine *e = calloc(1, sizeof *e);
-    struct mirror_opts mo = mirror_opts_of(cfg);
+    struct mirror_opts mo = mirror_opts_of(cfg, 0);
 
     if (e == NULL)
         return NULL;
@@ -74,9 +64,9 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
         goto fail;
     struct dispatch_opts dopt = {cfg->database_url,    mo,
                                  cfg->instance_id,     cfg->claim_ttl_ms,
-                                 cfg->missed_grace_ms, hooks->on_fired,
-                                 hooks->fired_arg,     hooks->on_streamed,
-                                 hooks->streamed_arg};
+                                 cfg->missed_grace_ms, cfg->smtp_url[0] != '\0',
+                                 hooks->on_fired,      hooks->fired_arg,
+                                 hooks->on_streamed,   hooks->streamed_arg};
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
     struct recon_opts ropt = {cfg->database_url,           mo,          cfg->recon_interval_ms,
@@ -88,6 +78,7 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if ((e->sched = sched_start(&sopt)) == NULL)
         goto fail;
     struct expiry_opts eopt = {mo,
+                               cfg->instance_id,
                                e->dispatch,
                                e->members,
                                on_subscribed,
@@ -125,6 +116,8 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     out->dispatch_queue = e->dispatch ? dispatch_depth(e->dispatch) : 0;
     out->sched_held = sched_size(e->sched);
     out->subscribed = expiry_connected(e->expiry);
+    out->notify = expiry_notify_state(e->expiry);
+    out->redis_up = recon_redis_up(e->recon);
     out->recon_passes = e->recon ? recon_passes(e->recon) : 0;
     struct shard_set owned;
     members_shards(e->members, &owned);

@@ -11,14 +11,17 @@
 
 #include "config.h"
 #include "dispatch.h"
+#include "expiry.h"
 #include "meeting.h"
 
 struct engine;
 
 struct engine_gauges {
-    size_t dispatch_queue; /* occurrences waiting for dispatch */
-    size_t sched_held;     /* occurrences the scheduler holds for the next window */
-    bool subscribed;       /* the expiry listener is subscribed */
+    size_t dispatch_queue;     /* occurrences waiting for dispatch */
+    size_t sched_held;         /* occurrences the scheduler holds for the next window */
+    bool subscribed;           /* the expiry listener is subscribed */
+    bool redis_up;             /* the reconciler's last look at Redis got answers */
+    enum expiry_notify notify; /* whether expired events arrive (the listener's probe) */
     unsigned long long recon_passes;
     size_t shards_owned; /* of SHARD_COUNT */
     size_t replicas;     /* live replicas at the last heartbeat */

@@ -6,6 +6,7 @@
 #include "expiry.h"
 
 #include <hiredis/hiredis.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,14 +19,21 @@
 #include "metrics.h"
 #include "mirror_internal.h"
 #include "mirror_stream.h"
+#include "timefmt.h"
 
 #define EXPIRY_CHANNEL_MAX 48
+#define EXPIRY_INSTANCE_MAX 64
+#define EXPIRY_PROBE_KEY_MAX (MIRROR_PREFIX_MAX + EXPIRY_INSTANCE_MAX + 32)
+#define EXPIRY_PROBE_TTL_MS 1 /* the probe key is meant to expire at once */
+#define EXPIRY_WHY_MAX 256
 
 struct expiry {
     pthread_t thread;
     atomic_bool stop;
     atomic_bool connected;
+    atomic_int notify; /* enum expiry_notify */
     struct mirror *mi;
+    struct mirror *cmd; /* a second connection: a subscribed one cannot send SET or CONFIG */
     struct dispatch *d;
     struct members *members;
     expiry_connect_fn on_connect;
@@ -35,6 +43,14 @@ struct expiry {
     char channel[EXPIRY_CHANNEL_MAX];
     char stream_channel[MIRROR_STREAM_CHANNEL_MAX];
     bool was_down; /* an outage is logged once, not per retry */
+    /* The probe, used by the thread only. probe_key is "" when no probe is under way. */
+    char instance[EXPIRY_INSTANCE_MAX + 1];
+    char probe_key[EXPIRY_PROBE_KEY_MAX];
+    uint64_t probe_seq;
+    int64_t probe_deadline_ms;       /* monotonic */
+    int64_t probe_touch_ms;          /* monotonic: next EXISTS on the probe key */
+    int64_t probe_next_ms;           /* monotonic: next probe after a failed one; 0 = none owed */
+    char config_why[EXPIRY_WHY_MAX]; /* what CONFIG said, for the warning */
     size_t n;
     struct reminder_key batch[DISPATCH_BATCH_MAX];
 };
@@ -45,6 +61,69 @@ flush(struct expiry *e)
     if (e->n > 0)
         dispatch_submit(e->d, e->batch, e->n);
     e->n = 0;
+}
+
+static void
+set_notify(struct expiry *e, enum expiry_notify now)
+{
+    enum expiry_notify was = (enum expiry_notify)atomic_exchange(&e->notify, (int)now);
+
+    if (now == EXPIRY_NOTIFY_MISSING && was != EXPIRY_NOTIFY_MISSING)
+        LOG_WARN("expiry: redis sends no expired events (probe key %s: none within %d ms); "
+                 "notify-keyspace-events must include E and x%s%s; reminders still fire from "
+                 "PostgreSQL",
+                 e->probe_key, EXPIRY_PROBE_WAIT_MS, e->config_why[0] ? "; " : "", e->config_why);
+    else if (now == EXPIRY_NOTIFY_OK && was == EXPIRY_NOTIFY_MISSING)
+        LOG_INFO("expiry: redis sends expired events again");
+}
+
+static void
+probe_done(struct expiry *e, enum expiry_notify found)
+{
+    set_notify(e, found);
+    e->probe_key[0] = '\0';
+    e->probe_next_ms = found == EXPIRY_NOTIFY_OK ? 0 : timefmt_mono_ms() + EXPIRY_PROBE_RETRY_MS;
+}
+
+/* Tries to fix the setting with CONFIG (refused on managed Redis: only remembered for the
+ * warning), then sets a probe key that expires at once. Its event then arrives on our
+ * subscription, or the setting is wrong whatever CONFIG said. */
+static void
+probe_start(struct expiry *e)
+{
+    int64_t now = timefmt_mono_ms();
+
+    e->config_why[0] = '\0';
+    mirror_ensure_notify(e->cmd, e->config_why, sizeof e->config_why);
+    snprintf(e->probe_key, sizeof e->probe_key, "%s:probe:%s:%" PRIu64, mirror_prefix(e->mi),
+             e->instance, ++e->probe_seq);
+    if (mirror_probe_set(e->cmd, e->probe_key, EXPIRY_PROBE_TTL_MS) != 0) {
+        probe_done(e, EXPIRY_NOTIFY_UNKNOWN);
+        return;
+    }
+    e->probe_deadline_ms = now + EXPIRY_PROBE_WAIT_MS;
+    e->probe_touch_ms = now + EXPIRY_PROBE_TOUCH_MS;
+    e->probe_next_ms = 0;
+}
+
+/* Between reads: touching the probe key makes Redis expire it now instead of when its sampler
+ * finds it among every key with a TTL; past the deadline the setting is missing. */
+static void
+probe_step(struct expiry *e)
+{
+    int64_t now = timefmt_mono_ms();
+
+    if (e->probe_key[0] == '\0') {
+        if (e->probe_next_ms != 0 && now >= e->probe_next_ms)
+            probe_start(e);
+        return;
+    }
+    if (now >= e->probe_deadline_ms) {
+        probe_done(e, EXPIRY_NOTIFY_MISSING);
+    } else if (now >= e->probe_touch_ms) {
+        mirror_probe_touch(e->cmd, e->probe_key);
+        e->probe_touch_ms = now + EXPIRY_PROBE_TOUCH_MS;
+    }
 }
 
 /* A message on the stream wake-up channel. */
@@ -68,6 +147,10 @@ take(struct expiry *e, const redisReply *r)
         r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0 ||
         r->element[1]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING)
         return;
+    if (e->probe_key[0] != '\0' && strcmp(r->element[2]->str, e->probe_key) == 0) {
+        probe_done(e, EXPIRY_NOTIFY_OK);
+        return;
+    }
     if (e->on_stream != NULL && strcmp(r->element[1]->str, e->stream_channel) == 0) {
         take_stream(e, r->element[2]);
         return;
@@ -90,6 +173,9 @@ lost(struct expiry *e, const char *why)
         LOG_WARN("expiry: subscriber disconnected (%s); reconnecting", why);
     e->was_down = true;
     atomic_store(&e->connected, false);
+    atomic_store(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
+    e->probe_key[0] = '\0';
+    e->probe_next_ms = 0;
     mirror_conn_lost(e->mi);
 }
 
@@ -119,16 +205,18 @@ subscribe(struct expiry *e, redisContext *c)
     e->was_down = false;
     if (e->on_connect != NULL)
         e->on_connect(e->on_connect_arg);
+    probe_start(e);
     return 0;
 }
 
-/* Parses what is buffered, then waits up to EXPIRY_POLL_MS for more. -1 when the connection
- * failed. */
+/* Parses what is buffered, then waits up to EXPIRY_POLL_MS for more (EXPIRY_PROBE_TOUCH_MS while
+ * a probe is under way). -1 when the connection failed. */
 static int
 pump(struct expiry *e, redisContext *c)
 {
     void *reply;
     struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    int wait_ms = e->probe_key[0] != '\0' ? EXPIRY_PROBE_TOUCH_MS : EXPIRY_POLL_MS;
 
     for (;;) {
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
@@ -139,7 +227,7 @@ pump(struct expiry *e, redisContext *c)
         freeReplyObject(reply);
     }
     flush(e);
-    int rc = poll(&pfd, 1, EXPIRY_POLL_MS);
+    int rc = poll(&pfd, 1, wait_ms);
     if (rc == 0)
         return 0;
     if (rc < 0 || redisBufferRead(c) != REDIS_OK)
@@ -168,6 +256,8 @@ run(void *arg)
         }
         if (pump(e, c) != 0)
             lost(e, c->errstr[0] ? c->errstr : "read failed");
+        else
+            probe_step(e);
     }
     return NULL;
 }
@@ -181,8 +271,10 @@ expiry_start(const struct expiry_opts *opts)
         return NULL;
     atomic_init(&e->stop, false);
     atomic_init(&e->connected, false);
+    atomic_init(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
     e->d = opts->dispatch;
     e->members = opts->members;
+    snprintf(e->instance, sizeof e->instance, "%s", opts->instance_id ? opts->instance_id : "-");
     e->on_connect = opts->on_connect;
     e->on_connect_arg = opts->on_connect_arg;
     e->on_stream = opts->on_stream;
@@ -190,8 +282,10 @@ expiry_start(const struct expiry_opts *opts)
     mirror_stream_channel(e->stream_channel, sizeof e->stream_channel, opts->mirror.prefix);
     snprintf(e->channel, sizeof e->channel, "__keyevent@%d__:expired", opts->mirror.db);
     e->mi = mirror_new(&opts->mirror);
-    if (e->mi == NULL || pthread_create(&e->thread, NULL, run, e) != 0) {
+    e->cmd = mirror_new(&opts->mirror);
+    if (e->mi == NULL || e->cmd == NULL || pthread_create(&e->thread, NULL, run, e) != 0) {
         mirror_free(e->mi);
+        mirror_free(e->cmd);
         free(e);
         return NULL;
     }
@@ -204,6 +298,12 @@ expiry_connected(struct expiry *e)
     return e != NULL && atomic_load(&e->connected);
 }
 
+enum expiry_notify
+expiry_notify_state(struct expiry *e)
+{
+    return e != NULL ? (enum expiry_notify)atomic_load(&e->notify) : EXPIRY_NOTIFY_UNKNOWN;
+}
+
 void
 expiry_stop(struct expiry *e)
 {
@@ -212,5 +312,6 @@ expiry_stop(struct expiry *e)
     atomic_store(&e->stop, true);
     pthread_join(e->thread, NULL);
     mirror_free(e->mi);
+    mirror_free(e->cmd);
     free(e);
 }

@@ -3,7 +3,11 @@
  * reminder key of our prefix becomes an occurrence for dispatch; each wake-up goes to on_stream.
  * Both are hints: late, lost while disconnected, seen by every replica; the scheduler, the
  * reconciler and the stream hub's poll cover what they miss. Reconnects with the mirror's backoff
- * and calls on_connect after every (re)subscribe so a repair pass covers the gap. */
+ * and calls on_connect after every (re)subscribe so a repair pass covers the gap.
+ * After every (re)subscribe it also checks that Redis sends expired events at all, end to end and
+ * without needing CONFIG (forbidden on managed Redis): it sets a probe key that expires at once,
+ * touches it, and waits up to EXPIRY_PROBE_WAIT_MS for its event. Before that it tries CONFIG SET
+ * notify-keyspace-events where allowed, so a fresh Redis is fixed rather than only reported. */
 #ifndef TOCSIN_EXPIRY_H
 #define TOCSIN_EXPIRY_H
 
@@ -12,7 +16,17 @@
 #include "dispatch.h"
 #include "mirror.h"
 
-#define EXPIRY_POLL_MS 250 /* how often the thread looks at its stop flag while idle */
+#define EXPIRY_POLL_MS 250          /* how often the thread looks at its stop flag while idle */
+#define EXPIRY_PROBE_WAIT_MS 2000   /* how long the probe key's event may take */
+#define EXPIRY_PROBE_TOUCH_MS 50    /* how often the probe key is touched while waiting */
+#define EXPIRY_PROBE_RETRY_MS 10000 /* a failed probe is repeated this often */
+
+/* What the last probe found out about notify-keyspace-events. */
+enum expiry_notify {
+    EXPIRY_NOTIFY_UNKNOWN, /* not subscribed yet, or the probe could not be set */
+    EXPIRY_NOTIFY_OK,      /* the probe key's expired event arrived */
+    EXPIRY_NOTIFY_MISSING  /* it did not: the setting lacks E or x */
+};
 
 typedef void (*expiry_connect_fn)(void *arg);
 /* A stream wake-up from another replica (or this one): tenant h->tenant_id has events up to
@@ -21,6 +35,7 @@ typedef void (*expiry_stream_fn)(void *arg, const struct stream_head *h);
 
 struct expiry_opts {
     struct mirror_opts mirror;    /* host, port, db, password, prefix */
+    const char *instance_id;      /* names this replica's probe key; copied */
     struct dispatch *dispatch;    /* borrowed; must outlive the listener */
     struct members *members;      /* events of other shards are dropped; NULL: none are */
     expiry_connect_fn on_connect; /* called on the listener's thread; may be NULL */
@@ -36,6 +51,8 @@ struct expiry;
 struct expiry *expiry_start(const struct expiry_opts *opts);
 /* True while subscribed (for /readyz). Thread-safe; false for NULL. */
 bool expiry_connected(struct expiry *e);
+/* The last probe's finding (for /readyz and /metrics). Thread-safe; UNKNOWN for NULL. */
+enum expiry_notify expiry_notify_state(struct expiry *e);
 /* Stops the thread within about EXPIRY_POLL_MS and frees e. Accepts NULL. */
 void expiry_stop(struct expiry *e);
 

@@ -199,7 +199,9 @@ http_authorize(const struct request *rq)
     if (flags & ROUTE_PUBLIC)
         return API_E_NONE;
     if (!rq->who.browser) /* an API key does everything but what needs a participant */
-        return flags & (ROUTE_NOTIFICATIONS | ROUTE_PUSH) ? API_E_INSUFFICIENT_SCOPE : API_E_NONE;
+        return flags & (ROUTE_NOTIFICATIONS | ROUTE_PUSH) && !(flags & ROUTE_KEY_TOO)
+                   ? API_E_INSUFFICIENT_SCOPE
+                   : API_E_NONE;
     if (flags & ROUTE_API_KEY)
         return API_E_INSUFFICIENT_SCOPE;
     need |= flags & ROUTE_READ ? SCOPE_MEETINGS_READ : 0;

@@ -66,6 +66,8 @@ http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len
         MHD_add_response_header(resp, "ETag", meta->etag);
     if (meta != NULL && meta->location != NULL)
         MHD_add_response_header(resp, "Location", meta->location);
+    if (meta != NULL && meta->service_worker_allowed != NULL)
+        MHD_add_response_header(resp, "Service-Worker-Allowed", meta->service_worker_allowed);
     return queue(rq, status, resp);
 }
 

@@ -18,8 +18,9 @@ struct MHD_Response;
 
 /* Optional headers of a JSON reply. */
 struct http_reply_meta {
-    const char *etag;     /* full quoted value, or NULL */
-    const char *location; /* or NULL */
+    const char *etag;                   /* full quoted value, or NULL */
+    const char *location;               /* or NULL */
+    const char *service_worker_allowed; /* the Service-Worker-Allowed header, or NULL */
 };
 
 /* Replies with a body already serialized (copied). content_type NULL means application/json. */

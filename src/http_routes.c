@@ -26,7 +26,11 @@ const struct route http_routes[] = {
     {"POST", "/v1/browser-tokens", handle_browser_tokens_post, ROUTE_API_KEY},
     {"GET", "/v1/stream", handle_stream, BROWSER_STREAM},
     {"GET", "/v1/me/notifications", handle_notifications, ROUTE_NOTIFICATIONS},
+    {"GET", "/v1/push/vapid-public-key", handle_push_vapid_key, ROUTE_PUSH | ROUTE_KEY_TOO},
+    {"POST", "/v1/push/subscriptions", handle_push_subscriptions_post, ROUTE_PUSH},
+    {"DELETE", "/v1/push/subscriptions/{id}", handle_push_subscription_delete, ROUTE_PUSH},
     {"GET", "/v1/client.js", handle_client_js, ASSET},
+    {"GET", "/v1/sw.js", handle_sw_js, ASSET},
     {"GET", "/demo", handle_demo, ASSET},
 };
 

@@ -16,7 +16,10 @@
 #include <time.h>
 
 #include "db.h"
+#include "http_accept.h"
 #include "http_auth.h"
+#include "http_framing.h"
+#include "http_limits.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
@@ -26,9 +29,15 @@
 #include "timefmt.h"
 
 #define DB_RETRY_BACKOFF_MS 1000
-#define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
-#define DRAIN_POLL_MS 10                   /* how often shutdown checks for in-flight requests */
-#define FD_HEADROOM 256 /* descriptors beyond the connections: database, Redis, files, logs */
+/* libmicrohttpd's memory per connection: it holds the request line and headers, and about half
+ * of it is touched for every connection, so it is most of what each of thousands of idle streams
+ * costs (128 KiB made 78 KiB a stream, 16 KiB makes about 20). A request whose line and headers
+ * do not fit in it (about 15 KB; a browser token is at most 8 KB, a URL 2 KB) is answered by
+ * libmicrohttpd itself, 414 or 431 with its own short HTML body, not problem+json: 0.9.75 has no
+ * hook for those answers. */
+#define CONNECTION_MEMORY_MAX (16 * 1024)
+#define DRAIN_POLL_MS 10 /* how often shutdown checks for in-flight requests */
+#define FD_HEADROOM 256  /* descriptors beyond the connections: database, Redis, files, logs */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -38,6 +47,7 @@ struct http_server {
     pthread_mutex_t lock; /* guards workers */
     struct worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
+    struct http_limits *limits;
 };
 
 static _Thread_local struct worker *tl_worker;
@@ -59,9 +69,7 @@ worker_get(struct http_server *srv)
     if (w == NULL)
         return NULL;
     const struct config *cfg = srv->cfg;
-    struct mirror_opts mo = {cfg->redis_host,   cfg->redis_port,
-                             cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
-                             cfg->redis_prefix, cfg->mirror_horizon_ms};
+    struct mirror_opts mo = mirror_opts_of(cfg, MIRROR_API_TIMEOUT_MS);
     w->cfg = cfg;
     w->engine = srv->engine;
     w->hub = srv->hub;
@@ -119,6 +127,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     rq->start_ns = mono_ns();
     atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
+    rq->target_has_nul = http_framing_target_has_nul(uri);
     return rq;
 }
 
@@ -147,9 +156,15 @@ body_append(struct request *rq, const char *data, size_t n)
 
 /* Checks that can be made from the request line and headers alone. Returns 1 when answered. */
 static int
-early_checks(struct request *rq, enum MHD_Result *ret)
+early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
     const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *detail;
+    enum api_error e = http_framing_check(rq->conn, version, rq->target_has_nul, &detail);
+    if (e != API_E_NONE) {
+        *ret = (enum MHD_Result)http_reply_problem(rq, e, detail);
+        return 1;
+    }
     if (rq->target_len > HTTP_URL_MAX) {
         *ret = (enum MHD_Result)http_reply_problem(rq, API_E_URI_TOO_LONG, NULL);
         return 1;
@@ -158,41 +173,6 @@ early_checks(struct request *rq, enum MHD_Result *ret)
         *ret = (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
                                                    "request bodies are limited to 65536 bytes");
         return 1;
-    }
-    return 0;
-}
-
-/* Is media range r (up to its ';') one that application/json satisfies? */
-static int
-range_fits_json(const char *r, size_t n)
-{
-    static const char *const ok[] = {"*/*", "application/*", "application/json",
-                                     "application/problem+json"};
-    while (n > 0 && (r[n - 1] == ' ' || r[n - 1] == '\t'))
-        n--;
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (strlen(ok[i]) == n && strncasecmp(r, ok[i], n) == 0)
-            return 1;
-    return 0;
-}
-
-/* Accept negotiation: every body we send is JSON, so a client that accepts none of it gets 406.
- * No Accept header means anything goes. A range with q=0 is a refusal. */
-static int
-accepts_json(const char *accept)
-{
-    const char *p = accept;
-    if (accept == NULL)
-        return 1;
-    while (*p != '\0') {
-        p += strspn(p, " \t,");
-        size_t len = strcspn(p, ",");
-        size_t type_len = strcspn(p, ";,");
-        const char *q = strstr(p, "q=");
-        int refused = q != NULL && q < p + len && strtod(q + 2, NULL) <= 0.0;
-        if (len > 0 && !refused && range_fits_json(p, type_len))
-            return 1;
-        p += len;
     }
     return 0;
 }
@@ -215,7 +195,7 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
         return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
                                                    "request bodies are limited to 65536 bytes");
     if (!(rq->match.route->flags & ROUTE_ANY_ACCEPT) &&
-        !accepts_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
+        !http_accept_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,
                                                    "responses are application/json");
     rq->w = worker_get(srv);
@@ -250,7 +230,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         rq->path = strdup(url);
         if (rq->path == NULL)
             return MHD_NO;
-        if (early_checks(rq, &ret))
+        http_limits_body_expected(conn);
+        if (early_checks(rq, version, &ret))
             return ret;
         return MHD_YES;
     }
@@ -264,6 +245,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         *upload_data_size = 0;
         return MHD_YES;
     }
+    http_limits_received(conn);
     return dispatch(cls, rq, rq->path);
 }
 
@@ -275,6 +257,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (rq == NULL)
         return;
     atomic_fetch_sub(&((struct http_server *)cls)->inflight, 1);
+    http_limits_head_expected(conn);
     if (rq->method != NULL)
         LOG_INFO("http %s %.200s %u %.1fms%s", rq->method, rq->path ? rq->path : "?", rq->status,
                  (double)(mono_ns() - rq->start_ns) / 1e6,
@@ -356,6 +339,12 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
     srv->cfg = cfg;
     srv->engine = engine;
     srv->hub = hub;
+    srv->limits = http_limits_new(cfg->http_header_timeout_s, cfg->http_body_timeout_s);
+    if (srv->limits == NULL) {
+        snprintf(err, errlen, "http: cannot start the request deadline thread");
+        free(srv);
+        return NULL;
+    }
     pthread_mutex_init(&srv->lock, NULL);
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
@@ -364,11 +353,14 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION,
+        http_limits_on_connection, srv->limits, MHD_OPTION_END);
     if (srv->daemon == NULL) {
         snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot listen on %s:%d", cfg->http_host,
                  cfg->http_port);
         pthread_mutex_destroy(&srv->lock);
+        http_limits_free(srv->limits);
         free(srv);
         return NULL;
     }
@@ -399,6 +391,7 @@ http_server_stop(struct http_server *srv)
         return;
     drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
+    http_limits_free(srv->limits);
     struct worker *w = srv->workers;
     while (w != NULL) {
         struct worker *next = w->next;

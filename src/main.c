@@ -1,10 +1,11 @@
 /* main.c -- wiring only: parse the subcommand, load config, then for serve:
- * migrate -> Redis notify check -> delivery workers -> stream hub -> reminder engine -> HTTP;
- * wait for SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok, 1 runtime failure, 2 usage or
- * configuration error. */
+ * wait for PostgreSQL -> migrate (or wait for `tocsin migrate`) -> delivery workers -> stream hub
+ * -> reminder engine -> HTTP; wait for SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok,
+ * 1 runtime failure, 2 usage or configuration error. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "apikey.h"
 #include "config.h"
@@ -14,13 +15,18 @@
 #include "http_server.h"
 #include "hub.h"
 #include "log.h"
-#include "mirror.h"
 #include "outbound.h"
+#include "timefmt.h"
+#include "version.h"
 
 #define EXIT_USAGE 2
+/* Waiting for PostgreSQL at start: the first retry after this, doubling up to the step max, for
+ * at most TOCSIN_DB_WAIT_S in all. */
+#define DB_WAIT_FIRST_MS 250
+#define DB_WAIT_STEP_MAX_MS 5000
 
 static const char usage_main[] =
-    "usage: tocsin [serve|migrate|keys] [--help]\n"
+    "usage: tocsin [serve|migrate|keys] [--help|--version]\n"
     "  serve                     run the HTTP API and the reminder engine (default)\n"
     "  migrate                   apply pending database migrations and exit\n"
     "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
@@ -34,35 +40,94 @@ is_help(const char *s)
     return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0 || strcmp(s, "help") == 0;
 }
 
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The next pause of a wait that started at start_ms, or -1 when the wait is over: doubling steps,
+ * the last one cut to end exactly at the bound. */
+static int64_t
+next_pause(const struct config *cfg, int64_t start_ms, int64_t *step_ms)
+{
+    int64_t left = start_ms + cfg->db_wait_ms - timefmt_mono_ms();
+    int64_t pause = *step_ms < left ? *step_ms : left;
+
+    if (left <= 0)
+        return -1;
+    *step_ms = *step_ms * 2 < DB_WAIT_STEP_MAX_MS ? *step_ms * 2 : DB_WAIT_STEP_MAX_MS;
+    return pause;
+}
+
+/* Connects to PostgreSQL, which may not be up yet (a compose or Kubernetes start): retries with
+ * backoff for up to TOCSIN_DB_WAIT_S, one log line per failed attempt. */
 static struct db *
-open_migrated(const struct config *cfg)
+open_waiting(const struct config *cfg)
 {
     char err[DB_ERR_MAX];
-    struct db *db = db_open(cfg->database_url, err, sizeof(err));
-    if (db == NULL) {
-        LOG_ERROR("database: %s", err);
-        return NULL;
+    int64_t start = timefmt_mono_ms(), step = DB_WAIT_FIRST_MS, pause;
+
+    for (int attempt = 1;; attempt++) {
+        struct db *db = db_open(cfg->database_url, err, sizeof(err));
+        if (db != NULL) {
+            if (attempt > 1)
+                LOG_INFO("database reachable after %d attempts", attempt);
+            return db;
+        }
+        if ((pause = next_pause(cfg, start, &step)) < 0) {
+            LOG_ERROR("%s (gave up after %d attempts in %lld ms, TOCSIN_DB_WAIT_S)", err, attempt,
+                      (long long)(timefmt_mono_ms() - start));
+            return NULL;
+        }
+        LOG_WARN("%s (attempt %d; retrying in %lld ms)", err, attempt, (long long)pause);
+        sleep_ms(pause);
     }
-    if (db_migrate(db, err, sizeof(err)) != 0) {
+}
+
+/* With TOCSIN_MIGRATE_ON_START=0 another process (`tocsin migrate`, a Kubernetes Job) applies
+ * the migrations: wait for them within the same bound instead of starting on an old schema. */
+static int
+wait_migrated(const struct config *cfg, struct db *db)
+{
+    int64_t start = timefmt_mono_ms(), step = DB_WAIT_FIRST_MS, pause;
+
+    while (db_migrations_current(db) != 0) {
+        if ((pause = next_pause(cfg, start, &step)) < 0) {
+            LOG_ERROR("the schema is not migrated (TOCSIN_MIGRATE_ON_START=0: run tocsin migrate; "
+                      "gave up after TOCSIN_DB_WAIT_S)");
+            return -1;
+        }
+        LOG_WARN("waiting for tocsin migrate (TOCSIN_MIGRATE_ON_START=0); retrying in %lld ms",
+                 (long long)pause);
+        sleep_ms(pause);
+    }
+    return 0;
+}
+
+/* A connection to a database whose schema is current: migrated here when migrate is set,
+ * otherwise waited for. */
+static struct db *
+open_migrated(const struct config *cfg, int migrate)
+{
+    char err[DB_ERR_MAX];
+    struct db *db = open_waiting(cfg);
+
+    if (db == NULL)
+        return NULL;
+    if (migrate && db_migrate(db, err, sizeof(err)) != 0) {
         LOG_ERROR("migrations: %s", err);
         db_close(db);
         return NULL;
     }
+    if (!migrate && wait_migrated(cfg, db) != 0) {
+        db_close(db);
+        return NULL;
+    }
     return db;
-}
-
-static void
-check_notify(const struct config *cfg)
-{
-    struct mirror_opts mo = {cfg->redis_host,   cfg->redis_port,
-                             cfg->redis_db,     cfg->redis_password[0] ? cfg->redis_password : NULL,
-                             cfg->redis_prefix, cfg->mirror_horizon_ms};
-    char err[256];
-    struct mirror *mi = mirror_new(&mo);
-    if (mi != NULL && mirror_ensure_notify(mi, err, sizeof(err)) != 0)
-        LOG_WARN("redis: %s (reported by /readyz; reminders are still repaired from PostgreSQL)",
-                 err);
-    mirror_free(mi);
 }
 
 static int
@@ -71,27 +136,36 @@ serve(const struct config *cfg)
     char err[CONFIG_ERR_MAX];
     sigset_t sigs;
     int sig = 0;
-    struct db *db = open_migrated(cfg);
+    struct db *db = open_migrated(cfg, cfg->migrate_on_start);
 
     if (db == NULL)
         return 1;
     db_close(db);
-    check_notify(cfg);
     /* Block the stop signals before any thread starts so that only sigwait below sees them. */
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    struct deliver_opts dopt = {cfg->database_url,
-                                cfg->instance_id,
-                                cfg->delivery_workers,
-                                cfg->delivery_concurrency,
-                                cfg->delivery_per_receiver,
-                                cfg->delivery_retry_base_ms,
-                                cfg->delivery_timeout_ms,
-                                (int)cfg->delivery_max_attempts,
-                                cfg->webhook_allow_private != 0};
+    struct channel_opts chopt = {.timeout_ms = cfg->delivery_timeout_ms,
+                                 .webhook_allow_private = cfg->webhook_allow_private != 0,
+                                 .smtp_url = cfg->smtp_url,
+                                 .smtp_from = cfg->smtp_from,
+                                 .smtp_username = cfg->smtp_username[0] ? cfg->smtp_username : NULL,
+                                 .smtp_password = cfg->smtp_password,
+                                 .smtp_require_tls = cfg->smtp_require_tls != 0,
+                                 .vapid_subject = cfg->vapid_subject,
+                                 .push_allow_private = cfg->webpush_allow_private != 0,
+                                 .missed_grace_ms = cfg->missed_grace_ms};
+    struct deliver_opts dopt = {.database_url = cfg->database_url,
+                                .instance_id = cfg->instance_id,
+                                .workers = cfg->delivery_workers,
+                                .concurrency = cfg->delivery_concurrency,
+                                .per_receiver = cfg->delivery_per_receiver,
+                                .retry_base_ms = cfg->delivery_retry_base_ms,
+                                .timeout_ms = cfg->delivery_timeout_ms,
+                                .max_attempts = (int)cfg->delivery_max_attempts,
+                                .channel = chopt};
     struct hub_opts hopt = {cfg->database_url,
                             cfg->stream_poll_ms,
                             cfg->stream_heartbeat_ms,
@@ -112,7 +186,8 @@ serve(const struct config *cfg)
         deliver_stop(deliver);
         return 1;
     }
-    LOG_INFO("tocsin %s listening on %s:%d", cfg->instance_id, cfg->http_host, cfg->http_port);
+    LOG_INFO("tocsin %s (%s) %s listening on %s:%d", version_number, version_commit,
+             cfg->instance_id, cfg->http_host, cfg->http_port);
     sigwait(&sigs, &sig);
     LOG_INFO("signal %d: shutting down", sig);
     http_server_stop(srv); /* ends the streams first */
@@ -123,11 +198,16 @@ serve(const struct config *cfg)
     return 0;
 }
 
+_Static_assert(APIKEY_TENANT_NAME_MAX == TENANT_NAME_MAX, "one bound for tenant names");
+
+/* Tenant names made before they were bounded may hold any byte: escaped, one row stays one line. */
 static void
 print_key_row(void *arg, const char *prefix, const char *tenant, int64_t created_at_ms,
               int64_t revoked_at_ms)
 {
-    printf("%s\t%s\t%lld\t%s\n", prefix, tenant, (long long)created_at_ms,
+    char name[4 * TENANT_NAME_MAX + 1];
+    log_escape(name, sizeof(name), tenant, strlen(tenant));
+    printf("%s\t%s\t%lld\t%s\n", prefix, name, (long long)created_at_ms,
            revoked_at_ms ? "revoked" : "live");
 }
 
@@ -138,8 +218,9 @@ keys_create(struct db *db, const char *tenant)
     uint8_t hash[APIKEY_HASH_LEN];
     int64_t tenant_id;
 
-    if (strlen(tenant) == 0 || strlen(tenant) > TENANT_NAME_MAX) {
-        fprintf(stderr, "tocsin keys create: --tenant must be 1..%d bytes\n", TENANT_NAME_MAX);
+    if (!apikey_tenant_name_valid(tenant)) {
+        fprintf(stderr, "tocsin keys create: --tenant must be 1..%d of [A-Za-z0-9_.-]\n",
+                TENANT_NAME_MAX);
         return EXIT_USAGE;
     }
     if (apikey_generate(key, prefix) != 0 ||
@@ -171,7 +252,7 @@ keys(const struct config *cfg, int argc, char **argv)
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
-    if ((db = open_migrated(cfg)) == NULL)
+    if ((db = open_migrated(cfg, cfg->migrate_on_start)) == NULL)
         return 1;
     if (create)
         rc = keys_create(db, argv[2]);
@@ -198,6 +279,10 @@ main(int argc, char **argv)
         fputs(usage_main, stdout);
         return 0;
     }
+    if (strcmp(cmd, "--version") == 0 && argc == 2) {
+        printf("tocsin %s (commit %s)\n", version_number, version_commit);
+        return 0;
+    }
     if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0 && strcmp(cmd, "keys") != 0) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;
@@ -207,6 +292,13 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     log_set_level(cfg.log_level);
+    db_set_pooled(cfg.db_pooled != 0);
+    if (strcmp(cmd, "migrate") == 0 && cfg.db_pooled) {
+        fprintf(stderr, "tocsin: TOCSIN_DB_POOLED: migrations take a session lock that a pooler in "
+                        "transaction mode cannot hold: run tocsin migrate with TOCSIN_DB_POOLED=0 "
+                        "against PostgreSQL itself\n");
+        return EXIT_USAGE;
+    }
     if (strcmp(cmd, "keys") == 0)
         return keys(&cfg, argc - 2, argv + 2);
     if (argc > 2) {
@@ -214,7 +306,7 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (strcmp(cmd, "migrate") == 0) {
-        struct db *db = open_migrated(&cfg);
+        struct db *db = open_migrated(&cfg, 1);
         db_close(db);
         return db ? 0 : 1;
     }

@@ -140,6 +140,32 @@ reminder_status_parse(const char *s, enum reminder_status *out)
     return -1;
 }
 
+static const char *const channel_names[CHANNEL_COUNT] = {"webhook", "stream", "push", "email"};
+
+unsigned
+channel_at(unsigned i)
+{
+    return i < CHANNEL_COUNT ? 1u << i : 0;
+}
+
+const char *
+channel_name(unsigned channel)
+{
+    for (unsigned i = 0; i < CHANNEL_COUNT; i++)
+        if (channel == channel_at(i))
+            return channel_names[i];
+    return NULL;
+}
+
+unsigned
+channel_parse(const char *name)
+{
+    for (unsigned i = 0; i < CHANNEL_COUNT; i++)
+        if (strcmp(name, channel_names[i]) == 0)
+            return channel_at(i);
+    return 0;
+}
+
 void
 meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX])
 {

@@ -23,9 +23,22 @@
 
 enum reminder_status { REMINDER_PENDING, REMINDER_FIRED, REMINDER_MISSED, REMINDER_CANCELLED };
 
+/* The ways a fired reminder goes out (DESIGN.md section 8), as bits of reminder.channels; the
+ * database stores the same bits (migrations/007). */
+enum channel {
+    CHANNEL_WEBHOOK = 1, /* the tenant's receivers */
+    CHANNEL_STREAM = 2,  /* participants' open pages and inbox */
+    CHANNEL_PUSH = 4,    /* participants' Web Push subscriptions */
+    CHANNEL_EMAIL = 8,   /* participants with an email address */
+};
+#define CHANNELS_ALL 15
+#define CHANNELS_DEFAULT (CHANNEL_WEBHOOK | CHANNEL_STREAM | CHANNEL_PUSH) /* all but email */
+#define CHANNEL_COUNT 4
+
 struct reminder {
     int64_t id; /* database id; 0 before insert */
     int minutes_before;
+    unsigned channels; /* enum channel bits, never 0 */
     int64_t fire_at_ms;
     enum reminder_status status;
     int64_t fired_at_ms; /* 0 while never fired */
@@ -98,6 +111,13 @@ void meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCC
 int meeting_new_id(char out[MEETING_ID_LEN + 1]);
 /* True when s is a canonical lower-case UUID text of MEETING_ID_LEN bytes. */
 bool meeting_id_valid(const char *s);
+
+/* "webhook" | "stream" | "push" | "email" for one bit (NULL for anything else); and back
+ * (returns 0 for an unknown name). channel_at(i), i < CHANNEL_COUNT, is the i-th bit in that order.
+ */
+const char *channel_name(unsigned channel);
+unsigned channel_parse(const char *name);
+unsigned channel_at(unsigned i);
 
 /* "pending" | "fired" | "missed" | "cancelled"; and back (returns -1 for unknown text). */
 const char *reminder_status_name(enum reminder_status s);

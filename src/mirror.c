@@ -24,6 +24,9 @@ struct mirror {
     int port;
     int db;
     char *password; /* NULL = no AUTH */
+    char *user;     /* NULL = the default user */
+    int connect_timeout_ms;
+    int command_timeout_ms;
     char prefix[MIRROR_PREFIX_MAX + 1];
     int64_t horizon_ms;
     int64_t retry_at_ms; /* monotonic; no connect attempt before this */
@@ -72,15 +75,15 @@ exec(struct mirror *mi, int argc, const char **argv, reply_fn fn, void *arg)
     return rc;
 }
 
-/* AUTH and SELECT on a fresh connection. */
+/* AUTH (with the ACL user name when there is one) and SELECT on a fresh connection. */
 static int
 handshake(struct mirror *mi)
 {
     char db[MIRROR_NUM_MAX];
 
     if (mi->password != NULL) {
-        const char *argv[] = {"AUTH", mi->password};
-        if (exec(mi, 2, argv, reply_ok, NULL) != 0)
+        const char *argv[] = {"AUTH", mi->user ? mi->user : mi->password, mi->password};
+        if (exec(mi, mi->user ? 3 : 2, argv, reply_ok, NULL) != 0)
             return -1;
     }
     if (mi->db != 0) {
@@ -100,10 +103,9 @@ connected(struct mirror *mi)
         return 0;
     if (timefmt_mono_ms() < mi->retry_at_ms)
         return -1;
-    mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(MIRROR_CONNECT_TIMEOUT_MS));
+    mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(mi->connect_timeout_ms));
     if (mi->c == NULL || mi->c->err != 0 ||
-        redisSetTimeout(mi->c, tv_ms(MIRROR_COMMAND_TIMEOUT_MS)) != REDIS_OK ||
-        handshake(mi) != 0) {
+        redisSetTimeout(mi->c, tv_ms(mi->command_timeout_ms)) != REDIS_OK || handshake(mi) != 0) {
         drop(mi);
         return -1;
     }
@@ -119,6 +121,21 @@ call(struct mirror *mi, int argc, const char **argv, reply_fn fn, void *arg)
     return exec(mi, argc, argv, fn, arg);
 }
 
+struct mirror_opts
+mirror_opts_of(const struct config *cfg, int timeout_ms)
+{
+    return (struct mirror_opts){
+        .host = cfg->redis_host,
+        .port = cfg->redis_port,
+        .db = cfg->redis_db,
+        .password = cfg->redis_password[0] != '\0' ? cfg->redis_password : NULL,
+        .prefix = cfg->redis_prefix,
+        .horizon_ms = cfg->mirror_horizon_ms,
+        .user = cfg->redis_user[0] != '\0' ? cfg->redis_user : NULL,
+        .timeout_ms = timeout_ms,
+    };
+}
+
 struct mirror *
 mirror_new(const struct mirror_opts *opts)
 {
@@ -131,6 +148,10 @@ mirror_new(const struct mirror_opts *opts)
         goto fail;
     if (opts->password != NULL && (mi->password = strdup(opts->password)) == NULL)
         goto fail;
+    if (opts->user != NULL && (mi->user = strdup(opts->user)) == NULL)
+        goto fail;
+    mi->connect_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : MIRROR_CONNECT_TIMEOUT_MS;
+    mi->command_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : MIRROR_COMMAND_TIMEOUT_MS;
     mi->port = opts->port;
     mi->db = opts->db;
     strcpy(mi->prefix, opts->prefix);
@@ -150,6 +171,7 @@ mirror_free(struct mirror *mi)
         redisFree(mi->c);
     free(mi->host);
     free(mi->password);
+    free(mi->user);
     free(mi);
 }
 
@@ -394,6 +416,31 @@ mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen)
     if (exec(mi, 3, get, reply_notify, &nt) != 0 || !notify_ok(nt.value))
         return notify_fail(err, errlen, "still missing E or x after CONFIG SET", &nt);
     return 0;
+}
+
+int
+mirror_probe_set(struct mirror *mi, const char *key, int64_t ttl_ms)
+{
+    char ttl[MIRROR_NUM_MAX];
+    const char *argv[] = {"SET", key, "", "PX", ttl};
+
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    return call(mi, 5, argv, reply_ok, NULL);
+}
+
+static int
+reply_integer(const redisReply *r, void *arg)
+{
+    (void)arg;
+    return r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+}
+
+int
+mirror_probe_touch(struct mirror *mi, const char *key)
+{
+    const char *argv[] = {"EXISTS", key};
+
+    return call(mi, 2, argv, reply_integer, NULL);
 }
 
 /* SET NX replies OK when it created the marker, nil when the marker was there. */

@@ -9,12 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "meeting.h"
 
 #define MIRROR_PREFIX_MAX 64
 #define MIRROR_KEY_MAX (MIRROR_PREFIX_MAX + 48)
 #define MIRROR_CONNECT_TIMEOUT_MS 500
 #define MIRROR_COMMAND_TIMEOUT_MS 1000
+/* For the HTTP threads: a Redis that hangs (stopped, swapping, a dead link without RST) costs a
+ * request at most this, once per MIRROR_RECONNECT_BACKOFF_MS; a healthy one answers in well under
+ * a millisecond. */
+#define MIRROR_API_TIMEOUT_MS 200
 #define MIRROR_RECONNECT_BACKOFF_MS 1000
 #define MIRROR_RUN_ID_MAX 64
 
@@ -25,7 +30,13 @@ struct mirror_opts {
     const char *password; /* NULL = no AUTH */
     const char *prefix;   /* at most MIRROR_PREFIX_MAX bytes */
     int64_t horizon_ms;   /* only occurrences due within now + horizon_ms are armed */
+    const char *user;     /* NULL = AUTH with the password alone (Redis's default user) */
+    int timeout_ms;       /* connect and command timeout; 0 = the MIRROR_*_TIMEOUT_MS defaults */
 };
+
+/* The Redis settings of cfg (borrowed: cfg must outlive the options) with the given timeout
+ * (0 = defaults). */
+struct mirror_opts mirror_opts_of(const struct config *cfg, int timeout_ms);
 
 struct mirror;
 
@@ -59,6 +70,11 @@ int mirror_ping(struct mirror *mi);
 /* Makes sure notify-keyspace-events contains E and x, adding them with CONFIG SET when missing.
  * 0 when the setting is right afterwards; -1 with the reason in err (names the setting). */
 int mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen);
+/* The end-to-end notify check of expiry.c: SET key "" PX ttl_ms, then EXISTS key, which makes
+ * Redis expire a key past its TTL at once (and publish its expired event) instead of when its
+ * sampler gets to it. 0 or -1 each. */
+int mirror_probe_set(struct mirror *mi, const char *key, int64_t ttl_ms);
+int mirror_probe_touch(struct mirror *mi, const char *key);
 /* Sets the marker key "<prefix>:recon:marker" (no TTL) unless it exists. Returns 1 when it was
  * missing (Redis lost data since the last call, or this is its first use), 0 when it was there,
  * -1 on error. Used by recon.c to notice FLUSHALL and restarts without persistence. */

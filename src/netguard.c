@@ -57,6 +57,18 @@ v6_public(const uint8_t *b)
      * address that the kernel or a NAT64 gateway would reach: judge that address. */
     if (memcmp(b, zero, 12) == 0 || memcmp(b, mapped, 12) == 0 || memcmp(b, nat64, 12) == 0)
         return v4_public(v4_at(b + 12));
+    /* 2002::/16 6to4 (RFC 3056): a relay sends to the IPv4 address in bits 16..47. */
+    if (b[0] == 0x20 && b[1] == 0x02)
+        return v4_public(v4_at(b + 2));
+    /* 2001::/32 Teredo (RFC 4380): the server's IPv4 in bits 32..63 and the client's, inverted, in
+     * the last 32 bits; either could be reached, so both must be public. */
+    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
+        return v4_public(v4_at(b + 4)) && v4_public(~v4_at(b + 12));
+    /* 64:ff9b:1::/48 local-use NAT64 (RFC 8215) and 100::/64 discard-only (RFC 6666). */
+    if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1)
+        return false;
+    if (b[0] == 0x01 && b[1] == 0 && memcmp(b + 2, zero, 6) == 0)
+        return false;
     if ((b[0] & 0xfe) == 0xfc) /* fc00::/7 unique local */
         return false;
     if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) /* fe80::/10 link-local */

@@ -22,13 +22,17 @@ struct xfer {
     size_t got;
     int64_t retry_after_s;
     bool refused; /* the guard refused an address */
+    bool trusted; /* private addresses allowed: the operator's SMTP server, or by setting */
+    bool mail;
+    const char *upload; /* SMTP: the message being read by libcurl */
+    size_t upload_len, upload_at;
+    struct curl_slist *rcpt;
     struct outbound *o;
     struct xfer *prev, *next; /* the active list, or (next only) the free list */
 };
 
 struct outbound {
     CURLM *multi;
-    bool allow_private;
     size_t active;
     struct xfer *running; /* in flight, so that outbound_free can abort them */
     struct xfer *free;
@@ -41,7 +45,7 @@ outbound_global_init(void)
 }
 
 struct outbound *
-outbound_new(bool allow_private)
+outbound_new(void)
 {
     struct outbound *o = calloc(1, sizeof *o);
 
@@ -49,7 +53,6 @@ outbound_new(bool allow_private)
         free(o);
         return NULL;
     }
-    o->allow_private = allow_private;
     return o;
 }
 
@@ -58,6 +61,7 @@ xfer_free(struct xfer *x)
 {
     curl_easy_cleanup(x->easy);
     curl_slist_free_all(x->headers);
+    curl_slist_free_all(x->rcpt);
     free(x);
 }
 
@@ -87,7 +91,7 @@ open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
     struct xfer *x = arg;
 
-    if (purpose == CURLSOCKTYPE_IPCXN && !x->o->allow_private && !netguard_public(&a->addr)) {
+    if (purpose == CURLSOCKTYPE_IPCXN && !x->trusted && !netguard_public(&a->addr)) {
         x->refused = true;
         return CURL_SOCKET_BAD;
     }
@@ -138,10 +142,13 @@ xfer_get(struct outbound *o)
         return NULL;
     }
     curl_slist_free_all(x->headers);
-    x->headers = NULL;
+    curl_slist_free_all(x->rcpt);
+    x->headers = x->rcpt = NULL;
     x->got = 0;
     x->retry_after_s = 0;
-    x->refused = false;
+    x->refused = x->trusted = x->mail = false;
+    x->upload = NULL;
+    x->upload_len = x->upload_at = 0;
     x->o = o;
     return x;
 }
@@ -218,6 +225,7 @@ outbound_start(struct outbound *o, const struct outbound_request *r, char err[OU
     }
     if (!bad) {
         x->tag = r->tag;
+        x->trusted = r->allow_private;
         setup(x, r);
         bad = curl_multi_add_handle(o->multi, x->easy) != CURLM_OK;
     }
@@ -225,6 +233,65 @@ outbound_start(struct outbound *o, const struct outbound_request *r, char err[OU
         snprintf(err, OUTBOUND_ERR_MAX, "out of memory starting a request");
         if (x != NULL)
             xfer_put(o, x);
+        return -1;
+    }
+    running_add(o, x);
+    return 0;
+}
+
+/* libcurl reads the SMTP message from here. */
+static size_t
+read_upload(char *buf, size_t size, size_t nitems, void *arg)
+{
+    struct xfer *x = arg;
+    size_t n = x->upload_len - x->upload_at;
+
+    if (n > size * nitems)
+        n = size * nitems;
+    memcpy(buf, x->upload + x->upload_at, n);
+    x->upload_at += n;
+    return n;
+}
+
+int
+outbound_start_mail(struct outbound *o, const struct outbound_mail *m, char err[OUTBOUND_ERR_MAX])
+{
+    struct xfer *x = xfer_get(o);
+    CURL *c;
+
+    if (x == NULL || (x->rcpt = curl_slist_append(NULL, m->to)) == NULL) {
+        snprintf(err, OUTBOUND_ERR_MAX, "out of memory starting a message");
+        if (x != NULL)
+            xfer_put(o, x);
+        return -1;
+    }
+    c = x->easy;
+    x->tag = m->tag;
+    x->trusted = x->mail = true;
+    x->upload = m->message;
+    x->upload_len = m->len;
+    curl_easy_setopt(c, CURLOPT_URL, m->url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)m->timeout_ms);
+    curl_easy_setopt(c, CURLOPT_USE_SSL, (long)(m->require_tls ? CURLUSESSL_ALL : CURLUSESSL_TRY));
+    if (m->username != NULL) {
+        curl_easy_setopt(c, CURLOPT_USERNAME, m->username);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, m->password ? m->password : "");
+    }
+    curl_easy_setopt(c, CURLOPT_MAIL_FROM, m->from);
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT, x->rcpt);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)m->len);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
+    curl_easy_setopt(c, CURLOPT_READDATA, x);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, x);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, x);
+    if (curl_multi_add_handle(o->multi, c) != CURLM_OK) {
+        snprintf(err, OUTBOUND_ERR_MAX, "cannot start a message");
+        xfer_put(o, x);
         return -1;
     }
     running_add(o, x);
@@ -242,10 +309,12 @@ finish(struct outbound *o, CURLMsg *m, struct outbound_done *d)
     curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &d->status);
     /* Stopping the read of a long answer is not a failure of a 2xx. */
     bool answered = cc == CURLE_OK || (cc == CURLE_WRITE_ERROR && d->status != 0);
-    d->ok = answered && d->status >= 200 && d->status <= 299;
+    d->ok = x->mail ? cc == CURLE_OK : answered && d->status >= 200 && d->status <= 299;
     if (x->refused)
         snprintf(d->err, sizeof d->err,
                  "refused: the host resolves to a loopback, private or link-local address");
+    else if (x->mail && !d->ok)
+        snprintf(d->err, sizeof d->err, "SMTP %ld: %s", d->status, curl_easy_strerror(cc));
     else if (!answered)
         snprintf(d->err, sizeof d->err, "%s", curl_easy_strerror(cc));
     else if (!d->ok)

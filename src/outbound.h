@@ -23,7 +23,22 @@ struct outbound_request {
     const char *body;                          /* borrowed until the request is done */
     size_t body_len;
     int64_t timeout_ms;
-    void *tag; /* the caller's, handed back in outbound_done */
+    bool allow_private; /* may connect to loopback, private and link-local addresses */
+    void *tag;          /* the caller's, handed back in outbound_done */
+};
+
+/* One message to send over SMTP (libcurl's smtp:// and smtps://). The server is the operator's
+ * own, so the address guard does not apply to it. */
+struct outbound_mail {
+    const char *url;      /* smtp://host[:port] (STARTTLS when offered) or smtps:// */
+    const char *username; /* NULL: no AUTH */
+    const char *password;
+    bool require_tls; /* smtp://: fail unless STARTTLS works */
+    const char *from, *to;
+    const char *message; /* borrowed until done; CRLF line ends */
+    size_t len;
+    int64_t timeout_ms;
+    void *tag;
 };
 
 struct outbound_done {
@@ -39,14 +54,16 @@ struct outbound;
 /* Once per process, before any thread uses libcurl. 0 or -1. */
 int outbound_global_init(void);
 
-/* allow_private: also connect to loopback, private and link-local addresses. NULL when out of
- * memory. */
-struct outbound *outbound_new(bool allow_private);
+/* NULL when out of memory. */
+struct outbound *outbound_new(void);
 /* Aborts what is in flight (no outbound_done for it) and frees o. NULL ok. */
 void outbound_free(struct outbound *o);
 /* Starts POSTing r. 0, or -1 with a reason in err when it cannot start (out of memory). */
 int outbound_start(struct outbound *o, const struct outbound_request *r,
                    char err[OUTBOUND_ERR_MAX]);
+/* Starts sending m. 0, or -1 with a reason in err when it cannot start. */
+int outbound_start_mail(struct outbound *o, const struct outbound_mail *m,
+                        char err[OUTBOUND_ERR_MAX]);
 /* Runs the transfers, waiting up to wait_ms for one to make progress or for outbound_wakeup;
  * fills done[0..max) with finished requests and returns their count (the rest are kept for the
  * next call). */

@@ -32,6 +32,7 @@ struct recon {
     bool stop;
     bool kicked;
     atomic_uint_fast64_t passes;
+    atomic_bool redis_up; /* the last identity check (every tick) got answers */
     char *database_url;
     int64_t interval_ms;
     int64_t full_interval_ms;
@@ -119,9 +120,11 @@ redis_lost(struct recon *r)
     bool known = r->run_id[0] != '\0', changed;
 
     if (mirror_run_id(r->mi, id) != 0 || (created = mirror_marker_ensure(r->mi)) < 0) {
+        atomic_store(&r->redis_up, false);
         outage(&r->redis_down, "redis", "no answer");
         return -1;
     }
+    atomic_store(&r->redis_up, true);
     recovered(&r->redis_down, "redis");
     changed = known && strcmp(id, r->run_id) != 0;
     strcpy(r->run_id, id);
@@ -327,6 +330,7 @@ recon_start(const struct recon_opts *opts)
         return NULL;
     }
     atomic_init(&r->passes, 0);
+    atomic_init(&r->redis_up, false);
     r->interval_ms = opts->interval_ms;
     r->full_interval_ms = opts->full_interval_ms > 0 ? opts->full_interval_ms : opts->interval_ms;
     r->horizon_ms = opts->mirror.horizon_ms;
@@ -356,6 +360,12 @@ uint64_t
 recon_passes(struct recon *r)
 {
     return atomic_load(&r->passes);
+}
+
+bool
+recon_redis_up(struct recon *r)
+{
+    return r != NULL && atomic_load(&r->redis_up);
 }
 
 void

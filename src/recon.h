@@ -7,6 +7,7 @@
 #ifndef TOCSIN_RECON_H
 #define TOCSIN_RECON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dispatch.h"
@@ -31,6 +32,9 @@ struct recon *recon_start(const struct recon_opts *opts);
 void recon_kick(struct recon *r);
 /* Number of completed full passes (thread-safe); tests and /metrics read it. */
 uint64_t recon_passes(struct recon *r);
+/* True when Redis answered the last identity check (RECON_TICK_MS apart; a hung Redis turns it
+ * false after one command timeout). Thread-safe; false for NULL. */
+bool recon_redis_up(struct recon *r);
 /* Stops the thread (waits for the current batch), frees r. Accepts NULL. */
 void recon_stop(struct recon *r);
 

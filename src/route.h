@@ -23,6 +23,7 @@ enum route_flags {
     ROUTE_PUSH = 32,          /* push (browser tokens only) */
     ROUTE_TOKEN_QUERY = 64, /* a token may come as ?access_token= (EventSource sends no headers) */
     ROUTE_ANY_ACCEPT = 128, /* the reply is not JSON: no Accept negotiation */
+    ROUTE_KEY_TOO = 256,    /* with ROUTE_PUSH: an API key may call it as well */
 };
 
 struct route {

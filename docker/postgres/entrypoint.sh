@@ -1,15 +1,26 @@
 #!/bin/sh
-# entrypoint.sh -- initialises the cluster on first start (database "tocsin", trust on the
-# listen address only: compose.yaml runs everything on the host's loopback), then runs the server
-# in the foreground so the container stops with it.
+# entrypoint.sh -- the part of the official postgres image's entrypoint that compose.yaml relies
+# on: on first start, initdb with POSTGRES_USER and POSTGRES_PASSWORD (scram-sha-256 for every
+# network client), create POSTGRES_DB; then run the server in the foreground, listening on all
+# of the container's addresses, so the container stops with it.
 set -eu
-BIN=/usr/lib/postgresql/15/bin
+[ "${1:-}" = postgres ] || exec "$@"
+: "${POSTGRES_USER:=postgres}" "${POSTGRES_DB:=$POSTGRES_USER}"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-    "$BIN/initdb" -D "$PGDATA" -U postgres -A trust -E UTF8 --no-locale >/dev/null
-    printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$PGDATA/pg_hba.conf"
-    "$BIN/pg_ctl" -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
-    "$BIN/createdb" -U postgres tocsin
-    "$BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
+    if [ -z "${POSTGRES_PASSWORD:-}" ]; then
+        echo "entrypoint: POSTGRES_PASSWORD must be set (as with the official image)" >&2
+        exit 1
+    fi
+    pw=$(mktemp)
+    printf '%s\n' "$POSTGRES_PASSWORD" >"$pw"
+    initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pw" -A scram-sha-256 -E UTF8 \
+        --no-locale >/dev/null
+    rm -f "$pw"
+    printf 'local all all trust\nhost all all all scram-sha-256\n' >"$PGDATA/pg_hba.conf"
+    if [ "$POSTGRES_DB" != postgres ]; then
+        echo "CREATE DATABASE \"$POSTGRES_DB\";" |
+            postgres --single -D "$PGDATA" -c listen_addresses='' postgres >/dev/null
+    fi
 fi
-exec "$BIN/postgres" -D "$PGDATA" -c "listen_addresses=$PG_LISTEN" -c "port=$PGPORT" \
-    -c unix_socket_directories=/tmp
+shift
+exec postgres -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/var/run/postgresql "$@"

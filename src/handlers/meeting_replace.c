@@ -1,6 +1,8 @@
 /* meeting_replace.c -- the read-modify-write shared by PUT and PATCH. In one transaction: lock the
  * row, check If-Match against the current representation, build and validate the new state,
- * write it. The Redis keys follow after the commit. */
+ * write it. The Redis keys follow after the commit. A new state equal to the current one (PATCH {},
+ * a PUT of the same fields) writes nothing: the answer is the current representation, version
+ * and ETag unchanged, as a version counts changes. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ struct replace_tx {
     char *body;
     char etag[HTTP_ETAG_MAX];
     enum replace_outcome outcome;
+    bool unchanged; /* next equals cur: nothing written */
 };
 
 static void
@@ -44,6 +47,18 @@ replace_reset(struct replace_tx *t)
     t->body = NULL;
     t->errs.n = 0;
     t->gone.n = 0;
+    t->unchanged = false;
+}
+
+/* Whether next's writable fields, in their canonical input form, are cur's. */
+static bool
+same_fields(const struct meeting *cur, const struct meeting *next)
+{
+    json_t *a = codec_meeting_input_doc(cur), *b = codec_meeting_input_doc(next);
+    bool same = a != NULL && b != NULL && json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    return same;
 }
 
 /* The new state of the meeting; REPLACE_INVALID with t->errs when it does not validate. */
@@ -118,6 +133,12 @@ replace_tx_run(struct db *db, void *arg)
     }
     if ((t->outcome = build_next(t)) != REPLACE_OK)
         return DB_NO_RESULTS;
+    if (same_fields(&t->cur, &t->next)) {
+        t->unchanged = true;
+        free(t->body);
+        return handler_meeting_body(&t->cur, &t->body, t->etag) == 0 ? DB_ONE_RESULT
+                                                                     : DB_HARD_ERROR;
+    }
     st = db_meeting_update(db, t->tenant_id, &t->next, &t->gone);
     if (st != DB_ONE_RESULT)
         return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
@@ -127,9 +148,10 @@ replace_tx_run(struct db *db, void *arg)
 static int
 reply(struct request *rq, struct replace_tx *t, enum db_status st)
 {
-    struct http_reply_meta meta = {t->etag, NULL};
+    struct http_reply_meta meta = {t->etag, NULL, NULL};
     if (st == DB_ONE_RESULT) {
-        handler_mirror_sync(rq, &t->gone, &t->next);
+        if (!t->unchanged)
+            handler_mirror_sync(rq, &t->gone, &t->next);
         return http_reply_raw(rq, MHD_HTTP_OK, t->body, strlen(t->body), NULL, &meta);
     }
     if (st != DB_NO_RESULTS)

@@ -1,7 +1,10 @@
 /* meetings_post.c -- POST /v1/meetings. Validate, insert (one statement), then arm the Redis keys
  * after the commit. With an Idempotency-Key the insert and the stored response share one
  * transaction, serialized per key by a try-lock: a concurrent duplicate gets 409 instead of
- * waiting, a finished one is replayed byte for byte, a different body with the same key is 422. */
+ * waiting, a finished one is replayed byte for byte, a different body with the same key is 422.
+ * The stored response is read before the try-lock is taken: replays of a finished request never
+ * contend for the lock (parallel replays used to get 409 from each other), and after the lock it
+ * is read again, for a first request that committed in between. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,25 +43,38 @@ idempotency_key_valid(const char *k)
     return 1;
 }
 
+/* The stored response of the key, if any: ONE_RESULT with t->outcome replay or mismatch. */
+static enum db_status
+read_stored(struct db *db, struct post_tx *t)
+{
+    char stored_hash[65];
+    enum db_status st;
+
+    db_idem_response_fini(&t->stored);
+    st = db_idem_get(db, t->tenant_id, t->key, stored_hash, &t->stored);
+    if (st == DB_ONE_RESULT)
+        t->outcome = strcmp(stored_hash, t->request_hash) == 0 ? POST_REPLAY : POST_MISMATCH;
+    return st;
+}
+
 /* Runs inside db_tx_run, so it may run again after a soft error: reset what it produced. */
 static enum db_status
 post_tx_run(struct db *db, void *arg)
 {
     struct post_tx *t = arg;
-    char stored_hash[65];
     enum db_status st;
 
     free(t->body);
     t->body = NULL;
-    db_idem_response_fini(&t->stored);
-    st = db_idem_lock(db, t->tenant_id, t->key);
-    if (st == DB_NO_RESULTS)
-        t->outcome = POST_IN_FLIGHT;
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_idem_get(db, t->tenant_id, t->key, stored_hash, &t->stored);
-    if (st == DB_ONE_RESULT)
-        t->outcome = strcmp(stored_hash, t->request_hash) == 0 ? POST_REPLAY : POST_MISMATCH;
+    st = read_stored(db, t);
+    if (st == DB_NO_RESULTS) {
+        st = db_idem_lock(db, t->tenant_id, t->key);
+        if (st == DB_NO_RESULTS)
+            t->outcome = POST_IN_FLIGHT;
+        if (st != DB_ONE_RESULT)
+            return st;
+        st = read_stored(db, t);
+    }
     if (st != DB_NO_RESULTS)
         return st;
     st = db_meeting_insert(db, t->tenant_id, t->m);
@@ -74,7 +90,7 @@ post_tx_run(struct db *db, void *arg)
 static int
 reply_outcome(struct request *rq, struct post_tx *t)
 {
-    struct http_reply_meta meta = {t->etag, t->location};
+    struct http_reply_meta meta = {t->etag, t->location, NULL};
     switch (t->outcome) {
     case POST_CREATED:
         handler_mirror_sync(rq, NULL, t->m);

@@ -1,7 +1,8 @@
 /* metrics.c -- GET /metrics: the process's counters and fire-lateness histogram (metrics.c) plus
- * gauges read now: the engine's queues, the subscriber, and the outbox backlog from PostgreSQL
- * (omitted when the database is down, so a scrape still works in an outage). Prometheus text
- * format 0.0.4. Public, like /healthz: it holds counts, never tenant data. */
+ * gauges read now: the engine's queues, the subscriber, Redis as the engine last saw it, the
+ * build, and the outbox backlog from PostgreSQL (omitted when the database is down, so a scrape
+ * still works in an outage). Prometheus text format 0.0.4. Public, like /healthz: it holds
+ * counts, never tenant data. */
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "http_routes.h"
 #include "hub.h"
 #include "metrics.h"
+#include "version.h"
 
 #define METRICS_GAUGES_MAX 2048 /* bytes of the gauge section */
 
@@ -47,10 +49,19 @@ gauges(struct request *rq, char *buf, size_t cap)
                  "# HELP tocsin_deliveries_in_flight Requests to receivers waiting for an answer.\n"
                  "# TYPE tocsin_deliveries_in_flight gauge\ntocsin_deliveries_in_flight %zu\n"
                  "# HELP tocsin_clock_skew_seconds This replica's clock minus PostgreSQL's.\n"
-                 "# TYPE tocsin_clock_skew_seconds gauge\ntocsin_clock_skew_seconds %.3f\n",
+                 "# TYPE tocsin_clock_skew_seconds gauge\ntocsin_clock_skew_seconds %.3f\n"
+                 "# HELP tocsin_redis_up 1 when Redis answered the reconciler's last check.\n"
+                 "# TYPE tocsin_redis_up gauge\ntocsin_redis_up %d\n"
+                 "# HELP tocsin_redis_notify_ok 1 when the last probe key's expired event "
+                 "arrived (notify-keyspace-events has E and x).\n"
+                 "# TYPE tocsin_redis_notify_ok gauge\ntocsin_redis_notify_ok %d\n"
+                 "# HELP tocsin_build_info The running build; always 1.\n"
+                 "# TYPE tocsin_build_info gauge\n"
+                 "tocsin_build_info{version=\"%s\",commit=\"%s\"} 1\n",
                  g.dispatch_queue, g.sched_held, g.subscribed ? 1 : 0, g.recon_passes,
                  g.shards_owned, g.replicas, hub_streams(rq->w->hub), deliver_in_flight(),
-                 (double)dbclock_skew_ms() / 1000.0);
+                 (double)dbclock_skew_ms() / 1000.0, g.redis_up ? 1 : 0,
+                 g.notify == EXPIRY_NOTIFY_OK ? 1 : 0, version_number, version_commit);
     if (n < 0 || (size_t)n >= cap || db == NULL || db_outbox_backlog(db, &backlog) != DB_ONE_RESULT)
         return;
     snprintf(buf + n, cap - (size_t)n,

@@ -58,8 +58,13 @@ handle_signing_keys_post(struct request *rq)
 
     if (handler_no_query(rq, &ret) != 0)
         return ret;
-    if (rq->body_len > 0 && (rq->body_len != 2 || memcmp(rq->body, "{}", 2) != 0))
-        return http_reply_problem(rq, API_E_VALIDATION, "this endpoint takes no body (or {})");
+    if (rq->body_len > 0 && (rq->body_len != 2 || memcmp(rq->body, "{}", 2) != 0)) {
+        /* A validation problem always names its fields (the contract): here the whole body. */
+        struct codec_errors errs = {.n = 1};
+        snprintf(errs.e[0].message, sizeof errs.e[0].message,
+                 "this endpoint takes no body (or {})");
+        return http_reply_validation(rq, &errs);
+    }
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     switch (handler_signing_key_create(db, rq->tenant_id, &k)) {
@@ -73,7 +78,7 @@ handle_signing_keys_post(struct request *rq)
         break;
     }
     snprintf(location, sizeof location, "/v1/signing-keys/%s", k.id);
-    struct http_reply_meta meta = {NULL, location};
+    struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(&k, true), &meta);
 }
 

@@ -45,7 +45,7 @@ create(struct request *rq, struct db_webhook *w)
         break;
     }
     snprintf(location, sizeof location, "/v1/webhooks/%s", w->id);
-    struct http_reply_meta meta = {NULL, location};
+    struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(w, secret), &meta);
 }
 

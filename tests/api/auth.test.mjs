@@ -1,9 +1,9 @@
 // auth.test.mjs -- bearer API keys and tenant isolation: missing, malformed, unknown and revoked
 // keys answer 401 with WWW-Authenticate: Bearer; another tenant's meeting is a 404, never a 403.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { harness, isoIn, DAY } from './harness.mjs';
+import { harness, test, isoIn, DAY } from './harness.mjs';
 
 const h = await harness('auth');
 let srv;
@@ -132,4 +132,34 @@ test('a revoked key is refused at once (TOCSIN_AUTH_CACHE_MS=0) and listed as re
 
     const unknown = await srv.keys(['revoke', '00000000']);
     assert.notEqual(unknown.code, 0, 'revoking an unknown prefix is an error');
+});
+
+// Every line of `keys list` is prefix, tenant, created (ms), state: four tab-separated fields.
+function assertListLines(stdout, what) {
+    const lines = stdout.split('\n').filter((l) => l !== '');
+    for (const l of lines) {
+        assert.match(l, /^[0-9a-f]{8}\t[^\t]+\t\d+\t(live|revoked)$/, `${what}: a forged or broken line ${JSON.stringify(l)}`);
+    }
+    return lines;
+}
+
+test('tenant names are bounded: control bytes refused by keys create, escaped by keys list', async () => {
+    const before = assertListLines((await srv.keys(['list'])).stdout, 'before');
+    for (const bad of ['evil\n00000000\tforged\t0\tlive', 'esc\x1b[2J', 'tab\there', 'sp ace', 'n'.repeat(101), '']) {
+        const r = await srv.keys(['create', '--tenant', bad]);
+        assert.equal(r.code, 2, `--tenant ${JSON.stringify(bad)}: exit 2, got ${r.code}`);
+        assert.equal(r.stdout, '', 'no key printed');
+        assert.match(r.stderr, /--tenant/, r.stderr);
+    }
+    assert.equal(assertListLines((await srv.keys(['list'])).stdout, 'after refusals').length, before.length,
+        'no key was made for a refused name');
+    assert.ok(await srv.createKey('n'.repeat(100)), 'a name of 100 bytes is fine');
+
+    // A name stored before the bound (made here by SQL) cannot forge lines either: escaped.
+    const k = await srv.createKey('auth-legacy');
+    await h.sql("UPDATE tenants SET name = E'legacy\\n00000000\\tforged\\t0\\tlive\\x1b[31m' WHERE name = 'auth-legacy'");
+    const lines = assertListLines((await srv.keys(['list'])).stdout, 'legacy name');
+    assert.equal(lines.length, before.length + 2);
+    const line = lines.find((l) => l.startsWith(prefixOf(k)));
+    assert.equal(line.split('\t')[1], 'legacy\\x0a00000000\\x09forged\\x090\\x09live\\x1b[31m');
 });

@@ -1,8 +1,9 @@
 // contract.mjs -- checks HTTP responses against api/openapi.yaml (the API contract).
 // OpenAPI 3.1 schemas are JSON Schema 2020-12, so the document is handed to Ajv2020 as a whole and
 // each response schema is compiled by JSON pointer. A response must use a documented status (or
-// fall under the operation's 4XX/default entry), its documented content type and schema, and
-// carry the documented headers that we can check by pattern.
+// fall under the operation's 4XX/default entry), its documented content type and schema (an event
+// stream frame by frame, as StreamFrame), carry the headers documented as required, and every
+// documented header it carries must match its schema.
 import fs from 'node:fs';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
@@ -75,19 +76,84 @@ function pickResponse(op, status) {
 function checkHeaders(ctx, res, respObj, respPointer) {
     for (const [name, h] of Object.entries(respObj.headers || {})) {
         const value = res.header(name);
-        // Allow is only promised for 405; the others are promised whenever the response is documented.
-        if (name === 'Allow' && res.status !== 405) {
+        const { obj: header, pointer } = deref(h, `${respPointer}/headers/${esc(name)}`);
+        // A header marked required must be there; any documented header that is there must match.
+        if (value === null || value === undefined) {
+            if (header.required) {
+                fail(ctx, `missing header ${name}`);
+            }
             continue;
         }
-        if (value === null || value === undefined) {
-            fail(ctx, `missing header ${name}`);
-        }
-        const { pointer } = deref(h, `${respPointer}/headers/${esc(name)}`);
         const v = validatorAt(`${pointer}/schema`);
         if (!v(value)) {
             fail(ctx, `header ${name}: ${JSON.stringify(value)} ${ajv.errorsText(v.errors)}`);
         }
     }
+}
+
+// Splits Server-Sent Events text into frames per the WHATWG parsing rules (lines end with CRLF, LF
+// or CR; a blank line ends a frame; ":" starts a comment; one space after the colon is dropped;
+// data lines join with LF). Each frame is {id?, event?, data?, retry?} with the raw field values;
+// a frame still open at the end of the text is left out, as an EventSource would.
+export function parseEventStream(text) {
+    const frames = [];
+    let cur = {};
+    let any = false;
+    for (const line of text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/).slice(0, -1)) {
+        if (line === '') {
+            if (any) {
+                frames.push(cur);
+            }
+            cur = {};
+            any = false;
+            continue;
+        }
+        if (line.startsWith(':')) {
+            continue;
+        }
+        const i = line.indexOf(':');
+        const field = i < 0 ? line : line.slice(0, i);
+        let value = i < 0 ? '' : line.slice(i + 1);
+        if (value.startsWith(' ')) {
+            value = value.slice(1);
+        }
+        if (field === 'data') {
+            cur.data = cur.data === undefined ? value : `${cur.data}\n${value}`;
+        } else if (field === 'id' || field === 'event' || field === 'retry') {
+            cur[field] = value;
+        }
+        any = true;
+    }
+    return frames;
+}
+
+// Asserts that every frame of an event stream (text as received) is a StreamFrame of the contract,
+// and that the text starts with the retry line. Returns the frames, data parsed.
+export function checkEventStream(ctx, text) {
+    const frames = parseEventStream(text);
+    if (!/^retry: [0-9]+\n\n/.test(text)) {
+        fail(ctx, `the stream does not start with a retry line: ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    const out = [];
+    for (const f of frames.slice(1)) {
+        const frame = { ...f };
+        if (frame.retry !== undefined) {
+            fail(ctx, `a retry field after the first frame: ${JSON.stringify(f)}`);
+        }
+        if (frame.data !== undefined) {
+            try {
+                frame.data = JSON.parse(frame.data);
+            } catch (e) {
+                fail(ctx, `frame data is not JSON (${e.message}): ${frame.data.slice(0, 200)}`);
+            }
+        }
+        const errs = schemaErrors('StreamFrame', frame);
+        if (errs.length > 0) {
+            fail(ctx, `stream frame does not match StreamFrame: ${ajv.errorsText(errs)}\n${JSON.stringify(f).slice(0, 500)}`);
+        }
+        out.push(frame);
+    }
+    return out;
 }
 
 // Asserts that res (wrapped response) is what api/openapi.yaml promises for method + urlPath.
@@ -123,6 +189,13 @@ export function checkResponse(method, urlPath, res) {
     const ct = (res.contentType || '').split(';')[0].trim().toLowerCase();
     if (!respObj.content[ct]) {
         fail(ctx, `content type ${JSON.stringify(res.contentType)} not in ${Object.keys(respObj.content)}; body ${res.text.slice(0, 200)}`);
+    }
+    if (ct === 'text/event-stream') {
+        checkEventStream(ctx, res.text);
+        return;
+    }
+    if (ct === 'text/javascript' || ct === 'text/html') {
+        return; // the browser files: any text
     }
     const v = validatorAt(`${respPointer}/content/${esc(ct)}/schema`);
     if (!v(res.json)) {

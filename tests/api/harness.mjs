@@ -1,10 +1,11 @@
-// harness.mjs -- black-box test harness for the tocsin API tests (node:test, Node 20).
+// harness.mjs -- black-box test harness for the tocsin API tests (node:test, Node 18.19 or later:
+// Debian 12's own Node runs them, so no API newer than 18.19 here or in the tests).
 // Each test file gets a fresh PostgreSQL database, its own `tocsin serve` child processes on free
 // ports with a unique Redis key prefix, API keys from `tocsin keys create`, redis-cli helpers and
 // optionally a private redis-server. Missing environment is an error, never a skip: a test run that
 // silently tested nothing is worse than a red one.
 import { spawn, execFile } from 'node:child_process';
-import { after } from 'node:test';
+import { after, test as nodeTest } from 'node:test';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +17,17 @@ const START_TIMEOUT_MS = 20000;
 const STOP_TIMEOUT_MS = 15000;
 const EXEC_TIMEOUT_MS = 30000;
 const LOG_KEEP_MAX = 64 * 1024; // bytes of each child's output kept for failure messages
+
+// Node 18 has no --test-timeout: test files take `test` from here, which gives every test this
+// timeout unless it names its own, so a test that hangs fails instead of stalling the run.
+export const TEST_TIMEOUT_MS = 240000;
+
+export function test(name, opts, fn) {
+    if (typeof opts === 'function') {
+        return nodeTest(name, { timeout: TEST_TIMEOUT_MS }, opts);
+    }
+    return nodeTest(name, { timeout: TEST_TIMEOUT_MS, ...opts }, fn);
+}
 
 export function requireEnv() {
     const missing = REQUIRED_ENV.filter((n) => !process.env[n]);
@@ -106,8 +118,14 @@ async function stopChild(c, signal, timeoutMs) {
         return c.exited;
     }
     c.child.kill(signal);
-    const t = sleep(timeoutMs).then(() => null);
+    // The timer is cleared once the child exited: left pending, it kept the test file's process
+    // alive for the whole timeout after its last test.
+    let timer;
+    const t = new Promise((resolve) => {
+        timer = setTimeout(() => resolve(null), timeoutMs);
+    });
     const r = await Promise.race([c.exit, t]);
+    clearTimeout(timer);
     if (r === null) {
         c.child.kill('SIGKILL');
         await c.exit;
@@ -433,8 +451,49 @@ export async function harness(name) {
     const psql = (sql) => runOk('psql', [env.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql]);
     await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
     await psql(`CREATE DATABASE "${h.dbName}"`);
+    // Through a pooler in transaction mode (scripts/test.sh's PgBouncer run): the servers connect
+    // through it with TOCSIN_DB_POOLED=1 and do not migrate (a session lock cannot live in a
+    // pooled connection), so the database is migrated here, directly, first.
+    const pooler = process.env.TOCSIN_TEST_POOLER_URL;
+    h.pooled = pooler ? {
+        TOCSIN_DATABASE_URL: dbUrlWithName(pooler, h.dbName),
+        TOCSIN_DB_POOLED: '1',
+        TOCSIN_MIGRATE_ON_START: '0',
+    } : {};
+    if (pooler) {
+        await runOk(env.bin, ['migrate'], { env: { PATH: process.env.PATH, TOCSIN_DATABASE_URL: h.dbUrl,
+            TOCSIN_LOG_LEVEL: 'warn', ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? '' } });
+    }
     // One query on this file's database; its unaligned, tuples-only output.
     h.sql = async (sql) => (await runOk('psql', [h.dbUrl, '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql])).stdout.trim();
+    // A second connection to this file's database that stays open between statements (a psql
+    // child), for holding a lock while the server works: query(sql) runs sql and resolves with
+    // its unaligned output once psql has finished it; close() ends the session (and so its
+    // transaction).
+    h.session = () => {
+        const child = spawn('psql', [h.dbUrl, '-X', '-qAt', '-v', 'ON_ERROR_STOP=1'],
+            { stdio: ['pipe', 'pipe', 'pipe'] });
+        const c = track(h, child, 'psql session');
+        let out = '';
+        let serial = 0;
+        child.stdout.on('data', (d) => { out += d.toString(); });
+        const query = async (sql, timeoutMs = 10000) => {
+            const mark = `--tocsin-session-${++serial}--`;
+            const from = out.length;
+            // psql runs a statement at its semicolon; a backslash command runs at once.
+            child.stdin.write(`${sql.replace(/;?\s*$/, ';')}\n\\echo ${mark}\n`);
+            const ok = await waitFor(() => c.exited || out.indexOf(mark, from) >= 0, timeoutMs, 10);
+            if (ok !== true) {
+                throw new Error(`psql session: no answer to ${sql}: ${c.log}`);
+            }
+            return out.slice(from, out.indexOf(mark, from)).trim();
+        };
+        const close = async () => {
+            child.stdin.end();
+            await c.exit;
+        };
+        return { query, close };
+    };
     // Restarts the shared PostgreSQL (scripts/test.sh says where its data and binaries are).
     h.restartPostgres = async () => {
         const { PG_BIN_DIR: bin, TOCSIN_TEST_PG_DATA: data, TOCSIN_TEST_PG_USER: user } = process.env;
@@ -456,15 +515,19 @@ export async function harness(name) {
             TOCSIN_REDIS_URL: env.redisUrl,
             TOCSIN_REDIS_PREFIX: `t${process.pid}_${h.serial}_${Math.random().toString(36).slice(2, 8)}`,
             TOCSIN_LOG_LEVEL: 'warn',
+            // A test that names its own database (start-up tests) does not go through the pooler.
+            ...(extra.TOCSIN_DATABASE_URL ? {} : h.pooled),
             ...extra,
         };
     };
-    h.startServer = async (extra = {}) => {
+    // A server not started yet (for tests that watch its start-up); start() it.
+    h.newServer = async (extra = {}) => {
         const port = await freePort();
         const s = new Server(h, h.serverEnv({ TOCSIN_HTTP_ADDR: `127.0.0.1:${port}`, ...extra }), port);
         h.servers.push(s);
-        return s.start();
+        return s;
     };
+    h.startServer = async (extra = {}) => (await h.newServer(extra)).start();
     h.servers = [];
     h.startRedis = async () => {
         const r = new PrivateRedis(h, await freePort());

@@ -1,9 +1,9 @@
 // idempotency.test.mjs -- Idempotency-Key on POST /v1/meetings: replays, mismatches, races and
 // malformed keys. Each test uses its own tenant so "exactly one meeting exists" is checkable by list.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { harness, isoIn, DAY } from './harness.mjs';
+import { harness, test, isoIn, DAY } from './harness.mjs';
 import { checkResponse } from './contract.mjs';
 
 const h = await harness('idempotency');
@@ -122,4 +122,40 @@ test('malformed Idempotency-Key -> 400 bad_header, nothing created', async () =>
     const ok255 = await srv.req('POST', '/v1/meetings', { key, json: body, headers: { 'Idempotency-Key': 'k'.repeat(255) } });
     assert.equal(ok255.status, 201, `255 chars is allowed: ${ok255.text}`);
     assert.equal((await listAll(key)).length, 1);
+});
+
+// A finished request's replay is read before the in-flight lock is tried, so it never gets 409:
+// made deterministic by holding that very lock (pg_try_advisory_xact_lock on tenant:key, see
+// src/db_idem.c) from a second connection, as a parallel replay would.
+test('replays of a finished key are answered while another request holds its lock', async () => {
+    const key = await srv.createKey('idem-finished');
+    const k = ikey();
+    const body = { title: 'Finished', starts_at: isoIn(2 * DAY) };
+    const first = await srv.req('POST', '/v1/meetings', { key, json: body, headers: { 'Idempotency-Key': k } });
+    assert.equal(first.status, 201, first.text);
+    const tenant = await h.sql(`SELECT tenant_id FROM idempotency_keys WHERE key = '${k}'`);
+    const s = h.session();
+    try {
+        await s.query(`SELECT pg_advisory_lock(hashtextextended(${tenant}::bigint || ':' || '${k}', 0))`);
+        const replay = await srv.req('POST', '/v1/meetings', { key, json: body, headers: { 'Idempotency-Key': k } });
+        assert.equal(replay.status, 201, `replay while the lock is held: ${replay.text}`);
+        assert.equal(replay.text, first.text, 'byte for byte');
+        const other = await srv.req('POST', '/v1/meetings', { key, json: { ...body, title: 'Other' }, headers: { 'Idempotency-Key': k } });
+        assert.equal(other.status, 422, `another body with the key: ${other.text}`);
+        // A key that never finished is still in flight while its lock is held.
+        const k2 = ikey();
+        await s.query(`SELECT pg_advisory_lock(hashtextextended(${tenant}::bigint || ':' || '${k2}', 0))`);
+        const busy = await srv.req('POST', '/v1/meetings', { key, json: body, headers: { 'Idempotency-Key': k2 } });
+        assert.equal(busy.status, 409, busy.text);
+        assert.equal(busy.json.code, 'idempotency_in_flight');
+    } finally {
+        await s.close();
+    }
+    // 20 parallel replays: all the stored answer.
+    const rs = await Promise.all(Array.from({ length: 20 }, () => srv.req('POST', '/v1/meetings', {
+        key, json: body, headers: { 'Idempotency-Key': k },
+    })));
+    assert.deepEqual(rs.map((r) => r.status), Array(20).fill(201));
+    assert.ok(rs.every((r) => r.text === first.text));
+    assert.equal((await listAll(key)).length, 1, 'one meeting');
 });

@@ -2,10 +2,10 @@
 // application/problem+json body (type, title, status, detail, code) that matches the contract,
 // never a 5xx, never create or change anything, and leave the server answering. Cases fetch cannot
 // send (lying Content-Length, partial requests, chunked floods) go through raw sockets.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { harness, isoIn, DAY, MIN } from './harness.mjs';
+import { harness, test, isoIn, DAY, MIN } from './harness.mjs';
 import { checkResponse, schemaErrors } from './contract.mjs';
 
 const h = await harness('malformed');
@@ -231,7 +231,10 @@ test('paths, methods, headers and query strings', async () => {
     const k = target.key;
     const cases = [
         ['GET', '/v1/meetings/not-a-uuid', {}, 404],
-        ['GET', '/v1/meetings/%00', {}, 404],
+        ['GET', '/v1/meetings/%00', {}, 400, 'bad_request'],
+        ['GET', `/v1/meetings/${id}%00anything`, {}, 400, 'bad_request'],
+        ['GET', '/v1/meetings?cursor=%00', {}, 400, 'bad_request'],
+        ['GET', `/v1/meetings?from=${encodeURIComponent(STARTS)}%00junk`, {}, 400, 'bad_request'],
         ['GET', `/v1/meetings/${id.toUpperCase()}`, {}, 404],
         ['GET', `/v1/meetings/${id}x`, {}, 404],
         ['GET', `/v1/meetings/${id}/extra`, {}, 404, 'not_found'],
@@ -241,7 +244,7 @@ test('paths, methods, headers and query strings', async () => {
         ['GET', '/v1/meetingsX', {}, 404, 'not_found'],
         ['GET', `/${'a'.repeat(3000)}`, {}, 414, 'uri_too_long'],
         ['GET', `/v1/meetings?cursor=${'c'.repeat(3000)}`, {}, 414, 'uri_too_long'],
-        ['GET', `/v1/meetings/${'b'.repeat(16000)}`, {}, 414, 'uri_too_long'],
+        ['GET', `/v1/meetings/${'b'.repeat(7000)}`, {}, 414, 'uri_too_long'],
         ['DELETE', '/v1/meetings', {}, 405, 'method_not_allowed'],
         ['PATCH', '/v1/meetings', {}, 405, 'method_not_allowed'],
         ['POST', `/v1/meetings/${id}`, {}, 405, 'method_not_allowed'],
@@ -249,6 +252,7 @@ test('paths, methods, headers and query strings', async () => {
         ['PUT', '/readyz', {}, 405, 'method_not_allowed'],
         ['FOO', '/v1/meetings', {}, 405, 'method_not_allowed'],
         ['POST', '/v1/meetings?dry_run=1', { body: with_({}), headers: { 'Content-Type': J } }, 400, 'bad_query'],
+        ['POST', '/v1/signing-keys', { body: '{"name":"x"}', headers: { 'Content-Type': J } }, 400, 'validation'],
         ['PUT', `/v1/meetings/${id}`, { body: with_({}), headers: { 'Content-Type': J, 'If-Match': 'garbage' } }, 412, 'precondition_failed'],
         ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Basic Zm9vOmJhcg==' }, nokey: true }, 401, 'unauthorized'],
         ['POST', '/v1/meetings', { body: with_({}), headers: { 'Content-Type': J, Authorization: 'Bearer' }, nokey: true }, 401, 'unauthorized'],
@@ -262,6 +266,14 @@ test('paths, methods, headers and query strings', async () => {
             assert.ok(r.header('allow'), `${method} ${path}: Allow header`);
         }
     }
+    // Past libmicrohttpd's per-connection memory (src/http_server.c, about 15 KB of request line
+    // and headers) it answers by itself, 414 or 431 without problem+json; still a 4xx, then the
+    // server goes on.
+    const huge = await srv.req('GET', `/v1/meetings/${'b'.repeat(16000)}`, { key: k, validate: false });
+    assert.equal(huge.status, 414, `16,000-byte path: ${huge.status}`);
+    const fat = await srv.req('GET', '/v1/meetings', { key: k, headers: { 'X-Pad': 'p'.repeat(20000) }, validate: false });
+    assert.equal(fat.status, 431, `20,000-byte header: ${fat.status}`);
+    assert.equal((await srv.req('GET', '/healthz')).status, 200);
     const allowed = async (method, path) => {
         const r = await srv.req(method, path, { key: k });
         return (r.header('allow') || '').split(',').map((s) => s.trim()).sort();
@@ -381,4 +393,154 @@ test('afterwards the server is healthy and still creates meetings', async () => 
     const p = await srv.req('POST', '/v1/meetings', { key, json: VALID });
     assert.equal(p.status, 201, p.text);
     assert.equal(srv.proc.exited, null, 'the server process is still running');
+});
+
+// Sends bytes on a fresh connection and collects everything the server sends until it closes
+// the connection or waitMs passes. Returns the status of the first response, how many response
+// heads came, the first body, whether (and when) the server closed, and the socket (still open
+// when the server did not close it).
+function exchange(port, bytes, { waitMs = 1000 } = {}) {
+    return new Promise((resolve) => {
+        const t0 = Date.now();
+        const sock = net.connect(port, '127.0.0.1');
+        let buf = Buffer.alloc(0);
+        let closedAt = null;
+        sock.on('data', (d) => { buf = Buffer.concat([buf, d]); });
+        sock.on('error', () => {});
+        sock.on('close', () => {
+            closedAt = Date.now() - t0;
+            done();
+        });
+        const timer = setTimeout(() => done(), waitMs);
+        let finished = false;
+        function done() {
+            if (finished) {
+                return;
+            }
+            finished = true;
+            clearTimeout(timer);
+            const text = buf.toString('latin1');
+            const heads = text.match(/(^|\r\n)HTTP\/1\.[01] \d{3} /g) || [];
+            const m = /^HTTP\/1\.[01] (\d{3}) /.exec(text);
+            const end = text.indexOf('\r\n\r\n');
+            const head = end < 0 ? text : text.slice(0, end);
+            resolve({
+                status: m ? Number(m[1]) : null,
+                heads: heads.length,
+                contentType: (/\r\ncontent-type: *([^\r]*)/i.exec(head) || [])[1] || null,
+                body: end < 0 ? '' : text.slice(end + 4),
+                closedAt,
+                sock,
+            });
+        }
+        sock.write(bytes);
+    });
+}
+
+// Asks for /healthz on a connection the server kept open: it must still parse requests cleanly.
+function stillClean(sock) {
+    return new Promise((resolve) => {
+        let buf = '';
+        const timer = setTimeout(() => resolve(false), 1000);
+        sock.removeAllListeners('data');
+        sock.on('data', (d) => {
+            buf += d.toString('latin1');
+            if (/^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{"status":"ok"\}/.test(buf)) {
+                clearTimeout(timer);
+                resolve(true);
+            }
+        });
+        sock.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    });
+}
+
+test('raw sockets: a framing corpus (RFC 9112): each case a 4xx within a second, then closed or clean', async () => {
+    const auth = `Authorization: Bearer ${key}`;
+    const body = with_({});
+    const n = Buffer.byteLength(body);
+    const chunked = `${n.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const smuggled = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const post = (headers, rest = '') => rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, ...headers]) + rest;
+    // [name, bytes, expected status, 'closed' | 'clean', answered by: 'tocsin' (problem+json) | 'mhd']
+    const CORPUS = [
+        ['two different Content-Length', post([`Content-Length: ${n}`, `Content-Length: ${n + 5}`], body + 'xxxxx'), 400, 'closed', 'tocsin'],
+        ['Content-Length with chunked, a request smuggled after', post(['Content-Length: 4', 'Transfer-Encoding: chunked'], chunked + smuggled), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding: gzip, chunked', post(['Transfer-Encoding: gzip, chunked'], chunked), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding: identity', post(['Transfer-Encoding: identity'], body), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding: chunked, chunked', post(['Transfer-Encoding: chunked, chunked'], chunked), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding: chunked in two fields', post(['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked'], chunked), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding: chunked, gzip', post(['Transfer-Encoding: chunked, gzip'], chunked), 400, 'closed', 'tocsin'],
+        ['Transfer-Encoding in HTTP/1.0', `POST /v1/meetings HTTP/1.0\r\n${auth}\r\nContent-Type: ${J}\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}`, 400, 'closed', 'tocsin'],
+        ['space before the colon of Content-Length', post([`Content-Length : ${smuggled.length}`], smuggled), 400, 'closed', 'tocsin'],
+        ['space inside a field name', post(['X Forwarded: a', `Content-Length: ${n}`], body), 400, 'closed', 'tocsin'],
+        ['ESC in a field value', post(['X-Note: a\x1b[31mb', `Content-Length: ${n}`], body), 400, 'closed', 'tocsin'],
+        ['DEL in a field value', post(['X-Note: a\x7fb', `Content-Length: ${n}`], body), 400, 'closed', 'tocsin'],
+        ['control byte in Authorization', rawHead('GET', '/v1/meetings', [`Authorization: Bearer ${key}\x01`]), 400, 'closed', 'tocsin'],
+        ['HTTP/1.1 without Host', 'GET /healthz HTTP/1.1\r\nAccept: */*\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['two Host fields', 'GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['%00 in the path', rawHead('GET', `/v1/meetings/${target.meeting.id}%00anything`, [`Authorization: Bearer ${target.key}`]), 400, 'closed', 'tocsin'],
+        ['%00 in a query value', rawHead('GET', '/v1/meetings?cursor=abc%00def', [auth]), 400, 'closed', 'tocsin'],
+        // libmicrohttpd refuses these itself, before tocsin sees the request: its own error page.
+        ['chunk size past 64 bits', post(['Transfer-Encoding: chunked'], 'fffffffffffffffffff\r\nabc\r\n0\r\n\r\n'), 413, 'closed', 'mhd'],
+        ['Content-Length list', post([`Content-Length: ${n}, ${n}`], body), 400, 'closed', 'mhd'],
+        ['Content-Length with a sign', post([`Content-Length: +${n}`], body), 400, 'closed', 'mhd'],
+        ['negative Content-Length', post(['Content-Length: -1'], body), 400, 'closed', 'mhd'],
+        ['hex Content-Length', post(['Content-Length: 0x10'], body), 400, 'closed', 'mhd'],
+        ['chunk size not hex', post(['Transfer-Encoding: chunked'], 'zz\r\nabc\r\n0\r\n\r\n'), 400, 'closed', 'mhd'],
+        ['NUL in a field name', post(['X\x00Note: a', `Content-Length: ${n}`], body), 400, 'closed', 'mhd'],
+        ['bare CR in the request line', 'GET /healthz HTTP/1.1\rHost: x\r\n\r\n', 400, 'closed', 'mhd'],
+        ['unknown protocol', 'GET /healthz FOO/1.1\r\nHost: x\r\n\r\n', 400, 'closed', 'mhd'],
+        // Raw bytes that cannot name anything: a 404, and the connection goes on cleanly.
+        ['raw NUL in the path', 'GET /v1/meet\x00ings HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 404, 'clean', 'tocsin'],
+        ['raw control byte in the path', 'GET /health\x01z HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 404, 'clean', 'tocsin'],
+    ];
+    const before = await srv.req('GET', '/v1/meetings', { key });
+    for (const [what, bytes, status, after, by] of CORPUS) {
+        const r = await exchange(srv.port, Buffer.from(bytes, 'latin1'));
+        try {
+            assert.equal(r.status, status, `${what}: status ${r.status}, want ${status}: ${r.body.slice(0, 200)}`);
+            if (by === 'tocsin') {
+                assert.equal(r.heads, 1, `${what}: one response, not ${r.heads} (nothing smuggled)`);
+                assert.match(r.contentType || '', /^application\/problem\+json/, `${what}: problem+json`);
+                const p = JSON.parse(r.body);
+                assert.equal(p.status, status, `${what}: problem status`);
+            }
+            if (after === 'closed') {
+                assert.ok(r.closedAt !== null && r.closedAt < 1000, `${what}: the server closed the connection within a second (${r.closedAt})`);
+            } else {
+                assert.equal(r.closedAt, null, `${what}: the connection stays open`);
+                assert.ok(await stillClean(r.sock), `${what}: the next request on the connection is answered`);
+            }
+        } finally {
+            r.sock.destroy();
+        }
+    }
+    // Nothing in the corpus created anything, and the server still answers.
+    const afterList = await srv.req('GET', '/v1/meetings', { key });
+    assert.deepEqual(afterList.json.items, before.json.items, 'no meeting created by the corpus');
+    const hz = await srv.req('GET', '/healthz');
+    assert.equal(hz.status, 200);
+});
+
+test('log lines cannot be forged: input bytes outside printable ASCII are escaped', async () => {
+    const logged = await h.startServer({ TOCSIN_LOG_LEVEL: 'info' });
+    const forged = '2026-01-01T00:00:00.000Z ERROR forged';
+    // Percent-encoded LF, CR, ESC and a UTF-8 byte pair in the path; decoded before logging.
+    const path = `/v1/x%0a${encodeURIComponent(forged)}%0d%1b[31m%c3%a9`;
+    const r = await logged.req('GET', path, { validate: false });
+    assert.equal(r.status, 404);
+    const raw = await exchange(logged.port, Buffer.from('GET /v1/y%0aforged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+    raw.sock.destroy();
+    assert.equal(raw.status, 404);
+    await logged.stop();
+    const lines = logged.log.split('\n').filter((l) => l !== '');
+    for (const l of lines) {
+        assert.match(l, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (ERROR|WARN|INFO|DEBUG) /, `a line that is not a log line: ${JSON.stringify(l)}`);
+        assert.ok(!/[\x00-\x1f\x7f-\uffff]/.test(l), `raw control or non-ASCII bytes in ${JSON.stringify(l)}`);
+    }
+    assert.ok(!lines.some((l) => l.startsWith(forged)), 'no forged line');
+    const access = lines.find((l) => l.includes('/v1/x\\x0a2026'));
+    assert.ok(access, `the access line shows the escaped path:\n${logged.log}`);
+    assert.ok(access.includes('\\x0d\\x1b[31m\\xc3\\xa9 404'), access);
+    assert.ok(lines.some((l) => l.includes('/v1/y\\x0aforged 404')), 'the raw request too');
 });

@@ -1,8 +1,8 @@
 // meetings.test.mjs -- CRUD, conditional requests, reminders and list pagination of /v1/meetings
 // (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
-import { harness, isoIn, utc, MIN, HOUR, DAY } from './harness.mjs';
+import { harness, test, isoIn, utc, waitFor, MIN, HOUR, DAY } from './harness.mjs';
 import { schemaErrors } from './contract.mjs';
 
 const h = await harness('meetings');
@@ -330,10 +330,92 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
     assert.equal(max.status, 200);
 
     for (const q of ['limit=0', 'limit=201', 'limit=abc', 'limit=-1', 'limit=3.5', 'limit=',
-        'cursor=garbage', 'cursor=%00%01', `cursor=${'A'.repeat(600)}`,
+        'cursor=garbage', 'cursor=%01%02', `cursor=${'A'.repeat(600)}`,
         'from=yesterday', 'from=2026-11-23T09:00:00', 'to=2026-13-01T00:00:00Z', 'unknown=1']) {
         const r = await srv.req('GET', `/v1/meetings?${q}`, { key: lkey });
         assert.equal(r.status, 400, `${q}: ${r.text}`);
         assert.equal(r.json.code, 'bad_query', q);
+    }
+    // A NUL in a query value would cut it short once decoded: refused before the query is read.
+    const nul = await srv.req('GET', '/v1/meetings?cursor=%00%01', { key: lkey });
+    assert.equal(nul.status, 400, nul.text);
+    assert.equal(nul.json.code, 'bad_request');
+});
+
+test('decision: a PATCH or PUT that changes nothing writes nothing (version and ETag stay)', async () => {
+    const c = await post(full(isoIn(2 * DAY)));
+    const id = c.json.id;
+    const empty = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: {} });
+    assert.equal(empty.status, 200, empty.text);
+    assert.deepEqual(empty.json, c.json, 'PATCH {}: the same representation, version 1');
+    assert.equal(empty.header('etag'), c.header('etag'));
+    // The same values again, in another spelling of the same instant: still no change.
+    const same = await srv.req('PATCH', `/v1/meetings/${id}`, {
+        key, json: { title: c.json.title, starts_at: c.json.starts_at.replace('Z', '+00:00') },
+    });
+    assert.equal(same.json.version, 1, same.text);
+    const { title, description, starts_at, ends_at, time_zone, location, participants, metadata } = c.json;
+    const put = await srv.req('PUT', `/v1/meetings/${id}`, {
+        key, json: { title, description, starts_at, ends_at, time_zone, location, participants, metadata, reminders: [{ minutes_before: 60 }, { minutes_before: 0 }, { minutes_before: 5 }] },
+    });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.json.version, 1, 'a PUT of the same fields');
+    assert.equal(put.json.updated_at, c.json.updated_at);
+    const changed = await srv.req('PATCH', `/v1/meetings/${id}`, { key, json: { title: 'Changed' } });
+    assert.equal(changed.json.version, 2, 'a real change bumps the version');
+    assert.notEqual(changed.header('etag'), c.header('etag'));
+});
+
+test('decision: "reminders": null in a merge patch removes the member, which means the default', async () => {
+    const c = await post({ ...full(isoIn(2 * DAY)), reminders: [{ minutes_before: 30 }] });
+    const r = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: null } });
+    assert.equal(r.status, 200, r.text);
+    expectReminders(r.json, [5]);
+    const none = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: [] } });
+    assert.deepEqual(none.json.reminders, [], '[] is none');
+    const back = await srv.req('PATCH', `/v1/meetings/${c.json.id}`, { key, json: { reminders: null } });
+    expectReminders(back.json, [5]);
+});
+
+// One request on a connection of its own: a keep-alive connection that fetch would reuse may
+// belong to the server thread that the blocked request holds, and would wait with it.
+function fresh(method, path, json) {
+    const body = json === undefined ? '' : JSON.stringify(json);
+    const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+    const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${key}`,
+        'Connection: close', ...(body ? [`Content-Type: ${type}`, `Content-Length: ${Buffer.byteLength(body)}`] : [])];
+    return srv.raw(head.join('\r\n') + '\r\n\r\n' + body, { timeoutMs: 15000 });
+}
+
+// The DELETE race, made deterministic: a second connection holds the meeting's row lock while a
+// PATCH (first in the lock queue) and then a DELETE wait for it. Released, the PATCH commits new
+// reminders first; the DELETE must cancel them too.
+test('DELETE waiting behind a PATCH cancels the reminders that PATCH added', async () => {
+    for (const method of ['PATCH', 'PUT']) {
+        const c = await post({ ...full(isoIn(3 * DAY)), reminders: [{ minutes_before: 5 }] });
+        const id = c.json.id;
+        const waiting = async () => Number(await h.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"));
+        const s = h.session();
+        try {
+            await s.query('BEGIN');
+            await s.query(`SELECT 1 FROM meetings WHERE id = '${id}' FOR UPDATE`);
+            const json = method === 'PATCH'
+                ? { reminders: [{ minutes_before: 10 }, { minutes_before: 20 }] }
+                : { ...full(c.json.starts_at), reminders: [{ minutes_before: 10 }, { minutes_before: 20 }] };
+            const write = fresh(method, `/v1/meetings/${id}`, json);
+            assert.ok(await waitFor(async () => (await waiting()) >= 1, 5000), `${method} waits for the lock`);
+            const del = fresh('DELETE', `/v1/meetings/${id}`);
+            assert.ok(await waitFor(async () => (await waiting()) >= 2, 5000), 'DELETE waits behind it');
+            await s.query('COMMIT');
+            const [w, d] = await Promise.all([write, del]);
+            assert.equal(w.status, 200, `${method}: ${w.text}`);
+            assert.equal(d.status, 204, d.text);
+        } finally {
+            await s.close();
+        }
+        const left = await h.sql(`SELECT minutes_before || ':' || status FROM reminders WHERE meeting_id = '${id}' ORDER BY 1`);
+        assert.equal(left, '10:cancelled\n20:cancelled', `${method} then DELETE: no reminder left pending`);
+        assert.equal((await get(id)).status, 404);
     }
 });

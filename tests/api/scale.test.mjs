@@ -7,12 +7,11 @@
 // Reminders are written straight into PostgreSQL with exact fire times (the engine reads what any
 // writer committed); webhooks are registered through the API, and receipts are timed at local
 // receivers by the same clock as the database's.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import fs from 'node:fs';
-import { harness, run, waitFor, sleep } from './harness.mjs';
+import { harness, run, test, waitFor, sleep } from './harness.mjs';
 
 const LEAD_MS = 3000;     // a batch's first reminder falls due this long after it is written
 const SETTLE_MS = 1500;   // after the last arrival, wait this long for a (wrong) repeat

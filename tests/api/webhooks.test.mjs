@@ -4,11 +4,11 @@
 // library (not our code): a receiver that fails twice, one that always fails, one that is down
 // across a restart of tocsin, a webhook deleted with notifications still pending, SIGTERM with a
 // request in flight, and a receiver slower than the delivery lease with two replicas.
-import { test, before } from 'node:test';
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import { harness, waitFor, sleep, MIN } from './harness.mjs';
+import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
 
 const { Webhook } = createRequire(import.meta.url)('standardwebhooks');
 const LEAD_MS = 1500;
@@ -227,7 +227,7 @@ test('a webhook deleted while its notification is pending: recorded failed, neve
 test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the rest stay pending and are sent once after', async (t) => {
     const srv = await hStop.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_WORKERS: '1' });
     const k = await srv.createKey('hooks-sigterm');
-    const HOLD_MS = 1500;
+    const HOLD_MS = 4000;
     let arrived;
     const first = new Promise((r) => { arrived = r; });
     // Holds every answer HOLD_MS: the first request is in flight when the signal comes.
@@ -248,6 +248,9 @@ test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the 
         ms.push(await dueSoon(srv, k));
     }
     await first;
+    // All three fired (outbox rows written) while the first request is still held.
+    assert.ok(await waitFor(async () => (await hStop.sql('SELECT count(*) FROM outbox')) === '3', HOLD_MS - 500),
+        'three outbox rows while the first request is held');
     const exit = await srv.stop();
     assert.deepEqual(exit, { code: 0, signal: null }, `graceful SIGTERM exit:\n${srv.log}`);
     const rows = (await hStop.sql(`SELECT status || ':' || coalesce(lease_owner, '-') FROM outbox ORDER BY id`)).split('\n');
@@ -287,4 +290,50 @@ test('a receiver slower than the lease, two replicas: the lease is renewed durin
     assert.equal(d.json.items[0].attempts, 1, d.text);
     await sleep(1000); // a second sender, if any, would have started long ago
     assert.equal(rx.got.length, 1, `sent ${rx.got.length} times`);
+});
+
+// A count-then-insert limit must hold under concurrency: the tenant's requests are serialized
+// (db_tenant_lock), so 40 parallel POSTs at 95 webhooks make exactly 5 more. Each POST goes on a
+// connection of its own (agent-free http.request), so they really run side by side. A second
+// connection holds the tenant's row: with the tenant lock every request waits before it counts;
+// without it each counted 95, inserted, and waited only at the foreign key check of its new row,
+// so all of them were created once the row was free (105 and more).
+test('the webhook limit holds under 40 parallel registrations', async () => {
+    const k = await guarded.createKey('hooks-limit');
+    const url = 'https://93.184.216.34/hook';
+    for (let i = 0; i < 95; i++) {
+        const r = await guarded.req('POST', '/v1/webhooks', { key: k, json: { url: `${url}/${i}` } });
+        assert.equal(r.status, 201, r.text);
+    }
+    const post = (i) => new Promise((resolve, reject) => {
+        const body = JSON.stringify({ url: `${url}/p${i}` });
+        const req = http.request({
+            host: '127.0.0.1', port: guarded.port, path: '/v1/webhooks', method: 'POST', agent: false,
+            headers: { Authorization: `Bearer ${k}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode));
+        });
+        req.on('error', reject);
+        req.end(body);
+    });
+    const s = hGuarded.session();
+    let statuses;
+    try {
+        await s.query('BEGIN');
+        await s.query("SELECT 1 FROM tenants WHERE name = 'hooks-limit' FOR UPDATE");
+        const all = Promise.all(Array.from({ length: 40 }, (_, i) => post(i)));
+        const waiting = async () => Number(await hGuarded.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"));
+        // At most TOCSIN_HTTP_THREADS (16) wait: one request per server thread; often fewer.
+        await waitFor(async () => (await waiting()) >= 16, 3000);
+        await s.query('COMMIT');
+        statuses = await all;
+    } finally {
+        await s.close();
+    }
+    assert.equal(statuses.filter((c) => c === 201).length, 5, `statuses: ${statuses.join(',')}`);
+    assert.equal(statuses.filter((c) => c === 409).length, 35, `statuses: ${statuses.join(',')}`);
+    const list = await guarded.req('GET', '/v1/webhooks', { key: k });
+    assert.equal(list.json.items.length, 100, 'exactly the limit');
 });

@@ -219,7 +219,8 @@ closed_port(void)
 static void
 test_dead(void)
 {
-    struct mirror_opts o = {"127.0.0.1", closed_port(), 0, NULL, prefix, HORIZON_MS};
+    struct mirror_opts o = {
+        .host = "127.0.0.1", .port = closed_port(), .prefix = prefix, .horizon_ms = HORIZON_MS};
     struct mirror *mi = mirror_new(&o);
     int64_t now = now_ms(), t0 = mono_ms(), elapsed;
     struct reminder_key k = {1, now + 60000};
@@ -261,7 +262,8 @@ main(void)
     if (r != NULL)
         freeReplyObject(r);
     snprintf(prefix, sizeof prefix, "itest_mirror_%ld_%" PRId64, (long)getpid(), now_ms());
-    struct mirror_opts o = {host, port, db, NULL, prefix, HORIZON_MS};
+    struct mirror_opts o = {
+        .host = host, .port = port, .db = db, .prefix = prefix, .horizon_ms = HORIZON_MS};
     mi = mirror_new(&o);
     if (mi == NULL || mirror_ping(mi) != 0) {
         printf("FAIL mirror cannot reach Redis at %s\n", url);

@@ -257,8 +257,8 @@ static void
 test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
 {
     struct recon_opts o = *base;
-    struct dispatch_opts dopts = {url,  base->mirror, "itest-recon", 30000, 3600000,
-                                  NULL, NULL,         NULL,          NULL};
+    struct dispatch_opts dopts = {url,   base->mirror, "itest-recon", 30000, 3600000,
+                                  false, NULL,         NULL,          NULL,  NULL};
     struct reminder_key k;
     struct dispatch *d;
     struct recon *r;
@@ -372,7 +372,10 @@ main(void)
     if (db == NULL)
         printf("FAIL db_open: %s\n", err);
     if (db != NULL && seed(db) == 0) {
-        struct recon_opts o = {url, {host, port, rdb, NULL, prefix, HORIZON_MS}, 0, 0, NULL, NULL};
+        struct recon_opts o = {
+            .database_url = url,
+            .mirror = {
+                .host = host, .port = port, .db = rdb, .prefix = prefix, .horizon_ms = HORIZON_MS}};
         test_loss_and_kick(&o);
         test_periodic(&o);
         test_sweep_bound(&o, db, url);

@@ -1,4 +1,5 @@
-/* test_apikey.c -- key generation, shape checks and the ETag list matcher. */
+/* test_apikey.c -- key generation, shape checks, tenant names and the ETag list matcher. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +49,40 @@ main(void)
             printf("FAIL etag case %zu: %s\n", i, etags[i].header);
             failures++;
         }
+    }
+    /* Tenant names: bounded like every other name; control bytes would forge `keys list` lines. */
+    static const struct {
+        const char *name;
+        bool want;
+    } tenants[] = {
+        {"acme", true},
+        {"Acme_Corp-2.eu", true},
+        {"", false},
+        {"evil\nprefix\tother\t0\tlive", false},
+        {"esc\x1b[31m", false},
+        {"tab\there", false},
+        {"space here", false},
+        {"caf\xc3\xa9", false},
+        {"x\x7f", false},
+    };
+    for (size_t i = 0; i < sizeof(tenants) / sizeof(tenants[0]); i++) {
+        if (apikey_tenant_name_valid(tenants[i].name) != tenants[i].want) {
+            printf("FAIL tenant name case %zu\n", i);
+            failures++;
+        }
+    }
+    char name[APIKEY_TENANT_NAME_MAX + 2];
+    memset(name, 'n', sizeof(name) - 1);
+    name[APIKEY_TENANT_NAME_MAX] = '\0';
+    if (!apikey_tenant_name_valid(name)) {
+        printf("FAIL a tenant name of APIKEY_TENANT_NAME_MAX bytes is refused\n");
+        failures++;
+    }
+    name[APIKEY_TENANT_NAME_MAX] = 'n';
+    name[APIKEY_TENANT_NAME_MAX + 1] = '\0';
+    if (apikey_tenant_name_valid(name)) {
+        printf("FAIL a tenant name one byte over APIKEY_TENANT_NAME_MAX is accepted\n");
+        failures++;
     }
     printf("test_apikey: %d failure(s)\n", failures);
     return failures != 0;

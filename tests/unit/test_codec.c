@@ -540,9 +540,11 @@ static const char full_output[] =
     "'starts_at':'2026-11-23T08:00:00.000Z','ends_at':'2026-11-23T08:30:00.500Z',"
     "'time_zone':'Europe/Berlin','location':'Room 1',"
     "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
-    "'reminders':[{'id':'9007199254740993','minutes_before':60,'fire_at':"
+    "'reminders':[{'id':'9007199254740993','minutes_before':60,"
+    "'channels':['webhook','stream','push'],'fire_at':"
     "'2026-11-23T07:00:00.000Z','status':'fired','fired_at':'2026-11-23T07:00:00.012Z'},"
-    "{'id':'8','minutes_before':5,'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
+    "{'id':'8','minutes_before':5,'channels':['webhook','stream','push'],"
+    "'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
     "'fired_at':null}],'organizer_id':null,'metadata':{'k':[1,{'x':null}]},'version':3,"
     "'created_at':'2026-01-01T00:00:00.000Z','updated_at':'2026-01-02T00:00:00.000Z'}";
 
@@ -652,6 +654,104 @@ check_patch_flow(void)
     meeting_fini(&m);
 }
 
+/* PushSubscription.toJSON() bodies: the shape only (webpush.c checks the keys themselves). */
+static void
+check_push_subscription(void)
+{
+    static const struct {
+        const char *body;      /* quotes as ' */
+        const char *bad_field; /* NULL: accepted */
+        int64_t expires_at_ms;
+    } subs[] = {
+        {"{'endpoint':'https://push.example/"
+         "x','expirationTime':null,'keys':{'p256dh':'BA','auth':'AA'}}",
+         NULL, 0},
+        {"{'endpoint':'https://push.example/x','keys':{'p256dh':'BA','auth':'AA'},'extra':1}", NULL,
+         0},
+        {"{'endpoint':'https://p/"
+         "x','expirationTime':1767225600000,'keys':{'p256dh':'B','auth':'A'}}",
+         NULL, 1767225600000LL},
+        {"{'keys':{'p256dh':'BA','auth':'AA'}}", "endpoint", 0},
+        {"{'endpoint':'','keys':{'p256dh':'BA','auth':'AA'}}", "endpoint", 0},
+        {"{'endpoint':7,'keys':{'p256dh':'BA','auth':'AA'}}", "endpoint", 0},
+        {"{'endpoint':'https://p/x'}", "keys", 0},
+        {"{'endpoint':'https://p/x','keys':[]}", "keys", 0},
+        {"{'endpoint':'https://p/x','keys':{'auth':'AA'}}", "keys.p256dh", 0},
+        {"{'endpoint':'https://p/x','keys':{'p256dh':'BA','auth':null}}", "keys.auth", 0},
+        {"{'endpoint':'https://p/x','expirationTime':'soon','keys':{'p256dh':'B','auth':'A'}}",
+         "expirationTime", 0},
+        {"{'endpoint':'https://p/x','expirationTime':-1,'keys':{'p256dh':'B','auth':'A'}}",
+         "expirationTime", 0},
+        {"{'endpoint':'https://p/x','expirationTime':1e300,'keys':{'p256dh':'B','auth':'A'}}",
+         "expirationTime", 0},
+        {"[]", "", 0},
+    };
+
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        struct codec_push_subscription out;
+        struct codec_errors errs = {0};
+        json_t *doc = load_q(subs[i].body);
+        enum api_error e = codec_push_subscription_decode(doc, &out, &errs);
+        if (subs[i].bad_field == NULL) {
+            CHECK(e == API_E_NONE && out.endpoint && out.p256dh && out.auth);
+            CHECK(out.expires_at_ms == subs[i].expires_at_ms);
+        } else {
+            CHECK(e == API_E_VALIDATION && has_field(&errs, subs[i].bad_field));
+        }
+        codec_push_subscription_fini(&out);
+        json_decref(doc);
+    }
+    /* A key text past CODEC_PUSH_KEY_TEXT_MAX is refused before anyone decodes it. */
+    char body[BODY_MAX];
+    snprintf(body, sizeof body,
+             "{\"endpoint\":\"https://p/x\",\"keys\":{\"p256dh\":\"%0*d\",\"auth\":\"A\"}}",
+             CODEC_PUSH_KEY_TEXT_MAX + 1, 0);
+    struct codec_push_subscription out;
+    struct codec_errors errs = {0};
+    json_t *doc = json_loads(body, 0, NULL);
+    CHECK(codec_push_subscription_decode(doc, &out, &errs) == API_E_VALIDATION &&
+          has_field(&errs, "keys.p256dh"));
+    codec_push_subscription_fini(&out);
+    json_decref(doc);
+}
+
+/* The push payload: small, the title cut, "url" only from an http(s) metadata.url. */
+static void
+check_push_payload(void)
+{
+    struct meeting m;
+    struct occurrence o = {5, 1767225300000LL, 0};
+    char title[300];
+    int64_t ms = 0;
+
+    meeting_init(&m);
+    strcpy(m.id, "123e4567-e89b-42d3-a456-426614174000");
+    memset(title, 'x', sizeof title - 1);
+    title[sizeof title - 1] = '\0';
+    m.title = strdup(title);
+    m.starts_at_ms = 1767225600000LL;
+    m.metadata_json = strdup("{\"url\":\"https://app.example/m/1\"}");
+    m.n_reminders = 1;
+    m.reminders[0].id = 5;
+    m.reminders[0].minutes_before = 5;
+    char *text = codec_push_payload(&m, &o);
+    json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK(doc != NULL);
+    CHECK(strlen(json_string_value(json_object_get(doc, "title"))) == CODEC_PUSH_TITLE_MAX);
+    CHECK(strcmp(json_string_value(json_object_get(doc, "url")), "https://app.example/m/1") == 0);
+    CHECK(json_integer_value(json_object_get(doc, "minutes_before")) == 5);
+    CHECK(codec_push_starts_at(text, &ms) == 0 && ms == m.starts_at_ms);
+    json_decref(doc);
+    free(text);
+    free(m.metadata_json);
+    m.metadata_json = strdup("{\"url\":\"javascript:alert(1)\"}");
+    text = codec_push_payload(&m, &o);
+    CHECK(text != NULL && strstr(text, "\"url\"") == NULL);
+    free(text);
+    CHECK(codec_push_starts_at("{}", &ms) == -1 && codec_push_starts_at("nope", &ms) == -1);
+    meeting_fini(&m);
+}
+
 int
 main(void)
 {
@@ -663,6 +763,8 @@ main(void)
     check_merge_patch();
     check_encode_round_trip();
     check_patch_flow();
+    check_push_subscription();
+    check_push_payload();
     if (failures) {
         printf("test_codec: %d failure(s)\n", failures);
         return 1;

@@ -17,6 +17,16 @@ static const struct {
     {"TOCSIN_HTTP_THREADS", "4x", 0},
     {"TOCSIN_HTTP_THREADS", "", 0},
     {"TOCSIN_HTTP_THREADS", " 4", 0},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "1", 1},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "100000", 1},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "0", 0},
+    {"TOCSIN_HTTP_CONNECTIONS_PER_ADDR", "100001", 0},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "1", 1},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "300", 1},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "0", 0},
+    {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "301", 0},
+    {"TOCSIN_HTTP_BODY_TIMEOUT_S", "600", 1},
+    {"TOCSIN_HTTP_BODY_TIMEOUT_S", "601", 0},
     {"TOCSIN_MIRROR_HORIZON_S", "3600", 1},
     {"TOCSIN_MIRROR_HORIZON_S", "3599", 0},
     {"TOCSIN_RECON_INTERVAL_MS", "100", 1},
@@ -36,6 +46,19 @@ static const struct {
     {"TOCSIN_REDIS_URL", "http://h:1/0", 0},
     {"TOCSIN_REDIS_URL", "redis://h:0/0", 0},
     {"TOCSIN_REDIS_URL", "redis://:6379", 0},
+    {"TOCSIN_REDIS_URL", "redis://u:p@[::1]:1/0", 1},
+    {"TOCSIN_REDIS_URL", "rediss://h:1/0", 0},
+    {"TOCSIN_DATABASE_URL", "postgresql://u:p%40w@db:5432/tocsin?sslmode=require", 1},
+    {"TOCSIN_DATABASE_URL", "host=db port=5432 dbname=tocsin", 1},
+    {"TOCSIN_DATABASE_URL", "postgresql://db/tocsin?sslmod=require", 0},
+    {"TOCSIN_DATABASE_URL", "postgresql://db/t%zz", 0},
+    {"TOCSIN_DATABASE_URL", "host=db port", 0},
+    {"TOCSIN_DATABASE_URL", "", 0},
+    {"TOCSIN_DB_WAIT_S", "0", 1},
+    {"TOCSIN_DB_WAIT_S", "3600", 1},
+    {"TOCSIN_DB_WAIT_S", "3601", 0},
+    {"TOCSIN_MIGRATE_ON_START", "0", 1},
+    {"TOCSIN_MIGRATE_ON_START", "2", 0},
     {"TOCSIN_REDIS_PREFIX", "a", 1},
     {"TOCSIN_REDIS_PREFIX", "has space", 0},
     {"TOCSIN_REDIS_PREFIX", "", 0},
@@ -43,6 +66,18 @@ static const struct {
     {"TOCSIN_LOG_LEVEL", "loud", 0},
     {"TOCSIN_INSTANCE_ID", "replica-1", 1},
     {"TOCSIN_INSTANCE_ID", "a:b", 0},
+    {"TOCSIN_VAPID_SUBJECT", "mailto:ops@example.com", 1},
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/contact", 1},
+    {"TOCSIN_VAPID_SUBJECT", "https://", 0},
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/a\\b", 0}, /* a JWT claim would need escapes */
+    {"TOCSIN_VAPID_SUBJECT", "https://example.com/\xc3\xa9", 0},
+    {"TOCSIN_VAPID_SUBJECT", "mailto:no-at-sign", 0},
+    {"TOCSIN_VAPID_SUBJECT", "http://example.com", 0},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", "1", 1},
+    {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", "2", 0},
+    {"TOCSIN_SMTP_URL", "ftp://mail", 0},
+    {"TOCSIN_SMTP_URL", "smtp://mail", 0}, /* TOCSIN_SMTP_FROM is then required */
+    {"TOCSIN_DB_POOLED", "1", 0},          /* needs TOCSIN_MIGRATE_ON_START=0 */
 };
 
 int
@@ -54,7 +89,9 @@ main(void)
 
     if (config_load(&cfg, err, sizeof(err)) != 0 || cfg.http_port != 8080 ||
         strcmp(cfg.http_host, "127.0.0.1") != 0 || cfg.mirror_horizon_ms != 86400000 ||
-        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0) {
+        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0 ||
+        cfg.http_connections_per_addr != 128 || cfg.http_header_timeout_s != 20 ||
+        cfg.http_body_timeout_s != 30 || cfg.db_wait_ms != 60000 || cfg.migrate_on_start != 1) {
         printf("FAIL defaults: %s\n", err);
         failures++;
     }
@@ -70,10 +107,26 @@ main(void)
     }
     setenv("TOCSIN_REDIS_URL", "redis://:pw@redis.local:6380/3", 1);
     if (config_load(&cfg, err, sizeof(err)) != 0 || strcmp(cfg.redis_host, "redis.local") != 0 ||
-        cfg.redis_port != 6380 || cfg.redis_db != 3 || strcmp(cfg.redis_password, "pw") != 0) {
+        cfg.redis_port != 6380 || cfg.redis_db != 3 || strcmp(cfg.redis_password, "pw") != 0 ||
+        cfg.redis_user[0] != '\0') {
         printf("FAIL redis url fields\n");
         failures++;
     }
+    setenv("TOCSIN_REDIS_URL", "redis://ops:a%2Fb@10.0.0.5/1", 1);
+    if (config_load(&cfg, err, sizeof(err)) != 0 || strcmp(cfg.redis_user, "ops") != 0 ||
+        strcmp(cfg.redis_password, "a/b") != 0) {
+        printf("FAIL redis ACL user fields\n");
+        failures++;
+    }
+    unsetenv("TOCSIN_REDIS_URL");
+    /* libpq's reason follows the variable's name. */
+    setenv("TOCSIN_DATABASE_URL", "postgresql://db/tocsin?sslmod=require", 1);
+    if (config_load(&cfg, err, sizeof(err)) == 0 ||
+        strncmp(err, "TOCSIN_DATABASE_URL: ", 21) != 0 || strstr(err, "sslmod") == NULL) {
+        printf("FAIL database url reason: %s\n", err);
+        failures++;
+    }
+    unsetenv("TOCSIN_DATABASE_URL");
     printf("test_config: %d failure(s)\n", failures);
     return failures != 0;
 }

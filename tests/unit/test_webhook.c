@@ -139,6 +139,18 @@ test_netguard(void)
         {"::ffff:8.8.8.8", 1},
         {"64:ff9b::7f00:1", 0},
         {"64:ff9b::808:808", 1},
+        /* 6to4 and Teredo are judged by the IPv4 addresses they carry. */
+        {"2002:7f00:1::", 0},
+        {"2002:a00:1::1", 0},
+        {"2002:c0a8:101::1", 0},
+        {"2002:a9fe:a9fe::", 0},
+        {"2002:808:808::1", 1},
+        {"2001:0:4136:e378:8000:63bf:80ff:fffe", 0}, /* client ~0x80fffffe = 127.0.0.1 */
+        {"2001:0:4136:e378:8000:63bf:f5ff:fffe", 0}, /* client 10.0.0.1 */
+        {"2001:0:a00:1:8000:63bf:f7f7:f7f7", 0},     /* server 10.0.0.1, client 8.8.8.8 */
+        {"2001:0:4136:e378:8000:63bf:f7f7:f7f7", 1}, /* server 65.54.227.120, client 8.8.8.8 */
+        {"64:ff9b:1::a00:1", 0},
+        {"100::1", 0},
     };
 
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {

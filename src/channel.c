@@ -1,0 +1,199 @@
+/* channel.c -- the channels of channel.h. */
+#include "channel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "mail.h"
+#include "timefmt.h"
+#include "webhook_sign.h"
+
+static char *
+email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
+              const struct meeting *m, int64_t now_ms, const char **why)
+{
+    char *name = NULL;
+
+    if (it->recipient == NULL || it->address == NULL ||
+        codec_participant_name(m, it->recipient, &name) != 0) {
+        *why = "the participant is no longer in the meeting";
+        return NULL;
+    }
+    struct mail_input in = {
+        m,     {it->reminder_id, it->fire_at_ms, 0}, it->recipient, name, it->address, o->smtp_from,
+        now_ms};
+    char *text = mail_message(&in, why);
+    free(name);
+    return text;
+}
+
+char *
+channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
+                const struct meeting *m, int64_t now_ms, const char **why)
+{
+    struct occurrence occ = {it->reminder_id, it->fire_at_ms, 0};
+    char *text = NULL;
+
+    *why = "out of memory building the payload";
+    switch (it->channel) {
+    case CHANNEL_WEBHOOK:
+        text = codec_notification_encode(m, &occ, now_ms);
+        break;
+    case CHANNEL_PUSH:
+        if (!codec_meeting_has_person(m, it->recipient ? it->recipient : "")) {
+            *why = "the participant is no longer in the meeting";
+            return NULL;
+        }
+        text = codec_push_payload(m, &occ);
+        break;
+    case CHANNEL_EMAIL:
+        text = email_payload(o, it, m, now_ms, why);
+        break;
+    default:
+        *why = "a channel this version does not deliver";
+        break;
+    }
+    return text;
+}
+
+static int
+start_webhook(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+              struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    struct outbound_request r;
+    int64_t ts = timefmt_now_ms() / 1000;
+    struct webhook_message m = {it->url,  req->msg_id, ts,
+                                req->sig, it->payload, strlen(it->payload)};
+
+    webhook_message_id(it->reminder_id, it->fire_at_ms, req->msg_id);
+    if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0 ||
+        webhook_request(&m, &req->hdr, &r, o->timeout_ms) != 0) {
+        snprintf(err, OUTBOUND_ERR_MAX, "webhook secret unusable");
+        *give_up = true;
+        return -1;
+    }
+    r.tag = tag;
+    r.allow_private = o->webhook_allow_private;
+    return outbound_start(out, &r, err);
+}
+
+/* Seconds the push service keeps the message for a browser that is offline: until the meeting's
+ * start plus the missed grace, as the payload tells it (0 once past: now or never). */
+static int64_t
+push_ttl_s(const struct channel_opts *o, const char *payload, int64_t now_ms)
+{
+    int64_t start_ms, ttl;
+
+    if (codec_push_starts_at(payload, &start_ms) != 0)
+        return 0;
+    ttl = (start_ms + o->missed_grace_ms - now_ms) / 1000;
+    return ttl < 0 ? 0 : ttl > CHANNEL_PUSH_TTL_MAX_S ? CHANNEL_PUSH_TTL_MAX_S : ttl;
+}
+
+static int
+start_push(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+           struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    struct webpush_subscriber to;
+    char topic_key[32], topic[WEBPUSH_TOPIC_LEN + 1];
+    size_t body_len = 0;
+    int64_t now = timefmt_now_ms();
+    enum webpush_error e =
+        webpush_subscriber_decode(it->p256dh ? it->p256dh : "", it->p256dh ? strlen(it->p256dh) : 0,
+                                  it->auth ? it->auth : "", it->auth ? strlen(it->auth) : 0, &to);
+
+    if (it->expires_at_ms != 0 && it->expires_at_ms <= now) {
+        snprintf(err, OUTBOUND_ERR_MAX, "push subscription expired");
+        *give_up = true;
+        return -1;
+    }
+    if (e == WEBPUSH_OK)
+        e = webpush_encrypt(&to, it->payload, strlen(it->payload), req->body, &body_len);
+    if (e != WEBPUSH_OK) {
+        snprintf(err, OUTBOUND_ERR_MAX, "%s", webpush_error_text(e));
+        *give_up = e != WEBPUSH_E_INTERNAL;
+        return -1;
+    }
+    /* The reminder's id, not the occurrence's: a reminder moved before it was shown replaces the
+     * undelivered message of its old time at the push service. */
+    snprintf(topic_key, sizeof topic_key, "rem_%lld", (long long)it->reminder_id);
+    webpush_topic(topic_key, topic);
+    snprintf(req->topic, sizeof req->topic, "Topic: %s", topic);
+    snprintf(req->ttl, sizeof req->ttl, "TTL: %lld", (long long)push_ttl_s(o, it->payload, now));
+    struct outbound_request r = {.url = it->url,
+                                 .headers = {"Content-Type: application/octet-stream",
+                                             "Content-Encoding: aes128gcm", req->authorization,
+                                             req->ttl, "Urgency: high", req->topic, NULL},
+                                 .body = (const char *)req->body,
+                                 .body_len = body_len,
+                                 .timeout_ms = o->timeout_ms,
+                                 .allow_private = o->push_allow_private,
+                                 .tag = tag};
+    return outbound_start(out, &r, err);
+}
+
+int
+channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1])
+{
+    return it->url != NULL && webpush_origin(it->url, out) == WEBPUSH_OK ? 0 : -1;
+}
+
+static int
+start_email(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+            void *tag, char err[OUTBOUND_ERR_MAX])
+{
+    struct outbound_mail m = {
+        o->smtp_url, o->smtp_username, o->smtp_password,    o->smtp_require_tls, o->smtp_from,
+        it->address, it->payload,      strlen(it->payload), o->timeout_ms,       tag};
+
+    if (o->smtp_url == NULL || o->smtp_url[0] == '\0') {
+        snprintf(err, OUTBOUND_ERR_MAX, "email is off (TOCSIN_SMTP_URL is not set)");
+        return -1;
+    }
+    return outbound_start_mail(out, &m, err);
+}
+
+int
+channel_start(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+              struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    *give_up = false;
+    switch (it->channel) {
+    case CHANNEL_WEBHOOK:
+        return start_webhook(o, out, it, req, tag, err, give_up);
+    case CHANNEL_PUSH:
+        return start_push(o, out, it, req, tag, err, give_up);
+    case CHANNEL_EMAIL:
+        return start_email(o, out, it, tag, err);
+    default:
+        break;
+    }
+    snprintf(err, OUTBOUND_ERR_MAX, "a channel this version does not deliver");
+    *give_up = true;
+    return -1;
+}
+
+enum channel_verdict
+channel_verdict(unsigned channel, const struct outbound_done *d)
+{
+    if (d->ok)
+        return CHANNEL_DELIVERED;
+    if (channel != CHANNEL_PUSH)
+        return CHANNEL_RETRY;
+    /* RFC 8030: 404 and 410 say the subscription is gone; 400, 401, 403 and 413 that this request
+     * (its VAPID token, its size) can never succeed; 429 and 5xx are worth retrying. */
+    switch (d->status) {
+    case 404:
+    case 410:
+        return CHANNEL_GONE;
+    case 400:
+    case 401:
+    case 403:
+    case 413:
+        return CHANNEL_GIVE_UP;
+    default:
+        return CHANNEL_RETRY;
+    }
+}

@@ -1,0 +1,68 @@
+/* channel.h -- what each delivery channel sends and how its answers are read, for deliver.c:
+ * a webhook is a Standard Webhooks POST, an email an SMTP message (mail.h), a push an encrypted
+ * POST to the subscription's push service (webpush.h). The payload is built once, at the first
+ * attempt, and kept in the outbox so every retry sends the same content. */
+#ifndef TOCSIN_CHANNEL_H
+#define TOCSIN_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db_outbox.h"
+#include "meeting.h"
+#include "outbound.h"
+#include "push_keys.h"
+#include "webhook.h"
+#include "webpush.h"
+
+#define CHANNEL_PUSH_TTL_MAX_S 2419200 /* 28 days: what push services keep at most */
+
+/* The settings the channels need (borrowed from the configuration). */
+struct channel_opts {
+    int64_t timeout_ms;
+    bool webhook_allow_private; /* webhook targets may be private addresses */
+    const char *smtp_url, *smtp_from, *smtp_username, *smtp_password;
+    bool smtp_require_tls;
+    const char *vapid_subject;
+    bool push_allow_private; /* push endpoints may be private addresses (tests) */
+    int64_t missed_grace_ms; /* a push is kept until the meeting's start plus this */
+};
+
+/* Per request storage a started request borrows until its answer. */
+struct channel_req {
+    char msg_id[WEBHOOK_ID_MAX];
+    char sig[WEBHOOK_SIGNATURE_LEN + 1];
+    struct webhook_request_buf hdr;
+    /* push: the caller writes the Authorization header line (push_keys.h) before starting */
+    char authorization[PUSH_AUTHORIZATION_HEADER_MAX + 1];
+    char ttl[32];
+    char topic[sizeof "Topic: " + WEBPUSH_TOPIC_LEN];
+    uint8_t body[WEBPUSH_BODY_MAX];
+};
+
+/* What an answer means for its row. */
+enum channel_verdict {
+    CHANNEL_DELIVERED,
+    CHANNEL_RETRY,   /* a failed attempt: retried with backoff until the last attempt */
+    CHANNEL_GIVE_UP, /* failed for good now: the request itself can never succeed */
+    CHANNEL_GONE,    /* the target is gone (a push subscription the service expired): failed
+                        for good, and the target is removed */
+};
+
+/* The row's payload, built from its meeting as it is now: the webhook body, the push message or
+ * the email. Malloc'ed text, or NULL with a reason in *why (static text) when the row must give
+ * up (its participant left the meeting, an address unusable in a header) or out of memory. */
+char *channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
+                      const struct meeting *m, int64_t now_ms, const char **why);
+/* Starts the row's request on out, tagged tag. 0, or -1 with the reason in err (the attempt
+ * failed; *give_up tells whether it can never work). */
+int channel_start(const struct channel_opts *o, struct outbound *out,
+                  const struct db_outbox_item *it, struct channel_req *req, void *tag,
+                  char err[OUTBOUND_ERR_MAX], bool *give_up);
+/* The origin of a push row's endpoint into out (the VAPID JWT's audience): 0, or -1. */
+int channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1]);
+/* What the answer d to a request of the channel means. */
+enum channel_verdict channel_verdict(unsigned channel, const struct outbound_done *d);
+
+#endif

@@ -1,0 +1,45 @@
+/* http_framing.h -- the RFC 9112 message-framing and field checks that libmicrohttpd 0.9.75 does
+ * not make, applied once the request head is in and before any handler or authentication runs.
+ * A request that fails one is answered 400 on MHD's first callback, which makes MHD close the
+ * connection after the answer (a response queued before the body is read discards the rest of
+ * the connection): a request that two parsers could frame differently is never followed by
+ * another one on the same connection. */
+#ifndef TOCSIN_HTTP_FRAMING_H
+#define TOCSIN_HTTP_FRAMING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_errors.h"
+
+struct MHD_Connection;
+
+/* What the fields of one request head add up to; fill with http_framing_field. */
+struct http_framing {
+    bool bad_name;          /* a field name that is not an RFC 9110 token (space, CTL, ...) */
+    bool bad_value;         /* a control byte other than HTAB, or DEL, in a field value */
+    unsigned n_length;      /* Content-Length fields */
+    bool length_conflict;   /* Content-Length values that differ or are not 1*DIGIT */
+    char length[24];        /* the first Content-Length value */
+    unsigned n_te;          /* Transfer-Encoding fields */
+    unsigned n_chunked;     /* "chunked" codings among them */
+    unsigned n_other_codes; /* any other transfer coding */
+    bool chunked_last;      /* the last coding seen is chunked */
+    unsigned n_host;        /* Host fields */
+};
+
+/* Adds one field (name[0..name_len), value[0..value_len)) to f; start from a zeroed struct. */
+void http_framing_field(struct http_framing *f, const char *name, size_t name_len,
+                        const char *value, size_t value_len);
+/* The verdict on a head with fields f: API_E_NONE, or API_E_BAD_REQUEST with *detail set to a
+ * static sentence. http10: the request line said HTTP/1.0 (no Transfer-Encoding allowed, Host
+ * optional). */
+enum api_error http_framing_verdict(const struct http_framing *f, bool http10, const char **detail);
+/* Whether the raw (still percent-encoded) request target carries %00: decoded, a NUL would cut
+ * the path or a query value short (/v1/meetings/<id>%00x named the meeting <id>). */
+bool http_framing_target_has_nul(const char *raw_target);
+/* Runs the checks above over the request head MHD parsed. version is MHD's version string. */
+enum api_error http_framing_check(struct MHD_Connection *conn, const char *version,
+                                  bool target_has_nul, const char **detail);
+
+#endif

@@ -1,0 +1,171 @@
+/* http_limits.c -- per-connection receive deadlines (http_limits.h). Every open connection has an
+ * entry in one list; its deadline is an atomic so MHD's pool threads change phases without the
+ * lock. The lock guards the list: the deadline thread holds it while it shuts sockets down, and
+ * MHD's "closed" notification, which comes before MHD closes the socket, takes it to unlink the
+ * entry, so a socket number is never shut down after MHD let go of it. */
+#include "http_limits.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+#include "timefmt.h"
+
+struct conn_entry {
+    struct conn_entry *prev, *next;
+    struct http_limits *owner;
+    int fd;
+    atomic_llong deadline_ms; /* monotonic; 0 = none */
+};
+
+struct http_limits {
+    pthread_mutex_t lock; /* guards the list (head) and stop */
+    pthread_cond_t wake;
+    struct conn_entry head; /* sentinel of a circular list */
+    bool stop;
+    pthread_t thread;
+    int64_t head_ms, body_ms;
+};
+
+static void
+sweep(struct http_limits *l, int64_t now)
+{
+    for (struct conn_entry *e = l->head.next; e != &l->head; e = e->next) {
+        long long d = atomic_load(&e->deadline_ms);
+        if (d == 0 || now < d)
+            continue;
+        atomic_store(&e->deadline_ms, 0);
+        shutdown(e->fd, SHUT_RDWR);
+        LOG_DEBUG("http: closed a connection that did not send its request in time");
+    }
+}
+
+static void *
+run(void *arg)
+{
+    struct http_limits *l = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&l->lock);
+    while (!l->stop) {
+        sweep(l, timefmt_mono_ms());
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += HTTP_LIMITS_TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&l->wake, &l->lock, &until);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+struct http_limits *
+http_limits_new(int head_timeout_s, int body_timeout_s)
+{
+    struct http_limits *l = calloc(1, sizeof(*l));
+    pthread_condattr_t ca;
+
+    if (l == NULL)
+        return NULL;
+    l->head.next = l->head.prev = &l->head;
+    l->head_ms = (int64_t)head_timeout_s * 1000;
+    l->body_ms = (int64_t)body_timeout_s * 1000;
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&l->thread, NULL, run, l) != 0) {
+        pthread_cond_destroy(&l->wake);
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* Entries left are connections MHD never reported closed, which MHD_stop_daemon rules out. */
+void
+http_limits_free(struct http_limits *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->lock);
+    l->stop = true;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    pthread_join(l->thread, NULL);
+    pthread_cond_destroy(&l->wake);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+void
+http_limits_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context, int toe)
+{
+    struct http_limits *l = cls;
+    struct conn_entry *e = *socket_context;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci == NULL || (e = calloc(1, sizeof(*e))) == NULL)
+            return; /* this one connection goes without deadlines */
+        e->owner = l;
+        e->fd = ci->connect_fd;
+        atomic_init(&e->deadline_ms, timefmt_mono_ms() + l->head_ms);
+        pthread_mutex_lock(&l->lock);
+        e->next = l->head.next;
+        e->prev = &l->head;
+        l->head.next->prev = e;
+        l->head.next = e;
+        pthread_mutex_unlock(&l->lock);
+        *socket_context = e;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && e != NULL) {
+        pthread_mutex_lock(&l->lock);
+        e->prev->next = e->next;
+        e->next->prev = e->prev;
+        pthread_mutex_unlock(&l->lock);
+        free(e);
+        *socket_context = NULL;
+    }
+}
+
+static struct conn_entry *
+entry_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+void
+http_limits_body_expected(struct MHD_Connection *conn)
+{
+    struct conn_entry *e = entry_of(conn);
+    if (e != NULL)
+        atomic_store(&e->deadline_ms, timefmt_mono_ms() + e->owner->body_ms);
+}
+
+void
+http_limits_received(struct MHD_Connection *conn)
+{
+    struct conn_entry *e = entry_of(conn);
+    if (e != NULL)
+        atomic_store(&e->deadline_ms, 0);
+}
+
+void
+http_limits_head_expected(struct MHD_Connection *conn)
+{
+    struct conn_entry *e = entry_of(conn);
+    if (e != NULL)
+        atomic_store(&e->deadline_ms, timefmt_mono_ms() + e->owner->head_ms);
+}

@@ -1,0 +1,327 @@
+/* mail.c -- the message of mail.h, written into a growing buffer. The local start time comes from
+ * tz.c; encodings from b64.c; the Message-ID's participant part is a digest (crypto.c), so any id
+ * fits it. */
+#include "mail.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64.h"
+#include "codec.h"
+#include "crypto.h"
+#include "timefmt.h"
+#include "tz.h"
+
+#define LINE_MAX_B64 76 /* characters of a base64 body line (RFC 2045) */
+#define WORD_RAW_MAX 45 /* bytes per encoded-word: 60 base64 characters, under 75 in all */
+#define ICS_LINE_MAX 75 /* octets of an iCalendar line before it is folded (RFC 5545) */
+#define TEXT_MAX 16384  /* bytes of the plain text or the calendar before encoding */
+#define SUBJECT_MAX                                                                                \
+    1024 /* "Reminder: ", a title of 200 characters (800 bytes), the time and zone */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool bad;
+};
+
+static void
+put(struct buf *b, const char *s, size_t n)
+{
+    if (b->bad || b->len + n + 1 > MAIL_MESSAGE_MAX) {
+        b->bad = true;
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->bad = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void putf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+putf(struct buf *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line)
+        b->bad = true;
+    else
+        put(b, line, (size_t)n);
+}
+
+static void
+puts_(struct buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+/* ---- addresses and ids ----------------------------------------------------------------------- */
+
+int
+mail_address_ok(const char *s)
+{
+    static const char atext[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "!#$%&'*+/=?^_`{|}~-.";
+    static const char dtext[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.";
+    size_t n = s ? strlen(s) : 0, local = s ? strcspn(s, "@") : 0;
+
+    if (n == 0 || n > MAIL_ADDRESS_MAX || local == 0 || local >= n - 1)
+        return 0;
+    return strspn(s, atext) == local && strspn(s + local + 1, dtext) == n - local - 1;
+}
+
+void
+mail_message_id(const struct occurrence *o, const char *participant_id, char out[MAIL_ID_MAX])
+{
+    uint8_t d[CRYPTO_SHA256_LEN];
+    char occ[OCCURRENCE_ID_MAX];
+
+    crypto_sha256(participant_id, strlen(participant_id), d);
+    meeting_occurrence_id(o->reminder_id, o->fire_at_ms, occ);
+    snprintf(out, MAIL_ID_MAX, "%s.%02x%02x%02x%02x%02x%02x%02x%02x", occ, d[0], d[1], d[2], d[3],
+             d[4], d[5], d[6], d[7]);
+}
+
+/* ---- encodings ------------------------------------------------------------------------------- */
+
+/* Bytes of s that end on a character boundary, at most max. */
+static size_t
+utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}
+
+/* text as RFC 2047 encoded-words, folded onto continuation lines. */
+static void
+put_words(struct buf *b, const char *text)
+{
+    char enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
+    size_t len = strlen(text), at = 0;
+
+    while (at < len) {
+        size_t n = utf8_cut(text + at, len - at, WORD_RAW_MAX);
+        if (n == 0)
+            n = 1; /* never stuck on a broken sequence */
+        enc[b64_encode(text + at, n, enc)] = '\0';
+        putf(b, "%s=?UTF-8?B?%s?=", at > 0 ? "\r\n " : "", enc);
+        at += n;
+    }
+}
+
+/* data as base64 lines of LINE_MAX_B64 characters. */
+static void
+put_base64(struct buf *b, const char *data, size_t len)
+{
+    char enc[LINE_MAX_B64 + 1];
+
+    for (size_t at = 0; at < len; at += LINE_MAX_B64 / 4 * 3) {
+        size_t n = len - at < LINE_MAX_B64 / 4 * 3 ? len - at : LINE_MAX_B64 / 4 * 3;
+        enc[b64_encode(data + at, n, enc)] = '\0';
+        putf(b, "%s\r\n", enc);
+    }
+}
+
+/* One iCalendar content line "name:value" with the value's text escaped (RFC 5545 3.3.11) and the
+ * line folded at ICS_LINE_MAX octets on character boundaries. */
+static void
+put_ics(struct buf *b, const char *name, const char *value, bool text)
+{
+    struct buf line = {0};
+    size_t at = 0;
+
+    puts_(&line, name);
+    put(&line, ":", 1);
+    for (const char *p = value; *p != '\0'; p++) {
+        if (text && (*p == '\\' || *p == ';' || *p == ','))
+            put(&line, "\\", 1);
+        if (text && *p == '\n')
+            put(&line, "\\n", 2);
+        else if (*p != '\r')
+            put(&line, p, 1);
+    }
+    while (!line.bad && at < line.len) {
+        size_t max = at == 0 ? ICS_LINE_MAX : ICS_LINE_MAX - 1;
+        size_t n = utf8_cut(line.p + at, line.len - at, max);
+        if (n == 0)
+            n = 1;
+        if (at > 0)
+            put(b, " ", 1);
+        put(b, line.p + at, n);
+        put(b, "\r\n", 2);
+        at += n;
+    }
+    b->bad |= line.bad;
+    free(line.p);
+}
+
+static void
+ics_time(char out[32], int64_t ms)
+{
+    struct tz_local t;
+
+    if (tz_local(NULL, ms, &t) != 0)
+        t = (struct tz_local){0};
+    snprintf(out, 32, "%04d%02d%02dT%02d%02d%02dZ", t.year, t.month, t.day, t.hour, t.minute,
+             t.second);
+}
+
+/* ---- the parts ------------------------------------------------------------------------------- */
+
+static const char *
+zone_of(const struct meeting *m)
+{
+    return m->time_zone != NULL ? m->time_zone : "UTC";
+}
+
+static void
+calendar(struct buf *b, const struct mail_input *in)
+{
+    const struct meeting *m = in->m;
+    char t[32], uid[MEETING_ID_LEN + 16];
+
+    puts_(b, "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tocsin//reminders//EN\r\n"
+             "METHOD:PUBLISH\r\nBEGIN:VEVENT\r\n");
+    snprintf(uid, sizeof uid, "%s@tocsin", m->id);
+    put_ics(b, "UID", uid, false);
+    ics_time(t, in->now_ms);
+    put_ics(b, "DTSTAMP", t, false);
+    ics_time(t, m->starts_at_ms);
+    put_ics(b, "DTSTART", t, false);
+    if (m->has_ends_at) {
+        ics_time(t, m->ends_at_ms);
+        put_ics(b, "DTEND", t, false);
+    }
+    put_ics(b, "SUMMARY", m->title ? m->title : "", true);
+    if (m->location != NULL)
+        put_ics(b, "LOCATION", m->location, true);
+    if (m->description != NULL)
+        put_ics(b, "DESCRIPTION", m->description, true);
+    puts_(b, "END:VEVENT\r\nEND:VCALENDAR\r\n");
+}
+
+static int
+plain_text(struct buf *b, const struct mail_input *in, const struct tz_local *start)
+{
+    const struct meeting *m = in->m;
+    struct tz_local end;
+    int minutes = 0;
+
+    for (size_t i = 0; i < m->n_reminders; i++)
+        if (m->reminders[i].id == in->o.reminder_id)
+            minutes = m->reminders[i].minutes_before;
+    putf(b, "%s\n\nStarts: %04d-%02d-%02d %02d:%02d (%s)\n", m->title ? m->title : "", start->year,
+         start->month, start->day, start->hour, start->minute, zone_of(m));
+    if (m->has_ends_at && tz_local(m->time_zone, m->ends_at_ms, &end) == 0)
+        putf(b, "Ends:   %04d-%02d-%02d %02d:%02d (%s)\n", end.year, end.month, end.day, end.hour,
+             end.minute, zone_of(m));
+    if (m->location != NULL) {
+        puts_(b, "Where:  ");
+        puts_(b, m->location);
+        puts_(b, "\n");
+    }
+    if (m->description != NULL) {
+        puts_(b, "\n");
+        puts_(b, m->description);
+        puts_(b, "\n");
+    }
+    putf(b, "\nThis reminder was sent %d minutes before the meeting starts.\n", minutes);
+    return b->bad ? -1 : 0;
+}
+
+static void
+headers(struct buf *b, const struct mail_input *in, const struct tz_local *start,
+        const char *boundary)
+{
+    char id[MAIL_ID_MAX], date[64], subject[SUBJECT_MAX];
+    const char *domain = strchr(in->from, '@') + 1;
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    struct tz_local now;
+
+    tz_local(NULL, in->now_ms, &now);
+    /* 1970-01-01 was a Thursday. */
+    int64_t day = in->now_ms / 86400000;
+    snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d +0000", days[(day + 4) % 7],
+             now.day, months[(now.month - 1) % 12], now.year, now.hour, now.minute, now.second);
+    mail_message_id(&in->o, in->participant_id, id);
+    putf(b, "From: %s\r\nTo: ", in->from);
+    if (in->name != NULL && in->name[0] != '\0') {
+        put_words(b, in->name);
+        put(b, " ", 1);
+    }
+    putf(b, "<%s>\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\nSubject: ", in->address, date, id, domain);
+    snprintf(subject, sizeof subject, "Reminder: %s at %02d:%02d %s",
+             in->m->title ? in->m->title : "", start->hour, start->minute, zone_of(in->m));
+    put_words(b, subject);
+    putf(b,
+         "\r\nMIME-Version: 1.0\r\nAuto-Submitted: auto-generated\r\n"
+         "Content-Type: multipart/mixed; boundary=\"%s\"\r\n\r\n",
+         boundary);
+}
+
+char *
+mail_message(const struct mail_input *in, const char **why)
+{
+    struct buf b = {0}, text = {0}, ics = {0};
+    struct tz_local start;
+    char boundary[MAIL_ID_MAX + 16];
+
+    if (!mail_address_ok(in->address) || !mail_address_ok(in->from)) {
+        *why = "the address cannot be written into a header";
+        return NULL;
+    }
+    if (tz_local(in->m->time_zone, in->m->starts_at_ms, &start) != 0) {
+        *why = "the meeting's time zone is unknown";
+        return NULL;
+    }
+    mail_message_id(&in->o, in->participant_id, boundary + snprintf(boundary, 16, "tocsin-"));
+    headers(&b, in, &start, boundary);
+    plain_text(&text, in, &start);
+    calendar(&ics, in);
+    putf(&b,
+         "--%s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+         "Content-Transfer-Encoding: base64\r\n\r\n",
+         boundary);
+    put_base64(&b, text.p ? text.p : "", text.len);
+    putf(&b,
+         "--%s\r\nContent-Type: text/calendar; charset=utf-8; method=PUBLISH\r\n"
+         "Content-Transfer-Encoding: base64\r\n"
+         "Content-Disposition: attachment; filename=\"meeting.ics\"\r\n\r\n",
+         boundary);
+    put_base64(&b, ics.p ? ics.p : "", ics.len);
+    putf(&b, "--%s--\r\n", boundary);
+    bool bad = b.bad || text.bad || ics.bad || text.len > TEXT_MAX * 4 || ics.len > TEXT_MAX * 4;
+    free(text.p);
+    free(ics.p);
+    if (bad) {
+        free(b.p);
+        *why = "the message would be too large (or out of memory)";
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,39 @@
+/* mail.h -- the reminder email (DESIGN.md section 8): one RFC 5322 message per participant, a
+ * multipart/mixed of a plain-text body and an .ics attachment (RFC 5545, METHOD:PUBLISH, one
+ * VEVENT). Every byte that comes from input travels base64-encoded (the body, the attachment) or
+ * as an RFC 2047 encoded-word (the subject and the display name), so no input can add a header
+ * or break the MIME structure; the address itself must be plain atext@domain. Pure. */
+#ifndef TOCSIN_MAIL_H
+#define TOCSIN_MAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meeting.h"
+
+#define MAIL_ADDRESS_MAX 254
+#define MAIL_MESSAGE_MAX (256 * 1024) /* bytes of one message, attachment included */
+
+struct mail_input {
+    const struct meeting *m;
+    struct occurrence o;        /* which reminder, and when it fired */
+    const char *participant_id; /* whom it is for: names the Message-ID */
+    const char *name;           /* the participant's name, or NULL */
+    const char *address;        /* the participant's address */
+    const char *from;           /* TOCSIN_SMTP_FROM */
+    int64_t now_ms;             /* Date and DTSTAMP */
+};
+
+/* Whether s can go into a header as an address: 1..MAIL_ADDRESS_MAX bytes of RFC 5322 atext and
+ * dots, one '@', a domain of letters, digits, '-' and dots. */
+int mail_address_ok(const char *s);
+/* The message for in, with CRLF line ends, as a malloc'ed NUL-terminated string (free() it); its
+ * Message-ID is stable for (occurrence, participant), so a retry is recognisably the same
+ * message. NULL with a reason in why (static text) when an address is not usable, the zone is
+ * unknown, or out of memory. */
+char *mail_message(const struct mail_input *in, const char **why);
+/* The Message-ID's local part for (occurrence, participant) into out (MAIL_ID_MAX bytes). */
+#define MAIL_ID_MAX 96
+void mail_message_id(const struct occurrence *o, const char *participant_id, char out[MAIL_ID_MAX]);
+
+#endif

@@ -1,0 +1,188 @@
+// limits.test.mjs -- connections and deadlines on loopback, bounded in count and time: one address
+// cannot take every connection (TOCSIN_HTTP_CONNECTIONS_PER_ADDR), other addresses keep room, and
+// a client that trickles its request head or body is cut at TOCSIN_HTTP_HEADER_TIMEOUT_S /
+// TOCSIN_HTTP_BODY_TIMEOUT_S however steadily it sends (MHD's own timeout only measures silence).
+// The flood comes from 127.0.0.3 (fetch's own keep-alive connections are from 127.0.0.1), the
+// other client from 127.0.0.2: Linux routes all of 127/8 to lo.
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { harness, test, sleep } from './harness.mjs';
+
+const h = await harness('limits');
+const PER_ADDR = 8;
+const FLOODER = '127.0.0.3';
+const FLOOD = 200;
+const HEAD_S = 1;
+const BODY_S = 2;
+const TICK_SLACK_MS = 1000; // the deadline thread's tick (250 ms) plus scheduling on a busy machine
+let key;
+let srv;  // per-address limit, default deadlines
+let slow; // short deadlines
+const socks = new Set();
+
+before(async () => {
+    srv = await h.startServer({ TOCSIN_HTTP_CONNECTIONS_PER_ADDR: String(PER_ADDR) });
+    slow = await h.startServer({
+        TOCSIN_HTTP_HEADER_TIMEOUT_S: String(HEAD_S),
+        TOCSIN_HTTP_BODY_TIMEOUT_S: String(BODY_S),
+    });
+    key = await srv.createKey('limits');
+});
+
+after(() => {
+    for (const s of socks) {
+        s.destroy();
+    }
+});
+
+// A connection from localAddress with its received bytes and close time (ms after open).
+function open(port, localAddress = '127.0.0.1') {
+    return new Promise((resolve) => {
+        const t0 = Date.now();
+        const s = net.connect({ port, host: '127.0.0.1', localAddress });
+        const c = { s, t0, data: '', closedAt: null };
+        socks.add(s);
+        s.on('data', (d) => { c.data += d.toString('latin1'); });
+        s.on('error', () => {});
+        s.on('close', () => {
+            c.closedAt = Date.now() - t0;
+            socks.delete(s);
+        });
+        s.on('connect', () => resolve(c));
+        s.on('close', () => resolve(c));
+    });
+}
+
+const HEALTHZ = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+
+// Sends one keep-alive GET /healthz on c and waits for its 200 (or the close).
+async function healthz(c, timeoutMs = 2000) {
+    const from = c.data.length;
+    c.s.write(HEALTHZ);
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end && c.closedAt === null && !/\{"status":"ok"\}/.test(c.data.slice(from))) {
+        await sleep(10);
+    }
+    return /^HTTP\/1\.1 200 /.test(c.data.slice(from));
+}
+
+async function closedWithin(c, ms) {
+    const end = Date.now() + ms;
+    while (c.closedAt === null && Date.now() < end) {
+        await sleep(20);
+    }
+    return c.closedAt !== null;
+}
+
+test('one address holds at most TOCSIN_HTTP_CONNECTIONS_PER_ADDR connections; others keep room', async () => {
+    const held = [];
+    for (let i = 0; i < PER_ADDR; i++) {
+        const c = await open(srv.port, FLOODER);
+        assert.ok(await healthz(c), `keep-alive connection ${i} answered`);
+        held.push(c);
+    }
+    // A flood from the same address: every extra connection is closed at once, unanswered.
+    const t0 = Date.now();
+    const flood = await Promise.all(Array.from({ length: FLOOD }, () => open(srv.port, FLOODER)));
+    for (const c of flood) {
+        if (c.closedAt === null) {
+            c.s.write(HEALTHZ);
+        }
+    }
+    const allClosed = await Promise.all(flood.map((c) => closedWithin(c, 2000)));
+    assert.equal(allClosed.filter(Boolean).length, FLOOD, 'every connection past the limit is closed');
+    assert.ok(flood.every((c) => !/HTTP\/1\.1 200/.test(c.data)), 'none of them was served');
+    assert.ok(Date.now() - t0 < 3000, `the flood was turned away in ${Date.now() - t0} ms`);
+
+    // Another address is served at once, and the connections held are still alive.
+    const t1 = Date.now();
+    const other = await open(srv.port, '127.0.0.2');
+    assert.ok(await healthz(other, 1000), 'a client from 127.0.0.2 is answered');
+    assert.ok(Date.now() - t1 < 1000, `in ${Date.now() - t1} ms`);
+    for (const c of held) {
+        assert.ok(await healthz(c), 'a connection within the limit still works');
+    }
+    // Closing one of them makes room for the same address again.
+    held[0].s.destroy();
+    await sleep(200);
+    const again = await open(srv.port, FLOODER);
+    assert.ok(await healthz(again), 'a freed slot serves the address again');
+    for (const c of [...held, other, again]) {
+        c.s.destroy();
+    }
+});
+
+test('a request head trickled a byte at a time is cut at TOCSIN_HTTP_HEADER_TIMEOUT_S', async () => {
+    const c = await open(slow.port);
+    const head = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(200);
+    let i = 0;
+    const trickle = setInterval(() => {
+        if (c.closedAt === null && i < head.length) {
+            c.s.write(head[i++]);
+        }
+    }, 100);
+    try {
+        assert.ok(await closedWithin(c, HEAD_S * 1000 + TICK_SLACK_MS), `open after ${Date.now() - c.t0} ms`);
+        assert.ok(c.closedAt >= HEAD_S * 1000 - 50, `not before the deadline (${c.closedAt} ms)`);
+        assert.ok(i > 5, 'the client was sending all along');
+    } finally {
+        clearInterval(trickle);
+    }
+    // Silence is cut the same way, and so is an idle keep-alive connection after its response.
+    const idle = await open(slow.port);
+    assert.ok(await closedWithin(idle, HEAD_S * 1000 + TICK_SLACK_MS), 'a silent connection is cut');
+    const kept = await open(slow.port);
+    assert.ok(await healthz(kept), 'served');
+    const served = Date.now();
+    assert.ok(await closedWithin(kept, HEAD_S * 1000 + TICK_SLACK_MS), 'an idle keep-alive connection is cut');
+    assert.ok(Date.now() - served >= HEAD_S * 1000 - 300, 'counted from its response');
+});
+
+test('a request body trickled a byte at a time is cut at TOCSIN_HTTP_BODY_TIMEOUT_S', async () => {
+    const k = await slow.createKey('limits-slow');
+    const body = JSON.stringify({ title: 'slow', starts_at: new Date(Date.now() + 86400000).toISOString() });
+    const c = await open(slow.port);
+    c.s.write(`POST /v1/meetings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${k}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    const headAt = Date.now();
+    let i = 0;
+    const trickle = setInterval(() => {
+        if (c.closedAt === null && i < body.length - 1) {
+            c.s.write(body[i++]);
+        }
+    }, 100);
+    try {
+        assert.ok(await closedWithin(c, BODY_S * 1000 + TICK_SLACK_MS), `open after ${Date.now() - headAt} ms`);
+        assert.ok(Date.now() - headAt >= BODY_S * 1000 - 300, 'not before the body deadline');
+        assert.ok(!/HTTP\/1\.1 201/.test(c.data), 'nothing was created');
+    } finally {
+        clearInterval(trickle);
+    }
+    // A body that arrives within the deadline, in pieces, is served.
+    const ok = await open(slow.port);
+    ok.s.write(`POST /v1/meetings HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${k}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    for (let j = 0; j < body.length; j += 16) {
+        ok.s.write(body.slice(j, j + 16));
+        await sleep(10);
+    }
+    const end = Date.now() + 3000;
+    while (!/HTTP\/1\.1 201/.test(ok.data) && Date.now() < end) {
+        await sleep(20);
+    }
+    assert.match(ok.data, /^HTTP\/1\.1 201 /, 'a body sent in pieces within the deadline is served');
+    ok.s.destroy();
+    const list = await slow.req('GET', '/v1/meetings', { key: k });
+    assert.equal(list.json.items.length, 1, 'only the complete request created a meeting');
+});
+
+test('deadlines and limits leave the servers healthy', async () => {
+    for (const s of [srv, slow]) {
+        const r = await s.req('GET', '/healthz');
+        assert.equal(r.status, 200);
+        assert.equal(s.proc.exited, null);
+    }
+    const p = await srv.req('POST', '/v1/meetings', { key, json: { title: 'after', starts_at: new Date(Date.now() + 86400000).toISOString() } });
+    assert.equal(p.status, 201, p.text);
+});

@@ -1,0 +1,320 @@
+/* itest_fire.c -- the statements that make "fired once" true, tested directly against a real
+ * PostgreSQL: the fire statement (db_fire.c) never early, never twice (also when two connections
+ * fire the same batch at once), missed past the grace, nothing for a stale fire time or a deleted
+ * meeting, one outbox row per webhook and one stream event per occurrence with consecutive seqs in
+ * commit order; and the outbox statements delivery lives on (db_outbox.c): lease with exclusions,
+ * renew, release with a delay, delivered, failed and retried, the backlog. */
+#include <pthread.h>
+
+#include "db.h"
+#include "db_fire.h"
+#include "db_outbox.h"
+#include "db_stream.h"
+#include "fixture.h"
+#include "timefmt.h"
+
+#define GRACE_MS 60000
+#define RACE_ROUNDS 20
+#define RACE_BATCH 40
+
+static int64_t tenant;
+static char hook[MEETING_ID_LEN + 1];
+
+static struct db *
+open_db(const char *url)
+{
+    char err[DB_ERR_MAX];
+    struct db *db = db_open(url, err, sizeof err);
+
+    CHECK(db != NULL, "connect: %s", err);
+    return db;
+}
+
+/* A meeting starting start_ms with one reminder minutes_before; its key into *k. */
+static void
+meeting_due(struct db *db, struct meeting *m, int64_t start_ms, int minutes_before,
+            struct reminder_key *k)
+{
+    fixture_meeting(m, "fire", start_ms, &minutes_before, 1);
+    CHECK(db_meeting_insert(db, tenant, m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    k->reminder_id = m->reminders[0].id;
+    k->fire_at_ms = m->reminders[0].fire_at_ms;
+}
+
+static long long
+count(const char *sql, int64_t id)
+{
+    char buf[32];
+
+    return fixture_sql(sql, fixture_i64(buf, id), NULL, NULL);
+}
+
+static void
+test_fire_rules(struct db *db)
+{
+    struct meeting due, early, late, gone;
+    struct reminder_key k[5];
+    struct reminder_keys cancelled = {0};
+    struct db_fire_result res = {0};
+    int64_t now = timefmt_now_ms();
+
+    meeting_due(db, &due, now + 5 * FIXTURE_MIN_MS, 5, &k[0]);           /* due now */
+    meeting_due(db, &early, now + 60 * FIXTURE_MIN_MS, 5, &k[1]);        /* due in 55 min */
+    meeting_due(db, &late, now - 2 * FIXTURE_MIN_MS, 5, &k[2]);          /* start + grace past */
+    meeting_due(db, &gone, now + 5 * FIXTURE_MIN_MS - 1000, 5, &k[3]);   /* deleted below */
+    k[4] = (struct reminder_key){k[0].reminder_id, k[0].fire_at_ms - 1}; /* stale fire time */
+    CHECK(db_meeting_delete(db, tenant, gone.id, &cancelled) == DB_ONE_RESULT, "delete");
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT, "fire: %s",
+          db_errmsg(db));
+    CHECK(res.n == 2, "changed %zu occurrences, want 2 (due + missed)", res.n);
+    for (size_t i = 0; i < res.n; i++) {
+        bool is_due = res.item[i].reminder_id == k[0].reminder_id;
+        CHECK(res.item[i].status == (is_due ? REMINDER_FIRED : REMINDER_MISSED),
+              "reminder %lld status %s", (long long)res.item[i].reminder_id,
+              reminder_status_name(res.item[i].status));
+        CHECK(res.item[i].fired_at_ms >= res.item[i].fire_at_ms, "fired before its time");
+    }
+    CHECK(res.n_outbox == 1, "outbox rows %zu, want 1 (the missed one gets none)", res.n_outbox);
+    CHECK(res.n_streams == 1 && res.stream[0].tenant_id == tenant, "stream heads %zu",
+          res.n_streams);
+    CHECK(count("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
+                k[1].reminder_id) == 1,
+          "the early one must stay pending");
+    CHECK(count("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'cancelled'",
+                k[3].reminder_id) == 1,
+          "the deleted meeting's reminder must stay cancelled");
+    CHECK(count("SELECT count(*) FROM stream_events WHERE reminder_id = $1", k[0].reminder_id) == 1,
+          "one stream event for the fired one");
+    db_fire_result_fini(&res);
+    /* Firing the same occurrences again changes nothing. */
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT && res.n == 0 &&
+              res.n_outbox == 0 && res.n_streams == 0,
+          "second fire changed %zu", res.n);
+    db_fire_result_fini(&res);
+    meeting_fini(&due);
+    meeting_fini(&early);
+    meeting_fini(&late);
+    meeting_fini(&gone);
+}
+
+/* Each channel of a reminder gets its rows, and only those: email (on when SMTP is configured)
+ * per participant with an address, push per subscription of a participant, webhook per hook,
+ * stream an event and a delivered row. */
+static void
+test_channels(struct db *db)
+{
+    static const unsigned cases[] = {CHANNEL_EMAIL, CHANNEL_PUSH, CHANNEL_WEBHOOK | CHANNEL_STREAM,
+                                     CHANNELS_ALL};
+    struct db_fire_result res = {0};
+    int64_t now = timefmt_now_ms();
+    char t[32], id[MEETING_ID_LEN + 1];
+
+    meeting_new_id(id);
+    CHECK(fixture_sql("INSERT INTO push_subscriptions (id, tenant_id, participant_id, endpoint, "
+                      "origin, p256dh, auth) VALUES ($1, $2, 'u1', 'https://push.example/x', "
+                      "'https://push.example', repeat('A', 87), repeat('B', 22))",
+                      id, fixture_i64(t, tenant), NULL) == 1,
+          "push subscription");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct meeting m;
+        struct reminder_key k;
+        int minutes = 5;
+        fixture_meeting(&m, "channels", now + 5 * FIXTURE_MIN_MS - (int64_t)c, &minutes, 1);
+        m.reminders[0].channels = cases[c];
+        CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
+        k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
+        CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, true, &res) == DB_ONE_RESULT &&
+                  res.n == 1,
+              "fire channels %u", cases[c]);
+        long long want[] = {(cases[c] & CHANNEL_WEBHOOK) != 0, (cases[c] & CHANNEL_STREAM) != 0,
+                            (cases[c] & CHANNEL_PUSH) != 0, (cases[c] & CHANNEL_EMAIL) != 0};
+        static const char *const names[] = {"webhook", "stream", "push", "email"};
+        char rid[32];
+        for (size_t i = 0; i < 4; i++)
+            CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND channel = $2",
+                              fixture_i64(rid, k.reminder_id), names[i], NULL) == want[i],
+                  "channels %u: %s rows", cases[c], names[i]);
+        CHECK(count("SELECT count(*) FROM stream_events WHERE reminder_id = $1", k.reminder_id) ==
+                  want[1],
+              "channels %u: stream events", cases[c]);
+        CHECK(count("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND channel = 'email' AND "
+                    "address = 'ada@example.com' AND recipient = 'u1' AND receiver = 'smtp'",
+                    k.reminder_id) == want[3],
+              "channels %u: the email row's target", cases[c]);
+        db_fire_result_fini(&res);
+        meeting_fini(&m);
+    }
+}
+
+/* ---- two connections firing the same batch at once ---- */
+
+struct racer {
+    struct db *db;
+    const struct reminder_key *k;
+    size_t n;
+    pthread_barrier_t *start;
+    size_t fired;
+};
+
+static void *
+race(void *arg)
+{
+    struct racer *r = arg;
+    struct db_fire_result res = {0};
+
+    pthread_barrier_wait(r->start);
+    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, false, &res) == DB_ONE_RESULT)
+        r->fired = res.n;
+    db_fire_result_fini(&res);
+    return NULL;
+}
+
+static void
+test_concurrent_fire(struct db *a, struct db *b)
+{
+    struct reminder_key k[RACE_BATCH];
+    struct meeting m[RACE_BATCH];
+    pthread_barrier_t start;
+    int64_t now = timefmt_now_ms();
+    long long head_before =
+        fixture_sql("SELECT coalesce(max(seq), 0) FROM stream_events", NULL, NULL, NULL);
+    size_t total = 0;
+
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        for (size_t i = 0; i < RACE_BATCH; i++)
+            meeting_due(a, &m[i], now + 5 * FIXTURE_MIN_MS - (int64_t)i, 5, &k[i]);
+        struct racer r1 = {a, k, RACE_BATCH, &start, 0}, r2 = {b, k, RACE_BATCH, &start, 0};
+        pthread_t t1, t2;
+        pthread_barrier_init(&start, NULL, 2);
+        pthread_create(&t1, NULL, race, &r1);
+        pthread_create(&t2, NULL, race, &r2);
+        pthread_join(t1, NULL);
+        pthread_join(t2, NULL);
+        pthread_barrier_destroy(&start);
+        CHECK(r1.fired + r2.fired == RACE_BATCH, "round %d: fired %zu + %zu of %d", round, r1.fired,
+              r2.fired, RACE_BATCH);
+        total += r1.fired + r2.fired;
+        for (size_t i = 0; i < RACE_BATCH; i++)
+            meeting_fini(&m[i]);
+    }
+    char h[32];
+    /* Every occurrence once in the outbox and the stream; seqs consecutive, none reused. */
+    CHECK(fixture_sql("SELECT count(*) - count(DISTINCT (reminder_id, fire_at)) FROM outbox"
+                      " WHERE channel = 'webhook'",
+                      NULL, NULL, NULL) == 0,
+          "an occurrence with two webhook rows");
+    CHECK(fixture_sql("SELECT count(*) - count(DISTINCT (reminder_id, fire_at)) FROM outbox"
+                      " WHERE channel = 'stream' AND status = 'delivered'",
+                      NULL, NULL, NULL) == 0,
+          "an occurrence with two stream rows");
+    CHECK(fixture_sql("SELECT count(*) FROM stream_events WHERE seq > $1",
+                      fixture_i64(h, head_before), NULL, NULL) == (long long)total,
+          "stream events %lld, want %zu",
+          fixture_sql("SELECT count(*) FROM stream_events WHERE seq > $1", h, NULL, NULL), total);
+    CHECK(fixture_sql("SELECT max(seq) - min(seq) + 1 - count(*) FROM stream_events", NULL, NULL,
+                      NULL) == 0,
+          "a gap in the stream's seqs");
+    CHECK(fixture_sql("SELECT seq FROM stream_heads WHERE tenant_id = $1", fixture_i64(h, tenant),
+                      NULL,
+                      NULL) == fixture_sql("SELECT max(seq) FROM stream_events", NULL, NULL, NULL),
+          "the head is not the last seq");
+}
+
+/* ---- the outbox statements ---- */
+
+static void
+test_outbox(struct db *db)
+{
+    struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
+    const char *exclude[] = {hook, "https://push.example", "smtp"};
+    int64_t backlog = 0, ids[DB_OUTBOX_CLAIM_MAX];
+    size_t n = 0, failed = 0;
+    int status[DB_OUTBOX_CLAIM_MAX];
+
+    CHECK(db_outbox_backlog(db, &backlog) == DB_ONE_RESULT && backlog > 0, "backlog %lld",
+          (long long)backlog);
+    /* Excluding every receiver leases nothing; excluding the others leases the webhook's. */
+    CHECK(db_outbox_claim(db, "w/0", 60000, exclude, 3, it, 10, &n) == DB_ONE_RESULT && n == 0,
+          "claimed %zu with every receiver excluded", n);
+    CHECK(db_outbox_claim(db, "w/0", 60000, exclude + 1, 2, it, 3, &n) == DB_ONE_RESULT && n == 3,
+          "claimed %zu of 3", n);
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = it[i].id;
+        CHECK(strcmp(it[i].receiver, hook) == 0 && it[i].channel == CHANNEL_WEBHOOK &&
+                  it[i].payload == NULL && it[i].attempts == 0 &&
+                  strcmp(it[i].url, "http://127.0.0.1:9/") == 0,
+              "row %zu as leased", i);
+    }
+    size_t again = 0;
+    struct db_outbox_item more[DB_OUTBOX_CLAIM_MAX];
+    CHECK(db_outbox_claim(db, "w/1", 60000, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
+              DB_ONE_RESULT,
+          "second claim");
+    for (size_t i = 0; i < again; i++) {
+        for (size_t j = 0; j < n; j++)
+            CHECK(more[i].id != ids[j], "row %lld leased twice", (long long)ids[j]);
+        db_outbox_item_fini(&more[i]);
+    }
+    /* The second worker's rows go back at once: due again. */
+    CHECK(db_outbox_renew(db, "w/0", ids, n, 60000) == DB_ONE_RESULT, "renew");
+    CHECK(db_outbox_release(db, "w/0", &ids[2], 1, 3600000) == DB_ONE_RESULT, "release later");
+    char b[32];
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner IS NULL AND "
+                      "next_attempt_at > now() + interval '50 minutes'",
+                      fixture_i64(b, ids[2]), NULL, NULL) == 1,
+          "a release with a delay is due after it, unleased, without an attempt");
+    status[0] = 204;
+    CHECK(db_outbox_delivered(db, ids, status, 1, "[\"{\\\"b\\\":1}\"]") == DB_ONE_RESULT,
+          "delivered");
+    CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
+                "attempts = 1 AND payload = '{\"b\":1}'",
+                ids[0]) == 1,
+          "delivered row");
+    struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false}, {ids[2], 0, 0, true}};
+    CHECK(db_outbox_failed(db, f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]", 15,
+                           &failed) == DB_ONE_RESULT &&
+              failed == 1,
+          "failed: %zu for good", failed);
+    CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'pending' AND attempts = "
+                "1 AND last_status = 503 AND payload = '{}'",
+                ids[1]) == 1,
+          "retried row");
+    CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'failed' AND "
+                "last_error = 'webhook deleted' AND payload IS NULL",
+                ids[2]) == 1,
+          "given-up row");
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+}
+
+static void
+run(const char *url)
+{
+    char err[DB_ERR_MAX];
+    struct db *a = open_db(url), *b = open_db(url);
+
+    if (a == NULL || b == NULL || db_migrate(a, err, sizeof err) != 0) {
+        CHECK(0, "set-up: %s", a ? err : "no connection");
+        goto out;
+    }
+    CHECK(db_tenant_ensure(a, "fire", &tenant) == DB_ONE_RESULT, "tenant");
+    char t[32];
+    meeting_new_id(hook);
+    CHECK(fixture_sql("INSERT INTO webhooks (id, tenant_id, url, secret) VALUES ($1, $2, "
+                      "'http://127.0.0.1:9/', 'whsec_dGVzdA==')",
+                      hook, fixture_i64(t, tenant), NULL) == 1,
+          "webhook");
+    test_fire_rules(a);
+    test_channels(a);
+    test_concurrent_fire(a, b);
+    test_outbox(a);
+out:
+    db_close(a);
+    db_close(b);
+}
+
+int
+main(void)
+{
+    return fixture_main("itest_fire", run);
+}

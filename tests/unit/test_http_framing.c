@@ -1,0 +1,100 @@
+/* test_http_framing.c -- the RFC 9112 framing verdicts over tables of request heads, and the %00
+ * test of raw request targets. The HTTP-level cases (raw sockets) are in
+ * tests/api/malformed.test.mjs. */
+#include <string.h>
+
+#include "check.h"
+#include "http_framing.h"
+
+#define FIELDS_MAX 4
+
+static const struct {
+    const char *what;
+    bool http10;
+    const char *fields[FIELDS_MAX][2]; /* name, value; a NULL name ends the list */
+    bool ok;
+} cases[] = {
+    {"plain GET", false, {{"Host", "x"}}, true},
+    {"HTTP/1.0 without Host", true, {{"Accept", "*/*"}}, true},
+    {"HTTP/1.1 without Host", false, {{"Accept", "*/*"}}, false},
+    {"two Host", false, {{"Host", "a"}, {"host", "b"}}, false},
+    {"one length", false, {{"Host", "x"}, {"Content-Length", "12"}}, true},
+    {"same length twice",
+     false,
+     {{"Host", "x"}, {"Content-Length", "12"}, {"content-length", "12"}},
+     true},
+    {"two lengths",
+     false,
+     {{"Host", "x"}, {"Content-Length", "12"}, {"Content-Length", "13"}},
+     false},
+    {"length with sign", false, {{"Host", "x"}, {"Content-Length", "+12"}}, false},
+    {"length list", false, {{"Host", "x"}, {"Content-Length", "12, 12"}}, false},
+    {"empty length", false, {{"Host", "x"}, {"Content-Length", ""}}, false},
+    {"chunked", false, {{"Host", "x"}, {"Transfer-Encoding", "chunked"}}, true},
+    {"Chunked", false, {{"Host", "x"}, {"Transfer-Encoding", " CHUNKED "}}, true},
+    {"chunked and length",
+     false,
+     {{"Host", "x"}, {"Content-Length", "4"}, {"Transfer-Encoding", "chunked"}},
+     false},
+    {"gzip, chunked", false, {{"Host", "x"}, {"Transfer-Encoding", "gzip, chunked"}}, false},
+    {"identity", false, {{"Host", "x"}, {"Transfer-Encoding", "identity"}}, false},
+    {"chunked, chunked", false, {{"Host", "x"}, {"Transfer-Encoding", "chunked, chunked"}}, false},
+    {"chunked in two fields",
+     false,
+     {{"Host", "x"}, {"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}},
+     false},
+    {"chunked, gzip", false, {{"Host", "x"}, {"Transfer-Encoding", "chunked, gzip"}}, false},
+    {"chunked with a parameter",
+     false,
+     {{"Host", "x"}, {"Transfer-Encoding", "chunked;q=1"}},
+     false},
+    {"empty list elements", false, {{"Host", "x"}, {"Transfer-Encoding", ", chunked,"}}, true},
+    {"empty coding", false, {{"Host", "x"}, {"Transfer-Encoding", ""}}, false},
+    {"chunked in HTTP/1.0", true, {{"Transfer-Encoding", "chunked"}}, false},
+    {"space before colon", false, {{"Host", "x"}, {"Content-Length ", "4"}}, false},
+    {"space in a name", false, {{"Host", "x"}, {"X A", "b"}}, false},
+    {"empty name", false, {{"Host", "x"}, {"", "b"}}, false},
+    {"CTL in a name", false, {{"Host", "x"}, {"X\x01", "b"}}, false},
+    {"ESC in a value", false, {{"Host", "x"}, {"X-A", "a\x1b[31m"}}, false},
+    {"CR in a value", false, {{"Host", "x"}, {"X-A", "a\rb"}}, false},
+    {"DEL in a value", false, {{"Host", "x"}, {"X-A", "a\x7f"}}, false},
+    {"tab and UTF-8 in a value", false, {{"Host", "x"}, {"X-A", "a\tb caf\xc3\xa9"}}, true},
+};
+
+static const struct {
+    const char *target;
+    bool nul;
+} targets[] = {
+    {"/v1/meetings", false},
+    {"/v1/meetings/%00", true},
+    {"/v1/meetings/abc%00def", true},
+    {"/v1/meetings?cursor=%00", true},
+    {"/v1/meetings?cursor=%0", false},
+    {"/v1/meetings?cursor=%", false},
+    {"/v1/meetings?cursor=%2500", false}, /* a literal "%00", encoded */
+    {"/%20%00", true},
+};
+
+int
+main(void)
+{
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct http_framing f = {0};
+        const char *detail = NULL;
+        for (size_t k = 0; k < FIELDS_MAX && cases[i].fields[k][0] != NULL; k++) {
+            const char *n = cases[i].fields[k][0], *v = cases[i].fields[k][1];
+            http_framing_field(&f, n, strlen(n), v, strlen(v));
+        }
+        enum api_error e = http_framing_verdict(&f, cases[i].http10, &detail);
+        CHECK((e == API_E_NONE) == cases[i].ok, "%s: verdict %d, want %s", cases[i].what, e,
+              cases[i].ok ? "ok" : "refused");
+        CHECK(e == API_E_NONE || e == API_E_BAD_REQUEST, "%s: refused with 400", cases[i].what);
+        CHECK(e == API_E_NONE || (detail != NULL && detail[0] != '\0'), "%s: a detail",
+              cases[i].what);
+    }
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
+        CHECK(http_framing_target_has_nul(targets[i].target) == targets[i].nul, "%s",
+              targets[i].target);
+    printf("test_http_framing: %s\n", fails ? "FAILED" : "ok");
+    return fails != 0;
+}
