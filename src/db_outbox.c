@@ -12,13 +12,22 @@
 #include "db_internal.h"
 
 /* clang-format off */
-/* The target's details come along: a webhook's URL and secret, a push subscription's endpoint and
- * keys, an email's address. A target that is gone (webhook deleted, subscription removed) comes
+/* A dead replica's rows first (a lease that ran out: lease_owner set, next_attempt_at passed,
+ * found through the small index outbox_leased), then the due rows in order: after a kill in a
+ * burst its rows would otherwise wait behind the whole backlog. The target's details come along:
+ * a webhook's URL and secret, a push subscription's endpoint and keys, an email's address. A target that is gone (webhook deleted, subscription removed) comes
  * back with gone = 1, so delivery records the row failed instead of sending. */
 static const char claim_sql[] =
-    "WITH c AS (SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()"
+    "WITH orphans AS (SELECT id FROM outbox"
+    "           WHERE status = 'pending' AND lease_owner IS NOT NULL AND next_attempt_at <= now()"
     "           AND receiver <> ALL ($4::text[])"
     "           ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED),"
+    " due AS (SELECT id FROM outbox"
+    "           WHERE status = 'pending' AND lease_owner IS NULL AND next_attempt_at <= now()"
+    "           AND receiver <> ALL ($4::text[])"
+    "           ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED),"
+    " c AS (SELECT id FROM orphans"
+    "       UNION ALL (SELECT id FROM due LIMIT $3::int - (SELECT count(*) FROM orphans))),"
     " l AS (UPDATE outbox o SET lease_owner = $1,"
     "         next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
     "       FROM c WHERE o.id = c.id RETURNING o.*)"
