@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apikey.h"
+#include "crypto.h"
 #include "log.h"
 
 #define PROBLEM_DETAIL_MAX 300
@@ -206,8 +206,8 @@ http_reply_not_modified(struct request *rq, const char *etag)
 void
 http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {
-    char hex[65];
-    apikey_sha256_hex(body, len, hex);
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    crypto_sha256_hex(body, len, hex);
     snprintf(out, HTTP_ETAG_MAX, "\"%.32s\"", hex);
 }
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apikey.h"
+#include "crypto.h"
 #include "handler.h"
 #include "http_routes.h"
 #include "timefmt.h"
@@ -123,7 +123,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
             st = DB_HARD_ERROR;
         t.outcome = POST_CREATED;
     } else {
-        apikey_sha256_hex(rq->body, rq->body_len, t.request_hash);
+        crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);
         st = db_tx_run(db, post_tx_run, &t);
     }
     if (st == DB_ONE_RESULT)
