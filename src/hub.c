@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "cond.h"
 #include "db.h"
 #include "db_stream.h"
 #include "log.h"
@@ -916,14 +917,10 @@ wait_for_work(struct hub *h)
         until = h->next_poll_ms;
     if (h->next_heartbeat_ms < until)
         until = h->next_heartbeat_ms;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t wait = until - now;
     if (wait <= 0 || h->work || h->stop)
         return;
-    ts.tv_sec += wait / 1000;
-    ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    ts = cond_deadline(wait);
     while (!h->work && !h->stop)
         if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT)
             break;
@@ -962,7 +959,6 @@ struct hub *
 hub_start(const struct hub_opts *opts)
 {
     struct hub *h = calloc(1, sizeof *h);
-    pthread_condattr_t ca;
 
     if (h == NULL)
         return NULL;
@@ -972,10 +968,7 @@ hub_start(const struct hub_opts *opts)
     h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&h->cv);
     if (h->database_url == NULL || h->evbuf == NULL ||
         pthread_create(&h->thread, NULL, run, h) != 0) {
         pthread_cond_destroy(&h->cv);
@@ -1013,12 +1006,7 @@ wait_closed(struct hub *h, int64_t deadline)
     struct timespec ts;
 
     while (h->n_streams > 0 && mono_ms() < deadline) {
-        int64_t wait = deadline - mono_ms();
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += wait / 1000;
-        ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        ts = cond_deadline(deadline - mono_ms());
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
     }
 }
