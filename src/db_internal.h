@@ -46,8 +46,7 @@ enum db_stmt {
     STMT_STREAM_HEADS, /* db_stream.c */
     STMT_STREAM_EVENTS,
     STMT_STREAM_LATEST,
-    STMT_SIGNING_KEY_LOCK_TENANT, /* db_signing_key.c */
-    STMT_SIGNING_KEY_COUNT,
+    STMT_SIGNING_KEY_COUNT, /* db_signing_key.c */
     STMT_SIGNING_KEY_INSERT,
     STMT_SIGNING_KEY_LIST,
     STMT_SIGNING_KEY_REVOKE,

@@ -7,7 +7,6 @@
 #include "db_internal.h"
 
 /* clang-format off */
-static const char lock_sql[] = "SELECT 1 FROM tenants WHERE id = $1::bigint FOR UPDATE";
 static const char count_sql[] =
     "SELECT count(*) FROM signing_keys WHERE tenant_id = $1::bigint AND revoked_at IS NULL";
 static const char insert_sql[] =
@@ -37,9 +36,8 @@ insert_tx(struct db *db, void *arg)
     PGresult *res;
     enum db_status st;
 
-    if ((st = db_exec(db, STMT_SIGNING_KEY_LOCK_TENANT, lock_sql, 1, p1, &res)) != DB_ONE_RESULT)
+    if ((st = db_tenant_lock(db, k->tenant_id)) != DB_ONE_RESULT)
         return st;
-    PQclear(res);
     if ((st = db_exec(db, STMT_SIGNING_KEY_COUNT, count_sql, 1, p1, &res)) != DB_ONE_RESULT)
         return st;
     int64_t live = db_get_i64(res, 0, 0);
