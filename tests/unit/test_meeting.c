@@ -107,6 +107,19 @@ check_fire_times_and_keys(void)
     meeting_fini(&m);
 }
 
+/* The occurrence id is the webhook-id, the push Topic's source and the mail Message-ID's head:
+ * the same text for every retry of one occurrence, and it fits at the int64 extremes. */
+static void
+check_occurrence_id(void)
+{
+    char id[OCCURRENCE_ID_MAX];
+
+    meeting_occurrence_id(42, 1700000000123, id);
+    CHECK(strcmp(id, "rem_42_1700000000123") == 0);
+    meeting_occurrence_id(INT64_MIN, INT64_MIN, id);
+    CHECK(strcmp(id, "rem_-9223372036854775808_-9223372036854775808") == 0);
+}
+
 static void
 check_lifetime(void)
 {
@@ -130,6 +143,7 @@ main(void)
     check_ids();
     check_statuses();
     check_fire_times_and_keys();
+    check_occurrence_id();
     check_lifetime();
     if (failures) {
         printf("test_meeting: %d failure(s)\n", failures);
