@@ -39,12 +39,19 @@ int db_url_check(const char *url, char *err, size_t errlen);
 int db_ping(struct db *db);
 /* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */
 enum db_status db_clock_ms(struct db *db, int64_t *ms);
-/* Last error text of this handle (static until the next call on it). */
+/* The last failure on this handle, as hiredis keeps err/errstr on its context: its class
+ * (DB_SOFT_ERROR: the server is unreachable or asked for a retry; DB_HARD_ERROR: our bug or a
+ * constraint we did not expect) and its text, one line (valid until the next call on the
+ * handle). Meaningful right after a call returned an error status. The db layer logs nothing:
+ * the thread that owns the handle logs an outage once when it starts and once when it ends,
+ * and a hard error as the bug it is. */
+enum db_status db_err(const struct db *db);
 const char *db_errmsg(const struct db *db);
 
 typedef enum db_status (*db_tx_fn)(struct db *db, void *arg);
 /* BEGIN; fn; COMMIT. Rolls back when fn returns an error; retries the whole transaction up to
- * DB_TX_RETRIES_MAX times on DB_SOFT_ERROR (from fn or COMMIT). fn must do database work only. */
+ * DB_TX_RETRIES_MAX times on DB_SOFT_ERROR (from fn or COMMIT). fn must do database work only.
+ * Transactions do not nest: calling it from fn is a bug (asserted). */
 enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
 
 /* ---- migrations (db_migrate.c) ---- */

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "db_internal.h"
-#include "log.h"
 
 #define REQUEST_HASH_LEN 64
 
@@ -68,7 +67,6 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
         if (resp->body == NULL || (resp->location == NULL && !PQgetisnull(res, 0, 3)) ||
             (resp->etag == NULL && !PQgetisnull(res, 0, 4))) {
             db_set_err(db, "idempotency response: out of memory");
-            LOG_ERROR("database: %s", db_errmsg(db));
             db_idem_response_fini(resp);
             st = DB_HARD_ERROR;
         }

@@ -75,14 +75,14 @@ enum db_stmt {
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
  * connection. Reconnects first when the connection is broken and no transaction is open.
  * Returns DB_ONE_RESULT with *res set (the caller PQclear's it; rows may be 0) or an error status
- * with *res NULL, the error already logged and in db_errmsg. */
+ * with *res NULL and the error in db_err/db_errmsg (not logged: the caller decides). */
 enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
                        const char *const *values, PGresult **res);
 /* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
 enum db_status db_exec_simple(struct db *db, const char *sql);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */
 PGconn *db_conn(struct db *db);
-/* Fills db_errmsg with a message of our own. */
+/* Fills db_errmsg with a message of our own; db_err then says DB_HARD_ERROR. */
 void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Decimal text of v into buf (DB_I64_BUF bytes); returns buf. */

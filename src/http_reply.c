@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "db.h"
 #include "log.h"
 
 #define PROBLEM_DETAIL_MAX 300
@@ -135,9 +136,25 @@ reply_problem_json(struct request *rq, enum api_error e, json_t *p)
     return queue(rq, status, resp);
 }
 
+/* The database failure behind a 503. The threads that hold long-lived connections (scheduler,
+ * dispatch, recon, ...) log an outage once when it starts and once when it ends; a request logs
+ * it at debug only, or at error when it is a hard error, which is our bug. */
+static void
+log_db_failure(const struct request *rq)
+{
+    struct db *db = rq->w != NULL ? rq->w->db : NULL;
+
+    if (db != NULL && db_err(db) == DB_HARD_ERROR)
+        LOG_ERROR("database: %s", db_errmsg(db));
+    else
+        LOG_DEBUG("database unavailable: %s", db != NULL ? db_errmsg(db) : "not connected");
+}
+
 int
 http_reply_problem(struct request *rq, enum api_error e, const char *detail)
 {
+    if (e == API_E_DB_UNAVAILABLE)
+        log_db_failure(rq);
     return reply_problem_json(rq, e, problem_new(e, detail));
 }
 

@@ -92,7 +92,7 @@ http_db(struct request *rq)
     w->db = db_open(w->cfg->database_url, err, sizeof(err));
     if (w->db == NULL) {
         w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
-        LOG_WARN("database unreachable: %s", err);
+        LOG_DEBUG("database unreachable: %s", err); /* the engine's threads log the outage */
     }
     return w->db;
 }

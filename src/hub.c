@@ -527,6 +527,20 @@ event_fill(struct event *e, const struct db_stream_event *ev, char *body_steal)
 
 /* ---- database (called without h->mu) ------------------------------------------------------ */
 
+/* Notes whether the last database call worked: one line when an outage starts (with why), one
+ * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS. */
+static void
+db_note(struct hub *h, bool ok, const char *why)
+{
+    if (!ok && !h->db_down)
+        LOG_WARN("stream hub: database unavailable, retrying: %s", why);
+    else if (ok && h->db_down)
+        LOG_INFO("stream hub: database available again");
+    h->db_down = !ok;
+    if (!ok)
+        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+}
+
 static struct db *
 hub_db(struct hub *h)
 {
@@ -536,17 +550,13 @@ hub_db(struct hub *h)
         return h->db;
     if (mono_ms() < h->db_retry_ms)
         return NULL;
-    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL) {
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
-        if (!h->db_down)
-            LOG_WARN("stream hub: database unavailable, retrying: %s", err);
-        h->db_down = true;
-    }
+    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL)
+        db_note(h, false, err);
     return h->db;
 }
 
 /* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
- * the count, or -1 on database trouble (logged once per outage). */
+ * the count, or -1 on database trouble (logged once per outage, by db_note). */
 static long
 read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
             size_t max, struct event *out)
@@ -578,12 +588,7 @@ read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, cons
     }
     for (size_t i = 0; i < n; i++)
         db_stream_event_fini(&ev[i]);
-    if (got < 0 && !h->db_down)
-        LOG_WARN("stream hub: cannot read events of tenant %lld: %s", (long long)tenant_id,
-                 db_errmsg(db));
-    h->db_down = got < 0;
-    if (got < 0)
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+    db_note(h, got >= 0, st == DB_ONE_RESULT ? "out of memory" : db_errmsg(db));
     return got;
 }
 
@@ -672,6 +677,21 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
     }
 }
 
+/* Reads the heads of ids[0..n) and applies them. h->mu held, released during the statement (the
+ * tenants stay valid: only this thread frees them). */
+static void
+read_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *hd)
+{
+    pthread_mutex_unlock(&h->mu);
+    struct db *db = hub_db(h);
+    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
+    if (db != NULL)
+        db_note(h, st == DB_ONE_RESULT, db_errmsg(db));
+    pthread_mutex_lock(&h->mu);
+    if (st == DB_ONE_RESULT)
+        apply_heads(h, hd, n);
+}
+
 /* Reads the heads of tenants that have none yet, asked for one, or all at a poll. */
 static void
 heads_round(struct hub *h, bool poll)
@@ -688,24 +708,12 @@ heads_round(struct hub *h, bool poll)
             ids[n++] = t->id;
             if (n < DB_STREAM_HEADS_MAX)
                 continue;
-            /* A full statement: read it now, then go on (t stays valid: only we free). */
-            pthread_mutex_unlock(&h->mu);
-            struct db *db = hub_db(h);
-            enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-            pthread_mutex_lock(&h->mu);
-            if (st == DB_ONE_RESULT)
-                apply_heads(h, hd, n);
+            read_heads(h, ids, n, hd); /* a full statement: read it now, then go on */
             n = 0;
         }
     }
-    if (n == 0)
-        return;
-    pthread_mutex_unlock(&h->mu);
-    struct db *db = hub_db(h);
-    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-    pthread_mutex_lock(&h->mu);
-    if (st == DB_ONE_RESULT)
-        apply_heads(h, hd, n);
+    if (n > 0)
+        read_heads(h, ids, n, hd);
 }
 
 /* ---- new streams (h->mu held) ------------------------------------------------------------- */

@@ -71,6 +71,8 @@ beat(struct members *m)
         m->db_down = true;
         return;
     }
+    if (m->db_down)
+        LOG_INFO("members: database available again");
     m->db_down = false;
     shard_assign(m->names, m->n_names, m->instance_id, &next);
     pthread_mutex_lock(&m->mu);
