@@ -20,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
+#include "panic.h"
 #include "timefmt.h"
 
 #define OWNER_MAX 160
@@ -424,7 +425,7 @@ authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool
         snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
         return -1;
     }
-    return -1;
+    TOCSIN_UNREACHABLE("a db_status outside its enum");
 }
 
 /* Starts j's request. false when it could not start (recorded as a failed attempt). */

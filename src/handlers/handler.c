@@ -10,6 +10,7 @@
 #include "http_auth.h"
 #include "log.h"
 #include "mirror.h"
+#include "panic.h"
 #include "timefmt.h"
 
 #define CONTENT_TYPE_MAX 128
@@ -99,8 +100,7 @@ handler_db_problem(struct request *rq, enum db_status st)
     case DB_ONE_RESULT:
         break;
     }
-    LOG_ERROR("handler_db_problem called for a success");
-    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    TOCSIN_UNREACHABLE("handler_db_problem called for a success");
 }
 
 int
