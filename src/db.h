@@ -129,6 +129,7 @@ enum db_status db_meeting_get_many(struct db *db, const char *const *ids, size_t
 
 /* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
 #define IDEMPOTENCY_KEY_MAX 255
+#define DB_REQUEST_HASH_LEN 64 /* hex digits of the request body's SHA-256 */
 struct db_idem_response {
     int status;
     char *body;     /* malloc'ed */
@@ -139,11 +140,13 @@ void db_idem_response_fini(struct db_idem_response *r);
 /* pg_try_advisory_xact_lock on (tenant, key): DB_NO_RESULTS when another transaction holds it
  * (the request is in flight), DB_ONE_RESULT when this transaction now holds it. */
 enum db_status db_idem_lock(struct db *db, int64_t tenant_id, const char *key);
-/* Loads a stored response: ONE_RESULT with request_hash (64 hex + NUL) and *resp filled. */
-enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash[65],
+/* Loads a stored response: ONE_RESULT with request_hash (NUL-terminated) and *resp filled. */
+enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key,
+                           char request_hash[DB_REQUEST_HASH_LEN + 1],
                            struct db_idem_response *resp);
 enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
-                           const char request_hash[65], const struct db_idem_response *resp);
+                           const char request_hash[DB_REQUEST_HASH_LEN + 1],
+                           const struct db_idem_response *resp);
 
 /* ---- pending occurrences for the scheduler, the sweep and the mirror repair (db_reminder.c) */
 #define DB_DUE_BATCH_MAX 5000 /* rows per page: a burst of 50,000 due together is 10 pages */

@@ -7,8 +7,6 @@
 
 #include "db_internal.h"
 
-#define REQUEST_HASH_LEN 64
-
 void
 db_idem_response_fini(struct db_idem_response *r)
 {
@@ -43,8 +41,8 @@ db_idem_lock(struct db *db, int64_t tenant_id, const char *key)
 /* On ONE_RESULT resp owns copies (free with db_idem_response_fini); on anything else resp is
  * left zeroed. */
 enum db_status
-db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash[65],
-            struct db_idem_response *resp)
+db_idem_get(struct db *db, int64_t tenant_id, const char *key,
+            char request_hash[DB_REQUEST_HASH_LEN + 1], struct db_idem_response *resp)
 {
     static const char sql[] = "SELECT request_hash, status, body, location, etag"
                               " FROM idempotency_keys WHERE tenant_id = $1::bigint AND key = $2";
@@ -58,7 +56,7 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
         return st;
     st = DB_NO_RESULTS;
     if (PQntuples(res) == 1) {
-        snprintf(request_hash, REQUEST_HASH_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+        snprintf(request_hash, DB_REQUEST_HASH_LEN + 1, "%s", PQgetvalue(res, 0, 0));
         resp->status = (int)db_get_i64(res, 0, 1);
         resp->body = db_get_str(res, 0, 2);
         resp->location = db_get_str(res, 0, 3);
@@ -78,8 +76,8 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
 /* NO_RESULTS when a response for (tenant, key) is already stored: under db_idem_lock that
  * cannot happen, so the caller may treat it as a conflict. */
 enum db_status
-db_idem_put(struct db *db, int64_t tenant_id, const char *key, const char request_hash[65],
-            const struct db_idem_response *resp)
+db_idem_put(struct db *db, int64_t tenant_id, const char *key,
+            const char request_hash[DB_REQUEST_HASH_LEN + 1], const struct db_idem_response *resp)
 {
     static const char sql[] =
         "INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, body, location, etag)"

@@ -24,6 +24,8 @@
 #include "timefmt.h"
 
 #define OWNER_MAX 160
+/* build_bodies reads the meetings of one lease's rows in one statement. */
+_Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
 #define RECEIVER_IDLE_MS                                                                           \
     60000                  /* a receiver with nothing held and a closed circuit is forgotten       \

@@ -220,6 +220,10 @@ http_reply_not_modified(struct request *rq, const char *etag)
     return queue(rq, MHD_HTTP_NOT_MODIFIED, resp);
 }
 
+#define ETAG_HEX_DIGITS 32 /* of the body's SHA-256: 128 bits tell representations apart */
+_Static_assert(ETAG_HEX_DIGITS <= CRYPTO_SHA256_HEX_LEN && ETAG_HEX_DIGITS + 3 <= HTTP_ETAG_MAX,
+               "HTTP_ETAG_MAX holds the quoted digits and the NUL");
+
 void
 http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {

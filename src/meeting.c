@@ -154,6 +154,9 @@ channel_parse(const char *name)
     return 0;
 }
 
+_Static_assert(sizeof "rem_-9223372036854775808_-9223372036854775808" <= OCCURRENCE_ID_MAX,
+               "an occurrence id of any two int64 fits");
+
 void
 meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX])
 {

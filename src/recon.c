@@ -25,6 +25,7 @@
 #include "timefmt.h"
 
 #define RECON_PASS_PAGE 1000 /* keys per repair page: one Redis pipeline */
+_Static_assert(RECON_PASS_PAGE <= DB_DUE_BATCH_MAX, "a repair page fits r->batch");
 
 struct recon {
     pthread_t thread;

@@ -18,12 +18,14 @@
 
 #define LOCATION_MAX 64
 
+_Static_assert(DB_REQUEST_HASH_LEN == CRYPTO_SHA256_HEX_LEN, "a request hash is crypto_sha256_hex");
+
 enum post_outcome { POST_CREATED, POST_REPLAY, POST_MISMATCH, POST_IN_FLIGHT };
 
 struct post_tx {
     int64_t tenant_id;
     const char *key;
-    char request_hash[65];
+    char request_hash[DB_REQUEST_HASH_LEN + 1];
     struct meeting *m;
     char location[LOCATION_MAX];
     char etag[HTTP_ETAG_MAX];

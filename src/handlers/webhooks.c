@@ -13,6 +13,11 @@
 #include "webhook.h"
 #include "webhook_sign.h"
 
+/* webhook.h says so: a URL's rejection reason is a field error's message as it stands, and the
+ * URL the codec accepts is one webhook_url_check takes. */
+_Static_assert(WEBHOOK_ERR_MAX == CODEC_MESSAGE_MAX, "a webhook reason fits a field error");
+_Static_assert(WEBHOOK_URL_MAX == CODEC_URL_MAX, "one bound for webhook URLs");
+
 static json_t *
 encode(const struct db_webhook *w, const char *secret)
 {
