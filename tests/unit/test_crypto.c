@@ -251,6 +251,5 @@ main(void)
     test_hkdf();
     test_gcm();
     test_wipe();
-    printf("test_crypto: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_crypto");
 }

@@ -75,6 +75,5 @@ main(void)
     test_vectors();
     test_every_byte();
     test_refused();
-    printf("test_hex: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_hex");
 }

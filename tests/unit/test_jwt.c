@@ -636,6 +636,5 @@ main(void)
     test_mint();
     test_scopes_text();
     test_error_texts();
-    printf("test_jwt: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_jwt");
 }

@@ -105,6 +105,5 @@ main(void)
     CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "unreachable: status %#x", st);
     CHECK(strcmp(out, want) == 0, "stderr \"%s\", want \"%s\"", out, want);
 
-    printf("test_panic: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_panic");
 }

@@ -205,16 +205,14 @@ test_backoff(void)
 int
 main(void)
 {
-    if (outbound_global_init() != 0) {
-        printf("FAIL outbound_global_init\n");
-        return 1;
-    }
+    CHECK(outbound_global_init() == 0, "outbound_global_init");
+    if (fails > 0)
+        return check_summary("test_webhook");
     test_sign_vector();
     test_sign_bad_secrets();
     test_secret_new();
     test_netguard();
     test_url_check();
     test_backoff();
-    printf("test_webhook: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_webhook");
 }
