@@ -568,6 +568,25 @@ test_fire_deleted(struct db *db)
     meeting_fini(&dead);
 }
 
+/* ---- errors kept on the handle ---- */
+
+/* A statement the server refuses leaves its class and SQLSTATE on the handle (db.c logs nothing),
+ * and the next failure replaces them. */
+static void
+test_errors(struct db *db)
+{
+    struct meeting m;
+    int64_t tenant = 0;
+
+    CHECK(db_tenant_ensure(db, "errors", &tenant) == DB_ONE_RESULT, "tenant");
+    fixture_meeting(&m, "", BASE_MS, NULL, 0); /* an empty title violates a CHECK constraint */
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_HARD_ERROR, "empty title inserted");
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "23514") != NULL &&
+              strchr(db_errmsg(db), '\n') == NULL,
+          "error on the handle: %d \"%s\"", db_err(db), db_errmsg(db));
+    meeting_fini(&m);
+}
+
 /* ---- the transaction runner and reconnecting ---- */
 
 struct tx_arg {
@@ -624,8 +643,12 @@ test_tx(struct db *db, struct db *other)
     a = (struct tx_arg){0, 100, 0};
     CHECK(db_tx_run(db, flaky, &a) == DB_SOFT_ERROR && a.calls == 1 + DB_TX_RETRIES_MAX,
           "retries not bounded: calls=%d", a.calls);
+    CHECK(db_err(db) == DB_SOFT_ERROR, "the soft error is not on the handle: %d %s", db_err(db),
+          db_errmsg(db));
     CHECK(db_tx_run(db, hard_fail, NULL) == DB_HARD_ERROR, "hard error passed");
     CHECK(db_tx_run(db, swallow, NULL) == DB_HARD_ERROR, "swallowed error committed");
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "rolled back") != NULL,
+          "the swallowed error is not on the handle: %d %s", db_err(db), db_errmsg(db));
     CHECK(fixture_sql("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
                       NULL, NULL, NULL) == 0,
           "rolled-back work is visible");
@@ -674,6 +697,7 @@ run(const char *url)
     test_idem(a, b, t1, t2);
     test_batch(a);
     test_fire_deleted(a);
+    test_errors(a);
     test_tx(a, b);
 out:
     db_close(a);
