@@ -29,7 +29,8 @@ add_cors(struct request *rq, struct MHD_Response *resp)
     const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
     const char *origin = http_header(rq, "Origin");
 
-    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL || strncmp(rq->path, "/v1/", 4))
+    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL ||
+        strncmp(rq->path, "/v1/", 4) != 0)
         return false;
     MHD_add_response_header(resp, "Vary", "Origin");
     if (!cors_origin_allowed(c, origin))

@@ -1,6 +1,7 @@
 /* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
  * meetings ordered by (starts_at, id), keyset-paginated. The cursor is opaque to clients: hex of
  * "v1:<starts_at_ms>:<id>" of the last item returned. */
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,19 +25,23 @@ struct list_args {
 static int
 cursor_decode(const char *s, struct db_list_query *q)
 {
-    char raw[CURSOR_RAW_MAX + 1];
+    char raw[CURSOR_RAW_MAX + 1], *end;
     size_t n = strlen(s), len;
     long long ms;
-    int used = 0;
 
     if (n == 0 || hex_decode(s, n, (uint8_t *)raw, CURSOR_RAW_MAX, &len) != 0)
         return -1;
     raw[len] = '\0';
-    if (sscanf(raw, "v1:%lld:%n", &ms, &used) != 1 || used == 0 || !meeting_id_valid(raw + used))
+    if (strncmp(raw, "v1:", 3) != 0)
+        return -1;
+    /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
+    errno = 0;
+    ms = strtoll(raw + 3, &end, 10);
+    if (errno != 0 || end == raw + 3 || *end != ':' || !meeting_id_valid(end + 1))
         return -1;
     q->has_after = true;
     q->after_starts_at_ms = ms;
-    memcpy(q->after_id, raw + used, MEETING_ID_LEN + 1);
+    memcpy(q->after_id, end + 1, MEETING_ID_LEN + 1);
     return 0;
 }
 

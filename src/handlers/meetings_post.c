@@ -129,9 +129,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
         crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);
         st = db_tx_run(db, post_tx_run, &t);
     }
-    if (st == DB_ONE_RESULT)
-        ret = reply_outcome(rq, &t);
-    else if (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT)
+    if (st == DB_ONE_RESULT || (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT))
         ret = reply_outcome(rq, &t);
     else
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
