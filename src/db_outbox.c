@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "panic.h"
 
 /* clang-format off */
 /* The target's details come along: a webhook's URL and secret, a push subscription's endpoint and
@@ -197,6 +198,7 @@ num_array(const int64_t *v64, const int *v32, const bool *vb, size_t n)
     char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
     size_t len = 0;
 
+    TOCSIN_ASSERT(n == 0 || (v64 != NULL) + (v32 != NULL) + (vb != NULL) == 1);
     if (s == NULL)
         return NULL;
     s[len++] = '{';

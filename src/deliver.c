@@ -745,7 +745,8 @@ worker_init(struct deliver *d, struct worker *w, int i)
     atomic_init(&w->woken, false);
     w->out = outbound_new();
     w->keys = push_keys_new(d->channel.vapid_subject);
-    w->held = calloc(c, sizeof *w->held);
+    /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
+    w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
     w->ids = calloc(c, sizeof *w->ids);
@@ -755,7 +756,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->fails = calloc(c, sizeof *w->fails);
     w->fail_channels = calloc(c, sizeof *w->fail_channels);
     w->fail_final = calloc(c, sizeof *w->fail_final);
-    w->jobs = calloc(c, sizeof *w->jobs);
+    w->jobs = calloc(c, sizeof *w->jobs); // NOLINT(bugprone-sizeof-expression)
     w->verdicts = calloc(c, sizeof *w->verdicts);
     return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
                    w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&

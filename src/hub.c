@@ -20,6 +20,7 @@
 #include "db_stream.h"
 #include "log.h"
 #include "metrics.h"
+#include "panic.h"
 #include "sse.h"
 #include "stream_body.h"
 #include "timefmt.h"
@@ -790,6 +791,9 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     long got = read_events(h, id, after, until, s->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
+    /* Until hub_stream_close, the connection's own reference keeps s: only a closed stream can
+     * go with ours. */
+    TOCSIN_ASSERT(closed || s->refs >= 2);
     stream_unref(s);
     if (got < 0 || closed) {
         for (long i = 0; i < got; i++)

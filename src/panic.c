@@ -22,7 +22,7 @@ panic_assert_failed(const char *file, int line, const char *expr)
     }
     /* One write(2), so that the line is not interleaved with other threads' logs; nothing to do
      * if it fails, we abort either way. */
-    if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-        n = 0;
+    ssize_t written = write(STDERR_FILENO, buf, (size_t)n);
+    (void)written;
     abort();
 }

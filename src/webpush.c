@@ -42,7 +42,8 @@ _Static_assert(JWT_LEN_MAX <= WEBPUSH_JWT_MAX, "every token webpush_vapid_jwt ma
 _Static_assert(WEBPUSH_NOW_MAX + WEBPUSH_JWT_LIFETIME_MAX < INT64_C(9999999999999), "13 digits");
 
 static const char *const error_texts[] = {
-#define X(name, text) [name] = text,
+/* An X-macro initializer: text is a string literal, never an expression to parenthesize. */
+#define X(name, text) [name] = text, // NOLINT(bugprone-macro-parentheses)
     WEBPUSH_ERRORS(X)
 #undef X
 };
