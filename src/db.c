@@ -244,6 +244,19 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
 }
 
 enum db_status
+db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, id, sql, n, values, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    return st;
+}
+
+enum db_status
 db_exec_simple(struct db *db, const char *sql)
 {
     if (ensure_conn(db) != 0)

@@ -92,12 +92,5 @@ db_idem_put(struct db *db, int64_t tenant_id, const char *key,
         resp->location,
         resp->etag,
     };
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_IDEM_PUT, sql, 7, params, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_IDEM_PUT, sql, 7, params);
 }

@@ -78,6 +78,11 @@ enum db_stmt {
  * with *res NULL and the error in db_err/db_errmsg (not logged: the caller decides). */
 enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
                        const char *const *values, PGresult **res);
+/* db_exec for a statement that changes one row and returns none (an UPDATE or DELETE by key, an
+ * INSERT ... ON CONFLICT DO NOTHING): ONE_RESULT when it changed exactly one row, NO_RESULTS when
+ * it changed none, or the error. */
+enum db_status db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n,
+                               const char *const *values);
 /* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
 enum db_status db_exec_simple(struct db *db, const char *sql);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */

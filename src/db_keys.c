@@ -54,16 +54,10 @@ db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_
                               " VALUES ($1, $2, decode($3, 'hex'))"
                               " ON CONFLICT (prefix) DO NOTHING";
     char tid[DB_I64_BUF], hex[HEX_ENCODED_LEN(HASH_LEN) + 1];
-    PGresult *res;
 
     hex_encode(hash, HASH_LEN, hex);
     const char *params[] = {db_i64(tid, tenant_id), prefix, hex};
-    enum db_status st = db_exec(db, STMT_KEY_INSERT, sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_KEY_INSERT, sql, 3, params);
 }
 
 enum db_status

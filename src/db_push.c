@@ -124,16 +124,10 @@ db_push_subscription_delete(struct db *db, int64_t tenant_id, const char *partic
 {
     char t[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), participant_id, id};
-    PGresult *res;
 
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params);
 }
 
 enum db_status

@@ -92,14 +92,8 @@ db_webhook_delete(struct db *db, int64_t tenant_id, const char *id)
 {
     char tenant[DB_I64_BUF];
     const char *params[] = {id, db_i64(tenant, tenant_id)};
-    PGresult *res;
 
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_WEBHOOK_DELETE, delete_sql, 2, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_WEBHOOK_DELETE, delete_sql, 2, params);
 }
