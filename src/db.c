@@ -357,6 +357,42 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
     return st; /* the last attempt's error is on the handle */
 }
 
+char *
+db_array(size_t n, db_array_elem_fn fn, const void *arg)
+{
+    char *s = malloc(n * DB_I64_BUF + 3), buf[DB_I64_BUF];
+    size_t len = 0;
+
+    if (s == NULL)
+        return NULL;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const char *text = fn(arg, i, buf);
+        size_t l = strlen(text);
+
+        TOCSIN_ASSERT(l < DB_I64_BUF); /* the room counted per element above */
+        if (i > 0)
+            s[len++] = ',';
+        memcpy(s + len, text, l);
+        len += l;
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+static const char *
+i64_elem(const void *arg, size_t i, char buf[DB_I64_BUF])
+{
+    return db_i64(buf, ((const int64_t *)arg)[i]);
+}
+
+char *
+db_array_i64(const int64_t *v, size_t n)
+{
+    return db_array(n, i64_elem, v);
+}
+
 const char *
 db_i64(char buf[DB_I64_BUF], int64_t v)
 {

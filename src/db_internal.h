@@ -90,6 +90,16 @@ PGconn *db_conn(struct db *db);
 /* Fills db_errmsg with a message of our own; db_err then says DB_HARD_ERROR. */
 void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Writes element i of the array at arg as text into buf (DB_I64_BUF bytes) and returns the text
+ * (buf, or a constant such as "t"). */
+typedef const char *(*db_array_elem_fn)(const void *arg, size_t i, char buf[DB_I64_BUF]);
+/* The array literal "{e0,e1,...}" of n elements written by fn, for a text parameter ($1::bigint[]
+ * and the like). The elements must need no quoting: numbers, t and f. malloc'ed; NULL when out
+ * of memory. */
+char *db_array(size_t n, db_array_elem_fn fn, const void *arg);
+/* db_array of n int64 at v. */
+char *db_array_i64(const int64_t *v, size_t n);
+
 /* Decimal text of v into buf (DB_I64_BUF bytes); returns buf. */
 const char *db_i64(char buf[DB_I64_BUF], int64_t v);
 /* Like db_i64, clamped to what PostgreSQL timestamps hold (year 1 .. ~287000), so callers may

@@ -29,28 +29,6 @@ static const char latest_sql[] =
     "  ORDER BY e.seq DESC LIMIT $3::int) x ORDER BY 1";
 /* clang-format on */
 
-/* "{1,2,3}" of n int64; malloc'ed, NULL when out of memory. */
-static char *
-id_array(const int64_t *v, size_t n)
-{
-    char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
-    size_t len = 0;
-
-    if (s == NULL)
-        return NULL;
-    s[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(db_i64(num, v[i]));
-        if (i > 0)
-            s[len++] = ',';
-        memcpy(s + len, num, l);
-        len += l;
-    }
-    s[len++] = '}';
-    s[len] = '\0';
-    return s;
-}
-
 enum db_status
 db_stream_heads(struct db *db, const int64_t *ids, size_t n, struct db_stream_head *out)
 {
@@ -60,7 +38,7 @@ db_stream_heads(struct db *db, const int64_t *ids, size_t n, struct db_stream_he
         db_set_err(db, "stream heads of %zu tenants (allowed 1..%d)", n, DB_STREAM_HEADS_MAX);
         return DB_HARD_ERROR;
     }
-    char *arr = id_array(ids, n);
+    char *arr = db_array_i64(ids, n);
     const char *params[] = {arr};
     if (arr == NULL) {
         db_set_err(db, "out of memory");
