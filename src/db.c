@@ -244,6 +244,22 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
 }
 
 enum db_status
+db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+            int64_t *out)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, id, sql, n, values, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    if (st == DB_ONE_RESULT)
+        *out = db_get_i64(res, 0, 0);
+    PQclear(res);
+    return st;
+}
+
+enum db_status
 db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values)
 {
     PGresult *res;
@@ -285,15 +301,7 @@ db_ping(struct db *db)
 enum db_status
 db_clock_ms(struct db *db, int64_t *ms)
 {
-    PGresult *res;
-    enum db_status st =
-        db_exec(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    *ms = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return db_exec_i64(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, ms);
 }
 
 /* COMMIT of a transaction that already failed answers "ROLLBACK" without an error: that means fn

@@ -83,6 +83,11 @@ enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
  * it changed none, or the error. */
 enum db_status db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n,
                                const char *const *values);
+/* db_exec for a statement that answers one number (a count, a RETURNING id or time): ONE_RESULT
+ * with the first column of the first row in *out, NO_RESULTS when there is no row, or the
+ * error. */
+enum db_status db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int n,
+                           const char *const *values, int64_t *out);
 /* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
 enum db_status db_exec_simple(struct db *db, const char *sql);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */

@@ -17,14 +17,8 @@ db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id)
                               " ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"
                               " RETURNING id";
     const char *params[] = {name};
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_TENANT_ENSURE, sql, 1, params, &res);
 
-    if (st != DB_ONE_RESULT)
-        return st;
-    *tenant_id = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return db_exec_i64(db, STMT_TENANT_ENSURE, sql, 1, params, tenant_id);
 }
 
 /* FOR NO KEY UPDATE conflicts with itself only: rows that reference the tenant (their foreign

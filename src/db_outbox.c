@@ -313,14 +313,7 @@ db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, 
 enum db_status
 db_outbox_backlog(struct db *db, int64_t *n)
 {
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_OUTBOX_BACKLOG, backlog_sql, 0, NULL, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    *n = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return db_exec_i64(db, STMT_OUTBOX_BACKLOG, backlog_sql, 0, NULL, n); /* count(*): one row */
 }
 
 enum db_status

@@ -99,10 +99,9 @@ put_tx_run(struct db *db, void *arg)
     if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
         return st;
     PQclear(res);
-    if ((st = db_exec(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &res)) != DB_ONE_RESULT)
+    int64_t n = 0;
+    if ((st = db_exec_i64(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &n)) != DB_ONE_RESULT)
         return st;
-    int64_t n = db_get_i64(res, 0, 0);
-    PQclear(res);
     if (n >= PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX)
         return DB_NO_RESULTS;
     if ((st = db_exec(db, STMT_PUSH_SUB_INSERT, sub_insert_sql, 8, ins, &res)) == DB_ONE_RESULT)

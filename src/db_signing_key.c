@@ -33,22 +33,18 @@ insert_tx(struct db *db, void *arg)
     char tenant[DB_I64_BUF];
     const char *p1[] = {db_i64(tenant, k->tenant_id)};
     const char *p3[] = {k->id, tenant, k->secret};
-    PGresult *res;
+    int64_t live = 0;
     enum db_status st;
 
+    /* NO_RESULTS here means "at the limit": a tenant that is not there is not that. */
     if ((st = db_tenant_lock(db, k->tenant_id)) != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if ((st = db_exec_i64(db, STMT_SIGNING_KEY_COUNT, count_sql, 1, p1, &live)) != DB_ONE_RESULT)
         return st;
-    if ((st = db_exec(db, STMT_SIGNING_KEY_COUNT, count_sql, 1, p1, &res)) != DB_ONE_RESULT)
-        return st;
-    int64_t live = db_get_i64(res, 0, 0);
-    PQclear(res);
     if (live >= SIGNING_KEYS_LIVE_MAX)
         return DB_NO_RESULTS;
-    if ((st = db_exec(db, STMT_SIGNING_KEY_INSERT, insert_sql, 3, p3, &res)) != DB_ONE_RESULT)
-        return st;
-    k->created_at_ms = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    st = db_exec_i64(db, STMT_SIGNING_KEY_INSERT, insert_sql, 3, p3, &k->created_at_ms);
+    return st == DB_NO_RESULTS ? DB_HARD_ERROR : st; /* INSERT ... RETURNING returns its row */
 }
 
 enum db_status
