@@ -81,13 +81,11 @@ read_events(struct db *db, PGresult *res, struct db_stream_event *out, size_t ma
     return DB_ONE_RESULT;
 }
 
-enum db_status
-db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
-                 size_t max, struct db_stream_event *out, size_t *n)
+/* Runs an events statement of at most max (1..DB_STREAM_EVENTS_MAX) rows into out. */
+static enum db_status
+exec_events(struct db *db, enum db_stmt id, const char *sql, int nparams, const char *const *params,
+            size_t max, struct db_stream_event *out, size_t *n)
 {
-    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
-    const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until), sub,
-                            db_i64(lim, (int64_t)max)};
     PGresult *res;
 
     *n = 0;
@@ -95,7 +93,7 @@ db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
         db_set_err(db, "stream events: max %zu (allowed 1..%d)", max, DB_STREAM_EVENTS_MAX);
         return DB_HARD_ERROR;
     }
-    enum db_status st = db_exec(db, STMT_STREAM_EVENTS, events_sql, 5, params, &res);
+    enum db_status st = db_exec(db, id, sql, nparams, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = read_events(db, res, out, max, n);
@@ -104,24 +102,24 @@ db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
 }
 
 enum db_status
+db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
+                 size_t max, struct db_stream_event *out, size_t *n)
+{
+    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
+    const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until), sub,
+                            db_i64(lim, (int64_t)max)};
+
+    return exec_events(db, STMT_STREAM_EVENTS, events_sql, 5, params, max, out, n);
+}
+
+enum db_status
 db_stream_latest(struct db *db, int64_t tenant_id, const char *sub, size_t max,
                  struct db_stream_event *out, size_t *n)
 {
     char t[DB_I64_BUF], lim[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), sub, db_i64(lim, (int64_t)max)};
-    PGresult *res;
 
-    *n = 0;
-    if (max == 0 || max > DB_STREAM_EVENTS_MAX) {
-        db_set_err(db, "stream latest: max %zu (allowed 1..%d)", max, DB_STREAM_EVENTS_MAX);
-        return DB_HARD_ERROR;
-    }
-    enum db_status st = db_exec(db, STMT_STREAM_LATEST, latest_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = read_events(db, res, out, max, n);
-    PQclear(res);
-    return st;
+    return exec_events(db, STMT_STREAM_LATEST, latest_sql, 3, params, max, out, n);
 }
 
 void
