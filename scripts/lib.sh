@@ -8,7 +8,7 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests, the benchmark and the README's commands need.
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
-redis-server redis-tools clang-format wrk curl ca-certificates"
+redis-server redis-tools clang-format wrk curl ca-certificates chromium"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
 

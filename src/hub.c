@@ -4,9 +4,11 @@
  * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
  * them when it takes the lock back. A stream the thread needs across a database call holds a
  * reference, so hub_stream_close cannot free it underneath. */
+#define _GNU_SOURCE /* POLLRDHUP: the peer closed its end */
 #include "hub.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,9 @@
 #define TENANT_BUCKETS 1024
 #define PERSON_BUCKETS 4096
 #define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
-#define DB_RETRY_MS 1000     /* after a failed connect or statement, the next try waits this */
+#define CONTROL_FRAME_MAX                                                                          \
+    (CONTROL_DATA_MAX + 64) /* a whole hello, reset, reauth or id-only frame */
+#define DB_RETRY_MS 1000    /* after a failed connect or statement, the next try waits this */
 
 _Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
 _Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
@@ -74,7 +78,6 @@ struct hub_stream {
     struct person *person;
     const struct hub_conn_ops *ops;
     void *conn;
-    char sub[4 * HUB_SUB_MAX + 1]; /* UTF-8 */
     char (*mtg)[MEETING_ID_LEN + 1];
     size_t n_mtg;
     enum hub_cursor cursor_kind;
@@ -88,7 +91,7 @@ struct hub_stream {
     struct hub_stream *prev, *next;
     /* Guarded by mu. */
     pthread_mutex_t mu;
-    struct sse_buf buf; /* what waits for the reader; at most buffer_max bytes */
+    struct sse_buf buf; /* what waits for the reader; buffer_max bytes and one frame at most */
     bool suspended, ending, cut, conn_gone;
 };
 
@@ -100,7 +103,10 @@ struct hub {
     pthread_cond_t cv; /* monotonic clock; signalled on work and on stream close */
     bool stop, draining, work;
     size_t n_streams;
-    int64_t next_poll_ms, next_heartbeat_ms; /* monotonic */
+    int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
+    struct hub_stream **peers; /* check_peers' scratch, peers_cap each */
+    struct pollfd *peer_fds;
+    size_t peers_cap;
     struct tenant *tenants[TENANT_BUCKETS];
     struct person *people[PERSON_BUCKETS];
     /* The thread's own. */
@@ -211,7 +217,7 @@ stream_lock(struct hub_stream *s)
     return false;
 }
 
-/* After a write: wakes the reader, or cuts a reader too slow to keep its buffer under
+/* After a write: wakes the reader, or cuts a reader too slow to keep what waits for it under
  * buffer_max (it resumes from its cursor on its next connection). Unlocks s. */
 static void
 stream_unlock(struct hub_stream *s, enum sse_status st)
@@ -249,11 +255,18 @@ stream_event(struct hub_stream *s, int64_t id, const char *event, const char *da
         stream_unlock(s, sse_write_event(&s->buf, id, event, data, data ? strlen(data) : 0));
 }
 
+/* A heartbeat only when nothing waits: bytes on their way keep the connection busy already, and
+ * a comment refused behind a large frame would cut a reader that is still taking it. */
 static void
 stream_comment(struct hub_stream *s, const char *text)
 {
-    if (stream_lock(s))
-        stream_unlock(s, sse_write_comment(&s->buf, text));
+    if (!stream_lock(s))
+        return;
+    if (sse_buf_pending(&s->buf) > 0) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    stream_unlock(s, sse_write_comment(&s->buf, text));
 }
 
 static void
@@ -359,13 +372,12 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
 {
     struct hub_stream *s = calloc(1, sizeof *s);
 
-    if (s == NULL || strlen(who->sub) >= sizeof s->sub ||
+    if (s == NULL || strlen(who->sub) > HUB_SUB_BYTES_MAX ||
         (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
         free(s);
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
-    strcpy(s->sub, who->sub);
     for (size_t i = 0; i < who->n_mtg; i++)
         snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
     s->n_mtg = who->n_mtg;
@@ -405,6 +417,11 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
+        /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
+         * may be long out of date: read the head again before serving (serve_new waits for it),
+         * else hello would name an old head and what fired since would follow as if new. */
+        if (t->n_streams == 0)
+            t->known = false;
         s->next = t->streams;
         if (t->streams != NULL)
             t->streams->prev = s;
@@ -495,7 +512,7 @@ static bool
 matches(const struct hub_stream *s, const struct event *e)
 {
     if (e->frame == NULL ||
-        bsearch(s->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
+        bsearch(s->person->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
         return false;
     if (s->n_mtg == 0)
         return true;
@@ -740,21 +757,31 @@ send_reset(struct tenant *t, struct hub_stream *s, const char *reason)
 }
 
 /* Replays ev[0..n) to s after a resumed hello, then an id-only block so that the client's cursor
- * moves to the head even when the last events were not for it. */
+ * moves to the head even when the last events were not for it. A backlog larger than the
+ * stream's buffer bound goes in parts: the frames that fit it (at least one), each with its id,
+ * then a clean end; the client resumes from the last of them (after its retry) and gets the next
+ * part. Written whole, it would pass the bound, be cut, and be replayed again on every resume. */
 static void
 send_backlog(struct tenant *t, struct hub_stream *s, const struct event *const *ev, size_t n)
 {
     char data[CONTROL_DATA_MAX];
+    size_t fit = 0, bytes = 2 * CONTROL_FRAME_MAX, max = s->hub->o.buffer_max;
 
+    while (fit < n && (fit == 0 || bytes + ev[fit]->frame_len <= max))
+        bytes += ev[fit++]->frame_len;
+    bool whole = fit == n && bytes <= max;
     snprintf(data, sizeof data, "{\"seq\":%lld,\"resumed\":true,\"replayed\":%zu}",
-             (long long)t->last_seen, n);
+             (long long)t->last_seen, fit);
     stream_event(s, -1, "hello", data);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < fit; i++)
         stream_write(s, ev[i]->frame, ev[i]->frame_len);
-    stream_event(s, t->last_seen, NULL, NULL);
+    if (whole)
+        stream_event(s, t->last_seen, NULL, NULL);
     metrics_add(METRIC_STREAM_RESUMES, 1);
-    metrics_add(METRIC_STREAM_EVENTS, n);
+    metrics_add(METRIC_STREAM_EVENTS, fit);
     go_live(t, s);
+    if (!whole)
+        stream_end(s);
 }
 
 /* The backlog from the ring, which holds every event after the cursor. */
@@ -788,7 +815,7 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 
     s->refs++;
     pthread_mutex_unlock(&h->mu);
-    long got = read_events(h, id, after, until, s->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
     /* Until hub_stream_close, the connection's own reference keeps s: only a closed stream can
@@ -917,6 +944,48 @@ timers(struct hub *h, int64_t mono)
     }
 }
 
+/* Cuts the idle streams whose client closed its socket: libmicrohttpd does not watch a
+ * suspended connection, so without this a closed stream would hold its slot (and its
+ * participant's) until a heartbeat write failed, 20 to 40 s later. One poll(2) for all of them,
+ * without waiting; the sockets stay open while h->mu is held (hub_stream_close takes it before
+ * the connection closes). */
+static void
+check_peers(struct hub *h)
+{
+    size_t n = 0;
+
+    if (h->n_streams > h->peers_cap) {
+        free(h->peers);
+        free(h->peer_fds);
+        h->peers_cap = h->n_streams;
+        h->peers = calloc(h->peers_cap, sizeof *h->peers);
+        h->peer_fds = calloc(h->peers_cap, sizeof *h->peer_fds);
+        if (h->peers == NULL || h->peer_fds == NULL) {
+            h->peers_cap = 0;
+            return; /* out of memory: the heartbeats find them */
+        }
+    }
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
+            for (struct hub_stream *s = t->streams; s != NULL && n < h->peers_cap; s = s->next) {
+                pthread_mutex_lock(&s->mu);
+                if (s->suspended && !s->conn_gone && !s->cut) {
+                    h->peers[n] = s;
+                    h->peer_fds[n++] = (struct pollfd){s->ops->fd(s->conn), POLLRDHUP, 0};
+                }
+                pthread_mutex_unlock(&s->mu);
+            }
+    if (n == 0 || poll(h->peer_fds, n, 0) <= 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (!(h->peer_fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            continue;
+        pthread_mutex_lock(&h->peers[i]->mu);
+        cut_locked(h->peers[i]);
+        pthread_mutex_unlock(&h->peers[i]->mu);
+    }
+}
+
 /* ---- the thread --------------------------------------------------------------------------- */
 
 static void
@@ -961,7 +1030,17 @@ run(void *arg)
                 read_tenant(h, t);
                 serve_new(h, t, round);
             }
-        timers(h, mono_ms());
+        /* Timers walk every stream: at their tick, not on every wake-up (a busy tenant wakes
+         * the hub for each commit). */
+        now = mono_ms();
+        if (now >= h->next_timers_ms || now >= h->next_heartbeat_ms) {
+            h->next_timers_ms = now + HUB_TICK_MS;
+            timers(h, now);
+        }
+        if (now >= h->next_peer_check_ms) {
+            h->next_peer_check_ms = now + HUB_PEER_CHECK_MS;
+            check_peers(h);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -1067,6 +1146,8 @@ hub_stop(struct hub *h)
     db_close(h->db);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
+    free(h->peers);
+    free(h->peer_fds);
     free(h->evbuf);
     free(h->database_url);
     free(h);

@@ -290,9 +290,10 @@ export interface paths {
          *       `exp`; the stream ends at `exp`. Get a new token and reconnect with the cursor.
          *
          *     The stream also ends after `TOCSIN_STREAM_MAX_AGE_S` (900 s by default, ±20 % jitter)
-         *     and when the replica stops; a reader too slow to keep fewer than
-         *     `TOCSIN_STREAM_BUFFER_MAX` bytes waiting is cut. In every case the client reconnects with
-         *     its cursor and misses nothing, on any replica.
+         *     and when the replica stops; a reader with `TOCSIN_STREAM_BUFFER_MAX` bytes or more
+         *     waiting is cut when the next frame comes; a resume whose replay is larger than that
+         *     ends cleanly after the frames that fit (`replayed` in hello counts them). In every case
+         *     the client reconnects with its cursor and misses nothing, on any replica.
          */
         get: operations["openStream"];
         put?: never;

@@ -10,6 +10,7 @@
 #include "http_routes.h"
 #include "http_stream.h"
 #include "sse.h"
+#include "timefmt.h"
 
 static enum MHD_Result
 check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -36,6 +37,12 @@ handle_stream(struct request *rq)
                                  .mtg = mtg,
                                  .n_mtg = rq->who.n_mtg};
 
+    /* Within the clock leeway an expired token still passes, but a stream opened with it would
+     * end at once, and EventSource would reconnect with it until the leeway ran out, never
+     * hearing that it needs a new one. */
+    if (rq->who.expires_ms <= timefmt_now_ms())
+        return http_reply_problem(rq, API_E_INVALID_TOKEN,
+                                  "the token has expired: a stream needs a token still valid");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &bad);
     if (bad != NULL)
         return http_reply_problem(rq, API_E_BAD_QUERY,

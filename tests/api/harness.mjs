@@ -118,8 +118,14 @@ async function stopChild(c, signal, timeoutMs) {
         return c.exited;
     }
     c.child.kill(signal);
-    const t = sleep(timeoutMs).then(() => null);
+    // The timer is cleared once the child exited: left pending, it kept the test file's process
+    // alive for the whole timeout after its last test.
+    let timer;
+    const t = new Promise((resolve) => {
+        timer = setTimeout(() => resolve(null), timeoutMs);
+    });
     const r = await Promise.race([c.exit, t]);
+    clearTimeout(timer);
     if (r === null) {
         c.child.kill('SIGKILL');
         await c.exit;
