@@ -958,7 +958,7 @@ check_peers(struct hub *h)
         free(h->peers);
         free(h->peer_fds);
         h->peers_cap = h->n_streams;
-        h->peers = calloc(h->peers_cap, sizeof *h->peers);
+        h->peers = calloc(h->peers_cap, sizeof *h->peers); // NOLINT(bugprone-sizeof-expression)
         h->peer_fds = calloc(h->peers_cap, sizeof *h->peer_fds);
         if (h->peers == NULL || h->peer_fds == NULL) {
             h->peers_cap = 0;
