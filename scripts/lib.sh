@@ -10,6 +10,8 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
 redis-server redis-tools clang-format wrk curl ca-certificates chromium faketime"
+# What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
+TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
 
 # Seconds to wait for a server to answer after start, or to exit after a stop request.
 TOCSIN_WAIT_S_MAX=60
@@ -42,13 +44,14 @@ pkg_missing()
     ! dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' ok installed$'
 }
 
-# Installs the missing Debian packages. A machine that has everything does no apt work at all.
+# tocsin_install_deps [more packages...]: installs the missing Debian packages of
+# TOCSIN_APT_PACKAGES and the arguments. A machine that has everything does no apt work at all.
 # Node.js may come from elsewhere (the machine's own Node 20): apt installs node/npm only when the
 # commands are absent.
 tocsin_install_deps()
 {
     local missing=() p
-    for p in $TOCSIN_APT_PACKAGES; do
+    for p in $TOCSIN_APT_PACKAGES "$@"; do
         if pkg_missing "$p"; then
             missing+=("$p")
         fi

@@ -10,6 +10,9 @@
 #include "timefmt.h"
 #include "webhook_sign.h"
 
+/* The occurrence id is the webhook-id that webhook_sign signs. */
+_Static_assert(OCCURRENCE_ID_MAX <= WEBHOOK_ID_MAX, "an occurrence id fits a webhook-id");
+
 static char *
 email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
               const struct meeting *m, int64_t now_ms, const char **why)
@@ -67,7 +70,7 @@ start_webhook(const struct channel_opts *o, struct outbound *out, const struct d
     struct webhook_message m = {it->url,  req->msg_id, ts,
                                 req->sig, it->payload, strlen(it->payload)};
 
-    webhook_message_id(it->reminder_id, it->fire_at_ms, req->msg_id);
+    meeting_occurrence_id(it->reminder_id, it->fire_at_ms, req->msg_id);
     if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0 ||
         webhook_request(&m, &req->hdr, &r, o->timeout_ms) != 0) {
         snprintf(err, OUTBOUND_ERR_MAX, "webhook secret unusable");

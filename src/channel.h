@@ -32,7 +32,7 @@ struct channel_opts {
 
 /* Per request storage a started request borrows until its answer. */
 struct channel_req {
-    char msg_id[WEBHOOK_ID_MAX];
+    char msg_id[OCCURRENCE_ID_MAX]; /* the webhook-id: the same for every retry */
     char sig[WEBHOOK_SIGNATURE_LEN + 1];
     struct webhook_request_buf hdr;
     /* push: the caller writes the Authorization header line (push_keys.h) before starting */

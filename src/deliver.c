@@ -20,10 +20,13 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
+#include "panic.h"
 #include "timefmt.h"
 #include "trace.h"
 
 #define OWNER_MAX 160
+/* build_bodies reads the meetings of one lease's rows in one statement. */
+_Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
 #define RECEIVER_IDLE_MS                                                                           \
     60000                   /* a receiver with nothing held and a closed circuit is forgotten      \
@@ -333,7 +336,7 @@ warn_failure(const struct job *j, const char *err)
 {
     struct receiver *r = j->rcv;
     int64_t now = timefmt_mono_ms();
-    char id[WEBHOOK_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[96] = "";
+    char id[OCCURRENCE_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[96] = "";
 
     if (r->warned && now - r->warned_ms < WARN_EVERY_MS) {
         r->unlogged++;
@@ -342,7 +345,7 @@ warn_failure(const struct job *j, const char *err)
     if (r->unlogged > 0)
         snprintf(more, sizeof more, " (and %lu more failures in the last %lld s)", r->unlogged,
                  (long long)(now - r->warned_ms) / 1000);
-    webhook_message_id(j->it.reminder_id, j->it.fire_at_ms, id);
+    meeting_occurrence_id(j->it.reminder_id, j->it.fire_at_ms, id);
     bool traced = trace_parent_for(id, tp) == 0 && trace_parent_parse(tp, trace, NULL) == 0;
     log_context_set(NULL, traced ? trace : NULL);
     LOG_WARN("deliver: %s %s of tenant %lld to receiver %s failed (attempt %d): %s%s",
@@ -460,7 +463,7 @@ authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool
         snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
         return -1;
     }
-    return -1;
+    TOCSIN_UNREACHABLE("a db_status outside its enum");
 }
 
 /* Starts j's request. false when it could not start (recorded as a failed attempt). */
@@ -779,7 +782,8 @@ worker_init(struct deliver *d, struct worker *w, int i)
     atomic_init(&w->woken, false);
     w->out = outbound_new();
     w->keys = push_keys_new(d->channel.vapid_subject);
-    w->held = calloc(c, sizeof *w->held);
+    /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
+    w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
     w->ids = calloc(c, sizeof *w->ids);
@@ -789,7 +793,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->fails = calloc(c, sizeof *w->fails);
     w->fail_channels = calloc(c, sizeof *w->fail_channels);
     w->fail_final = calloc(c, sizeof *w->fail_final);
-    w->jobs = calloc(c, sizeof *w->jobs);
+    w->jobs = calloc(c, sizeof *w->jobs); // NOLINT(bugprone-sizeof-expression)
     w->verdicts = calloc(c, sizeof *w->verdicts);
     return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
                    w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&

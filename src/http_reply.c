@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apikey.h"
+#include "crypto.h"
+#include "db.h"
 #include "log.h"
 
 #define PROBLEM_DETAIL_MAX 300
@@ -28,7 +29,8 @@ add_cors(struct request *rq, struct MHD_Response *resp)
     const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
     const char *origin = http_header(rq, "Origin");
 
-    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL || strncmp(rq->path, "/v1/", 4))
+    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL ||
+        strncmp(rq->path, "/v1/", 4) != 0)
         return false;
     MHD_add_response_header(resp, "Vary", "Origin");
     if (!cors_origin_allowed(c, origin))
@@ -146,9 +148,25 @@ reply_problem_json(struct request *rq, enum api_error e, json_t *p)
     return queue(rq, status, resp);
 }
 
+/* The database failure behind a 503. The threads that hold long-lived connections (scheduler,
+ * dispatch, recon, ...) log an outage once when it starts and once when it ends; a request logs
+ * it at debug only, or at error when it is a hard error, which is our bug. */
+static void
+log_db_failure(const struct request *rq)
+{
+    struct db *db = rq->w != NULL ? rq->w->db : NULL;
+
+    if (db != NULL && db_err(db) == DB_HARD_ERROR)
+        LOG_ERROR("database: %s", db_errmsg(db));
+    else
+        LOG_DEBUG("database unavailable: %s", db != NULL ? db_errmsg(db) : "not connected");
+}
+
 int
 http_reply_problem(struct request *rq, enum api_error e, const char *detail)
 {
+    if (e == API_E_DB_UNAVAILABLE)
+        log_db_failure(rq);
     return reply_problem_json(rq, e, problem_new(e, detail));
 }
 
@@ -227,11 +245,15 @@ http_reply_not_modified(struct request *rq, const char *etag)
     return queue(rq, MHD_HTTP_NOT_MODIFIED, resp);
 }
 
+#define ETAG_HEX_DIGITS 32 /* of the body's SHA-256: 128 bits tell representations apart */
+_Static_assert(ETAG_HEX_DIGITS <= CRYPTO_SHA256_HEX_LEN && ETAG_HEX_DIGITS + 3 <= HTTP_ETAG_MAX,
+               "HTTP_ETAG_MAX holds the quoted digits and the NUL");
+
 void
 http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {
-    char hex[65];
-    apikey_sha256_hex(body, len, hex);
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    crypto_sha256_hex(body, len, hex);
     snprintf(out, HTTP_ETAG_MAX, "\"%.32s\"", hex);
 }
 

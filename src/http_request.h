@@ -1,6 +1,6 @@
 /* http_request.h -- the per-request object and the per-thread worker that handlers receive.
  * One struct request per HTTP request, allocated on its first callback and freed only in MHD's
- * completion callback. A struct worker belongs to one MHD pool thread and owns that thread's
+ * completion callback. A struct http_worker belongs to one MHD pool thread and owns that thread's
  * PostgreSQL and Redis connections (neither library's connections are thread-safe). */
 #ifndef TOCSIN_HTTP_REQUEST_H
 #define TOCSIN_HTTP_REQUEST_H
@@ -61,7 +61,7 @@ struct signing_cache_slot {
     int64_t expires_ms; /* monotonic */
 };
 
-struct worker {
+struct http_worker {
     const struct config *cfg;
     struct db *db;       /* NULL until the first successful connect */
     int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
@@ -72,13 +72,13 @@ struct worker {
     unsigned auth_next;
     struct signing_cache_slot signing[SIGNING_CACHE_SLOTS];
     unsigned signing_next;
-    struct worker *next; /* registry list, guarded by the server's registry lock */
+    struct http_worker *next; /* registry list, guarded by the server's registry lock */
 };
 
 struct request {
     struct MHD_Connection *conn;
     const struct config *cfg;
-    struct worker *w;
+    struct http_worker *w;
     const char *method;
     char *path; /* malloc'ed copy, query string excluded */
     struct route_match match;

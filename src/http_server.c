@@ -49,12 +49,12 @@ struct http_server {
     struct engine *engine;
     struct hub *hub;
     pthread_mutex_t lock; /* guards workers */
-    struct worker *workers;
+    struct http_worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
     struct http_limits *limits;
 };
 
-static _Thread_local struct worker *tl_worker;
+static _Thread_local struct http_worker *tl_worker;
 
 static int64_t
 mono_ns(void)
@@ -64,12 +64,12 @@ mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static struct worker *
+static struct http_worker *
 worker_get(struct http_server *srv)
 {
     if (tl_worker != NULL)
         return tl_worker;
-    struct worker *w = calloc(1, sizeof(*w));
+    struct http_worker *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return NULL;
     const struct config *cfg = srv->cfg;
@@ -93,7 +93,7 @@ worker_get(struct http_server *srv)
 struct db *
 http_db(struct request *rq)
 {
-    struct worker *w = rq->w;
+    struct http_worker *w = rq->w;
     char err[DB_ERR_MAX];
     if (w->db != NULL)
         return w->db;
@@ -102,7 +102,7 @@ http_db(struct request *rq)
     w->db = db_open(w->cfg->database_url, err, sizeof(err));
     if (w->db == NULL) {
         w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
-        LOG_WARN("database unreachable: %s", err);
+        LOG_DEBUG("database unreachable: %s", err); /* the engine's threads log the outage */
     }
     return w->db;
 }
@@ -468,9 +468,9 @@ http_server_stop(struct http_server *srv)
     drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
     http_limits_free(srv->limits);
-    struct worker *w = srv->workers;
+    struct http_worker *w = srv->workers;
     while (w != NULL) {
-        struct worker *next = w->next;
+        struct http_worker *next = w->next;
         db_close(w->db);
         mirror_free(w->mi);
         free(w);

@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "cond.h"
 #include "db.h"
 #include "db_stream.h"
 #include "log.h"
 #include "metrics.h"
+#include "panic.h"
 #include "sse.h"
 #include "stream_body.h"
 #include "timefmt.h"
@@ -543,6 +545,20 @@ event_fill(struct event *e, const struct db_stream_event *ev, char *body_steal)
 
 /* ---- database (called without h->mu) ------------------------------------------------------ */
 
+/* Notes whether the last database call worked: one line when an outage starts (with why), one
+ * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS. */
+static void
+db_note(struct hub *h, bool ok, const char *why)
+{
+    if (!ok && !h->db_down)
+        LOG_WARN("stream hub: database unavailable, retrying: %s", why);
+    else if (ok && h->db_down)
+        LOG_INFO("stream hub: database available again");
+    h->db_down = !ok;
+    if (!ok)
+        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+}
+
 static struct db *
 hub_db(struct hub *h)
 {
@@ -552,17 +568,11 @@ hub_db(struct hub *h)
         return h->db;
     if (mono_ms() < h->db_retry_ms)
         return NULL;
-    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL) {
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
-        if (!h->db_down)
-            LOG_WARN("stream hub: database unavailable, retrying: %s", err);
-        h->db_down = true;
-    }
+    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL)
+        db_note(h, false, err);
     return h->db;
 }
 
-/* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
- * the count, or -1 on database trouble (logged once per outage). */
 /* The tenant's purged_through as PostgreSQL has it now, or -1 on database trouble. */
 static int64_t
 purged_now(struct hub *h, int64_t tenant_id)
@@ -575,6 +585,8 @@ purged_now(struct hub *h, int64_t tenant_id)
                : -1;
 }
 
+/* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
+ * the count, or -1 on database trouble (logged once per outage, by db_note). */
 static long
 read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
             size_t max, struct event *out)
@@ -606,12 +618,7 @@ read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, cons
     }
     for (size_t i = 0; i < n; i++)
         db_stream_event_fini(&ev[i]);
-    if (got < 0 && !h->db_down)
-        LOG_WARN("stream hub: cannot read events of tenant %lld: %s", (long long)tenant_id,
-                 db_errmsg(db));
-    h->db_down = got < 0;
-    if (got < 0)
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+    db_note(h, got >= 0, st == DB_ONE_RESULT ? "out of memory" : db_errmsg(db));
     return got;
 }
 
@@ -700,6 +707,21 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
     }
 }
 
+/* Reads the heads of ids[0..n) and applies them. h->mu held, released during the statement (the
+ * tenants stay valid: only this thread frees them). */
+static void
+read_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *hd)
+{
+    pthread_mutex_unlock(&h->mu);
+    struct db *db = hub_db(h);
+    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
+    if (db != NULL)
+        db_note(h, st == DB_ONE_RESULT, db_errmsg(db));
+    pthread_mutex_lock(&h->mu);
+    if (st == DB_ONE_RESULT)
+        apply_heads(h, hd, n);
+}
+
 /* Reads the heads of tenants that have none yet, asked for one, or all at a poll. */
 static void
 heads_round(struct hub *h, bool poll)
@@ -716,24 +738,12 @@ heads_round(struct hub *h, bool poll)
             ids[n++] = t->id;
             if (n < DB_STREAM_HEADS_MAX)
                 continue;
-            /* A full statement: read it now, then go on (t stays valid: only we free). */
-            pthread_mutex_unlock(&h->mu);
-            struct db *db = hub_db(h);
-            enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-            pthread_mutex_lock(&h->mu);
-            if (st == DB_ONE_RESULT)
-                apply_heads(h, hd, n);
+            read_heads(h, ids, n, hd); /* a full statement: read it now, then go on */
             n = 0;
         }
     }
-    if (n == 0)
-        return;
-    pthread_mutex_unlock(&h->mu);
-    struct db *db = hub_db(h);
-    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-    pthread_mutex_lock(&h->mu);
-    if (st == DB_ONE_RESULT)
-        apply_heads(h, hd, n);
+    if (n > 0)
+        read_heads(h, ids, n, hd);
 }
 
 /* ---- new streams (h->mu held) ------------------------------------------------------------- */
@@ -824,6 +834,9 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     int64_t purged = got >= 0 ? purged_now(h, id) : -1;
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
+    /* Until hub_stream_close, the connection's own reference keeps s: only a closed stream can
+     * go with ours. */
+    TOCSIN_ASSERT(closed || s->refs >= 2);
     stream_unref(s);
     if (got < 0 || closed || purged < 0 || after < purged) {
         for (long i = 0; i < got; i++)
@@ -967,7 +980,7 @@ check_peers(struct hub *h)
         free(h->peers);
         free(h->peer_fds);
         h->peers_cap = h->n_streams;
-        h->peers = calloc(h->peers_cap, sizeof *h->peers);
+        h->peers = calloc(h->peers_cap, sizeof *h->peers); // NOLINT(bugprone-sizeof-expression)
         h->peer_fds = calloc(h->peers_cap, sizeof *h->peer_fds);
         if (h->peers == NULL || h->peer_fds == NULL) {
             h->peers_cap = 0;
@@ -1007,14 +1020,10 @@ wait_for_work(struct hub *h)
         until = h->next_poll_ms;
     if (h->next_heartbeat_ms < until)
         until = h->next_heartbeat_ms;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t wait = until - now;
     if (wait <= 0 || h->work || h->stop)
         return;
-    ts.tv_sec += wait / 1000;
-    ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    ts = cond_deadline(wait);
     while (!h->work && !h->stop)
         if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT)
             break;
@@ -1063,7 +1072,6 @@ struct hub *
 hub_start(const struct hub_opts *opts)
 {
     struct hub *h = calloc(1, sizeof *h);
-    pthread_condattr_t ca;
 
     if (h == NULL)
         return NULL;
@@ -1073,10 +1081,7 @@ hub_start(const struct hub_opts *opts)
     h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&h->cv);
     if (h->database_url == NULL || h->evbuf == NULL ||
         pthread_create(&h->thread, NULL, run, h) != 0) {
         pthread_cond_destroy(&h->cv);
@@ -1114,12 +1119,7 @@ wait_closed(struct hub *h, int64_t deadline)
     struct timespec ts;
 
     while (h->n_streams > 0 && mono_ms() < deadline) {
-        int64_t wait = deadline - mono_ms();
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += wait / 1000;
-        ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        ts = cond_deadline(deadline - mono_ms());
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
     }
 }

@@ -264,6 +264,9 @@ keys(const struct config *cfg, int argc, char **argv)
         fprintf(stderr, "revoked %d key(s)\n", n);
         rc = n > 0 ? 0 : 1;
     }
+    /* The db layer logs nothing; the handle is this command's own, so an error on it is ours. */
+    if (rc != 0 && db_errmsg(db)[0] != '\0')
+        fprintf(stderr, "tocsin keys: database: %s\n", db_errmsg(db));
     db_close(db);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #define I64_TEXT_MAX 21 /* "-9223372036854775808" and NUL */
+_Static_assert(sizeof "-9223372036854775808" == I64_TEXT_MAX, "INT64_MIN's text and NUL");
+_Static_assert(sizeof "9223372036854775807" - 1 == SSE_CURSOR_DIGITS_MAX, "INT64_MAX's digits");
 
 int
 sse_cursor_parse(const char *text, int64_t *seq)

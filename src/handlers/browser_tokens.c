@@ -60,9 +60,7 @@ handle_browser_tokens_post(struct request *rq)
     json_t *doc;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
-        return ret;
-    if ((doc = handler_parse_body(rq, &ret)) == NULL)
+    if ((doc = handler_json_body(rq, &ret)) == NULL)
         return ret;
     if (codec_token_request_decode(doc, &req, &errs) != API_E_NONE) {
         ret = http_reply_validation(rq, &errs);

@@ -1,18 +1,20 @@
 /* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
  * meetings ordered by (starts_at, id), keyset-paginated. The cursor is opaque to clients: hex of
  * "v1:<starts_at_ms>:<id>" of the last item returned. */
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "handler.h"
+#include "hex.h"
 #include "http_routes.h"
 #include "timefmt.h"
 
 #define LIST_LIMIT_DEFAULT 50
 #define CURSOR_RAW_MAX 80
-#define CURSOR_MAX (2 * CURSOR_RAW_MAX)
+#define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
 
 struct list_args {
     struct db_list_query q;
@@ -24,37 +26,25 @@ struct list_args {
 #define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
 
 static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-static int
 cursor_decode(const char *s, struct db_list_query *q)
 {
-    char raw[CURSOR_RAW_MAX + 1];
-    size_t n = strlen(s);
+    char raw[CURSOR_RAW_MAX + 1], *end;
+    size_t n = strlen(s), len;
     long long ms;
-    int used = 0;
 
-    if (n == 0 || n % 2 != 0 || n > CURSOR_MAX)
+    if (n == 0 || hex_decode(s, n, (uint8_t *)raw, CURSOR_RAW_MAX, &len) != 0)
         return -1;
-    for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        raw[i] = (char)(hi * 16 + lo);
-    }
-    raw[n / 2] = '\0';
-    if (sscanf(raw, "v1:%lld:%n", &ms, &used) != 1 || used == 0 || !meeting_id_valid(raw + used))
+    raw[len] = '\0';
+    if (strncmp(raw, "v1:", 3) != 0)
+        return -1;
+    /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
+    errno = 0;
+    ms = strtoll(raw + 3, &end, 10);
+    if (errno != 0 || end == raw + 3 || *end != ':' || !meeting_id_valid(end + 1))
         return -1;
     q->has_after = true;
     q->after_starts_at_ms = ms;
-    memcpy(q->after_id, raw + used, MEETING_ID_LEN + 1);
+    memcpy(q->after_id, end + 1, MEETING_ID_LEN + 1);
     return 0;
 }
 
@@ -62,9 +52,8 @@ static void
 cursor_encode(const struct meeting *last, char out[CURSOR_MAX + 1])
 {
     char raw[CURSOR_RAW_MAX + 1];
-    int n = snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
-    for (int i = 0; i < n && i < CURSOR_RAW_MAX; i++)
-        snprintf(out + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+    snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
+    hex_encode(raw, strlen(raw), out);
 }
 
 static int

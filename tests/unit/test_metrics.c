@@ -98,6 +98,5 @@ main(void)
               "webhook count");
     }
     free(text);
-    printf("test_metrics: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_metrics");
 }

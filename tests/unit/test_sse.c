@@ -301,6 +301,5 @@ main(void)
     test_refused();
     test_read_back();
     test_bound();
-    printf("test_sse: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_sse");
 }

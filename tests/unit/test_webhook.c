@@ -71,17 +71,6 @@ test_secret_new(void)
     CHECK(webhook_sign(a, "id", 1, "x", 1, sig) == 0, "a new secret does not sign");
 }
 
-static void
-test_message_id(void)
-{
-    char id[WEBHOOK_ID_MAX];
-
-    webhook_message_id(42, 1700000000123, id);
-    CHECK(strcmp(id, "rem_42_1700000000123") == 0, "got %s", id);
-    webhook_message_id(INT64_MAX, INT64_MAX, id);
-    CHECK(strlen(id) < WEBHOOK_ID_MAX && strncmp(id, "rem_", 4) == 0, "got %s", id);
-}
-
 static int
 public_addr(const char *text)
 {
@@ -279,19 +268,16 @@ test_backoff(void)
 int
 main(void)
 {
-    if (outbound_global_init() != 0) {
-        printf("FAIL outbound_global_init\n");
-        return 1;
-    }
+    CHECK(outbound_global_init() == 0, "outbound_global_init");
+    if (fails > 0)
+        return check_summary("test_webhook");
     test_sign_vector();
     test_sign_bad_secrets();
     test_secret_new();
-    test_message_id();
     test_netguard();
     test_url_check();
     test_target_check();
     test_request_traceparent();
     test_backoff();
-    printf("test_webhook: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_webhook");
 }
