@@ -62,6 +62,11 @@ tocsin_install_deps()
     if ! command -v npm >/dev/null 2>&1; then
         missing+=(npm)
     fi
+    # kubectl renders deploy/kubernetes for its test: Debian's kubernetes-client unless some
+    # kubectl is there already (another one owns /usr/bin/kubectl; apt would refuse the overlap).
+    if ! command -v kubectl >/dev/null 2>&1; then
+        missing+=(kubernetes-client)
+    fi
     if [ "${#missing[@]}" -eq 0 ]; then
         return 0
     fi
