@@ -64,7 +64,7 @@ struct config {
     int64_t retention_stream_events_s; /* TOCSIN_RETENTION_STREAM_EVENTS_S, same, 7 days */
     int64_t retention_interval_ms;     /* TOCSIN_RETENTION_INTERVAL_S 1..86400, default 60 */
     int retention_batch;               /* TOCSIN_RETENTION_BATCH 10..10000, default 1000 */
-    /* Browsers (DESIGN.md section 7). */
+    /* Browsers (docs/design.md section 7). */
     struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
     char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */
     int streams_max;                              /* TOCSIN_STREAMS_MAX 1..100000, default 10000 */
@@ -75,7 +75,7 @@ struct config {
     int64_t stream_retry_ms;     /* TOCSIN_STREAM_RETRY_MS 0..60000, default 3000 */
     int64_t stream_poll_ms;      /* TOCSIN_STREAM_POLL_MS 50..60000, default 1000 */
     int demo;                    /* TOCSIN_DEMO 0|1, default 0: serve GET /demo */
-    /* Channels to people (DESIGN.md section 8). */
+    /* Channels to people (docs/design.md section 8). */
     char smtp_url[CONFIG_STR_MAX];       /* TOCSIN_SMTP_URL smtp(s)://, default "" (no email) */
     char smtp_from[CONFIG_HOST_MAX];     /* TOCSIN_SMTP_FROM, the From address */
     char smtp_username[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_USERNAME, "" = no AUTH */

@@ -1,8 +1,9 @@
 /* db_outbox.c -- the statements of db_outbox.h. The claim leases a batch by id through a small
  * SKIP LOCKED subquery over the due range of outbox_pending_due; a lease is next_attempt_at moved
- * to its end (see db_outbox_claim). Batches keep the index churn per row small (the trap DESIGN.md
- * measured for row-at-a-time claim queues). Texts travel as JSON arrays (bodies, errors), numbers
- * as array literals, zipped by unnest ... WITH ORDINALITY. */
+ * to its end (see db_outbox_claim). Batches keep the index churn per row small (a row-at-a-time
+ * SKIP LOCKED claim queue slowed from 9.1k to 2.2k rows/s within 30 s here as dead index entries
+ * piled up). Texts travel as JSON arrays (bodies, errors), numbers as array literals, zipped by
+ * unnest ... WITH ORDINALITY. */
 #include "db_outbox.h"
 
 #include <stdio.h>
@@ -15,8 +16,9 @@
 /* A dead replica's rows first (a lease that ran out: lease_owner set, next_attempt_at passed,
  * found through the small index outbox_leased), then the due rows in order: after a kill in a
  * burst its rows would otherwise wait behind the whole backlog. The target's details come along:
- * a webhook's URL and secret, a push subscription's endpoint and keys, an email's address. A target that is gone (webhook deleted, subscription removed) comes
- * back with gone = 1, so delivery records the row failed instead of sending. */
+ * a webhook's URL and secret, a push subscription's endpoint and keys, an email's address. A
+ * target that is gone (webhook deleted, subscription removed) comes back with gone = 1, so
+ * delivery records the row failed instead of sending. */
 static const char claim_sql[] =
     "WITH orphans AS (SELECT id FROM outbox"
     "           WHERE status = 'pending' AND lease_owner IS NOT NULL AND next_attempt_at <= now()"

@@ -14,7 +14,7 @@
 #define PROBLEM_DETAIL_MAX 300
 #define RETRY_AFTER_MAX 16
 
-/* What a page from another origin may send and read (DESIGN.md section 7). */
+/* What a page from another origin may send and read (docs/design.md section 7). */
 #define CORS_ALLOW_METHODS "GET, POST, PUT, PATCH, DELETE"
 #define CORS_ALLOW_HEADERS                                                                         \
     "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, Last-Event-ID"

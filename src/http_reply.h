@@ -1,7 +1,7 @@
 /* http_reply.h -- the only code that builds MHD responses: JSON, problem+json (RFC 9457), empty,
  * 304. Each function queues the response and returns the MHD result for the access handler to
  * return. Headers common to all replies (Cache-Control, X-Content-Type-Options, the CORS headers
- * of DESIGN.md section 7 on /v1/ paths) are added here. */
+ * of docs/design.md section 7 on /v1/ paths) are added here. */
 #ifndef TOCSIN_HTTP_REPLY_H
 #define TOCSIN_HTTP_REPLY_H
 

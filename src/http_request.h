@@ -30,7 +30,7 @@ struct MHD_Connection;
 #define PRINCIPAL_SUB_MAX 800 /* bytes: 200 characters of UTF-8 */
 #define PRINCIPAL_MTG_MAX 100 /* meeting ids a browser token may be limited to */
 
-/* Browser token scopes (DESIGN.md section 7). */
+/* Browser token scopes (docs/design.md section 7). */
 enum scope {
     SCOPE_MEETINGS_READ = 1,
     SCOPE_MEETINGS_WRITE = 2,

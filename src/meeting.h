@@ -24,7 +24,7 @@
 
 enum reminder_status { REMINDER_PENDING, REMINDER_FIRED, REMINDER_MISSED, REMINDER_CANCELLED };
 
-/* The ways a fired reminder goes out (DESIGN.md section 8), as bits of reminder.channels; the
+/* The ways a fired reminder goes out (docs/design.md section 8), as bits of reminder.channels; the
  * database stores the same bits (migrations/007). */
 enum channel {
     CHANNEL_WEBHOOK = 1, /* the tenant's receivers */

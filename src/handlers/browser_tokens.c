@@ -1,5 +1,5 @@
 /* browser_tokens.c -- POST /v1/browser-tokens {"sub","scope","ttl_s"?,"mtg"?}: a tenant's backend
- * gets a browser token for one participant without writing JWT code (DESIGN.md section 7). The
+ * gets a browser token for one participant without writing JWT code (docs/design.md section 7). The
  * token is signed with the tenant's newest live signing key, made on first use when the tenant
  * has none (it then shows in GET /v1/signing-keys and can be revoked like any other). */
 #include <microhttpd.h>

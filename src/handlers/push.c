@@ -1,4 +1,4 @@
-/* push.c -- Web Push for a web app (DESIGN.md section 8): GET /v1/push/vapid-public-key (the
+/* push.c -- Web Push for a web app (docs/design.md section 8): GET /v1/push/vapid-public-key (the
  * tenant's VAPID key, for pushManager.subscribe's applicationServerKey; made on first use),
  * POST /v1/push/subscriptions (a participant's browser subscribes: the body is
  * PushSubscription.toJSON()) and DELETE /v1/push/subscriptions/{id}. Subscriptions belong to the

@@ -1,5 +1,5 @@
 /* signing_keys.c -- POST/GET/DELETE /v1/signing-keys: the HS256 keys a tenant's backend signs
- * browser tokens with (DESIGN.md section 7). The secret is made here and shown once; two live
+ * browser tokens with (docs/design.md section 7). The secret is made here and shown once; two live
  * keys at most, so that a new one can be rolled out before the old one is revoked. The key id is
  * the tokens' kid. */
 #include <microhttpd.h>

@@ -1,5 +1,5 @@
 // meetings.test.mjs -- CRUD, conditional requests, reminders and list pagination of /v1/meetings
-// (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
+// (docs/design.md section 5). Every response is checked against api/openapi.yaml by the harness.
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import { harness, test, isoIn, utc, waitFor, MIN, HOUR, DAY } from './harness.mjs';
