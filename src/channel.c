@@ -10,6 +10,9 @@
 #include "timefmt.h"
 #include "webhook_sign.h"
 
+/* The occurrence id is the webhook-id that webhook_sign signs. */
+_Static_assert(OCCURRENCE_ID_MAX <= WEBHOOK_ID_MAX, "an occurrence id fits a webhook-id");
+
 static char *
 email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
               const struct meeting *m, int64_t now_ms, const char **why)
@@ -67,16 +70,84 @@ start_webhook(const struct channel_opts *o, struct outbound *out, const struct d
     struct webhook_message m = {it->url,  req->msg_id, ts,
                                 req->sig, it->payload, strlen(it->payload)};
 
-    webhook_message_id(it->reminder_id, it->fire_at_ms, req->msg_id);
+    meeting_occurrence_id(it->reminder_id, it->fire_at_ms, req->msg_id);
     if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0 ||
         webhook_request(&m, &req->hdr, &r, o->timeout_ms) != 0) {
         snprintf(err, OUTBOUND_ERR_MAX, "webhook secret unusable");
         *give_up = true;
         return -1;
     }
+    char host[WEBHOOK_URL_MAX];
     r.tag = tag;
-    r.allow_private = o->webhook_allow_private;
+    /* A host named in the allow-list may be private whatever it resolves to; otherwise the
+     * networks are judged on each connection (outbound.c), with the address pinned. */
+    r.allow_private = o->webhook_allow != NULL &&
+                      (o->webhook_allow->all || (webhook_host(it->url, host, sizeof host) == 0 &&
+                                                 netguard_allow_host(o->webhook_allow, host)));
+    r.allow = o->webhook_allow;
+    r.refused_hint = "TOCSIN_WEBHOOK_ALLOW_NETS";
     return outbound_start(out, &r, err);
+}
+
+/* Seconds the push service keeps the message for a browser that is offline: until the meeting's
+ * start plus the missed grace, as the payload tells it (0 once past: now or never). */
+static int64_t
+push_ttl_s(const struct channel_opts *o, const char *payload, int64_t now_ms)
+{
+    int64_t start_ms, ttl;
+
+    if (codec_push_starts_at(payload, &start_ms) != 0)
+        return 0;
+    ttl = (start_ms + o->missed_grace_ms - now_ms) / 1000;
+    return ttl < 0 ? 0 : ttl > CHANNEL_PUSH_TTL_MAX_S ? CHANNEL_PUSH_TTL_MAX_S : ttl;
+}
+
+static int
+start_push(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+           struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    struct webpush_subscriber to;
+    char topic_key[32], topic[WEBPUSH_TOPIC_LEN + 1];
+    size_t body_len = 0;
+    int64_t now = timefmt_now_ms();
+    enum webpush_error e =
+        webpush_subscriber_decode(it->p256dh ? it->p256dh : "", it->p256dh ? strlen(it->p256dh) : 0,
+                                  it->auth ? it->auth : "", it->auth ? strlen(it->auth) : 0, &to);
+
+    if (it->expires_at_ms != 0 && it->expires_at_ms <= now) {
+        snprintf(err, OUTBOUND_ERR_MAX, "push subscription expired");
+        *give_up = true;
+        return -1;
+    }
+    if (e == WEBPUSH_OK)
+        e = webpush_encrypt(&to, it->payload, strlen(it->payload), req->body, &body_len);
+    if (e != WEBPUSH_OK) {
+        snprintf(err, OUTBOUND_ERR_MAX, "%s", webpush_error_text(e));
+        *give_up = e != WEBPUSH_E_INTERNAL;
+        return -1;
+    }
+    /* The reminder's id, not the occurrence's: a reminder moved before it was shown replaces the
+     * undelivered message of its old time at the push service. */
+    snprintf(topic_key, sizeof topic_key, "rem_%lld", (long long)it->reminder_id);
+    webpush_topic(topic_key, topic);
+    snprintf(req->topic, sizeof req->topic, "Topic: %s", topic);
+    snprintf(req->ttl, sizeof req->ttl, "TTL: %lld", (long long)push_ttl_s(o, it->payload, now));
+    struct outbound_request r = {.url = it->url,
+                                 .headers = {"Content-Type: application/octet-stream",
+                                             "Content-Encoding: aes128gcm", req->authorization,
+                                             req->ttl, "Urgency: high", req->topic, NULL},
+                                 .body = (const char *)req->body,
+                                 .body_len = body_len,
+                                 .timeout_ms = o->timeout_ms,
+                                 .allow_private = o->push_allow_private,
+                                 .tag = tag};
+    return outbound_start(out, &r, err);
+}
+
+int
+channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1])
+{
+    return it->url != NULL && webpush_origin(it->url, out) == WEBPUSH_OK ? 0 : -1;
 }
 
 static int
@@ -102,6 +173,8 @@ channel_start(const struct channel_opts *o, struct outbound *out, const struct d
     switch (it->channel) {
     case CHANNEL_WEBHOOK:
         return start_webhook(o, out, it, req, tag, err, give_up);
+    case CHANNEL_PUSH:
+        return start_push(o, out, it, req, tag, err, give_up);
     case CHANNEL_EMAIL:
         return start_email(o, out, it, tag, err);
     default:

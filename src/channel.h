@@ -11,24 +11,35 @@
 
 #include "db_outbox.h"
 #include "meeting.h"
+#include "netguard.h"
 #include "outbound.h"
+#include "push_keys.h"
 #include "webhook.h"
+#include "webpush.h"
+
+#define CHANNEL_PUSH_TTL_MAX_S 2419200 /* 28 days: what push services keep at most */
 
 /* The settings the channels need (borrowed from the configuration). */
 struct channel_opts {
     int64_t timeout_ms;
-    bool webhook_allow_private; /* webhook targets may be private addresses */
+    const struct netguard_allow *webhook_allow; /* private webhook targets allowed (netguard.h) */
     const char *smtp_url, *smtp_from, *smtp_username, *smtp_password;
     bool smtp_require_tls;
     const char *vapid_subject;
     bool push_allow_private; /* push endpoints may be private addresses (tests) */
+    int64_t missed_grace_ms; /* a push is kept until the meeting's start plus this */
 };
 
 /* Per request storage a started request borrows until its answer. */
 struct channel_req {
-    char msg_id[WEBHOOK_ID_MAX];
+    char msg_id[OCCURRENCE_ID_MAX]; /* the webhook-id: the same for every retry */
     char sig[WEBHOOK_SIGNATURE_LEN + 1];
     struct webhook_request_buf hdr;
+    /* push: the caller writes the Authorization header line (push_keys.h) before starting */
+    char authorization[PUSH_AUTHORIZATION_HEADER_MAX + 1];
+    char ttl[32];
+    char topic[sizeof "Topic: " + WEBPUSH_TOPIC_LEN];
+    uint8_t body[WEBPUSH_BODY_MAX];
 };
 
 /* What an answer means for its row. */
@@ -50,6 +61,8 @@ char *channel_payload(const struct channel_opts *o, const struct db_outbox_item 
 int channel_start(const struct channel_opts *o, struct outbound *out,
                   const struct db_outbox_item *it, struct channel_req *req, void *tag,
                   char err[OUTBOUND_ERR_MAX], bool *give_up);
+/* The origin of a push row's endpoint into out (the VAPID JWT's audience): 0, or -1. */
+int channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1]);
 /* What the answer d to a request of the channel means. */
 enum channel_verdict channel_verdict(unsigned channel, const struct outbound_done *d);
 

@@ -788,6 +788,21 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
     return text;
 }
 
+/* The metadata's "url" when it is an http(s) URL short enough for a push message (malloc'ed). */
+static char *
+push_url(const struct meeting *m)
+{
+    json_t *meta = m->metadata_json ? json_loads(m->metadata_json, 0, NULL) : NULL;
+    const char *u = json_string_value(json_object_get(meta, "url"));
+    char *copy = NULL;
+
+    if (u != NULL && strlen(u) <= CODEC_PUSH_URL_MAX &&
+        (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
+        copy = strdup(u);
+    json_decref(meta);
+    return copy;
+}
+
 char *
 codec_push_payload(const struct meeting *m, const struct occurrence *o)
 {
@@ -810,9 +825,24 @@ codec_push_payload(const struct meeting *m, const struct occurrence *o)
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "type", "meeting.reminder", "id", id,
                             "meeting_id", m->id, "title", title, "starts_at",
                             timefmt_format(m->starts_at_ms, start), "minutes_before", minutes);
+    char *url = push_url(m);
+    if (doc != NULL && url != NULL)
+        json_object_set_new(doc, "url", json_string(url));
+    free(url);
     char *text = doc ? codec_dump(doc) : NULL;
     json_decref(doc);
     return text;
+}
+
+int
+codec_push_starts_at(const char *payload, int64_t *ms)
+{
+    json_t *doc = json_loads(payload, 0, NULL);
+    const char *s = json_string_value(json_object_get(doc, "starts_at"));
+    int rc = s != NULL && timefmt_parse(s, strlen(s), ms) == 0 ? 0 : -1;
+
+    json_decref(doc);
+    return rc;
 }
 
 int
@@ -932,6 +962,59 @@ codec_webhook_decode(const json_t *doc, char **url, char **description, struct c
         *url = strdup(json_string_value(u));
     opt_text(doc, "description", CODEC_WEBHOOK_DESCRIPTION_MAX, false, description, errs);
     return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+/* ---- push subscriptions ------------------------------------------------------------------ */
+
+/* A required text member at path (for error messages) of at most max bytes: malloc'ed or NULL. */
+static char *
+req_text(const json_t *v, const char *path, size_t max, struct codec_errors *errs)
+{
+    if (v == NULL) {
+        add_error(errs, path, "is required");
+        return NULL;
+    }
+    return text_ok(v, path, 1, max, false, errs) ? strdup(json_string_value(v)) : NULL;
+}
+
+enum api_error
+codec_push_subscription_decode(const json_t *doc, struct codec_push_subscription *out,
+                               struct codec_errors *errs)
+{
+    const json_t *keys = json_object_get(doc, "keys"),
+                 *exp = json_object_get(doc, "expirationTime");
+
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(doc)) {
+        add_error(errs, "", "must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    out->endpoint = req_text(json_object_get(doc, "endpoint"), "endpoint", CODEC_URL_MAX, errs);
+    if (!json_is_object(keys)) {
+        add_error(errs, "keys", "must be an object with p256dh and auth");
+    } else {
+        out->p256dh =
+            req_text(json_object_get(keys, "p256dh"), "keys.p256dh", CODEC_PUSH_KEY_TEXT_MAX, errs);
+        out->auth =
+            req_text(json_object_get(keys, "auth"), "keys.auth", CODEC_PUSH_KEY_TEXT_MAX, errs);
+    }
+    if (exp != NULL && !json_is_null(exp)) {
+        double ms = json_number_value(exp);
+        if (!json_is_number(exp) || !(ms >= 1 && ms <= (double)TIMEFMT_MS_MAX))
+            add_error(errs, "expirationTime", "must be null or a time in ms since the epoch");
+        else
+            out->expires_at_ms = (int64_t)ms;
+    }
+    return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
+}
+
+void
+codec_push_subscription_fini(struct codec_push_subscription *s)
+{
+    free(s->endpoint);
+    free(s->p256dh);
+    free(s->auth);
+    memset(s, 0, sizeof *s);
 }
 
 /* ---- browser tokens ---------------------------------------------------------------------- */

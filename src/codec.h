@@ -31,8 +31,8 @@ struct codec_errors {
 #define CODEC_DEPTH_MAX 32
 json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
 
-/* Validates a meeting input document (the fields a client may write, DESIGN.md section 5) into m
- * (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
+/* Validates a meeting input document (the fields a client may write, docs/design.md section 5) into
+ * m (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
  * derived; ids and statuses are left for the database. Returns API_E_NONE, or API_E_VALIDATION
  * with errs filled. m must be meeting_fini'ed in both cases. */
 enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m,
@@ -91,6 +91,20 @@ void codec_add_error(struct codec_errors *errs, const char *field, const char *m
 enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
                                     struct codec_errors *errs);
 
+/* POST /v1/push/subscriptions: what PushSubscription.toJSON() gives, {"endpoint",
+ * "expirationTime"?: null or ms since the epoch, "keys": {"p256dh", "auth"}}; other members are
+ * ignored (browsers add some). Only the JSON shape is checked here: the caller checks the URL and
+ * the keys (webpush.h). Strings malloc'ed; codec_push_subscription_fini frees them. */
+#define CODEC_PUSH_KEY_TEXT_MAX 128
+struct codec_push_subscription {
+    char *endpoint, *p256dh, *auth;
+    int64_t expires_at_ms; /* 0 = none */
+};
+enum api_error codec_push_subscription_decode(const json_t *doc,
+                                              struct codec_push_subscription *out,
+                                              struct codec_errors *errs);
+void codec_push_subscription_fini(struct codec_push_subscription *s);
+
 /* POST /v1/browser-tokens: {"sub", "scope", "ttl_s"?, "mtg"?}. */
 #define CODEC_TOKEN_TTL_DEFAULT_S 900
 #define CODEC_TOKEN_TTL_MAX_S 86400
@@ -119,9 +133,14 @@ char *codec_dump(const json_t *v);
 char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
 /* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
  * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
- * "starts_at", "minutes_before"}. Malloc'ed text, NULL when out of memory. */
+ * "starts_at", "minutes_before"}, and "url" when the meeting's metadata has a "url" string of
+ * http(s) of at most CODEC_PUSH_URL_MAX bytes (what a click on the notification opens).
+ * Malloc'ed text, NULL when out of memory. */
 #define CODEC_PUSH_TITLE_MAX 100
+#define CODEC_PUSH_URL_MAX 1024
 char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
+/* The "starts_at" of a payload codec_push_payload made, in ms into *ms: 0, or -1. */
+int codec_push_starts_at(const char *payload, int64_t *ms);
 /* The name of m's participant person_id into *name (malloc'ed; NULL when it has none) and 0, or
  * -1 when m has no such participant. */
 int codec_participant_name(const struct meeting *m, const char *person_id, char **name);

@@ -13,9 +13,12 @@ static const char key_put_sql[] =
     "INSERT INTO vapid_keys (tenant_id, private_key, public_key) VALUES ($1::bigint, $2, $3)"
     " ON CONFLICT (tenant_id) DO NOTHING";
 static const char sub_same_sql[] =
-    "UPDATE push_subscriptions SET participant_id = $3, origin = $4, p256dh = $5, auth = $6,"
+    "UPDATE push_subscriptions SET origin = $4, p256dh = $5, auth = $6,"
     "  expires_at = " DB_TS("nullif($7::bigint, 0)")
-    " WHERE tenant_id = $1::bigint AND endpoint = $2 RETURNING id";
+    " WHERE tenant_id = $1::bigint AND endpoint = $2 AND participant_id = $3 RETURNING id";
+/* The browser now belongs to another participant (another user signed in on it). */
+static const char sub_take_sql[] =
+    "DELETE FROM push_subscriptions WHERE tenant_id = $1::bigint AND endpoint = $2";
 static const char sub_count_sql[] =
     "SELECT count(*) FROM push_subscriptions WHERE tenant_id = $1::bigint AND participant_id = $2";
 static const char sub_insert_sql[] =
@@ -88,14 +91,17 @@ put_tx_run(struct db *db, void *arg)
         return st;
     if (PQntuples(res) == 1) { /* the same browser subscribed again: keep its id */
         snprintf(s->id, sizeof s->id, "%s", PQgetvalue(res, 0, 0));
+        s->replaced = true;
         PQclear(res);
         return DB_ONE_RESULT;
     }
     PQclear(res);
-    if ((st = db_exec(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &res)) != DB_ONE_RESULT)
+    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
         return st;
-    int64_t n = db_get_i64(res, 0, 0);
     PQclear(res);
+    int64_t n = 0;
+    if ((st = db_exec_i64(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &n)) != DB_ONE_RESULT)
+        return st;
     if (n >= PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX)
         return DB_NO_RESULTS;
     if ((st = db_exec(db, STMT_PUSH_SUB_INSERT, sub_insert_sql, 8, ins, &res)) == DB_ONE_RESULT)
@@ -117,16 +123,10 @@ db_push_subscription_delete(struct db *db, int64_t tenant_id, const char *partic
 {
     char t[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), participant_id, id};
-    PGresult *res;
 
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params);
 }
 
 enum db_status

@@ -3,6 +3,7 @@
 #ifndef TOCSIN_DB_PUSH_H
 #define TOCSIN_DB_PUSH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -29,10 +30,12 @@ struct db_push_subscription {
     char id[MEETING_ID_LEN + 1];
     const char *participant_id, *endpoint, *origin, *p256dh, *auth;
     int64_t expires_at_ms; /* 0 = none */
+    bool replaced;         /* out: the participant had this endpoint already */
 };
 
-/* Stores s for its participant: a subscription of the same endpoint is replaced (same id kept,
- * written into s->id), else a new one is added unless the participant has
+/* Stores s for its participant: the participant's subscription of the same endpoint is updated
+ * (its id kept, written into s->id, s->replaced set); another participant's subscription of it
+ * is removed (the browser changed hands); else a new one is added unless the participant has
  * PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX already. In one transaction under the tenant's lock, so
  * concurrent requests cannot pass the limit together. ONE_RESULT, NO_RESULTS at the limit. */
 enum db_status db_push_subscription_put(struct db *db, int64_t tenant_id,

@@ -21,15 +21,20 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
+#include "panic.h"
 #include "timefmt.h"
+#include "trace.h"
 
 #define OWNER_MAX 160
+/* build_bodies reads the meetings of one lease's rows in one statement. */
+_Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
 #define RECEIVER_IDLE_MS                                                                           \
-    60000                  /* a receiver with nothing held and a closed circuit is forgotten       \
-                            */
-#define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
-#define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
+    60000                   /* a receiver with nothing held and a closed circuit is forgotten      \
+                             */
+#define DB_RETRY_MS 1000    /* after a failed connect, the next try waits this */
+#define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
+#define STOP_SLACK_MS 1000  /* stopping: in-flight requests get their timeout plus this */
 
 /* A receiver: the unit of isolation (one webhook). */
 struct receiver {
@@ -41,6 +46,9 @@ struct receiver {
     int64_t open_ms;         /* how long it opened last */
     bool probing;            /* half open: one request decides */
     int64_t idle_since_ms;
+    bool warned; /* a failure was logged, at warned_ms (monotonic) */
+    int64_t warned_ms;
+    unsigned long unlogged;      /* failures since that line, counted in the next */
     bool ready;                  /* on the worker's ready list */
     struct receiver *next_ready; /* receivers with queued jobs */
     struct receiver *next;       /* hash chain */
@@ -68,6 +76,7 @@ struct worker {
     int64_t db_retry_ms;
     bool db_down;
     struct outbound *out;
+    struct push_keys *keys; /* the tenants' VAPID keys and JWTs */
     atomic_bool woken;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
@@ -82,6 +91,8 @@ struct worker {
     int *statuses;
     const char **texts, **texts2;
     struct db_outbox_failure *fails;
+    unsigned *fail_channels; /* the channel of each failure */
+    bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
     enum channel_verdict *verdicts;
 };
@@ -254,10 +265,16 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
     }
     char *bodies = codec_string_array(w->texts, n);
     if (bodies == NULL || w->db == NULL ||
-        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT)
+        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
-    else
+    } else {
+        int64_t now = timefmt_now_ms();
         metrics_add(METRIC_DELIVERED, n);
+        for (size_t i = 0; i < n; i++) {
+            metrics_channel_add(ok[i]->it.channel, OUTCOME_SENT, 1);
+            metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
+        }
+    }
     free(bodies);
 }
 
@@ -275,6 +292,9 @@ record_failed(struct worker *w, size_t n)
     } else {
         metrics_add(METRIC_DELIVERY_FAILED, failed);
         metrics_add(METRIC_DELIVERY_RETRIED, n - failed);
+        for (size_t i = 0; i < n; i++)
+            metrics_channel_add(w->fail_channels[i],
+                                w->fail_final[i] ? OUTCOME_FAILED : OUTCOME_RETRIED, 1);
     }
     free(errors);
     free(bodies);
@@ -291,6 +311,8 @@ add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64
     if (retry_after_s * 1000 > delay) /* the receiver asked for a later retry */
         delay = retry_after_s * 1000;
     w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up};
+    w->fail_channels[*n] = j->it.channel;
+    w->fail_final[*n] = give_up || j->it.attempts + 1 >= w->d->max_attempts;
     w->texts[*n] = err;
     w->texts2[*n] = j->body_new ? j->it.payload : NULL;
     (*n)++;
@@ -304,6 +326,36 @@ target_gone(struct worker *w, const struct job *j)
     if (j->it.channel == CHANNEL_PUSH && j->it.target != NULL && w->db != NULL &&
         db_push_subscription_gone(w->db, j->it.target) != DB_ONE_RESULT)
         db_lost(w, "a gone push subscription not removed (retried at its next reminder)");
+}
+
+/* Logs a failed attempt of j at warn: the first of its receiver, then at most one line per
+ * WARN_EVERY_MS per receiver (and worker) with the count of those not logged, so that a dead
+ * receiver is seen without flooding the log. The line carries the delivery's trace id, the one
+ * its requests send in traceparent (webhook.c). */
+static void
+warn_failure(const struct job *j, const char *err)
+{
+    struct receiver *r = j->rcv;
+    int64_t now = timefmt_mono_ms();
+    char id[OCCURRENCE_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[96] = "";
+
+    if (r->warned && now - r->warned_ms < WARN_EVERY_MS) {
+        r->unlogged++;
+        return;
+    }
+    if (r->unlogged > 0)
+        snprintf(more, sizeof more, " (and %lu more failures in the last %lld s)", r->unlogged,
+                 (long long)(now - r->warned_ms) / 1000);
+    meeting_occurrence_id(j->it.reminder_id, j->it.fire_at_ms, id);
+    bool traced = trace_parent_for(id, tp) == 0 && trace_parent_parse(tp, trace, NULL) == 0;
+    log_context_set(NULL, traced ? trace : NULL);
+    LOG_WARN("deliver: %s %s of tenant %lld to receiver %s failed (attempt %d): %s%s",
+             channel_name(j->it.channel), id, (long long)j->it.tenant_id, r->key,
+             j->it.attempts + 1, err, more);
+    log_context_set(NULL, NULL);
+    r->warned = true;
+    r->warned_ms = now;
+    r->unlogged = 0;
 }
 
 /* ---- circuits ----------------------------------------------------------------------------- */
@@ -375,6 +427,7 @@ take_answers(struct worker *w, size_t n)
         } else {
             if (w->verdicts[i] == CHANNEL_GONE)
                 target_gone(w, j);
+            warn_failure(j, w->done[i].err);
             add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
                         w->verdicts[i] != CHANNEL_RETRY);
         }
@@ -387,6 +440,33 @@ take_answers(struct worker *w, size_t n)
         job_drop(w, w->done[i].tag);
 }
 
+/* Writes a push job's VAPID Authorization (its tenant's key pair, made on first use). 0, or -1
+ * with the reason in err. */
+static int
+authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    char audience[WEBPUSH_ORIGIN_MAX + 1];
+
+    if (channel_push_audience(&j->it, audience) != 0) {
+        snprintf(err, OUTBOUND_ERR_MAX, "push endpoint has no usable origin");
+        *give_up = true;
+        return -1;
+    }
+    switch (push_keys_authorization(w->keys, w->db, j->it.tenant_id, audience,
+                                    timefmt_now_ms() / 1000, j->req.authorization)) {
+    case DB_ONE_RESULT:
+        return 0;
+    case DB_NO_RESULTS:
+    case DB_HARD_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "VAPID key could not be made or used");
+        return -1;
+    case DB_SOFT_ERROR:
+        snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
+        return -1;
+    }
+    TOCSIN_UNREACHABLE("a db_status outside its enum");
+}
+
 /* Starts j's request. false when it could not start (recorded as a failed attempt). */
 static bool
 start(struct worker *w, struct job *j)
@@ -394,13 +474,15 @@ start(struct worker *w, struct job *j)
     char err[OUTBOUND_ERR_MAX];
     bool give_up = false;
 
-    if (channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
+    if ((j->it.channel != CHANNEL_PUSH || authorize_push(w, j, err, &give_up) == 0) &&
+        channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
         j->sending = true;
         j->rcv->sending++;
         atomic_fetch_add(&in_flight, 1);
         return true;
     }
     size_t n = 0;
+    warn_failure(j, err);
     add_failure(w, &n, j, 0, 0, err, give_up);
     record_failed(w, n);
     job_drop(w, j);
@@ -668,6 +750,7 @@ worker_fini(struct worker *w)
             free(r);
         }
     outbound_free(w->out);
+    push_keys_free(w->keys);
     db_close(w->db);
     free(w->held);
     free(w->claimed);
@@ -677,6 +760,8 @@ worker_fini(struct worker *w)
     free(w->texts);
     free(w->texts2);
     free(w->fails);
+    free(w->fail_channels);
+    free(w->fail_final);
     free(w->jobs);
     free(w->verdicts);
 }
@@ -692,7 +777,9 @@ worker_init(struct deliver *d, struct worker *w, int i)
     snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
     w->out = outbound_new();
-    w->held = calloc(c, sizeof *w->held);
+    w->keys = push_keys_new(d->channel.vapid_subject);
+    /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
+    w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
     w->ids = calloc(c, sizeof *w->ids);
@@ -700,10 +787,13 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->texts = calloc(c, sizeof *w->texts);
     w->texts2 = calloc(c, sizeof *w->texts2);
     w->fails = calloc(c, sizeof *w->fails);
-    w->jobs = calloc(c, sizeof *w->jobs);
+    w->fail_channels = calloc(c, sizeof *w->fail_channels);
+    w->fail_final = calloc(c, sizeof *w->fail_final);
+    w->jobs = calloc(c, sizeof *w->jobs); // NOLINT(bugprone-sizeof-expression)
     w->verdicts = calloc(c, sizeof *w->verdicts);
-    return w->out && w->held && w->claimed && w->done && w->ids && w->statuses && w->texts &&
-                   w->texts2 && w->fails && w->jobs && w->verdicts
+    return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
+                   w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&
+                   w->jobs && w->verdicts
                ? 0
                : -1;
 }

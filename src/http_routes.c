@@ -7,9 +7,9 @@
 #define ASSET (ROUTE_PUBLIC | ROUTE_ANY_ACCEPT)
 
 const struct route http_routes[] = {
-    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
-    {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC},
-    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT},
+    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC | ROUTE_PROBE},
+    {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC | ROUTE_PROBE},
+    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT | ROUTE_PROBE},
     {"POST", "/v1/meetings", handle_meetings_post, ROUTE_WRITE},
     {"GET", "/v1/meetings", handle_meetings_list, ROUTE_READ},
     {"GET", "/v1/meetings/{id}", handle_meeting_get, ROUTE_READ},
@@ -29,7 +29,11 @@ const struct route http_routes[] = {
     {"POST", "/v1/browser-tokens", handle_browser_tokens_post, ROUTE_API_KEY},
     {"GET", "/v1/stream", handle_stream, BROWSER_STREAM},
     {"GET", "/v1/me/notifications", handle_notifications, ROUTE_NOTIFICATIONS},
+    {"GET", "/v1/push/vapid-public-key", handle_push_vapid_key, ROUTE_PUSH | ROUTE_KEY_TOO},
+    {"POST", "/v1/push/subscriptions", handle_push_subscriptions_post, ROUTE_PUSH},
+    {"DELETE", "/v1/push/subscriptions/{id}", handle_push_subscription_delete, ROUTE_PUSH},
     {"GET", "/v1/client.js", handle_client_js, ASSET},
+    {"GET", "/v1/sw.js", handle_sw_js, ASSET},
     {"GET", "/demo", handle_demo, ASSET},
 };
 

@@ -30,5 +30,9 @@ int handle_stream(struct request *rq);
 int handle_notifications(struct request *rq);
 int handle_client_js(struct request *rq);
 int handle_demo(struct request *rq);
+int handle_sw_js(struct request *rq);
+int handle_push_vapid_key(struct request *rq);
+int handle_push_subscriptions_post(struct request *rq);
+int handle_push_subscription_delete(struct request *rq);
 
 #endif

@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define METRICS_RENDER_MAX 8192 /* bytes of the rendered text; checked below */
-#define LATENESS_BUCKETS_MAX 14 /* the bounds below plus +Inf */
+#include "db_retention.h"
+#include "meeting.h"
+
+#define METRICS_RENDER_MAX 16384 /* bytes of the rendered text; checked below */
+#define LATENESS_BUCKETS_MAX 14  /* the bounds below plus +Inf */
 
 static const struct {
     const char *name;
@@ -29,11 +32,12 @@ static const struct {
     [METRIC_QUEUE_DROPPED] = {"tocsin_dispatch_queue_dropped_total",
                               "Items refused by a full dispatch queue (left to the reconciler)."},
     [METRIC_DELIVERED] = {"tocsin_deliveries_delivered_total",
-                          "Webhook deliveries recorded delivered."},
-    [METRIC_DELIVERY_RETRIED] = {"tocsin_delivery_attempts_failed_total",
-                                 "Failed webhook attempts with another attempt scheduled."},
+                          "Deliveries recorded delivered (every channel)."},
+    [METRIC_DELIVERY_RETRIED] =
+        {"tocsin_delivery_attempts_failed_total",
+         "Failed delivery attempts with another attempt scheduled (every channel)."},
     [METRIC_DELIVERY_FAILED] = {"tocsin_deliveries_failed_total",
-                                "Webhook deliveries recorded failed (no attempt left)."},
+                                "Deliveries recorded failed, no attempt left (every channel)."},
     [METRIC_STREAM_EVENTS] = {"tocsin_stream_events_sent_total",
                               "Reminder events written to open streams, live and replayed."},
     [METRIC_STREAM_RESUMES] = {"tocsin_stream_resumes_total",
@@ -44,7 +48,7 @@ static const struct {
                             "Streams cut because their reader fell too far behind."},
 };
 
-/* Upper bounds in milliseconds; the last bucket is +Inf. */
+/* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */
 static const int64_t bounds[LATENESS_BUCKETS_MAX - 1] = {1,   2,   5,    10,   20,   50,   100,
                                                          250, 500, 1000, 2500, 5000, 10000};
 
@@ -103,6 +107,83 @@ metrics_lateness_count(void)
     return metrics_lateness_le(INT64_MAX);
 }
 
+/* ---- per channel --------------------------------------------------------------------------- */
+
+#define CHANNEL_SLOTS 3         /* webhook, push, email: the channels delivery sends */
+#define DELIVERY_BUCKETS_MAX 13 /* the bounds below plus +Inf */
+
+static const unsigned channel_of_slot[CHANNEL_SLOTS] = {CHANNEL_WEBHOOK, CHANNEL_PUSH,
+                                                        CHANNEL_EMAIL};
+/* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */
+static const int64_t delivery_bounds[DELIVERY_BUCKETS_MAX - 1] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
+
+static atomic_uint_fast64_t outcomes[CHANNEL_SLOTS][OUTCOME_COUNT];
+static atomic_uint_fast64_t delivery_buckets[CHANNEL_SLOTS][DELIVERY_BUCKETS_MAX];
+static atomic_uint_fast64_t delivery_sum_ms[CHANNEL_SLOTS];
+
+static int
+slot_of(unsigned channel)
+{
+    for (int i = 0; i < CHANNEL_SLOTS; i++)
+        if (channel_of_slot[i] == channel)
+            return i;
+    return -1;
+}
+
+void
+metrics_channel_add(unsigned channel, enum metric_outcome o, uint64_t n)
+{
+    int s = slot_of(channel);
+
+    if (s >= 0 && (unsigned)o < OUTCOME_COUNT)
+        atomic_fetch_add_explicit(&outcomes[s][o], n, memory_order_relaxed);
+}
+
+uint64_t
+metrics_channel_get(unsigned channel, enum metric_outcome o)
+{
+    int s = slot_of(channel);
+
+    if (s < 0 || (unsigned)o >= OUTCOME_COUNT)
+        return 0;
+    return atomic_load_explicit(&outcomes[s][o], memory_order_relaxed);
+}
+
+void
+metrics_observe_delivery_ms(unsigned channel, int64_t ms)
+{
+    int s = slot_of(channel);
+    size_t b = 0;
+
+    if (s < 0)
+        return;
+    if (ms < 0)
+        ms = 0;
+    while (b < DELIVERY_BUCKETS_MAX - 1 && ms > delivery_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&delivery_buckets[s][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&delivery_sum_ms[s], (uint64_t)ms, memory_order_relaxed);
+}
+
+/* ---- retention ------------------------------------------------------------------------------ */
+
+static atomic_uint_fast64_t purged[DB_RETENTION_KINDS];
+
+void
+metrics_retention_add(unsigned kind, uint64_t n)
+{
+    if (kind < DB_RETENTION_KINDS)
+        atomic_fetch_add_explicit(&purged[kind], n, memory_order_relaxed);
+}
+
+uint64_t
+metrics_retention_get(unsigned kind)
+{
+    return kind < DB_RETENTION_KINDS ? atomic_load_explicit(&purged[kind], memory_order_relaxed)
+                                     : 0;
+}
+
 static int put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Appends to buf at *len; returns -1 once the buffer is too small. */
@@ -121,11 +202,12 @@ put(char *buf, size_t *len, const char *fmt, ...)
     return 0;
 }
 
+/* Kept in milliseconds, rendered in seconds (Prometheus's base unit). */
 static int
 render_histogram(char *buf, size_t *len)
 {
-    static const char name[] = "tocsin_fire_lateness_milliseconds";
-    uint64_t cum = 0;
+    static const char name[] = "tocsin_fire_lateness_seconds";
+    uint64_t cum = 0, sum;
     int rc = put(buf, len,
                  "# HELP %s Fire time minus due time of fired reminders.\n# TYPE %s "
                  "histogram\n",
@@ -134,13 +216,83 @@ render_histogram(char *buf, size_t *len)
     for (size_t i = 0; i < LATENESS_BUCKETS_MAX && rc == 0; i++) {
         cum += atomic_load_explicit(&buckets[i], memory_order_relaxed);
         if (i < LATENESS_BUCKETS_MAX - 1)
-            rc = put(buf, len, "%s_bucket{le=\"%" PRId64 "\"} %" PRIu64 "\n", name, bounds[i], cum);
+            rc = put(buf, len, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
+                     (double)bounds[i] / 1000.0, cum);
         else
             rc = put(buf, len, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
     }
+    sum = atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed);
     if (rc == 0)
-        rc = put(buf, len, "%s_sum %" PRIu64 "\n%s_count %" PRIu64 "\n", name,
-                 (uint64_t)atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed), name, cum);
+        rc = put(buf, len, "%s_sum %" PRIu64 ".%03u\n%s_count %" PRIu64 "\n", name, sum / 1000,
+                 (unsigned)(sum % 1000), name, cum);
+    return rc;
+}
+
+static int
+render_outcomes(char *buf, size_t *len)
+{
+    static const struct {
+        const char *name, *help;
+    } o[OUTCOME_COUNT] = {
+        [OUTCOME_SENT] = {"tocsin_channel_sent_total", "Notifications delivered, by channel."},
+        [OUTCOME_RETRIED] = {"tocsin_channel_retried_total",
+                             "Failed attempts with another attempt scheduled, by channel."},
+        [OUTCOME_FAILED] = {"tocsin_channel_failed_total",
+                            "Notifications recorded failed (no attempt left), by channel."},
+    };
+    int rc = 0;
+
+    for (size_t k = 0; k < OUTCOME_COUNT && rc == 0; k++) {
+        rc = put(buf, len, "# HELP %s %s\n# TYPE %s counter\n", o[k].name, o[k].help, o[k].name);
+        for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++)
+            rc = put(buf, len, "%s{channel=\"%s\"} %" PRIu64 "\n", o[k].name,
+                     channel_name(channel_of_slot[s]),
+                     (uint64_t)atomic_load_explicit(&outcomes[s][k], memory_order_relaxed));
+    }
+    return rc;
+}
+
+static int
+render_delivery_latency(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_channel_delivery_latency_seconds";
+    int rc = put(buf, len,
+                 "# HELP %s Delivered time minus the reminder's due time, by channel.\n"
+                 "# TYPE %s histogram\n",
+                 name, name);
+
+    for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++) {
+        const char *ch = channel_name(channel_of_slot[s]);
+        uint64_t cum = 0;
+        for (size_t b = 0; b < DELIVERY_BUCKETS_MAX && rc == 0; b++) {
+            cum += atomic_load_explicit(&delivery_buckets[s][b], memory_order_relaxed);
+            if (b < DELIVERY_BUCKETS_MAX - 1)
+                rc = put(buf, len, "%s_bucket{channel=\"%s\",le=\"%g\"} %" PRIu64 "\n", name, ch,
+                         (double)delivery_bounds[b] / 1000.0, cum);
+            else
+                rc = put(buf, len, "%s_bucket{channel=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, ch,
+                         cum);
+        }
+        uint64_t sum = atomic_load_explicit(&delivery_sum_ms[s], memory_order_relaxed);
+        if (rc == 0)
+            rc = put(buf, len,
+                     "%s_sum{channel=\"%s\"} %" PRIu64 ".%03u\n%s_count{channel=\"%s\"} %" PRIu64
+                     "\n",
+                     name, ch, sum / 1000, (unsigned)(sum % 1000), name, ch, cum);
+    }
+    return rc;
+}
+
+static int
+render_retention(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_retention_purged_rows_total";
+    int rc = put(buf, len, "# HELP %s Rows removed by retention, by kind.\n# TYPE %s counter\n",
+                 name, name);
+
+    for (unsigned k = 0; k < DB_RETENTION_KINDS && rc == 0; k++)
+        rc = put(buf, len, "%s{kind=\"%s\"} %" PRIu64 "\n", name, db_retention_name(k),
+                 metrics_retention_get(k));
     return rc;
 }
 
@@ -159,6 +311,12 @@ metrics_render(void)
                  counters[i].help, counters[i].name, counters[i].name, metrics_get((enum metric)i));
     if (rc == 0)
         rc = render_histogram(buf, &len);
+    if (rc == 0)
+        rc = render_outcomes(buf, &len);
+    if (rc == 0)
+        rc = render_delivery_latency(buf, &len);
+    if (rc == 0)
+        rc = render_retention(buf, &len);
     if (rc != 0) {
         free(buf); /* METRICS_RENDER_MAX too small: a bug caught by test_metrics */
         return NULL;

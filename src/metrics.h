@@ -15,13 +15,13 @@ enum metric {
     METRIC_EXPIRED_EVENTS,   /* Redis expired events for reminder keys */
     METRIC_DISPATCH_ERRORS,  /* failed fire statements (each retry counts) */
     METRIC_QUEUE_DROPPED,    /* items refused by a full dispatch queue (repaired by recon) */
-    METRIC_DELIVERED,        /* webhook deliveries recorded delivered (2xx) */
+    METRIC_DELIVERED,        /* deliveries recorded delivered, every channel */
     METRIC_DELIVERY_RETRIED, /* failed attempts with another one scheduled */
-    METRIC_DELIVERY_FAILED, /* deliveries recorded failed (last attempt, webhook or meeting gone) */
-    METRIC_STREAM_EVENTS,   /* reminder events written to open streams (live and replayed) */
-    METRIC_STREAM_RESUMES,  /* streams resumed from a cursor with the events they missed */
-    METRIC_STREAM_RESETS,   /* streams told to reset: cursor garbage, too old or ahead */
-    METRIC_STREAMS_CUT,     /* streams cut because their reader fell behind */
+    METRIC_DELIVERY_FAILED,  /* deliveries recorded failed (last attempt, target or meeting gone) */
+    METRIC_STREAM_EVENTS,    /* reminder events written to open streams (live and replayed) */
+    METRIC_STREAM_RESUMES,   /* streams resumed from a cursor with the events they missed */
+    METRIC_STREAM_RESETS,    /* streams told to reset: cursor garbage, too old or ahead */
+    METRIC_STREAMS_CUT,      /* streams cut because their reader fell behind */
     METRIC_COUNT
 };
 
@@ -29,12 +29,33 @@ enum metric {
 void metrics_add(enum metric m, uint64_t n);
 /* Current value of counter m. Thread-safe. */
 uint64_t metrics_get(enum metric m);
-/* Records one fire's lateness (fired_at - fire_at) in milliseconds; negative counts as 0. */
+/* Records one fire's lateness (fired_at - fire_at) in milliseconds, rendered in seconds as
+ * tocsin_fire_lateness_seconds; negative counts as 0. */
 void metrics_observe_lateness_ms(int64_t ms);
 /* Number of lateness observations so far, and how many of them were <= le_ms (le_ms must be one
  * of the bucket bounds; other values give the next bucket up). For tests and benchmarks. */
 uint64_t metrics_lateness_count(void);
 uint64_t metrics_lateness_le(int64_t le_ms);
+/* Per delivery channel (webhook, push, email: a CHANNEL_* of meeting.h; others are ignored):
+ * how attempts ended, and the delivery latency histogram (delivered time minus the reminder's
+ * due time), rendered as tocsin_channel_{sent,retried,failed}_total{channel} and
+ * tocsin_channel_delivery_latency_seconds{channel}. Thread-safe. */
+enum metric_outcome {
+    OUTCOME_SENT,    /* delivered */
+    OUTCOME_RETRIED, /* a failed attempt with another one scheduled */
+    OUTCOME_FAILED,  /* failed for good */
+    OUTCOME_COUNT
+};
+void metrics_channel_add(unsigned channel, enum metric_outcome o, uint64_t n);
+void metrics_observe_delivery_ms(unsigned channel, int64_t ms);
+/* A channel's count of outcome o so far. For tests. */
+uint64_t metrics_channel_get(unsigned channel, enum metric_outcome o);
+
+/* Rows retention purged, by kind (an enum db_retention_kind; others are ignored), rendered as
+ * tocsin_retention_purged_rows_total{kind}. Thread-safe. */
+void metrics_retention_add(unsigned kind, uint64_t n);
+uint64_t metrics_retention_get(unsigned kind);
+
 /* Every counter and the histogram in the Prometheus text exposition format. Returns a malloc'ed
  * string the caller frees with free(), or NULL when out of memory. */
 char *metrics_render(void);

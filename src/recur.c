@@ -232,6 +232,13 @@ until_ms(const char *s, size_t len, int64_t *out)
     return 0;
 }
 
+/* A number inside a part that recur_rule_check already accepted (a short signed decimal). */
+static int
+part_int(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
+
 /* With both BYMONTH and BYMONTHDAY, some named day must exist in some named month (29 February
  * counts): otherwise libical searches until its last year for a date that never comes. */
 static bool
@@ -240,10 +247,10 @@ some_date_exists(const struct parts *p)
     const char *m = p->v[P_BYMONTH], *m_end = m + p->len[P_BYMONTH];
 
     while (m < m_end) {
-        int month = atoi(m), dim = month == 2 ? 29 : timefmt_days_in_month(2001, month);
+        int month = part_int(m), dim = month == 2 ? 29 : timefmt_days_in_month(2001, month);
         const char *d = p->v[P_BYMONTHDAY], *d_end = d + p->len[P_BYMONTHDAY];
         while (d < d_end) {
-            if (atoi(d) <= dim)
+            if (part_int(d) <= dim)
                 return true;
             d += strcspn(d, ",;") + 1;
         }
@@ -269,17 +276,17 @@ parse_by(const struct parts *p, struct by *b)
     for (s = p->v[P_BYDAY], end = s ? s + p->len[P_BYDAY] : NULL; s && s < end;) {
         size_t len = strcspn(s, ",;");
         b->weekday[b->n_days] = weekday(s + len - 2, 2);
-        b->ordinal[b->n_days++] = len > 2 ? atoi(s) : 0;
+        b->ordinal[b->n_days++] = len > 2 ? part_int(s) : 0;
         s += len + 1;
     }
     for (s = p->v[P_BYMONTHDAY], end = s ? s + p->len[P_BYMONTHDAY] : NULL; s && s < end;) {
         b->has_monthday = true;
-        b->monthday[atoi(s)] = true;
+        b->monthday[part_int(s)] = true;
         s += strcspn(s, ",;") + 1;
     }
     for (s = p->v[P_BYMONTH], end = s ? s + p->len[P_BYMONTH] : NULL; s && s < end;) {
         b->has_month = true;
-        b->month[atoi(s)] = true;
+        b->month[part_int(s)] = true;
         s += strcspn(s, ",;") + 1;
     }
 }
@@ -354,7 +361,7 @@ setpos_reachable(const struct parts *p, int max)
     const char *s = p->v[P_BYSETPOS], *end = s + p->len[P_BYSETPOS];
 
     while (s < end) {
-        int v = atoi(s);
+        int v = part_int(s);
         if (v > max || -v > max)
             return false;
         s += strcspn(s, ",;") + 1;

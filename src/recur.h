@@ -25,8 +25,8 @@ struct recur_info {
     int64_t until_ms; /* UTC; only with has_until (the caller filters by it on resolved times) */
 };
 
-/* Checks text against the accepted subset (DESIGN.md section 9): FREQ DAILY, WEEKLY, MONTHLY or
- * YEARLY (required); INTERVAL; COUNT or UNTIL (a UTC date-time); BYDAY (ordinals only with
+/* Checks text against the accepted subset (docs/design.md section 9): FREQ DAILY, WEEKLY, MONTHLY
+ * or YEARLY (required); INTERVAL; COUNT or UNTIL (a UTC date-time); BYDAY (ordinals only with
  * MONTHLY, 1..5, or YEARLY, 1..53, or 1..5 with BYMONTH); BYMONTHDAY (1..31, not with WEEKLY,
  * with YEARLY only next to BYMONTH); BYMONTH; BYSETPOS (with MONTHLY or YEARLY and another BYxxx
  * part); WKST (MO or SU). Upper case, no repeated part or value. Then parses it with libical,

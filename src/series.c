@@ -367,7 +367,7 @@ series_page(const struct meeting *m, const struct series_override *ov, size_t n_
             int64_t to_ms, const struct series_page_pos *pos, struct series_occurrence *out,
             size_t max, bool *more)
 {
-    const struct series_override **mv = calloc(n_ov ? n_ov : 1, sizeof *mv);
+    const struct series_override **mv = calloc(n_ov ? n_ov : 1, sizeof(struct series_override *));
     int64_t lo = pos->has_after && pos->after_starts_ms > from_ms ? pos->after_starts_ms : from_ms;
     size_t n_mv = 0, at_mv = 0, n = 0;
     struct series_gen g;
@@ -380,7 +380,7 @@ series_page(const struct meeting *m, const struct series_override *ov, size_t n_
     for (size_t i = 0; i < n_ov; i++)
         if (moved(&ov[i]) && ov[i].starts_at_ms >= lo && ov[i].starts_at_ms < to_ms)
             mv[n_mv++] = &ov[i];
-    qsort(mv, n_mv, sizeof *mv, by_start);
+    qsort(mv, n_mv, sizeof(struct series_override *), by_start);
     if (series_gen_init(&g, m, lo) != 0)
         got = -1;
     else

@@ -1,6 +1,6 @@
-/* series.h -- recurring meetings (DESIGN.md section 9) as the domain sees them: a meeting whose
- * recurrence generates occurrences, each named by its original start (the UTC instant the rule
- * gives it, before any override moves it). Expansion runs on wall-clock times in the meeting's
+/* series.h -- recurring meetings (docs/design.md section 9) as the domain sees them: a meeting
+ * whose recurrence generates occurrences, each named by its original start (the UTC instant the
+ * rule gives it, before any override moves it). Expansion runs on wall-clock times in the meeting's
  * zone (recur.h) and resolves each by tz_resolve (gap: forward by the gap; overlap: the first
  * instant); two wall-clock times that resolve to one instant (a day a zone skipped, as
  * Pacific/Apia's 30 December 2011, moved onto the next) are one occurrence. Pure computation: no

@@ -8,7 +8,7 @@
 #define MS_PER_DAY 86400000LL
 /* Instants accepted by timefmt_parse: 1970-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z. */
 #define PARSE_MIN_MS 0LL
-#define PARSE_MAX_MS 253402300799999LL
+#define PARSE_MAX_MS TIMEFMT_MS_MAX
 /* timefmt_format clamps to 0000-01-01T00:00:00.000Z .. PARSE_MAX_MS so the year always has four
  * digits and the text fits TIMEFMT_BUF (fire times may precede 1970 by up to four weeks). */
 #define FORMAT_MIN_MS (-62167219200000LL)

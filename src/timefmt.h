@@ -9,7 +9,8 @@
 #define TIMEFMT_BUF 25
 /* Longest input accepted by timefmt_parse (with fractional digits and an offset). */
 #define TIMEFMT_INPUT_MAX 64
-/* Range accepted on input: years 1970..9999. */
+/* Range accepted on input: years 1970..9999 (the last millisecond of 9999 in ms). */
+#define TIMEFMT_MS_MAX 253402300799999LL
 
 /* Parses an RFC 3339 date-time that carries an offset ("Z", "z" or "+hh:mm"/"-hh:mm", hh <= 23,
  * mm <= 59). Accepts 'T' or 't' as separator, 0..9 fractional digits (truncated to milliseconds),

@@ -116,7 +116,7 @@ zone_get(const char *name)
     if (found == NULL && n_zones < TZ_ZONES_MAX) {
         struct zone *z = load(name);
         if (z != NULL) {
-            memmove(&zones[lo + 1], &zones[lo], (n_zones - lo) * sizeof zones[0]);
+            memmove(&zones[lo + 1], &zones[lo], (n_zones - lo) * sizeof(struct zone *));
             zones[lo] = z;
             n_zones++;
             found = &z->tz;

@@ -1,8 +1,8 @@
 /* tz.h -- time zones: a UTC instant as the wall-clock time of an IANA zone, from the system's
  * zoneinfo (tzfile.h says why tocsin reads it itself and not through libical), and back by
- * tocsin's own rule (DESIGN.md section 9): a wall-clock time that a spring-forward gap skips moves
- * forward by the gap (02:30 -> 03:30 when 02:00 jumps to 03:00), and one that a fall-back overlap
- * repeats is its first (earlier) instant. Thread-safe. */
+ * tocsin's own rule (docs/design.md section 9): a wall-clock time that a spring-forward gap skips
+ * moves forward by the gap (02:30 -> 03:30 when 02:00 jumps to 03:00), and one that a fall-back
+ * overlap repeats is its first (earlier) instant. Thread-safe. */
 #ifndef TOCSIN_TZ_H
 #define TOCSIN_TZ_H
 

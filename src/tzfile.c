@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "panic.h"
 #include "timefmt.h"
 
 #define HEADER_LEN 44
@@ -70,8 +71,9 @@ read_block(const unsigned char *b, const struct header *h, size_t time_size, str
 {
     const unsigned char *types = b + (size_t)h->timecnt * time_size;
     const unsigned char *info = types + h->timecnt;
-    int offsets[TZFILE_TYPES_MAX];
+    int offsets[TZFILE_TYPES_MAX] = {0};
 
+    TOCSIN_ASSERT(h->typecnt >= 1); /* read_header refuses a file without types */
     for (uint32_t i = 0; i < h->typecnt; i++) {
         int32_t off = (int32_t)be32(info + (size_t)i * TTINFO_LEN);
         if (off < -TZFILE_OFFSET_MAX || off > TZFILE_OFFSET_MAX ||

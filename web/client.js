@@ -477,3 +477,104 @@ export function connect(o) {
         cursor: () => seen,
     };
 }
+
+/**
+ * @typedef {object} PushOptions
+ * @property {() => string | Promise<string>} getToken a browser token with the `push` scope
+ * @property {string} [baseUrl] tocsin's base URL; default: where this module was loaded from
+ * @property {ServiceWorkerRegistration} [registration] the app's own service worker, which
+ *   `importScripts()` /v1/sw.js; default: /v1/sw.js registered as it is, which a browser allows
+ *   only when the page comes from tocsin's own origin (the demo page)
+ * @property {string} [scope] the scope of that default registration (default: the page's path)
+ * @property {typeof fetch} [fetch]
+ */
+const PUSH_STORAGE_PREFIX = 'tocsin:push:';
+
+/** @param {PushOptions} o @returns {Promise<ServiceWorkerRegistration>} */
+async function pushRegistration(o) {
+    if (o.registration) return o.registration;
+    const scope = o.scope ?? location.pathname;
+    const reg = await navigator.serviceWorker.register(`${base(o.baseUrl)}/v1/sw.js`, { scope });
+    const worker = reg.installing ?? reg.waiting ?? reg.active;
+    if (worker && worker.state !== 'activated') {
+        await new Promise((resolve) => {
+            worker.addEventListener('statechange', () => {
+                if (worker.state === 'activated' || worker.state === 'redundant') resolve(undefined);
+            });
+        });
+    }
+    return reg;
+}
+
+/** base64url text to bytes. @param {string} text */
+function fromBase64Url(text) {
+    const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** @param {PushOptions} o @param {string} method @param {string} path @param {unknown} [body] */
+async function pushCall(o, method, path, body) {
+    const headers = /** @type {Record<string, string>} */ ({
+        Authorization: `Bearer ${await o.getToken()}`, Accept: 'application/json' });
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const res = await (o.fetch ?? fetch)(`${base(o.baseUrl)}${path}`, {
+        method, headers, credentials: 'omit', cache: 'no-store',
+        body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok && res.status !== 404) throw await httpError(res);
+    return res.status === 204 || res.status === 404 ? null : res.json();
+}
+
+/**
+ * Subscribes this browser to the token's participant's reminders by Web Push (shown by /v1/sw.js
+ * while no page is open). Asks for the notification permission: call it from a click. Subscribing
+ * again is harmless (the same browser keeps one subscription).
+ * @param {PushOptions} o
+ * @returns {Promise<{ id: string, subscription: PushSubscription }>}
+ */
+export async function enablePush(o) {
+    if (!('serviceWorker' in navigator) || typeof PushManager === 'undefined') {
+        throw new Error('this browser has no Web Push');
+    }
+    if ((await Notification.requestPermission()) !== 'granted') {
+        throw new Error('notifications are not allowed for this site');
+    }
+    const reg = await pushRegistration(o);
+    const { key } = await pushCall(o, 'GET', '/v1/push/vapid-public-key');
+    const applicationServerKey = fromBase64Url(key);
+    let sub = await reg.pushManager.getSubscription();
+    const had = sub?.options.applicationServerKey;
+    if (sub && had && new Uint8Array(had).join() !== applicationServerKey.join()) {
+        await sub.unsubscribe(); // made for another tenant's key
+        sub = null;
+    }
+    sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey });
+    const { id } = await pushCall(o, 'POST', '/v1/push/subscriptions', sub.toJSON());
+    localStorage.setItem(PUSH_STORAGE_PREFIX + sub.endpoint, id);
+    return { id, subscription: sub };
+}
+
+/**
+ * Ends this browser's Web Push reminders: removes the subscription from tocsin and from the
+ * browser.
+ * @param {PushOptions} o
+ */
+export async function disablePush(o) {
+    const reg = o.registration ?? (await navigator.serviceWorker.getRegistration(o.scope ?? location.pathname));
+    const sub = reg ? await reg.pushManager.getSubscription() : null;
+    if (!sub) return;
+    const id = localStorage.getItem(PUSH_STORAGE_PREFIX + sub.endpoint);
+    if (id) await pushCall(o, 'DELETE', `/v1/push/subscriptions/${encodeURIComponent(id)}`);
+    localStorage.removeItem(PUSH_STORAGE_PREFIX + sub.endpoint);
+    await sub.unsubscribe();
+}
+
+/**
+ * Whether this browser has a Web Push subscription for these options' worker.
+ * @param {PushOptions} o
+ */
+export async function pushEnabled(o) {
+    if (!('serviceWorker' in navigator)) return false;
+    const reg = o.registration ?? (await navigator.serviceWorker.getRegistration(o.scope ?? location.pathname));
+    return !!(reg && (await reg.pushManager.getSubscription()));
+}

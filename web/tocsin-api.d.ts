@@ -79,6 +79,8 @@ export interface paths {
         /**
          * Delete a meeting
          * @description Deletes the meeting and cancels its pending reminders. Later requests for it answer 404.
+         *     With `If-Match`, only when it matches the meeting's current ETag (else 412 and nothing
+         *     is deleted), as with PUT and PATCH.
          *     With a browser token (`meetings:write`): only a meeting the token organizes (403
          *     `not_organizer` for a participant, 404 for a meeting it cannot see).
          */
@@ -358,9 +360,10 @@ export interface paths {
          *       `exp`; the stream ends at `exp`. Get a new token and reconnect with the cursor.
          *
          *     The stream also ends after `TOCSIN_STREAM_MAX_AGE_S` (900 s by default, ±20 % jitter)
-         *     and when the replica stops; a reader too slow to keep fewer than
-         *     `TOCSIN_STREAM_BUFFER_MAX` bytes waiting is cut. In every case the client reconnects with
-         *     its cursor and misses nothing, on any replica.
+         *     and when the replica stops; a reader with `TOCSIN_STREAM_BUFFER_MAX` bytes or more
+         *     waiting is cut when the next frame comes; a resume whose replay is larger than that
+         *     ends cleanly after the frames that fit (`replayed` in hello counts them). In every case
+         *     the client reconnects with its cursor and misses nothing, on any replica.
          */
         get: operations["openStream"];
         put?: never;
@@ -381,8 +384,9 @@ export interface paths {
         };
         /**
          * The participant's inbox
-         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL, and
-         *     the tenant's current `head`. Without `after`: the newest `limit` items, in ascending `seq`
+         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL (kept
+         *     for `TOCSIN_RETENTION_STREAM_EVENTS_S`, 7 days by default), and the tenant's current
+         *     `head`. Without `after`: the newest `limit` items, in ascending `seq`
          *     order; with `after`: the first `limit` items after it. Items of meetings deleted since are
          *     left out, so a page may hold fewer than `limit`.
          *
@@ -395,6 +399,87 @@ export interface paths {
         delete?: never;
         /** CORS preflight */
         options: operations["preflightMyNotifications"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/push/vapid-public-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's VAPID public key
+         * @description The `applicationServerKey` for `pushManager.subscribe()`: the tenant's VAPID P-256 public
+         *     key (RFC 8292), made on first use and kept in PostgreSQL, the same on every call and every
+         *     replica. Push services accept only messages signed with the key a subscription was made
+         *     with.
+         */
+        get: operations["getVapidPublicKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightVapidPublicKey"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/push/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribe this browser to the participant's reminders
+         * @description The body is what `PushSubscription.toJSON()` gives; members other than those below are
+         *     ignored. The subscription belongs to the token's participant (`sub`): each reminder of a
+         *     meeting where the participant takes part or organizes, whose channels include `push`, is
+         *     sent to it (RFC 8030: an `aes128gcm` body, RFC 8291; `Authorization: vapid`, RFC 8292;
+         *     `TTL` until the meeting's start plus the missed grace; `Urgency: high`; a `Topic` per
+         *     reminder, so a reminder moved before its message was shown replaces it). The `endpoint`
+         *     must be `https` and must not resolve to a loopback, private or link-local address (both
+         *     allowed with `TOCSIN_WEBPUSH_ALLOW_PRIVATE=1`, for tests). The same endpoint again for the
+         *     same participant answers 200 with the same id and its keys replaced; an endpoint another
+         *     participant of the tenant had moves to this one (the browser changed hands). At most 10
+         *     per participant: past that 409 `push_subscription_limit`. A push service that answers 404
+         *     or 410 removes the subscription.
+         */
+        post: operations["createPushSubscription"];
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightPushSubscriptions"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/push/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id. Another participant's, or anything else, answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unsubscribe
+         * @description Removes one of the token's participant's subscriptions; reminders not yet sent to it are
+         *     recorded failed (`push subscription removed`).
+         */
+        delete: operations["deletePushSubscription"];
+        /** CORS preflight */
+        options: operations["preflightPushSubscription"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -420,6 +505,32 @@ export interface paths {
         delete?: never;
         /** CORS preflight */
         options: operations["preflightClientModule"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sw.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The service worker part of Web Push
+         * @description A classic script for a web app's own service worker to `importScripts()`: it shows each
+         *     reminder pushed by tocsin as a notification (its `tag` is the reminder's `id`, so a
+         *     message delivered twice shows once) and opens the meeting on a click (the push message's
+         *     `url`, taken from the meeting's `metadata.url`, or a `self.tocsin.url(reminder)` hook, or
+         *     the worker's scope). Pages served by tocsin itself (the demo) may register it as it is:
+         *     it is sent with `Service-Worker-Allowed: /`. Served from the binary with a strong `ETag`.
+         */
+        get: operations["getServiceWorker"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightServiceWorker"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -541,6 +652,30 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    webPush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A reminder sent to a participant's push subscription
+         * @description Sent to the subscription's `endpoint` (its push service, which hands it to the browser,
+         *     whose service worker gets the `PushMessage` from `event.data.json()`; `/v1/sw.js` shows
+         *     it). The body is encrypted for the subscription (RFC 8291, `aes128gcm`, one record). 2xx
+         *     counts as delivered; 404 and 410 remove the subscription; 400, 401, 403 and 413 fail the
+         *     delivery at once; 429 and 5xx are retried, after `Retry-After` when given.
+         */
+        post: operations["webPush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -649,6 +784,47 @@ export interface components {
          *     has had no event yet). The SSE `id` of the stream carries it in decimal.
          */
         Seq: number;
+        VapidPublicKey: {
+            /** @description base64url (no padding) of the 65-byte uncompressed P-256 point. */
+            key: string;
+        };
+        /** @description `PushSubscription.toJSON()`; other members are ignored. */
+        PushSubscriptionInput: {
+            /**
+             * Format: uri
+             * @description The push service URL the browser got (`https`).
+             */
+            endpoint: string;
+            /** @description When the push service ends the subscription, ms since the epoch; null = never. */
+            expirationTime?: number | null;
+            keys: {
+                /** @description base64url of the browser's 65-byte uncompressed P-256 public key. */
+                p256dh: string;
+                /** @description base64url of the browser's 16-byte authentication secret. */
+                auth: string;
+            };
+        };
+        PushSubscriptionCreated: {
+            /** Format: uuid */
+            id: string;
+        };
+        /**
+         * @description The plaintext of a push message (what the service worker's `event.data.json()` gives).
+         *     `id` is the notification's id on every channel (the webhook's `webhook-id`).
+         */
+        PushMessage: {
+            /** @constant */
+            type: "meeting.reminder";
+            id: string;
+            /** Format: uuid */
+            meeting_id: string;
+            /** @description The meeting's title, cut to 100 characters. */
+            title: string;
+            starts_at: components["schemas"]["UtcTime"];
+            minutes_before: number;
+            /** @description The meeting's `metadata.url` when it is an http(s) URL of at most 1024 bytes. */
+            url?: string;
+        };
         SigningKey: {
             id: components["schemas"]["SigningKeyId"];
             created_at: components["schemas"]["UtcTime"];
@@ -999,7 +1175,10 @@ export interface components {
             } | null;
         };
         FieldError: {
-            /** @description JSON path of the offending member, e.g. `reminders[2].minutes_before`. */
+            /**
+             * @description JSON path of the offending member, e.g. `reminders[2].minutes_before`; for
+             *     `bad_query`, the query parameter's name (bytes outside printable ASCII as `\xHH`).
+             */
             field: string;
             message: string;
         };
@@ -1010,7 +1189,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1333,6 +1512,8 @@ export interface components {
     headers: {
         /** @description The path of the new webhook. */
         WebhookLocation: string;
+        /** @description The path of the subscription. */
+        PushSubscriptionLocation: string;
         /** @description The path of the new signing key. */
         SigningKeyLocation: string;
         /** @description Strong, quoted validator of the representation; changes whenever the body changes. */
@@ -1552,7 +1733,10 @@ export interface operations {
     deleteMeeting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag (or `*`); the change happens only when it matches, else 412. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
                 id: components["parameters"]["MeetingId"];
@@ -1571,6 +1755,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["NotOrganizer"];
             404: components["responses"]["MeetingNotFound"];
+            412: components["responses"]["PreconditionFailed"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2394,6 +2579,209 @@ export interface operations {
             "4XX": components["responses"]["OtherProblem"];
         };
     };
+    getVapidPublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VapidPublicKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            406: components["responses"]["NotAcceptable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightVapidPublicKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    createPushSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PushSubscriptionInput"];
+            };
+        };
+        responses: {
+            /** @description The participant had this endpoint already; its keys are replaced. */
+            200: {
+                headers: {
+                    Location: components["headers"]["PushSubscriptionLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushSubscriptionCreated"];
+                };
+            };
+            /** @description Subscribed. */
+            201: {
+                headers: {
+                    Location: components["headers"]["PushSubscriptionLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushSubscriptionCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key, or a token without `push`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            /** @description The participant has 10 push subscriptions already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @constant */
+                        code?: "push_subscription_limit";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightPushSubscriptions: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    deletePushSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription id. Another participant's, or anything else, answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            /** @description The participant has no subscription with this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @constant */
+                        code?: "push_subscription_not_found";
+                    };
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightPushSubscription: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path: {
+                /** @description The subscription id. Another participant's, or anything else, answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
     getClientModule: {
         parameters: {
             query?: never;
@@ -2429,6 +2817,62 @@ export interface operations {
         };
     };
     preflightClientModule: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    getServiceWorker: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier response (or `*`); when it matches, the answer is 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description Any scope of this origin. */
+                    "Service-Worker-Allowed": "/";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description Not modified; no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightServiceWorker: {
         parameters: {
             query?: never;
             header: {
@@ -2578,6 +3022,37 @@ export interface operations {
         responses: {
             /** @description Any 2xx answer counts as delivered; anything else is retried. */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webPush: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `vapid t=<ES256 JWT: aud = the endpoint's origin, exp 12 h ahead, sub = TOCSIN_VAPID_SUBJECT>, k=<the VAPID public key>` (RFC 8292). */
+                Authorization: string;
+                /** @description Seconds until the meeting's start plus `TOCSIN_MISSED_GRACE_MS` (0 once past). */
+                TTL: string;
+                Urgency: "high";
+                /** @description 32 base64url characters naming the reminder; a newer message of the same reminder (moved before it was shown) replaces an undelivered one. */
+                Topic: string;
+                "Content-Encoding": "aes128gcm";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Accepted by the push service (any 2xx counts as delivered). */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,7 @@
-/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import, from any origin)
- * and, with TOCSIN_DEMO=1, GET /demo (a participant's page built on it). Served from the binary
- * with a strong ETag; If-None-Match gives 304. */
+/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import, from any
+ * origin), GET /v1/sw.js (the service worker part of Web Push, for a web app's own worker to
+ * importScripts(), or registered as it is) and, with TOCSIN_DEMO=1, GET /demo (a participant's
+ * page built on them). Served from the binary with a strong ETag; If-None-Match gives 304. */
 #include <microhttpd.h>
 #include <string.h>
 
@@ -9,11 +10,11 @@
 #include "http_routes.h"
 
 static int
-serve(struct request *rq, const char *name)
+serve(struct request *rq, const char *name, const char *sw_allowed)
 {
     const struct asset *a = asset_find(name);
     const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    struct http_reply_meta meta = {a ? a->etag : NULL, NULL};
+    struct http_reply_meta meta = {a ? a->etag : NULL, NULL, sw_allowed};
     int ret;
 
     if (a == NULL)
@@ -28,7 +29,7 @@ serve(struct request *rq, const char *name)
 int
 handle_client_js(struct request *rq)
 {
-    return serve(rq, "client.js");
+    return serve(rq, "client.js", NULL);
 }
 
 int
@@ -36,5 +37,12 @@ handle_demo(struct request *rq)
 {
     if (!rq->cfg->demo)
         return http_reply_problem(rq, API_E_NOT_FOUND, "the demo page is off (TOCSIN_DEMO=1)");
-    return serve(rq, "demo.html");
+    return serve(rq, "demo.html", NULL);
+}
+
+int
+handle_sw_js(struct request *rq)
+{
+    /* Registered as it is, the worker may control the whole origin (the demo page is /demo). */
+    return serve(rq, "sw.js", "/");
 }

@@ -12,7 +12,7 @@
 #include "db_series.h"
 #include "handler.h"
 #include "http_auth.h"
-#include "log.h"
+#include "panic.h"
 #include "series_sync.h"
 #include "timefmt.h"
 
@@ -193,7 +193,7 @@ with_dropped(const char *body, const struct series_dropped *d)
 static int
 reply(struct request *rq, struct replace_tx *t, enum db_status st)
 {
-    struct http_reply_meta meta = {t->etag, NULL};
+    struct http_reply_meta meta = {t->etag, NULL, NULL};
     if (st == DB_ONE_RESULT) {
         if (!t->unchanged) {
             handler_mirror_sync(rq, &t->gone, &t->next);
@@ -224,8 +224,7 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
     case REPLACE_OK:
         break;
     }
-    LOG_ERROR("meeting replace: no outcome for a read-only transaction");
-    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    TOCSIN_UNREACHABLE("replace_tx_run returned NO_RESULTS without an outcome");
 }
 
 int

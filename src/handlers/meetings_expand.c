@@ -11,13 +11,14 @@
 
 #include "db_series.h"
 #include "handler.h"
+#include "hex.h"
 #include "http_routes.h"
 #include "meetings_expand.h"
 #include "timefmt.h"
 
 #define EXPAND_RANGE_MAX_MS (400LL * 86400000)
 #define CURSOR_RAW_MAX 96
-#define CURSOR_MAX (2 * CURSOR_RAW_MAX)
+#define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
 
 /* One item of the merged page: a single meeting (occ.original_start_ms = its start, single set)
  * or an occurrence of meeting m. */
@@ -27,36 +28,27 @@ struct item {
     struct series_occurrence occ;
 };
 
-static int
-hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 int
 meetings_expand_cursor_decode(const char *s, struct db_list_query *q)
 {
-    char raw[CURSOR_RAW_MAX + 1], id[MEETING_ID_LEN + 1];
-    size_t n = s ? strlen(s) : 0;
-    long long a, b;
-    int used = 0;
+    char raw[CURSOR_RAW_MAX + 1];
+    const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "x1"), *id;
+    int64_t starts, original;
 
-    if (n == 0 || n % 2 != 0 || n > CURSOR_MAX)
+    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0)
         return -1;
-    for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        raw[i] = (char)(hi * 16 + lo);
-    }
-    raw[n / 2] = '\0';
-    if (sscanf(raw, "x1:%lld:%36[0-9a-f-]:%lld%n", &a, id, &b, &used) != 3 || raw[used] != '\0' ||
-        !meeting_id_valid(id))
+    id = p;
+    p += strcspn(p, ":");
+    if (p - id != MEETING_ID_LEN || *p != ':')
+        return -1;
+    raw[p - raw] = '\0';
+    p++;
+    if (!meeting_id_valid(id) || handler_cursor_int(&p, '\0', &original) != 0)
         return -1;
     q->has_after = true;
-    q->after_starts_at_ms = a;
-    memcpy(q->after_id, id, sizeof id);
-    q->after_original_ms = b;
+    q->after_starts_at_ms = starts;
+    memcpy(q->after_id, id, MEETING_ID_LEN + 1);
+    q->after_original_ms = original;
     return 0;
 }
 
@@ -64,11 +56,10 @@ static void
 cursor_encode(const struct item *last, char out[CURSOR_MAX + 1])
 {
     char raw[CURSOR_RAW_MAX + 1];
-    int n = snprintf(raw, sizeof raw, "x1:%lld:%s:%lld", (long long)last->occ.starts_at_ms,
-                     last->m->id, (long long)last->occ.original_start_ms);
 
-    for (int i = 0; i < n && i < CURSOR_RAW_MAX; i++)
-        snprintf(out + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+    snprintf(raw, sizeof raw, "x1:%lld:%s:%lld", (long long)last->occ.starts_at_ms, last->m->id,
+             (long long)last->occ.original_start_ms);
+    hex_encode(raw, strlen(raw), out);
 }
 
 static int
@@ -206,15 +197,15 @@ meetings_expand(struct request *rq, struct db *db, struct db_list_query *q)
 
     if (q->from_ms == INT64_MIN || q->to_ms == INT64_MAX ||
         q->to_ms - q->from_ms > EXPAND_RANGE_MAX_MS)
-        return http_reply_problem(rq, API_E_BAD_QUERY,
-                                  "expand=true needs 'from' and 'to', at most 400 days apart");
+        return http_reply_query(rq, q->from_ms == INT64_MIN ? "from" : "to",
+                                "is needed with expand=true, with at most 400 days between them");
     switch (db_meeting_list_range(db, rq->tenant_id, q, &l, &singles)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     case DB_NO_RESULTS:
-        return http_reply_problem(
-            rq, API_E_BAD_QUERY, "more than 1000 recurring meetings overlap this range: narrow it");
+        return http_reply_query(
+            rq, "to", "must narrow the range: more than 1000 recurring meetings overlap it");
     case DB_ONE_RESULT:
         break;
     }

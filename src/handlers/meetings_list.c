@@ -7,54 +7,39 @@
 #include <string.h>
 
 #include "handler.h"
+#include "hex.h"
 #include "http_routes.h"
 #include "meetings_expand.h"
 #include "timefmt.h"
 
 #define LIST_LIMIT_DEFAULT 50
 #define CURSOR_RAW_MAX 80
-#define CURSOR_MAX (2 * CURSOR_RAW_MAX)
+#define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
 
 struct list_args {
     struct db_list_query q;
-    const char *bad; /* the first offending parameter, for the problem detail */
+    const char *bad;     /* the first offending parameter, for the problem detail */
+    const char *bad_why; /* and the form it needs */
     int seen_from, seen_to, seen_limit, seen_cursor, seen_expand;
     bool expand;        /* expand=true: occurrences of series (meetings_expand.c) */
     const char *cursor; /* decoded once expand is known */
 };
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
+#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
+#define CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
 
 static int
 cursor_decode(const char *s, struct db_list_query *q)
 {
     char raw[CURSOR_RAW_MAX + 1];
-    size_t n = strlen(s);
-    long long ms;
-    int used = 0;
+    const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "v1");
+    int64_t starts;
 
-    if (n == 0 || n % 2 != 0 || n > CURSOR_MAX)
-        return -1;
-    for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        raw[i] = (char)(hi * 16 + lo);
-    }
-    raw[n / 2] = '\0';
-    if (sscanf(raw, "v1:%lld:%n", &ms, &used) != 1 || used == 0 || !meeting_id_valid(raw + used))
+    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 || !meeting_id_valid(p))
         return -1;
     q->has_after = true;
-    q->after_starts_at_ms = ms;
-    memcpy(q->after_id, raw + used, MEETING_ID_LEN + 1);
+    q->after_starts_at_ms = starts;
+    memcpy(q->after_id, p, MEETING_ID_LEN + 1);
     return 0;
 }
 
@@ -62,9 +47,8 @@ static void
 cursor_encode(const struct meeting *last, char out[CURSOR_MAX + 1])
 {
     char raw[CURSOR_RAW_MAX + 1];
-    int n = snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
-    for (int i = 0; i < n && i < CURSOR_RAW_MAX; i++)
-        snprintf(out + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+    snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
+    hex_encode(raw, strlen(raw), out);
 }
 
 static int
@@ -77,27 +61,40 @@ static enum MHD_Result
 take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     struct list_args *a = cls;
-    int ok;
+    int ok, once = 1;
     char *end = NULL;
 
-    if (strcmp(key, "from") == 0)
-        ok = a->seen_from++ == 0 && parse_time_arg(value, &a->q.from_ms) == 0;
-    else if (strcmp(key, "to") == 0)
-        ok = a->seen_to++ == 0 && parse_time_arg(value, &a->q.to_ms) == 0;
-    else if (strcmp(key, "cursor") == 0)
-        ok = a->seen_cursor++ == 0 && (a->cursor = value) != NULL;
-    else if (strcmp(key, "expand") == 0)
-        ok = a->seen_expand++ == 0 && value != NULL &&
+    if (strcmp(key, "from") == 0) {
+        once = a->seen_from++ == 0;
+        ok = parse_time_arg(value, &a->q.from_ms) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "to") == 0) {
+        once = a->seen_to++ == 0;
+        ok = parse_time_arg(value, &a->q.to_ms) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "cursor") == 0) {
+        once = a->seen_cursor++ == 0;
+        ok = (a->cursor = value) != NULL;
+        a->bad_why = CURSOR_FORM;
+    } else if (strcmp(key, "expand") == 0) {
+        once = a->seen_expand++ == 0;
+        ok = value != NULL &&
              ((a->expand = strcmp(value, "true") == 0) || strcmp(value, "false") == 0);
-    else if (strcmp(key, "limit") == 0) {
+        a->bad_why = "must be true or false";
+    } else if (strcmp(key, "limit") == 0) {
         /* Digits only: strtol alone would take "+3", " 3" and "-0". */
         long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
-        ok =
-            a->seen_limit++ == 0 && end != NULL && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
+        once = a->seen_limit++ == 0;
+        ok = end != NULL && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
         a->q.limit = (size_t)v;
-    } else
+        a->bad_why = "must be an integer from 1 to 200";
+    } else {
         ok = 0;
-    if (!ok) {
+        a->bad_why = "is not taken: the parameters are from, to, limit, cursor and expand";
+    }
+    if (!once)
+        a->bad_why = "must be given at most once";
+    if (!ok || !once) {
         a->bad = key;
         return MHD_NO;
     }
@@ -143,20 +140,20 @@ handle_meetings_list(struct request *rq)
     struct list_args a = {
         .q = {.from_ms = INT64_MIN, .to_ms = INT64_MAX, .limit = LIST_LIMIT_DEFAULT}};
     struct db_meeting_list l = {0};
-    char detail[96];
     struct db *db;
 
+    _Static_assert(DB_LIST_LIMIT_MAX == 200, "the limit's form in the problem detail");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
     if (a.bad == NULL && a.cursor != NULL &&
         (a.expand ? meetings_expand_cursor_decode(a.cursor, &a.q)
-                  : cursor_decode(a.cursor, &a.q)) != 0)
+                  : cursor_decode(a.cursor, &a.q)) != 0) {
         a.bad = "cursor";
-    if (a.bad != NULL) {
-        snprintf(detail, sizeof(detail), "invalid or repeated query parameter '%.32s'", a.bad);
-        return http_reply_problem(rq, API_E_BAD_QUERY, detail);
+        a.bad_why = CURSOR_FORM;
     }
+    if (a.bad != NULL)
+        return http_reply_query(rq, a.bad, a.bad_why);
     if (a.q.from_ms != INT64_MIN && a.q.to_ms != INT64_MAX && a.q.from_ms > a.q.to_ms)
-        return http_reply_problem(rq, API_E_BAD_QUERY, "'from' must not be after 'to'");
+        return http_reply_query(rq, "from", "must not be after 'to'");
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     char mtg[PRINCIPAL_MTG_MAX * (MEETING_ID_LEN + 1) + 3];

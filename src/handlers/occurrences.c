@@ -1,4 +1,4 @@
-/* occurrences.c -- the occurrences of a recurring meeting (DESIGN.md section 9):
+/* occurrences.c -- the occurrences of a recurring meeting (docs/design.md section 9):
  * GET /v1/meetings/{id}/occurrences?from=&to=&limit=&cursor= lists them in time order with
  * overrides applied (series_page), keyset-paginated like the list (the cursor is hex of
  * "o1:<starts_at_ms>:<original_start_ms>" of the last item); PATCH
@@ -12,6 +12,7 @@
 
 #include "db_series.h"
 #include "handler.h"
+#include "hex.h"
 #include "http_auth.h"
 #include "http_routes.h"
 #include "log.h"
@@ -21,42 +22,29 @@
 #define PAGE_DEFAULT 50
 #define PAGE_MAX DB_LIST_LIMIT_MAX
 #define CURSOR_RAW_MAX 64
-#define CURSOR_MAX (2 * CURSOR_RAW_MAX)
+#define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
+#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
 
 struct page_args {
     int64_t from, to;
     size_t limit;
     struct series_page_pos pos;
-    const char *bad;
+    const char *bad;     /* the first offending parameter, for the problem detail */
+    const char *bad_why; /* and the form it needs */
     int seen_from, seen_to, seen_limit, seen_cursor;
 };
-
-static int
-hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 static int
 cursor_decode(const char *s, struct series_page_pos *pos)
 {
     char raw[CURSOR_RAW_MAX + 1];
-    size_t n = s ? strlen(s) : 0;
-    long long a, b;
-    int used = 0;
+    const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "o1");
+    int64_t starts, original;
 
-    if (n == 0 || n % 2 != 0 || n > CURSOR_MAX)
+    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 ||
+        handler_cursor_int(&p, '\0', &original) != 0)
         return -1;
-    for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        raw[i] = (char)(hi * 16 + lo);
-    }
-    raw[n / 2] = '\0';
-    if (sscanf(raw, "o1:%lld:%lld%n", &a, &b, &used) != 2 || raw[used] != '\0')
-        return -1;
-    *pos = (struct series_page_pos){true, a, b};
+    *pos = (struct series_page_pos){true, starts, original};
     return 0;
 }
 
@@ -64,11 +52,10 @@ static void
 cursor_encode(const struct series_occurrence *last, char out[CURSOR_MAX + 1])
 {
     char raw[CURSOR_RAW_MAX + 1];
-    int n = snprintf(raw, sizeof raw, "o1:%lld:%lld", (long long)last->starts_at_ms,
-                     (long long)last->original_start_ms);
 
-    for (int i = 0; i < n && i < CURSOR_RAW_MAX; i++)
-        snprintf(out + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+    snprintf(raw, sizeof raw, "o1:%lld:%lld", (long long)last->starts_at_ms,
+             (long long)last->original_start_ms);
+    hex_encode(raw, strlen(raw), out);
 }
 
 static enum MHD_Result
@@ -76,21 +63,34 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     struct page_args *a = cls;
     char *end = NULL;
-    int ok;
+    int ok, once = 1;
 
-    if (strcmp(key, "from") == 0)
-        ok = a->seen_from++ == 0 && value && timefmt_parse(value, strlen(value), &a->from) == 0;
-    else if (strcmp(key, "to") == 0)
-        ok = a->seen_to++ == 0 && value && timefmt_parse(value, strlen(value), &a->to) == 0;
-    else if (strcmp(key, "cursor") == 0)
-        ok = a->seen_cursor++ == 0 && cursor_decode(value, &a->pos) == 0;
-    else if (strcmp(key, "limit") == 0) {
+    if (strcmp(key, "from") == 0) {
+        once = a->seen_from++ == 0;
+        ok = value && timefmt_parse(value, strlen(value), &a->from) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "to") == 0) {
+        once = a->seen_to++ == 0;
+        ok = value && timefmt_parse(value, strlen(value), &a->to) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "cursor") == 0) {
+        once = a->seen_cursor++ == 0;
+        ok = cursor_decode(value, &a->pos) == 0;
+        a->bad_why = "must be a next_cursor returned by this endpoint, as it was returned";
+    } else if (strcmp(key, "limit") == 0) {
+        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
         long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
-        ok = a->seen_limit++ == 0 && end != NULL && *end == '\0' && v >= 1 && v <= PAGE_MAX;
+        once = a->seen_limit++ == 0;
+        ok = end != NULL && *end == '\0' && v >= 1 && v <= PAGE_MAX;
         a->limit = (size_t)v;
-    } else
+        a->bad_why = "must be an integer from 1 to 200";
+    } else {
         ok = 0;
-    if (!ok) {
+        a->bad_why = "is not taken: the parameters are from, to, limit and cursor";
+    }
+    if (!once)
+        a->bad_why = "must be given at most once";
+    if (!ok || !once) {
         a->bad = key;
         return MHD_NO;
     }
@@ -186,7 +186,6 @@ handle_occurrences_list(struct request *rq)
 {
     struct page_args a = {.from = INT64_MIN, .to = INT64_MAX, .limit = PAGE_DEFAULT};
     struct meeting m;
-    char detail[96];
     struct db *db;
     const char *id;
     int ret;
@@ -194,12 +193,11 @@ handle_occurrences_list(struct request *rq)
     if ((id = handler_meeting_id(rq, &ret)) == NULL)
         return ret;
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
-    if (a.bad != NULL) {
-        snprintf(detail, sizeof detail, "invalid or repeated query parameter '%.32s'", a.bad);
-        return http_reply_problem(rq, API_E_BAD_QUERY, detail);
-    }
+    _Static_assert(PAGE_MAX == 200, "the limit's form in the problem detail");
+    if (a.bad != NULL)
+        return http_reply_query(rq, a.bad, a.bad_why);
     if (a.from != INT64_MIN && a.to != INT64_MAX && a.from > a.to)
-        return http_reply_problem(rq, API_E_BAD_QUERY, "'from' must not be after 'to'");
+        return http_reply_query(rq, "from", "must not be after 'to'");
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     meeting_init(&m);

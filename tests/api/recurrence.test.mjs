@@ -1,4 +1,4 @@
-// recurrence.test.mjs -- recurring meetings (DESIGN.md section 9) against real servers: strict
+// recurrence.test.mjs -- recurring meetings (docs/design.md section 9) against real servers: strict
 // validation with field errors, wall-clock time kept across DST (and the gap and overlap rules),
 // the occurrences list and its pagination, overrides (move, retitle, cancel) kept or dropped by a
 // series change, GET /v1/meetings?expand=true, browser tokens, and live firing: a daily series

@@ -2,6 +2,7 @@
  * bound falls in that bucket), negatives count as 0, and the rendered text carries cumulative
  * buckets, _sum and _count. */
 #include "check.h"
+#include "meeting.h"
 #include "metrics.h"
 
 #include <stdio.h>
@@ -47,14 +48,55 @@ main(void)
     CHECK(text != NULL, "render");
     if (text != NULL) {
         CHECK(strstr(text, "\ntocsin_reminders_fired_total 5\n") != NULL, "fired line");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"1\"} 3\n") != NULL,
-              "le=1 bucket");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"+Inf\"} 9\n") != NULL,
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"0.001\"} 3\n") != NULL,
+              "le=0.001 bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"10\"} 8\n") != NULL,
+              "le=10 bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"+Inf\"} 9\n") != NULL,
               "+Inf bucket");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_count 9\n") != NULL, "count line");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_sum 20048\n") != NULL, "sum line");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_count 9\n") != NULL, "count line");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_sum 20.048\n") != NULL, "sum line");
+        CHECK(strstr(text, "milliseconds") == NULL, "no metric in milliseconds");
     }
     free(text);
-    printf("test_metrics: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+
+    /* Per channel: outcomes by label, the latency histogram in seconds; stream is not counted. */
+    metrics_channel_add(CHANNEL_PUSH, OUTCOME_SENT, 2);
+    metrics_channel_add(CHANNEL_EMAIL, OUTCOME_RETRIED, 1);
+    metrics_channel_add(CHANNEL_STREAM, OUTCOME_SENT, 7); /* ignored */
+    metrics_channel_add(CHANNEL_PUSH, OUTCOME_COUNT, 1);  /* ignored */
+    metrics_observe_delivery_ms(CHANNEL_PUSH, 100);       /* a bound falls in its bucket */
+    metrics_observe_delivery_ms(CHANNEL_PUSH, 2600);
+    metrics_observe_delivery_ms(CHANNEL_WEBHOOK, -3);
+    CHECK(metrics_channel_get(CHANNEL_PUSH, OUTCOME_SENT) == 2, "push sent");
+    CHECK(metrics_channel_get(CHANNEL_STREAM, OUTCOME_SENT) == 0, "stream not counted");
+    text = metrics_render();
+    CHECK(text != NULL, "render with channels");
+    if (text != NULL) {
+        CHECK(strstr(text, "\ntocsin_channel_sent_total{channel=\"push\"} 2\n") != NULL, "push");
+        CHECK(strstr(text, "\ntocsin_channel_retried_total{channel=\"email\"} 1\n") != NULL,
+              "email retried");
+        CHECK(strstr(text, "\ntocsin_channel_failed_total{channel=\"webhook\"} 0\n") != NULL,
+              "webhook failed");
+        CHECK(strstr(text, "channel=\"stream\"") == NULL, "no stream label");
+        CHECK(strstr(text, "tocsin_channel_delivery_latency_seconds_bucket{channel=\"push\","
+                           "le=\"0.1\"} 1\n") != NULL,
+              "push le=0.1");
+        CHECK(strstr(text, "tocsin_channel_delivery_latency_seconds_bucket{channel=\"push\","
+                           "le=\"2.5\"} 1\n") != NULL,
+              "push le=2.5");
+        CHECK(strstr(text, "tocsin_channel_delivery_latency_seconds_bucket{channel=\"push\","
+                           "le=\"5\"} 2\n") != NULL,
+              "push le=5");
+        CHECK(
+            strstr(text, "tocsin_channel_delivery_latency_seconds_sum{channel=\"push\"} 2.700\n") !=
+                NULL,
+            "push sum");
+        CHECK(strstr(text,
+                     "tocsin_channel_delivery_latency_seconds_count{channel=\"webhook\"} 1\n") !=
+                  NULL,
+              "webhook count");
+    }
+    free(text);
+    return check_summary("test_metrics");
 }

@@ -1,0 +1,479 @@
+// bench/stream.mjs -- the live stream (GET /v1/stream) measured end to end, driven by
+// bench/stream.sh (which builds, starts PostgreSQL and Redis, migrates and makes an API key).
+// Starts BENCH_REPLICAS `tocsin serve` processes on one database and one Redis and runs:
+//   lateness: one stream per replica for one participant; BENCH_DUE reminders of theirs due evenly
+//             over BENCH_SPREAD_S seconds; recorded fired (stream_events.fired_at) to received,
+//             split by whether the stream's replica is the one that fired the reminder;
+//   fanout:   BENCH_STREAMS streams on one freshly started replica (BENCH_STREAMS_EACH per
+//             participant of one meeting); the replica's RSS and CPU with none and with them all
+//             idle for BENCH_IDLE_S, then BENCH_FANOUT_FIRES reminders of that meeting: recorded
+//             fired until the last stream has it;
+//   storm:    BENCH_STREAMS streams on the other replicas, cut and reconnected with their cursors
+//             to the first replica over BENCH_STORM_S seconds while BENCH_STORM_REMINDERS
+//             reminders fire and bench/stream_load.mjs runs a paced GET /v1/meetings/{id} load
+//             (BENCH_API_RATE per second) against that replica; the same load without the storm,
+//             just before, is the baseline.
+// Which replica fired an event: the bench's database gives stream_events a column whose default
+// is the inserting session's application_name, and each replica connects with its own. Receipt
+// times are taken by the client on the same machine, so both sides read one clock.
+// Prints one block per scenario; exits non-zero when an event was lost or delivered twice.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+import { StreamClient, clock, openAll } from './stream_client.mjs';
+import {
+    API_KEY, BIN, DB_URL, DIR, EACH, REDIS_PORT, STREAMS, api, clientsFor, closeAll, die, eventsAfter, fmt, freePort, headSeq,
+    insertDue, log, machineNote, procStat, psql, q3, quantile, sleep, startReplica, stopReplica,
+    streamsOpen, subsOf, sumOf, tokensFor, waitFor,
+} from './stream_rig.mjs';
+
+const env = (name, def) => process.env[name] ?? def;
+const REPLICAS = Number(env('BENCH_REPLICAS', '3'));
+const SCENARIOS = env('BENCH_SCENARIOS', 'lateness fanout storm').split(/\s+/).filter(Boolean);
+const DUE = Number(env('BENCH_DUE', '10000'));
+const SPREAD_S = Number(env('BENCH_SPREAD_S', '20'));
+const IDLE_S = Number(env('BENCH_IDLE_S', '60'));
+const FANOUT_FIRES = Number(env('BENCH_FANOUT_FIRES', '3'));
+const STORM_S = Number(env('BENCH_STORM_S', '10'));
+const STORM_REMINDERS = Number(env('BENCH_STORM_REMINDERS', '3'));
+const API_RATE = Number(env('BENCH_API_RATE', '200'));
+const API_CONNECTIONS = Number(env('BENCH_API_CONNECTIONS', '10'));
+
+const PARTICIPANTS_MAX = 500; // of one meeting (the API's bound)
+const LEAD_MS = 15000;        // a reminder is due this long after its row is written
+const SETTLE_MS = 30000;      // wait for stragglers after the last due time
+const OPEN_WINDOW = 200;      // streams connecting at once while opening
+const HEARTBEAT_MS = 20000;   // the server's default TOCSIN_STREAM_HEARTBEAT_MS
+const WARM_PARALLEL = 64;     // requests at once to warm a fresh replica's HTTP threads
+const WARM_ROUNDS = 5;
+const CPU_LEAD_MS = 500;      // a fan-out's CPU is counted from this long before the due time
+
+// ------------------------------------------------------------------ lateness
+
+async function lateness(ctx) {
+    const { reps, tenant } = ctx;
+    const sub = 'lat-0001';
+    const [token] = await tokensFor(reps[0].port, [sub]);
+    const clients = reps.map((r) => new StreamClient({ port: r.port, token, sub, tag: r.i }));
+    for (const c of clients) {
+        c.keep = true;
+        c.wantIds = true;
+    }
+    await openAll(clients);
+    const head0 = await headSeq(tenant);
+    machineNote();
+    const t0 = Date.now() + LEAD_MS;
+    const stepUs = Math.floor((SPREAD_S * 1e6) / DUE);
+    const last = t0 + Math.floor(((DUE - 1) * stepUs) / 1000) + 1;
+    await insertDue(tenant, [sub], DUE, t0, stepUs);
+    log(`lateness: ${DUE} reminders due over ${SPREAD_S} s, one stream on each of ${reps.length} replicas`);
+    await waitFor('the lateness reminders', () => Date.now() > last + SETTLE_MS ||
+        (Date.now() > last && clients.every((c) => c.got.size >= DUE)), last + SETTLE_MS + 5000 - Date.now());
+    const note = machineNote();
+    const rows = await eventsAfter(tenant, head0, sub);
+    const res = { rows: rows.length, same: [], other: [], lost: 0, foreign: 0, mismatch: 0, by: {}, engine: [] };
+    for (const e of rows) {
+        res.by[e.by] = (res.by[e.by] ?? 0) + 1;
+        res.engine.push(e.fired - e.fire);
+    }
+    for (const c of clients) {
+        const mine = `bench-${c.tag + 1}`;
+        const seqs = new Set();
+        for (const e of rows) {
+            seqs.add(e.seq);
+            const at = c.got.get(e.seq);
+            if (at === undefined) {
+                res.lost++;
+                continue;
+            }
+            (e.by === mine ? res.same : res.other).push(at - e.fired);
+            if (c.remOf.get(e.seq) !== e.rid) {
+                res.mismatch++;
+            }
+        }
+        for (const s of c.got.keys()) {
+            res.foreign += seqs.has(s) ? 0 : 1;
+        }
+    }
+    res.dups = sumOf(clients, (c) => c.dups);
+    res.disorder = sumOf(clients, (c) => c.disorder);
+    res.drops = sumOf(clients, (c) => c.drops);
+    res.resets = sumOf(clients, (c) => c.resets.length);
+    res.replayed = sumOf(clients, (c) => c.replayed);
+    closeAll(clients);
+
+    const all = res.same.concat(res.other);
+    const out = [
+        `\nstream lateness: recorded fired (stream_events.fired_at) to received, ms; ${DUE} reminders due over ${SPREAD_S} s,`,
+        `${reps.length} replicas, one stream per replica for the reminders' participant (same machine, same clock)`,
+        `  stream on            received  p50/p99/max`,
+        `  the firing replica   ${String(res.same.length).padStart(8)}  ${q3(res.same)}`,
+        `  another replica      ${String(res.other.length).padStart(8)}  ${q3(res.other)}`,
+        `  all                  ${String(all.length).padStart(8)}  ${q3(all)}`,
+        `  lost ${res.lost}, duplicated ${res.dups} (of ${rows.length} events x ${clients.length} streams; ${DUE - rows.length} reminders without an event)`,
+        `  out of order ${res.disorder}, body id not the event's reminder ${res.mismatch}, events not expected ${res.foreign},` +
+            ` reconnects ${res.drops} (replayed ${res.replayed}), resets ${res.resets}`,
+        `  fired by: ${Object.entries(res.by).sort().map(([k, v]) => `${k} ${v}`).join(', ')}`,
+        `  engine fire lateness (fired_at - fire_at) p50/p99/max: ${q3(res.engine)} ms`,
+        `  ${note}`,
+    ];
+    return { out, bad: res.lost > 0 || res.dups > 0 || res.mismatch > 0 || res.foreign > 0 || rows.length < DUE };
+}
+
+// ------------------------------------------------------------------ fan-out
+
+async function fanout(ctx) {
+    const { reps, tenant } = ctx;
+    const np = Math.ceil(STREAMS / EACH);
+    if (np > PARTICIPANTS_MAX) {
+        die(`BENCH_STREAMS ${STREAMS} needs ${np} participants at ${EACH} streams each; a meeting has at most ${PARTICIPANTS_MAX}`);
+    }
+    // A fresh process: nothing left from earlier scenarios in its heap or its hub.
+    log(`fanout: restarting replica 1`);
+    await stopReplica(reps[0]);
+    const r = (reps[0] = await startReplica(0, reps[0].port));
+    const pid = r.child.pid;
+    const subs = subsOf('fan', np);
+    const tokens = await tokensFor(r.port, subs);
+    // Every HTTP thread opens its database and Redis connections on its first request: have them
+    // all do so now, so that the difference below is the streams' alone.
+    for (let k = 0; k < WARM_ROUNDS; k++) {
+        await Promise.all(Array.from({ length: WARM_PARALLEL }, () => api(r.port, 'GET', '/v1/meetings?limit=1')));
+    }
+    await sleep(3000);
+    const none = procStat(pid);
+    log(`fanout: replica 1 idle without streams for ${IDLE_S} s`);
+    await sleep(IDLE_S * 1000);
+    const noneEnd = procStat(pid);
+
+    const clients = clientsFor(subs, tokens, STREAMS, () => r.port);
+    for (const c of clients) {
+        c.keep = true;
+    }
+    log(`fanout: opening ${STREAMS} streams (${np} participants x ${EACH}) on replica 1`);
+    const t0 = clock();
+    await openAll(clients, { window: OPEN_WINDOW });
+    const openMs = clock() - t0;
+    const helloMs = Float64Array.from(clients, (c) => c.hellos[0].openMs).sort();
+    await sleep(5000);
+    const open = procStat(pid);
+    machineNote();
+    log(`fanout: ${STREAMS} idle streams for ${IDLE_S} s`);
+    await sleep(IDLE_S * 1000);
+    const openEnd = procStat(pid);
+    const idleNote = machineNote();
+    const server = await streamsOpen(r);
+
+    const fires = [];
+    let bad = false;
+    for (let k = 0; k < FANOUT_FIRES; k++) {
+        const head0 = await headSeq(tenant);
+        const bytes0 = sumOf(clients, (c) => c.sock?.bytesRead ?? 0);
+        let first = null, lastAt = 0, n = 0, cpuFirst = null, cpuLast = null;
+        for (const c of clients) {
+            c.onReminder = (cl, seq, at) => {
+                if (seq <= head0) {
+                    return;
+                }
+                n++;
+                lastAt = Math.max(lastAt, at);
+                if (first === null) {
+                    first = at;
+                    cpuFirst = process.cpuUsage();
+                }
+                if (n === clients.length) {
+                    cpuLast = process.cpuUsage(cpuFirst);
+                }
+            };
+        }
+        const due = Date.now() + LEAD_MS;
+        await insertDue(tenant, subs, 1, due, 0);
+        machineNote();
+        log(`fanout: reminder ${k + 1} of ${FANOUT_FIRES} to all ${STREAMS} streams`);
+        await sleep(due - CPU_LEAD_MS - Date.now());
+        const cpu0 = procStat(pid), w0 = Date.now();
+        await waitFor('the fan-out', () => n >= clients.length || Date.now() > due + SETTLE_MS, CPU_LEAD_MS + SETTLE_MS + 5000).catch(() => {});
+        const serverCpuMs = procStat(pid).cpuMs - cpu0.cpuMs, windowMs = Date.now() - w0;
+        const note = machineNote();
+        const [ev] = await eventsAfter(tenant, head0, subs[0]);
+        const late = [];
+        let lost = 0;
+        for (const c of clients) {
+            const at = ev ? c.got.get(ev.seq) : undefined;
+            if (at === undefined) {
+                lost++;
+            } else {
+                late.push(at - ev.fired);
+            }
+        }
+        const bytes = sumOf(clients, (c) => c.sock?.bytesRead ?? 0) - bytes0;
+        fires.push({ ev, late, lost, bytes, spanMs: first === null ? NaN : lastAt - first, serverCpuMs, windowMs, note,
+            clientCpuMs: cpuLast ? (cpuLast.user + cpuLast.system) / 1000 : NaN, by: ev?.by });
+        bad ||= lost > 0 || !ev;
+        await sleep(2000);
+    }
+    const after = procStat(pid);
+    const dups = sumOf(clients, (c) => c.dups);
+    const drops = sumOf(clients, (c) => c.drops);
+    const refused = sumOf(clients, (c) => c.refused.length);
+    bad ||= dups > 0;
+
+    // Clients that vanish: how long the replica keeps counting their streams.
+    closeAll(clients);
+    const tc = Date.now();
+    let released = NaN;
+    try {
+        await waitFor('the closed streams to be released', async () => (await streamsOpen(r)) === 0, HEARTBEAT_MS + 15000);
+        released = Date.now() - tc;
+    } catch {
+        released = NaN;
+    }
+    const left = await streamsOpen(r);
+
+    const pct = (a, b, ms) => ((b.cpuMs - a.cpuMs) / ms) * 100;
+    const out = [
+        `\nfan-out: ${STREAMS} streams on one replica (${np} participants of one meeting x ${EACH} streams each,`,
+        `TOCSIN_STREAMS_PER_PARTICIPANT=${EACH}), one reminder of that meeting to all of them`,
+        `  opened in ${fmt(openMs / 1000, 1)} s (${fmt(STREAMS / (openMs / 1000))}/s, ${OPEN_WINDOW} connecting at once),` +
+            ` request to hello p50/p99/max ${fmt(quantile(helloMs, 0.5), 1)}/${fmt(quantile(helloMs, 0.99), 1)}/${fmt(helloMs[helloMs.length - 1], 1)} ms;` +
+            ` the replica counts ${server} open`,
+        `  RSS: ${none.rss} KiB without streams, ${open.rss} KiB with ${STREAMS} (${openEnd.rss} KiB after ${IDLE_S} s idle,` +
+            ` ${after.rss} KiB after the fan-outs): ${fmt(((open.rss - none.rss) * 1024) / STREAMS / 1024, 2)} KiB per stream`,
+        `  CPU over ${IDLE_S} s: ${fmt(pct(none, noneEnd, IDLE_S * 1000), 2)}% of a core without streams,` +
+            ` ${fmt(pct(open, openEnd, IDLE_S * 1000), 2)}% with ${STREAMS} idle streams` +
+            ` (difference ${fmt(pct(open, openEnd, IDLE_S * 1000) - pct(none, noneEnd, IDLE_S * 1000), 2)}%; heartbeat every ${HEARTBEAT_MS / 1000} s);` +
+            ` ${idleNote}`,
+    ];
+    for (const [k, f] of fires.entries()) {
+        const s = Float64Array.from(f.late).sort();
+        out.push(`  reminder ${k + 1}: recorded fired to received first/p50/p99/last ${fmt(s[0], 1)}/${fmt(quantile(s, 0.5), 1)}/` +
+            `${fmt(quantile(s, 0.99), 1)}/${fmt(s[s.length - 1], 1)} ms; received by ${f.late.length} of ${STREAMS} (lost ${f.lost}),` +
+            ` fired by ${f.by ?? '-'}, ${fmt(f.bytes / STREAMS)} bytes per stream; CPU: the client ${fmt(f.clientCpuMs)} ms in the ${fmt(f.spanMs)} ms` +
+            ` from first to last receipt, replica 1 ${fmt(f.serverCpuMs)} ms in ${fmt(f.windowMs)} ms from ${CPU_LEAD_MS} ms before the due time;` +
+            ` ${f.note}`);
+    }
+    out.push(`  duplicated ${dups}, reconnects ${drops}, refused ${refused}`);
+    out.push(`  after the clients closed their sockets the replica counted their streams for ${Number.isNaN(released) ? `more than ${(HEARTBEAT_MS + 15000) / 1000} s (${left} left)` : `${fmt(released / 1000, 1)} s`}`);
+    return { out, bad };
+}
+
+// ------------------------------------------------------------------ reconnect storm
+
+// Runs bench/stream_load.mjs against GET path on port for seconds (API_RATE per second over
+// API_CONNECTIONS connections); resolves with its samples [scheduled ms, latency ms, status].
+function runLoad(port, path, seconds) {
+    const script = fileURLToPath(new URL('./stream_load.mjs', import.meta.url));
+    return new Promise((resolve, reject) => {
+        execFile(process.execPath, [script], {
+            maxBuffer: 64 << 20,
+            env: { ...process.env, LOAD_PORT: String(port), LOAD_PATH: path, LOAD_TOKEN: API_KEY,
+                LOAD_RATE: String(API_RATE), LOAD_CONNECTIONS: String(API_CONNECTIONS), LOAD_SECONDS: String(seconds) },
+        }, (err, stdout, stderr) => (err ? reject(new Error(`stream_load.mjs: ${stderr || err}`)) : resolve(JSON.parse(stdout).samples)));
+    });
+}
+
+// "n, p50/p99/max, errors" of load samples.
+function loadStats(samples) {
+    const lat = Float64Array.from(samples, (x) => x[1]).sort();
+    return { n: samples.length, p50: quantile(lat, 0.5), p99: quantile(lat, 0.99), max: lat[lat.length - 1] ?? NaN,
+        errors: samples.filter((x) => x[2] !== 200).length };
+}
+
+function loadLine(tag, st) {
+    return `    ${tag.padEnd(44)} ${String(st.n).padStart(5)}  ${fmt(st.p50, 2)}/${fmt(st.p99, 2)}/${fmt(st.max, 2)}  errors ${st.errors}`;
+}
+
+async function storm(ctx) {
+    const { reps, tenant } = ctx;
+    if (reps.length < 2) {
+        die('the storm needs BENCH_REPLICAS >= 2: streams move from the others to the first');
+    }
+    const np = Math.ceil(STREAMS / EACH);
+    if (np > PARTICIPANTS_MAX) {
+        die(`BENCH_STREAMS ${STREAMS} needs ${np} participants at ${EACH} streams each; a meeting has at most ${PARTICIPANTS_MAX}`);
+    }
+    const target = reps[0];
+    const others = reps.slice(1);
+    const subs = subsOf('storm', np);
+    const tokens = await tokensFor(target.port, subs);
+    const meeting = await api(target.port, 'POST', '/v1/meetings', {
+        title: 'API load', starts_at: new Date(Date.now() + 86400000).toISOString(),
+        participants: [{ id: 'api-0001' }, { id: 'api-0002' }, { id: 'api-0003' }], reminders: [],
+    });
+    const apiPath = `/v1/meetings/${meeting.id}`;
+
+    const clients = clientsFor(subs, tokens, STREAMS, (k) => others[k % others.length].port);
+    for (const c of clients) {
+        c.keep = true;
+    }
+    log(`storm: opening ${STREAMS} streams on replica${others.length > 1 ? 's' : ''} ${others.map((r) => r.i + 1).join(', ')}`);
+    await openAll(clients, { window: OPEN_WINDOW });
+
+    // One reminder first, so that every cursor is a reminder's id.
+    let head0 = await headSeq(tenant);
+    await insertDue(tenant, subs, 1, Date.now() + LEAD_MS, 0);
+    log('storm: a first reminder to every stream');
+    await waitFor('the first reminder', () => clients.every((c) => c.got.size >= 1), LEAD_MS + SETTLE_MS);
+    head0 = await headSeq(tenant);
+
+    // The storm's reminders are written now (the scheduler wants them a few seconds ahead); the
+    // baseline runs meanwhile.
+    const start = Date.now() + Math.max(LEAD_MS, STORM_S * 1000 + 4000);
+    for (let k = 0; k < STORM_REMINDERS; k++) {
+        await insertDue(tenant, subs, 1, start + Math.round(((k + 1) * STORM_S * 1000) / (STORM_REMINDERS + 1)), 0);
+    }
+    log(`storm: baseline, ${STORM_S} s of GET ${apiPath} at ${API_RATE}/s on replica 1`);
+    const cpuB0 = procStat(target.child.pid);
+    machineNote();
+    const baseline = await runLoad(target.port, apiPath, STORM_S);
+    const cpuB = procStat(target.child.pid).cpuMs - cpuB0.cpuMs;
+    const baseNote = machineNote();
+    await sleep(start - Date.now());
+
+    log(`storm: ${STREAMS} streams cut and reconnected to replica 1 over ${STORM_S} s, same load`);
+    const cpuS0 = procStat(target.child.pid);
+    const load = runLoad(target.port, apiPath, STORM_S);
+    const order = clients.map((c, k) => k);
+    for (let k = order.length - 1; k > 0; k--) {
+        const j = Math.floor(Math.random() * (k + 1));
+        [order[k], order[j]] = [order[j], order[k]];
+    }
+    const t0 = clock();
+    const cutAt = new Float64Array(clients.length);
+    let done = 0;
+    await new Promise((resolve) => {
+        const tick = () => {
+            const due = Math.min(order.length, Math.floor(((clock() - t0) / (STORM_S * 1000)) * order.length) + 1);
+            for (; done < due; done++) {
+                const c = clients[order[done]];
+                cutAt[order[done]] = clock();
+                c.cut();
+                c.connect(target.port);
+            }
+            if (done < order.length) {
+                setTimeout(tick, 5);
+            } else {
+                resolve();
+            }
+        };
+        tick();
+    });
+    const cutsMs = clock() - t0;
+    const during = await load;
+    const cpuS = procStat(target.child.pid).cpuMs - cpuS0.cpuMs;
+    const stormNote = machineNote();
+    await waitFor('every stream back with every reminder', () =>
+        clients.every((c) => c.hellos.length >= 2 && c.got.size >= 1 + STORM_REMINDERS), 60000).catch((e) => log(e.message));
+
+    const rows = await eventsAfter(tenant, head0, subs[0]);
+    let lost = 0;
+    for (const c of clients) {
+        for (const e of rows) {
+            lost += c.got.has(e.seq) ? 0 : 1;
+        }
+    }
+    const back = clients.filter((c) => c.hellos.length >= 2);
+    const reconnectMs = Float64Array.from(back, (c) => c.hellos[1].at - cutAt[c.tag]).sort();
+    const lastBack = back.reduce((a, c) => Math.max(a, c.hellos[1].at), 0) - t0;
+    const resumed = back.filter((c) => c.hellos[1].resumed).length;
+    const dups = sumOf(clients, (c) => c.dups);
+    const resets = sumOf(clients, (c) => c.resets.length);
+    const refused = sumOf(clients, (c) => c.refused.length);
+    const drops = sumOf(clients, (c) => c.drops);
+    const replayed = sumOf(clients, (c) => c.replayed);
+    const live = sumOf(clients, (c) => [...c.got.keys()].filter((s) => s > head0).length) - replayed;
+    // Each storm reminder's fan-out, from recorded fired to the last live receipt (not a replay
+    // on a later resume): which API requests overlapped one.
+    const windows = rows.map((e) => [e.fired, clients.reduce((a, c) =>
+        (c.viaReplay.has(e.seq) ? a : Math.max(a, c.got.get(e.seq) ?? 0)), 0)]);
+    // Cut to hello by the second of the storm in which the cut fell.
+    const bySecond = Array.from({ length: Math.ceil(cutsMs / 1000) }, () => []);
+    for (const c of back) {
+        bySecond[Math.min(bySecond.length - 1, Math.floor((cutAt[c.tag] - t0) / 1000))].push(c.hellos[1].at - cutAt[c.tag]);
+    }
+    const overlaps = (x) => windows.some(([a, b]) => x[0] <= b && x[0] + x[1] >= a);
+    const base = loadStats(baseline), storm = loadStats(during);
+    ctx.stormClients = clients; // open until the replicas stop: SIGTERM with them open
+    const bad = lost > 0 || dups > 0 || resets > 0 || rows.length < STORM_REMINDERS || back.length < clients.length;
+    const out = [
+        `\nreconnect storm: ${STREAMS} streams (${np} participants x ${EACH}) on replica${others.length > 1 ? 's' : ''} ${others.map((x) => x.i + 1).join(', ')},` +
+            ` each cut at a random moment of ${STORM_S} s and reconnected to replica 1 with its cursor;` +
+            ` ${STORM_REMINDERS} reminders to all of them fire during the storm`,
+        `  cuts done over ${fmt(cutsMs / 1000, 1)} s; back ${back.length} of ${clients.length}, resumed ${resumed}, the last ${fmt(lastBack / 1000, 1)} s after the first cut;` +
+            ` cut to hello p50/p99/max ${fmt(quantile(reconnectMs, 0.5), 1)}/${fmt(quantile(reconnectMs, 0.99), 1)}/${fmt(reconnectMs[reconnectMs.length - 1], 1)} ms`,
+        `  cut to hello p99 by second of the storm: ${bySecond.map((a) => fmt(quantile(Float64Array.from(a).sort(), 0.99))).join(' ')} ms;` +
+            ` fan-outs (fired to last live receipt): ${windows.map(([a, b]) => `${fmt((a - t0) / 1000, 1)} s +${fmt(b - a)} ms`).join(', ')}`,
+        `  storm reminders: ${rows.length} of ${STORM_REMINDERS} fired (by ${rows.map((e) => e.by).join(', ')}); lost ${lost}, duplicated ${dups} of ${rows.length * clients.length};` +
+            ` received live ${live}, replayed on resume ${replayed}; resets ${resets}, refused ${refused}, other reconnects ${drops}`,
+        `  API: GET /v1/meetings/{id} on replica 1 at ${API_RATE}/s over ${API_CONNECTIONS} keep-alive connections (bench/stream_load.mjs),`,
+        `  latency from each request's scheduled time, ms:                 requests  p50/p99/max`,
+        loadLine(`baseline (${STREAMS} idle streams on the others)`, base),
+        loadLine('during the storm', storm),
+        loadLine('  of which overlapping a reminder\'s fan-out', loadStats(during.filter(overlaps))),
+        loadLine('  the others', loadStats(during.filter((x) => !overlaps(x)))),
+        `    p99 storm / baseline: ${fmt(storm.p99 / base.p99, 2)}x; replica 1 CPU ${fmt(cpuB)} ms in the baseline, ${fmt(cpuS)} ms in the storm (${STORM_S} s each)`,
+        `  baseline ${baseNote}`,
+        `  storm ${stormNote}`,
+    ];
+    return { out, bad: bad || base.errors > 0 || storm.errors > 0 };
+}
+
+// ------------------------------------------------------------------ main
+
+async function main() {
+    if (!DB_URL || !REDIS_PORT || !BIN || !API_KEY) {
+        die('needs BENCH_DB_URL, BENCH_REDIS_PORT, TOCSIN_BIN and BENCH_TOKEN (run bench/stream.sh)');
+    }
+    const tenant = Number(await psql(`SELECT id FROM tenants WHERE name = 'bench'`));
+    // Which replica fired each event: the inserting session's application_name (see the header).
+    await psql(`ALTER TABLE stream_events ADD COLUMN IF NOT EXISTS bench_fired_by text
+        DEFAULT current_setting('application_name')`);
+    const reps = [];
+    for (let i = 0; i < REPLICAS; i++) {
+        reps.push(await startReplica(i, await freePort()));
+    }
+    const ctx = { reps, tenant };
+    const stopAll = () => {
+        for (const r of reps) {
+            if (!r.exited) {
+                r.child.kill('SIGKILL');
+            }
+        }
+    };
+    process.on('exit', stopAll);
+    const results = [];
+    const clientCpu0 = process.cpuUsage();
+    try {
+        for (const [name, fn] of [['lateness', lateness], ['fanout', fanout], ['storm', storm]]) {
+            if (SCENARIOS.includes(name)) {
+                results.push(await fn(ctx));
+            }
+        }
+    } finally {
+        const open = await Promise.all(reps.map((r) => streamsOpen(r).catch(() => NaN)));
+        if (ctx.stormClients) {
+            for (const c of ctx.stormClients) {
+                c.keep = false;
+            }
+        }
+        const stops = [];
+        for (const r of reps) {
+            stops.push(await stopReplica(r));
+        }
+        if (ctx.stormClients) {
+            closeAll(ctx.stormClients);
+        }
+        results.push({
+            out: [`\nshutdown (SIGTERM): ${stops.map((s, i) => `replica ${i + 1} with ${open[i]} streams: exit ${s.code ?? s.signal} in ${fmt(s.ms / 1000, 1)} s`).join('; ')}`],
+            bad: stops.some((s) => s.code !== 0),
+        });
+    }
+    const cpu = process.cpuUsage(clientCpu0);
+    for (const r of results) {
+        console.log(r.out.join('\n'));
+    }
+    console.log(`\nthe bench client's own CPU time: ${fmt((cpu.user + cpu.system) / 1e6, 1)} s; replica logs in ${DIR}`);
+    process.exit(results.some((r) => r.bad) ? 1 : 0);
+}
+
+main().catch((e) => die(e.stack || String(e)));

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bench/stream.sh -- the live stream (GET /v1/stream) measured end to end (bench/stream.mjs):
+# lateness from recorded fired to received on the firing replica and on another, fan-out to
+# 10,000 streams on one replica with its memory and idle CPU, and a reconnect storm under a steady
+# API load (bench/stream_load.mjs) against the same load without it, in one run: a release build,
+# its own PostgreSQL and Redis under .local/bench-stream, three replicas, one Node process holding
+# every stream (bench/stream_client.mjs).
+# Environment: BENCH_SCENARIOS ("lateness fanout storm"), BENCH_REPLICAS (3), BENCH_DUE (10000),
+# BENCH_SPREAD_S (20), BENCH_STREAMS (10000), BENCH_STREAMS_EACH (20), BENCH_IDLE_S (60),
+# BENCH_FANOUT_FIRES (3), BENCH_STORM_S (10), BENCH_STORM_REMINDERS (3), BENCH_API_RATE (200),
+# BENCH_API_CONNECTIONS (10); TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT. Not part of CI.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+cd "$TOCSIN_ROOT"
+
+PG_PORT=${TOCSIN_BENCH_PG_PORT:-54461}
+REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63861}
+DIR=$TOCSIN_ROOT/.local/bench-stream
+BIN=$TOCSIN_ROOT/build-release/tocsin
+# Descriptors the bench client needs: every stream, plus the storm's reconnects in flight.
+FDS_NEED=$((${BENCH_STREAMS:-10000} + 2048))
+
+cleanup()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    tocsin_redis_stop "$DIR/redis" || true
+    tocsin_pg_stop "$DIR/pg" || true
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# One process holds every stream: raise the soft limit to the hard one (the replicas inherit it
+# and raise their own as far as they need).
+ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -ge "$FDS_NEED" ] ||
+    tocsin_die "ulimit -n is $(ulimit -n), the bench needs $FDS_NEED descriptors (raise the hard limit)"
+
+tocsin_install_deps
+tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+
+tocsin_redis_stop "$DIR/redis"
+tocsin_pg_stop "$DIR/pg"
+tocsin_pg_wipe "$DIR/pg"
+rm -rf "$DIR"
+mkdir -p "$DIR"
+tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 200" "shared_buffers = 512MB"
+tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
+
+export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+"$BIN" migrate
+BENCH_TOKEN=$("$BIN" keys create --tenant bench)
+BENCH_PSQL=$(tocsin_pg_bindir)/psql
+export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$BIN BENCH_DB_URL=$TOCSIN_DATABASE_URL BENCH_DIR=$DIR
+export BENCH_REDIS_PORT=$REDIS_PORT
+node bench/stream.mjs
