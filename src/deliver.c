@@ -41,7 +41,7 @@ struct receiver {
     char key[MEETING_ID_LEN + 1];
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
-    int failures;            /* failed attempts in a row (no answer, 429, 5xx) */
+    int failures;            /* failed attempts in a row (channel_receiver_trouble) */
     int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed */
     int64_t open_ms;         /* how long it opened last */
     bool probing;            /* half open: one request decides */
@@ -376,12 +376,11 @@ release_queued(struct worker *w, struct receiver *r, int64_t delay_ms)
         db_lost(w, "rows not given back (their leases run out instead)");
 }
 
-/* Accounts one answer (or its absence) of receiver r. */
+/* Accounts one answer (or its absence) of receiver r: broken when it says the receiver itself
+ * is in trouble (channel_receiver_trouble). */
 static void
-circuit_note(struct worker *w, struct receiver *r, bool ok, long status, int64_t now)
+circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 {
-    bool broken = !ok && (status == 0 || status == 429 || status >= 500);
-
     if (!broken) {
         if (r->open_until_ms != 0)
             LOG_INFO("deliver: receiver %s answers again; circuit closed", r->key);
@@ -419,7 +418,7 @@ take_answers(struct worker *w, size_t n)
         j->sending = false;
         j->rcv->sending--;
         atomic_fetch_sub(&in_flight, 1);
-        circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
+        circuit_note(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]), now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             w->statuses[n_ok] = (int)w->done[i].status;
