@@ -185,11 +185,23 @@ channel_start(const struct channel_opts *o, struct outbound *out, const struct d
     return -1;
 }
 
+/* An SMTP reply that refuses this message for good (RFC 5321 section 4.2.1: 5yz, e.g. 550 no
+ * such mailbox, 552 too large, 554 rejected): retrying the same message cannot help. 53x are
+ * the server refusing our credentials (TOCSIN_SMTP_USERNAME/PASSWORD): an operator fixes
+ * those, so they are retried like an unreachable server. */
+static bool
+smtp_permanent(long status)
+{
+    return status >= 500 && status <= 599 && status / 10 != 53;
+}
+
 enum channel_verdict
 channel_verdict(unsigned channel, const struct outbound_done *d)
 {
     if (d->ok)
         return CHANNEL_DELIVERED;
+    if (channel == CHANNEL_EMAIL)
+        return smtp_permanent(d->status) ? CHANNEL_GIVE_UP : CHANNEL_RETRY;
     if (channel != CHANNEL_PUSH)
         return CHANNEL_RETRY;
     /* RFC 8030: 404 and 410 say the subscription is gone; 400, 401, 403 and 413 that this request
@@ -206,4 +218,14 @@ channel_verdict(unsigned channel, const struct outbound_done *d)
     default:
         return CHANNEL_RETRY;
     }
+}
+
+bool
+channel_receiver_trouble(unsigned channel, const struct outbound_done *d)
+{
+    if (d->ok)
+        return false;
+    if (channel == CHANNEL_EMAIL)
+        return d->status == 0 || (d->status >= 400 && d->status <= 499) || d->status / 10 == 53;
+    return d->status == 0 || d->status == 429 || d->status >= 500;
 }

@@ -65,5 +65,10 @@ int channel_start(const struct channel_opts *o, struct outbound *out,
 int channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1]);
 /* What the answer d to a request of the channel means. */
 enum channel_verdict channel_verdict(unsigned channel, const struct outbound_done *d);
+/* Whether a failed answer says the receiver itself is in trouble, which counts toward its
+ * circuit (deliver.c): no answer at all; over HTTP a 429 or a 5xx; over SMTP a 4xx reply (RFC
+ * 5321's transient ones: 421 closing, 451 local error) or an authentication refusal (53x). Any
+ * other answer, a refusal of one request included, shows a receiver that works. */
+bool channel_receiver_trouble(unsigned channel, const struct outbound_done *d);
 
 #endif

@@ -524,9 +524,9 @@ decode_metadata(const json_t *doc, struct meeting *m, struct codec_errors *errs)
 enum api_error
 codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *errs)
 {
-    static const char *const known[] = {
-        "title",        "description", "starts_at",    "ends_at",  "time_zone", "location",
-        "participants", "reminders",   "organizer_id", "metadata", NULL};
+    static const char *const known[] = {"title",        "description", "starts_at",    "ends_at",
+                                        "time_zone",    "location",    "participants", "reminders",
+                                        "organizer_id", "metadata",    "recurrence",   NULL};
     const json_t *org = json_object_get(doc, "organizer_id");
     const json_t *title;
 
@@ -551,6 +551,7 @@ codec_meeting_decode(const json_t *doc, struct meeting *m, struct codec_errors *
     if (org != NULL && !json_is_null(org) &&
         text_ok(org, "organizer_id", 1, PARTICIPANT_ID_MAX, false, errs))
         m->organizer_id = strdup(json_string_value(org));
+    codec_recurrence_decode(json_object_get(doc, "recurrence"), m, errs); /* codec_series.c */
     if (errs->n > 0)
         return API_E_VALIDATION;
     meeting_derive_fire_times(m);
@@ -624,6 +625,24 @@ reminder_value(const struct reminder *r, bool full)
     return o;
 }
 
+json_t *
+codec_reminder_encode(const struct reminder *r)
+{
+    return reminder_value(r, true);
+}
+
+json_t *
+codec_time(int64_t ms)
+{
+    return time_value(ms);
+}
+
+void
+codec_add_error(struct codec_errors *errs, const char *field, const char *message)
+{
+    add_error(errs, field, "%s", message);
+}
+
 /* Adds the writable fields, in contract order, to o. full selects the output form of reminders. */
 static int
 put_fields(json_t *o, const struct meeting *m, bool full)
@@ -639,12 +658,18 @@ put_fields(json_t *o, const struct meeting *m, bool full)
     bad |= json_object_set_new(o, "time_zone", str_or_null(m->time_zone));
     bad |= json_object_set_new(o, "location", str_or_null(m->location));
     bad |= json_object_set_new(o, "participants", load(m->participants_json, json_array()));
-    for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++)
+    for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++) {
+        /* A series' reminder shows its next firing; one that never had a row (added to a series
+         * that is over) has none to show. */
+        if (full && m->recurrence != NULL && m->reminders[i].id == 0)
+            continue;
         bad |= json_array_append_new(reminders, reminder_value(&m->reminders[i], full));
+    }
     bad |= json_object_set_new(o, "reminders", reminders);
     if (full || m->organizer_id != NULL) /* input documents name it only when there is one */
         bad |= json_object_set_new(o, "organizer_id", str_or_null(m->organizer_id));
     bad |= json_object_set_new(o, "metadata", load(m->metadata_json, json_null()));
+    bad |= json_object_set_new(o, "recurrence", codec_recurrence_encode(m->recurrence));
     return bad ? -1 : 0;
 }
 
@@ -748,6 +773,14 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
               : json_pack("{s:s, s:s, s:s, s:{s:O, s:O}}", "type", "meeting.reminder", "id", id,
                           "timestamp", timefmt_format(ts_ms, ts), "data", "reminder", reminder,
                           "meeting", meeting);
+    /* An occurrence of a series says which: its original start (meeting.starts_at is its own). */
+    if (doc != NULL && m->is_occurrence &&
+        json_object_set_new(
+            json_object_get(doc, "data"), "occurrence",
+            json_pack("{s:o}", "original_start", time_value(m->original_start_ms))) != 0) {
+        json_decref(doc);
+        doc = NULL;
+    }
     json_decref(meeting);
     json_decref(reminder);
     char *text = doc ? codec_dump(doc) : NULL;

@@ -9,6 +9,7 @@
 
 #include "api_errors.h"
 #include "meeting.h"
+#include "series.h"
 
 #define CODEC_FIELD_ERRORS_MAX 16 /* further problems are dropped; the first ones say enough */
 #define CODEC_FIELD_NAME_MAX 64
@@ -47,6 +48,38 @@ json_t *codec_merge_patch(const json_t *target, const json_t *patch);
 /* The meeting's output representation (input fields + id, version, created_at, updated_at and
  * reminders with id, fire_at, status, fired_at). New reference. */
 json_t *codec_meeting_encode(const struct meeting *m);
+
+/* ---- recurring meetings (codec_series.c) ---- */
+
+/* The "recurrence" member of a meeting input (v: NULL or null for a single meeting): {"rrule",
+ * "exdates"?, "rdates"?}, the rule in recur.h's subset, the dates RFC 3339 with an offset, at
+ * most MEETING_RECURRENCE_DATES_MAX each, distinct; rdates after starts_at. time_zone is then
+ * required, and starts_at must be the rule's first occurrence (series_check_start). Sets
+ * m->recurrence, or adds errors (fields "recurrence.rrule", "recurrence.exdates[2]", ...). Runs
+ * after the other members were decoded into m. */
+void codec_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors *errs);
+/* {"rrule", "exdates", "rdates"} (times in the output form), or null for NULL. New reference. */
+json_t *codec_recurrence_encode(const struct meeting_recurrence *rec);
+
+/* An occurrence of a series: {"original_start", "starts_at", "ends_at", "title", "cancelled",
+ * "reminders"}. rows[0..n_rows) are its reminder rows (any order); each reminder of m without a
+ * row is shown as it will be (fire_at from the occurrence's start) with id, status and fired_at
+ * null. New reference, NULL when out of memory. */
+json_t *codec_occurrence_encode(const struct meeting *m, const struct series_occurrence *o,
+                                const struct reminder *rows, size_t n_rows);
+/* The writable fields of an occurrence, as a merge patch's target: {"starts_at", "ends_at",
+ * "title", "cancelled"}, null where it follows the series. New reference. */
+json_t *codec_override_doc(const struct series_override *ov);
+/* Validates a patched override document (codec_override_doc's shape) into out (fresh, its title
+ * malloc'ed; series_override_fini it in both cases). original_ms is the occurrence's, ends_at
+ * must come after its start. API_E_NONE or API_E_VALIDATION with errs filled. */
+enum api_error codec_override_decode(const json_t *doc, int64_t original_ms,
+                                     struct series_override *out, struct codec_errors *errs);
+
+/* For codec_series.c: the output form of a reminder and of a time, and a field error. */
+json_t *codec_reminder_encode(const struct reminder *r);
+json_t *codec_time(int64_t ms);
+void codec_add_error(struct codec_errors *errs, const char *field, const char *message);
 
 #define CODEC_URL_MAX 2048                /* a webhook URL, bytes (ASCII expected) */
 #define CODEC_WEBHOOK_DESCRIPTION_MAX 500 /* characters */

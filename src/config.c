@@ -38,6 +38,9 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_HTTP_BODY_TIMEOUT_S", 30, 1, 600, 1, offsetof(struct config, http_body_timeout_s), 1},
     {"TOCSIN_MIRROR_HORIZON_S", 86400, 3600, 31622400, 1000,
      offsetof(struct config, mirror_horizon_ms), 0},
+    /* Recurring meetings: how far ahead occurrences get their reminder rows (series_sync.h). */
+    {"TOCSIN_SERIES_WINDOW_S", 1209600, 86400, 31622400, 1000,
+     offsetof(struct config, series_window_ms), 0},
     {"TOCSIN_RECON_INTERVAL_MS", 1000, 100, 3600000, 1, offsetof(struct config, recon_interval_ms),
      0},
     {"TOCSIN_RECON_FULL_INTERVAL_MS", 60000, 1000, 86400000, 1,

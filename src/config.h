@@ -39,6 +39,7 @@ struct config {
     enum log_level log_level;   /* TOCSIN_LOG_LEVEL, default info */
     enum log_format log_format; /* TOCSIN_LOG_FORMAT text|json, default text */
     int64_t mirror_horizon_ms;  /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
+    int64_t series_window_ms;   /* TOCSIN_SERIES_WINDOW_S 86400..31622400, default 1209600 */
     int64_t recon_interval_ms;  /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
     int64_t
         recon_full_interval_ms; /* TOCSIN_RECON_FULL_INTERVAL_MS 1000..86400000, default 60000 */

@@ -113,6 +113,7 @@ struct db_list_query {
     bool has_after;  /* keyset cursor: rows strictly after (after_starts_at_ms, after_id) */
     int64_t after_starts_at_ms;
     char after_id[MEETING_ID_LEN + 1];
+    int64_t after_original_ms; /* expand=true: the occurrence's original start (series.h) */
     size_t limit; /* 1..DB_LIST_LIMIT_MAX; the function fetches limit+1 to know if more exist */
     const char *viewer;          /* a browser token's sub: only meetings it organizes or attends */
     const char *viewer_meetings; /* "{uuid,...}": only these (a token's mtg claim); or NULL */

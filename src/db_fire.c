@@ -13,7 +13,8 @@
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
- * key lookup per row, made in SQL so that the missed decision sees the committed start. Deleting
+ * key lookup per row, made in SQL so that the missed decision sees the committed start (an
+ * occurrence of a series carries its own start: migrations/008). Deleting
  * a meeting cancels its pending reminders (and a fire waiting on one's row lock then skips it);
  * the deleted_at test is the backstop for a pending reminder a deleted meeting still has. Time is
  * the database's (now(): the statement's start): a replica whose clock runs ahead cannot fire
@@ -32,8 +33,8 @@
 static const char fire_sql[] =
     "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
     " upd AS ("
-    "  UPDATE reminders r SET status = CASE WHEN now() > (SELECT m.starts_at"
-    "   FROM meetings m WHERE m.id = r.meeting_id) + $3::bigint * interval '1 millisecond'"
+    "  UPDATE reminders r SET status = CASE WHEN now() > coalesce(r.starts_at, (SELECT m.starts_at"
+    "   FROM meetings m WHERE m.id = r.meeting_id)) + $3::bigint * interval '1 millisecond'"
     "   THEN 'missed' ELSE 'fired' END, fired_at = now()"
     "  FROM want w"
     "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "db_meeting_sql.h"
 
 /* Text of a PostgreSQL array literal of up to MEETING_REMINDERS_MAX numbers or status names. */
 #define ARRAY_BUF (MEETING_REMINDERS_MAX * DB_I64_BUF + 3)
@@ -14,17 +15,6 @@
 
 /* The statements read better laid out as SQL than as clang-format would wrap them. */
 /* clang-format off */
-
-/* The meeting columns shared by get and list; the last one packs the reminders as
- * "id,minutes_before,fire_at_ms,status,fired_at_ms;..." ordered by minutes_before descending. */
-#define MEETING_COLUMNS \
-    "m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") ", m.title," \
-    " m.description, m.time_zone, m.location, " DB_MS("m.starts_at") ", " DB_MS("m.ends_at") "," \
-    " m.participants, m.metadata," \
-    " (SELECT string_agg(concat_ws(',', r.id, r.minutes_before, " DB_MS("r.fire_at") "," \
-    "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0), r.channels)," \
-    "                    ';' ORDER BY r.minutes_before DESC)" \
-    "  FROM reminders r WHERE r.meeting_id = m.id), m.organizer_id"
 
 /* $3..$11: the writable fields, in the order of meeting_params(). */
 #define MEETING_WRITE_PARAMS \
@@ -74,14 +64,15 @@ static const char update_sql[] =
     "  RETURNING id, tenant_id),"
     " w AS (SELECT * FROM unnest($13::int[], $14::bigint[], $15::smallint[]) AS w(mb, fa, ch)),"
     " o AS (SELECT r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at, r.channels"
-    "       FROM reminders r JOIN m ON r.meeting_id = m.id),"
+    "       FROM reminders r JOIN m ON r.meeting_id = m.id WHERE r.original_start IS NULL),"
     " d AS (DELETE FROM reminders r USING m"
-    "       WHERE r.meeting_id = m.id AND r.minutes_before <> ALL ($13::int[]) RETURNING r.id),"
+    "       WHERE r.meeting_id = m.id AND r.original_start IS NULL"
+    "       AND r.minutes_before <> ALL ($13::int[]) RETURNING r.id),"
     " u AS (UPDATE reminders r SET fire_at = " DB_TS("w.fa") ","
     "         status = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN 'pending' ELSE r.status END,"
     "         fired_at = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN NULL ELSE r.fired_at END,"
     "         channels = w.ch"
-    "       FROM m, w WHERE r.meeting_id = m.id AND r.minutes_before = w.mb"
+    "       FROM m, w WHERE r.meeting_id = m.id AND r.original_start IS NULL AND r.minutes_before = w.mb"
     "       AND (r.fire_at <> " DB_TS("w.fa") " OR r.channels <> w.ch)"
     "       RETURNING r.id, r.minutes_before AS mb, r.fire_at, r.status, r.fired_at, r.channels),"
     " i AS (INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, channels)"
@@ -107,10 +98,12 @@ static const char update_sql[] =
 static const char delete_sql[] =
     "UPDATE meetings SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id";
-/* Result rows: one per cancelled pending reminder, with its key. */
+/* Result rows: one per cancelled pending reminder (of every occurrence of a series), with its
+ * key, soonest first. */
 static const char cancel_sql[] =
-    "UPDATE reminders SET status = 'cancelled'"
-    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, " DB_MS("fire_at");
+    "WITH c AS (UPDATE reminders SET status = 'cancelled'"
+    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, fire_at)"
+    " SELECT id, " DB_MS("fire_at") " FROM c ORDER BY fire_at";
 
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
  * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
@@ -126,22 +119,6 @@ static const char list_sql[] =
     " ORDER BY m.starts_at, m.id LIMIT $6::int";
 
 /* clang-format on */
-enum {
-    COL_ID,
-    COL_VERSION,
-    COL_CREATED,
-    COL_UPDATED,
-    COL_TITLE,
-    COL_DESCRIPTION,
-    COL_TIME_ZONE,
-    COL_LOCATION,
-    COL_STARTS,
-    COL_ENDS,
-    COL_PARTICIPANTS,
-    COL_METADATA,
-    COL_REMINDERS,
-    COL_ORGANIZER
-};
 
 /* Parses one "id,minutes_before,fire_at_ms,status,fired_at_ms,channels" item; returns the byte
  * after it. */
@@ -203,9 +180,42 @@ copy_opt(const PGresult *res, int row, int col, char **out)
     return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
 }
 
-/* Fills a fresh m from a row of MEETING_COLUMNS. 0, or -1 (out of memory, malformed). */
+/* "a,b,c" (possibly empty) into at most MEETING_RECURRENCE_DATES_MAX values; the text after it. */
+static const char *
+parse_dates(const char *s, int64_t *v, size_t *n)
+{
+    char *end;
+
+    *n = 0;
+    while (*s != '\0' && *s != '|') {
+        if (*n == MEETING_RECURRENCE_DATES_MAX)
+            return NULL;
+        v[(*n)++] = strtoll(s, &end, 10);
+        if (end == s || (*end != ',' && *end != '|' && *end != '\0'))
+            return NULL;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return s;
+}
+
+/* MEETING_RECURRENCE's "rrule|exdates|rdates" into a new m->recurrence. */
 static int
-fill_meeting(const PGresult *res, int row, struct meeting *m)
+parse_recurrence(const char *s, struct meeting *m)
+{
+    size_t rule_len = strcspn(s, "|");
+
+    if (s[rule_len] != '|' || (m->recurrence = calloc(1, sizeof *m->recurrence)) == NULL ||
+        (m->recurrence->rrule = strndup(s, rule_len)) == NULL)
+        return -1;
+    s = parse_dates(s + rule_len + 1, m->recurrence->exdates, &m->recurrence->n_exdates);
+    if (s == NULL || *s != '|')
+        return -1;
+    s = parse_dates(s + 1, m->recurrence->rdates, &m->recurrence->n_rdates);
+    return s != NULL && *s == '\0' ? 0 : -1;
+}
+
+int
+db_meeting_fill(const PGresult *res, int row, struct meeting *m)
 {
     snprintf(m->id, sizeof(m->id), "%s", PQgetvalue(res, row, COL_ID));
     m->version = db_get_i64(res, row, COL_VERSION);
@@ -222,6 +232,13 @@ fill_meeting(const PGresult *res, int row, struct meeting *m)
         copy_opt(res, row, COL_METADATA, &m->metadata_json) != 0 ||
         copy_opt(res, row, COL_ORGANIZER, &m->organizer_id) != 0)
         return -1;
+    if (!PQgetisnull(res, row, COL_RECURRENCE) &&
+        parse_recurrence(PQgetvalue(res, row, COL_RECURRENCE), m) != 0)
+        return -1;
+    if (PQnfields(res) > COL_ORIGINAL_START && !PQgetisnull(res, row, COL_ORIGINAL_START)) {
+        m->is_occurrence = true;
+        m->original_start_ms = db_get_i64(res, row, COL_ORIGINAL_START);
+    }
     return parse_reminders(PQgetvalue(res, row, COL_REMINDERS), m);
 }
 
@@ -251,9 +268,12 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
     int64_t minutes[MEETING_REMINDERS_MAX], fire[MEETING_REMINDERS_MAX];
     int64_t fired[MEETING_REMINDERS_MAX], channels[MEETING_REMINDERS_MAX];
     size_t len = 0;
+    /* A series has no reminder rows of its own: its reminders are definitions kept with the
+     * series (db_series.c), and its occurrences' rows are series_sync.c's. */
+    size_t n = m->recurrence != NULL ? 0 : m->n_reminders;
 
     a->status[len++] = '{';
-    for (size_t i = 0; i < m->n_reminders; i++) {
+    for (size_t i = 0; i < n; i++) {
         const struct reminder *r = &m->reminders[i];
         minutes[i] = r->minutes_before;
         fire[i] = r->fire_at_ms;
@@ -263,10 +283,10 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
                                 reminder_status_name(r->status));
     }
     snprintf(a->status + len, sizeof(a->status) - len, "}");
-    array_i64(a->minutes, minutes, m->n_reminders);
-    array_i64(a->fire_at, fire, m->n_reminders);
-    array_i64(a->fired_at, fired, m->n_reminders);
-    array_i64(a->channels, channels, m->n_reminders);
+    array_i64(a->minutes, minutes, n);
+    array_i64(a->fire_at, fire, n);
+    array_i64(a->fired_at, fired, n);
+    array_i64(a->channels, channels, n);
 }
 
 static struct reminder *
@@ -351,7 +371,7 @@ db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting 
     st = DB_NO_RESULTS;
     if (PQntuples(res) == 1) {
         st = DB_ONE_RESULT;
-        if (fill_meeting(res, 0, m) != 0) {
+        if (db_meeting_fill(res, 0, m) != 0) {
             db_set_err(db, "meeting %s: cannot read the row (out of memory or malformed)", id);
             meeting_fini(m);
             st = DB_HARD_ERROR;
@@ -413,6 +433,8 @@ read_update(struct db *db, const PGresult *res, struct meeting *m, struct remind
     }
     if (!found)
         return DB_NO_RESULTS;
+    if (m->recurrence != NULL) /* a series keeps its definitions (its single rows are gone) */
+        return DB_ONE_RESULT;
     qsort(rs, n, sizeof(rs[0]), by_minutes_desc);
     memcpy(m->reminders, rs, n * sizeof(rs[0]));
     m->n_reminders = n;
@@ -466,9 +488,10 @@ delete_tx_run(struct db *db, void *arg)
     st = db_exec(db, STMT_MEETING_CANCEL_REMINDERS, cancel_sql, 1, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
-    for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++)
-        if (add_gone(db, t->gone, db_get_i64(res, row, 0), db_get_i64(res, row, 1)) != 0)
-            st = DB_HARD_ERROR;
+    /* A series has a pending row per occurrence in its window: the first REMINDER_KEYS_MAX keys
+     * are deleted after the commit, the rest expire into events that find no pending row. */
+    for (int row = 0; row < PQntuples(res) && t->gone->n < REMINDER_KEYS_MAX; row++)
+        add_gone(db, t->gone, db_get_i64(res, row, 0), db_get_i64(res, row, 1));
     PQclear(res);
     return st;
 }
@@ -507,7 +530,7 @@ read_list(struct db *db, const PGresult *res, size_t limit, struct db_meeting_li
     }
     for (; out->n < rows; out->n++) {
         meeting_init(&out->m[out->n]);
-        if (fill_meeting(res, (int)out->n, &out->m[out->n]) != 0) {
+        if (db_meeting_fill(res, (int)out->n, &out->m[out->n]) != 0) {
             out->n++; /* so db_meeting_list_fini frees the half-filled one too */
             db_set_err(db, "listing meetings: cannot read a row (out of memory or malformed)");
             return DB_HARD_ERROR;

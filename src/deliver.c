@@ -17,6 +17,7 @@
 #include "db.h"
 #include "db_outbox.h"
 #include "db_push.h"
+#include "db_series.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
@@ -40,7 +41,7 @@ struct receiver {
     char key[MEETING_ID_LEN + 1];
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
-    int failures;            /* failed attempts in a row (no answer, 429, 5xx) */
+    int failures;            /* failed attempts in a row (channel_receiver_trouble) */
     int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed */
     int64_t open_ms;         /* how long it opened last */
     bool probing;            /* half open: one request decides */
@@ -375,12 +376,11 @@ release_queued(struct worker *w, struct receiver *r, int64_t delay_ms)
         db_lost(w, "rows not given back (their leases run out instead)");
 }
 
-/* Accounts one answer (or its absence) of receiver r. */
+/* Accounts one answer (or its absence) of receiver r: broken when it says the receiver itself
+ * is in trouble (channel_receiver_trouble). */
 static void
-circuit_note(struct worker *w, struct receiver *r, bool ok, long status, int64_t now)
+circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 {
-    bool broken = !ok && (status == 0 || status == 429 || status >= 500);
-
     if (!broken) {
         if (r->open_until_ms != 0)
             LOG_INFO("deliver: receiver %s answers again; circuit closed", r->key);
@@ -418,7 +418,7 @@ take_answers(struct worker *w, size_t n)
         j->sending = false;
         j->rcv->sending--;
         atomic_fetch_sub(&in_flight, 1);
-        circuit_note(w, j->rcv, w->done[i].ok, w->done[i].status, now);
+        circuit_note(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]), now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             w->statuses[n_ok] = (int)w->done[i].status;
@@ -510,38 +510,33 @@ start_ready(struct worker *w, int64_t now)
     }
 }
 
-static const struct meeting *
-find_meeting(const struct db_meeting_list *l, const char *id)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->m[i].id, id) == 0)
-            return &l->m[i];
-    return NULL;
-}
-
 /* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
- * shows them now, in one round trip; a job whose payload cannot be built keeps none and says why
- * (its meeting is gone, ...). 0, or -1 on database trouble. */
+ * shows them now, in one round trip: a reminder of a series' occurrence sees that occurrence
+ * (db_meeting_get_many_for). A job whose payload cannot be built keeps none and says why (its
+ * meeting is gone, ...). 0, or -1 on database trouble. */
 static int
 build_bodies(struct worker *w, struct job **j, size_t n)
 {
     const char **ids = w->texts; /* scratch: before any failure is queued */
+    int64_t *rids = w->ids;      /* scratch, as texts */
     struct db_meeting_list ms;
     size_t k = 0;
     int64_t now = timefmt_now_ms();
 
     for (size_t i = 0; i < n; i++)
-        if (j[i]->it.payload == NULL)
-            ids[k++] = j[i]->it.meeting_id;
+        if (j[i]->it.payload == NULL) {
+            ids[k] = j[i]->it.meeting_id;
+            rids[k++] = j[i]->it.reminder_id;
+        }
     if (k == 0)
         return 0;
-    if (db_meeting_get_many(w->db, ids, k, &ms) != DB_ONE_RESULT)
+    if (db_meeting_get_many_for(w->db, ids, rids, k, &ms) != DB_ONE_RESULT)
         return -1;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0, at = 0; i < n; i++) {
         if (j[i]->it.payload != NULL)
             continue;
-        const struct meeting *m = find_meeting(&ms, j[i]->it.meeting_id);
-        if (m == NULL)
+        const struct meeting *m = &ms.m[at++];
+        if (m->id[0] == '\0')
             j[i]->why = "meeting deleted before delivery";
         else if ((j[i]->it.payload =
                       channel_payload(&w->d->channel, &j[i]->it, m, now, &j[i]->why)) != NULL)

@@ -75,7 +75,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
     struct recon_opts ropt = {cfg->database_url,           mo,          cfg->recon_interval_ms,
-                              cfg->recon_full_interval_ms, e->dispatch, e->members};
+                              cfg->recon_full_interval_ms, e->dispatch, e->members,
+                              series_params_of(cfg)};
     if ((e->recon = recon_start(&ropt)) == NULL)
         goto fail;
     struct sched_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,

@@ -16,8 +16,14 @@ hex_encode(const void *in, size_t n, char *out)
     return 2 * n;
 }
 
-static int
-nibble(char c)
+char
+hex_digit(unsigned v)
+{
+    return digits[v & 15];
+}
+
+int
+hex_value(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -32,7 +38,7 @@ hex_decode(const char *in, size_t len, uint8_t *out, size_t out_max, size_t *out
     if (len % 2 != 0 || len / 2 > out_max)
         return -1;
     for (size_t i = 0; i < len / 2; i++) {
-        int hi = nibble(in[2 * i]), lo = nibble(in[2 * i + 1]);
+        int hi = hex_value(in[2 * i]), lo = hex_value(in[2 * i + 1]);
 
         if (hi < 0 || lo < 0)
             return -1;

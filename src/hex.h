@@ -20,4 +20,11 @@ size_t hex_encode(const void *in, size_t n, char *out);
  * hold a prefix of them: do not use it). */
 int hex_decode(const char *in, size_t len, uint8_t *out, size_t out_max, size_t *out_len);
 
+/* The lower-case digit of the low four bits of v (for escapes and numbers written digit by
+ * digit: \xHH, \uHHHH, IPv6 pieces). */
+char hex_digit(unsigned v);
+
+/* 0..15 for a lower-case hex digit, -1 for any other character. */
+int hex_value(char c);
+
 #endif

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hex.h"
+
 #define LOG_LINE_MAX 4096               /* bytes of one line, newline included */
 #define LOG_BODY_MAX (LOG_LINE_MAX - 2) /* room left for "}\n" (JSON) or "\n" (text) */
 #define LOG_MSG_MAX 2048                /* bytes of a formatted message before escaping */
@@ -86,7 +88,6 @@ log_context_set(const char *request_id, const char *trace_id)
 size_t
 log_escape(char *dst, size_t cap, const char *src, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     size_t len = 0;
 
     if (cap == 0)
@@ -102,8 +103,8 @@ log_escape(char *dst, size_t cap, const char *src, size_t n)
         } else if (need == 4) {
             dst[len++] = '\\';
             dst[len++] = 'x';
-            dst[len++] = hex[c >> 4];
-            dst[len++] = hex[c & 0xf];
+            dst[len++] = hex_digit(c >> 4);
+            dst[len++] = hex_digit(c & 0xf);
         } else {
             dst[len++] = (char)c;
         }
@@ -142,12 +143,11 @@ utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 static void
 put_u(char *out, uint32_t u)
 {
-    static const char hex[] = "0123456789abcdef";
 
     out[0] = '\\';
     out[1] = 'u';
     for (int i = 0; i < 4; i++)
-        out[2 + i] = hex[(u >> (12 - 4 * i)) & 0xf];
+        out[2 + i] = hex_digit((u >> (12 - 4 * i)) & 0xf);
 }
 
 size_t

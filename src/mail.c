@@ -126,18 +126,25 @@ utf8_cut(const char *s, size_t len, size_t max)
     return max;
 }
 
-/* text as RFC 2047 encoded-words, folded onto continuation lines. */
+/* text as RFC 2047 encoded-words, folded onto continuation lines. Control characters (CR and LF
+ * among them) become spaces: encoded, they could not break the header, but a reader decodes them
+ * into the header's value, and mail programs refuse or mangle a name or subject with a line
+ * break in it. */
 static void
 put_words(struct buf *b, const char *text)
 {
-    char enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
+    char raw[WORD_RAW_MAX], enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
     size_t len = strlen(text), at = 0;
 
     while (at < len) {
         size_t n = utf8_cut(text + at, len - at, WORD_RAW_MAX);
         if (n == 0)
             n = 1; /* never stuck on a broken sequence */
-        enc[b64_encode(text + at, n, enc)] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)text[at + i];
+            raw[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+        }
+        enc[b64_encode(raw, n, enc)] = '\0';
         putf(b, "%s=?UTF-8?B?%s?=", at > 0 ? "\r\n " : "", enc);
         at += n;
     }
@@ -167,11 +174,14 @@ put_ics(struct buf *b, const char *name, const char *value, bool text)
     puts_(&line, name);
     put(&line, ":", 1);
     for (const char *p = value; *p != '\0'; p++) {
-        if (text && (*p == '\\' || *p == ';' || *p == ','))
+        unsigned char c = (unsigned char)*p;
+        if (text && (c == '\\' || c == ';' || c == ','))
             put(&line, "\\", 1);
-        if (text && *p == '\n')
+        /* A line break (CRLF, LF or a lone CR) is the escape \n; other control characters,
+         * which RFC 5545 does not allow in text, are left out. */
+        if (text && (c == '\n' || (c == '\r' && p[1] != '\n')))
             put(&line, "\\n", 2);
-        else if (*p != '\r')
+        else if ((c >= 0x20 && c != 0x7f) || c == '\t')
             put(&line, p, 1);
     }
     while (!line.bad && at < line.len) {

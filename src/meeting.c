@@ -38,6 +38,9 @@ meeting_fini(struct meeting *m)
     free(m->participants_json);
     free(m->metadata_json);
     free(m->organizer_id);
+    if (m->recurrence != NULL)
+        free(m->recurrence->rrule);
+    free(m->recurrence);
     meeting_init(m);
 }
 
@@ -57,7 +60,7 @@ meeting_pending_keys(const struct meeting *m, struct reminder_keys *out)
     if (m == NULL)
         return;
     for (size_t i = 0; i < m->n_reminders && out->n < REMINDER_KEYS_MAX; i++) {
-        if (m->reminders[i].status != REMINDER_PENDING)
+        if (m->reminders[i].status != REMINDER_PENDING || m->reminders[i].id == 0)
             continue;
         out->k[out->n].reminder_id = m->reminders[i].id;
         out->k[out->n].fire_at_ms = m->reminders[i].fire_at_ms;

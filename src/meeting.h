@@ -45,6 +45,16 @@ struct reminder {
     int64_t fired_at_ms; /* 0 while never fired */
 };
 
+/* A series' rule (docs/design.md section 9): RRULE text (recur.h's subset), and instants the rule
+ * leaves out (exdates) or adds (rdates), each sorted and distinct. Heap-owned by its meeting. */
+#define MEETING_RECURRENCE_DATES_MAX 100 /* exdates, and rdates */
+struct meeting_recurrence {
+    char *rrule;
+    size_t n_exdates, n_rdates;
+    int64_t exdates[MEETING_RECURRENCE_DATES_MAX];
+    int64_t rdates[MEETING_RECURRENCE_DATES_MAX];
+};
+
 /* A meeting. Strings are heap-owned by the struct (NULL = absent) and freed by meeting_fini. */
 struct meeting {
     char id[MEETING_ID_LEN + 1]; /* "" before insert */
@@ -64,6 +74,13 @@ struct meeting {
                                 creation (a browser token's sub), never changed afterwards */
     size_t n_reminders;
     struct reminder reminders[MEETING_REMINDERS_MAX]; /* sorted by minutes_before descending */
+    /* A series: its rule (NULL for a single meeting). Its reminders are then the definitions,
+     * each showing its next firing (series.h). */
+    struct meeting_recurrence *recurrence;
+    /* One occurrence of a series as a notification shows it (db_meeting_get_many_for): starts_at,
+     * ends_at and title are the occurrence's, reminders are its own. */
+    bool is_occurrence;
+    int64_t original_start_ms;
 };
 
 /* One firing of a reminder: the reminder and the fire time it had then. Its id names the
@@ -102,7 +119,7 @@ void meeting_fini(struct meeting *m);
 /* fire_at = starts_at - minutes_before minutes, for every reminder. */
 void meeting_derive_fire_times(struct meeting *m);
 
-/* Appends to out the pending reminders of m (all of them when m is NULL-safe). */
+/* Appends to out the pending reminders of m that have a row (id != 0); nothing for NULL. */
 void meeting_pending_keys(const struct meeting *m, struct reminder_keys *out);
 
 /* "rem_<reminder_id>_<fire_at_ms>" into out. */

@@ -6,7 +6,8 @@
  * cost does not grow with the number of pending reminders. Every interval it also sweeps overdue
  * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
  * the scheduler fail: interval_ms + one sweep + one fire. A failed pass is retried next tick; an
- * outage is logged once when it starts and once when it ends, never per tick. */
+ * outage is logged once when it starts and once when it ends, never per tick. Recurring meetings'
+ * windows are extended after each tick (extend_series). */
 #include "recon.h"
 
 #include <errno.h>
@@ -50,6 +51,8 @@ struct recon {
     bool redis_down;
     bool db_down;
     int64_t clock_sampled_ms; /* monotonic: the last dbclock sample (0: none yet) */
+    struct series_params series;
+    int64_t series_next_ms; /* monotonic: when series windows are looked at next */
 };
 
 static int64_t
@@ -274,6 +277,35 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
     *full = *lost = false;
 }
 
+/* Extends the windows of the due series of the owned shards, batch after batch while a backlog
+ * lasts (a full batch) and the tick's budget allows; then waits an interval. Rows it writes lie
+ * beyond the mirror's horizon (series_window_ms), so the short pass and the scheduler's reads
+ * pick them up as they come near, like any reminder. */
+static void
+extend_series(struct recon *r)
+{
+    int64_t start = clock_ms(CLOCK_MONOTONIC);
+    size_t seen = 0, rows = 0, total = 0;
+    struct shard_set owned;
+
+    if (r->db == NULL || start < r->series_next_ms)
+        return;
+    members_shards(r->members, &owned);
+    do {
+        if (series_sync_extend(r->db, &owned, &r->series, dbclock_now_ms(), &seen, &rows) !=
+            DB_ONE_RESULT) {
+            outage(&r->db_down, "database", db_errmsg(r->db));
+            seen = 0;
+            break;
+        }
+        total += rows;
+    } while (seen == DB_SERIES_BATCH_MAX &&
+             clock_ms(CLOCK_MONOTONIC) - start < RECON_SERIES_BUDGET_MS && !stopping(r));
+    r->series_next_ms = seen == DB_SERIES_BATCH_MAX ? 0 : start + r->interval_ms;
+    if (total > 0)
+        LOG_DEBUG("recon: %zu occurrence rows written ahead", total);
+}
+
 static void *
 run(void *arg)
 {
@@ -281,9 +313,10 @@ run(void *arg)
     bool full = true, lost = false;
     int64_t last_pass_ms = clock_ms(CLOCK_MONOTONIC), last_full_ms = last_pass_ms;
 
-    do
+    do {
         tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
-    while (wait_tick(r, &full));
+        extend_series(r);
+    } while (wait_tick(r, &full));
     return NULL;
 }
 
@@ -327,6 +360,7 @@ recon_start(const struct recon_opts *opts)
     r->horizon_ms = opts->mirror.horizon_ms;
     r->d = opts->dispatch;
     r->members = opts->members;
+    r->series = opts->series;
     r->database_url = strdup(opts->database_url);
     r->mi = mirror_new(&opts->mirror);
     r->batch = calloc(DB_DUE_BATCH_MAX, sizeof *r->batch);

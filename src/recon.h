@@ -3,7 +3,9 @@
  * due within the horizon, in batches: at start, every full interval, at once when Redis's run_id
  * changes or its marker key disappears (restart, FLUSHALL), and when kicked. Every interval a
  * short pass arms what entered the horizon and a sweep hands overdue pending reminders to
- * dispatch. Owns its own database and Redis connections. */
+ * dispatch. Every interval it also extends the windows of the recurring meetings of its shards
+ * that are due (series_sync.h), within RECON_SERIES_BUDGET_MS per tick while a backlog lasts.
+ * Owns its own database and Redis connections. */
 #ifndef TOCSIN_RECON_H
 #define TOCSIN_RECON_H
 
@@ -12,16 +14,20 @@
 
 #include "dispatch.h"
 #include "mirror.h"
+#include "series_sync.h"
 
 #define RECON_TICK_MS 250 /* how often it checks Redis identity and the stop flag */
+/* Time one tick may spend extending series windows; the sweep's bound grows by at most this. */
+#define RECON_SERIES_BUDGET_MS 50
 
 struct recon_opts {
     const char *database_url;
     struct mirror_opts mirror;
-    int64_t interval_ms;       /* short pass (newly in the horizon) and overdue sweep period */
-    int64_t full_interval_ms;  /* full pass period; 0 = interval_ms */
-    struct dispatch *dispatch; /* borrowed, for the overdue sweep; NULL = no sweep */
-    struct members *members;   /* the shards to repair and sweep; NULL = all (borrowed) */
+    int64_t interval_ms;         /* short pass (newly in the horizon) and overdue sweep period */
+    int64_t full_interval_ms;    /* full pass period; 0 = interval_ms */
+    struct dispatch *dispatch;   /* borrowed, for the overdue sweep; NULL = no sweep */
+    struct members *members;     /* the shards to repair and sweep; NULL = all (borrowed) */
+    struct series_params series; /* recurring meetings' windows, extended for the same shards */
 };
 
 struct recon;

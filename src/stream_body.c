@@ -5,33 +5,29 @@
 #include <string.h>
 
 #include "codec.h"
+#include "db_series.h"
 
-static const struct meeting *
-find(const struct db_meeting_list *l, const char *id)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->m[i].id, id) == 0)
-            return &l->m[i];
-    return NULL;
-}
-
-/* One chunk of at most DB_GET_MANY_MAX events. */
+/* One chunk of at most DB_GET_MANY_MAX events; each sees its meeting as its reminder shows it
+ * (a series' occurrence as that occurrence: db_meeting_get_many_for). */
 static enum db_status
 chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
 {
     const char *ids[DB_GET_MANY_MAX];
+    int64_t rids[DB_GET_MANY_MAX];
     struct db_meeting_list ms;
     enum db_status st;
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         ids[i] = ev[i].meeting_id;
-    if ((st = db_meeting_get_many(db, ids, n, &ms)) != DB_ONE_RESULT)
+        rids[i] = ev[i].reminder_id;
+    }
+    if ((st = db_meeting_get_many_for(db, ids, rids, n, &ms)) != DB_ONE_RESULT)
         return st;
     for (size_t i = 0; i < n; i++) {
-        const struct meeting *m = find(&ms, ev[i].meeting_id);
+        const struct meeting *m = &ms.m[i];
         struct occurrence o = {ev[i].reminder_id, ev[i].fire_at_ms, ev[i].fired_at_ms};
 
-        if (m == NULL)
+        if (m->id[0] == '\0')
             continue;
         if ((bodies[i] = codec_notification_encode(m, &o, ev[i].fired_at_ms)) == NULL) {
             st = DB_HARD_ERROR;

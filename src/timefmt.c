@@ -16,9 +16,9 @@
 /* "YYYY-MM-DDTHH:MM:SSZ", the shortest valid input. */
 #define SHORTEST_INPUT 20
 
-/* Days from 1970-01-01 to the given civil date (March-based years make leap days fall last). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
+/* March-based years make leap days fall last. */
+int64_t
+timefmt_days_from_civil(int64_t y, int m, int d)
 {
     int64_t era, yoe, doy, doe;
 
@@ -30,9 +30,8 @@ days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-/* The inverse of days_from_civil. */
-static void
-civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+void
+timefmt_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
     int64_t era, doe, yoe, doy, mp;
 
@@ -47,8 +46,8 @@ civil_from_days(int64_t z, int64_t *y, int *m, int *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-static int
-days_in_month(int64_t y, int m)
+int
+timefmt_days_in_month(int64_t y, int m)
 {
     static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -102,7 +101,8 @@ timefmt_parse(const char *s, size_t len, int64_t *ms_out)
         (s[10] != 'T' && s[10] != 't') || num(s + 11, 2, &h) || s[13] != ':' ||
         num(s + 14, 2, &mi) || s[16] != ':' || num(s + 17, 2, &sec))
         return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59)
+    if (mo < 1 || mo > 12 || d < 1 || d > timefmt_days_in_month(y, mo) || h > 23 || mi > 59 ||
+        sec > 59)
         return -1;
     if (s[i] == '.') {
         size_t first = ++i;
@@ -116,7 +116,8 @@ timefmt_parse(const char *s, size_t len, int64_t *ms_out)
     }
     if (offset(s + i, len - i, &off) != 0)
         return -1;
-    t = days_from_civil(y, mo, d) * MS_PER_DAY + ((h * 60LL + mi) * 60 + sec) * 1000 + ms - off;
+    t = timefmt_days_from_civil(y, mo, d) * MS_PER_DAY + ((h * 60LL + mi) * 60 + sec) * 1000 + ms -
+        off;
     if (t < PARSE_MIN_MS || t > PARSE_MAX_MS)
         return -1;
     *ms_out = t;
@@ -149,7 +150,7 @@ timefmt_format(int64_t ms, char buf[TIMEFMT_BUF])
         rem += MS_PER_DAY;
         days--;
     }
-    civil_from_days(days, &y, &m, &d);
+    timefmt_civil_from_days(days, &y, &m, &d);
     put(buf, y, 4);
     buf[4] = '-';
     put(buf + 5, m, 2);

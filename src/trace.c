@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "crypto.h"
-
-static const char hex[] = "0123456789abcdef";
-
-static void
-to_hex(const uint8_t *b, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[b[i] >> 4];
-        out[2 * i + 1] = hex[b[i] & 0xf];
-    }
-    out[2 * n] = '\0';
-}
+#include "hex.h"
 
 bool
 trace_request_id_valid(const char *s)
@@ -35,7 +24,7 @@ trace_request_id_make(char out[TRACE_REQUEST_ID_MAX + 1])
 
     if (crypto_random_bytes(b, sizeof b) != 0)
         return -1;
-    to_hex(b, sizeof b, out);
+    hex_encode(b, sizeof b, out);
     return 0;
 }
 
@@ -46,7 +35,7 @@ hex_field(const char *s, size_t n, bool nonzero)
     bool any = false;
 
     for (size_t i = 0; i < n; i++) {
-        if (strchr(hex, s[i]) == NULL || s[i] == '\0')
+        if (hex_value(s[i]) < 0)
             return false;
         any = any || s[i] != '0';
     }
@@ -101,8 +90,8 @@ trace_parent_for(const char *key, char out[TRACE_PARENT_LEN + 1])
     crypto_sha256(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, digest);
     not_zero(digest, TRACE_ID_LEN / 2); /* all-zero ids are invalid */
     not_zero(span, sizeof span);
-    to_hex(digest, TRACE_ID_LEN / 2, trace_hex);
-    to_hex(span, sizeof span, span_hex);
+    hex_encode(digest, TRACE_ID_LEN / 2, trace_hex);
+    hex_encode(span, sizeof span, span_hex);
     snprintf(out, TRACE_PARENT_LEN + 1, "00-%s-%s-00", trace_hex, span_hex);
     return 0;
 }

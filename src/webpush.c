@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "crypto.h"
+#include "hex.h"
 #include "panic.h"
 
 _Static_assert(WEBPUSH_P256DH_LEN == CRYPTO_P256_PUBLIC_LEN, "a p256dh is a P-256 point");
@@ -411,7 +412,6 @@ webpush_vapid_authorization(const struct webpush_vapid *v, const char *jwt,
 static void
 ipv6_text(const uint8_t a[16], char *out)
 {
-    static const char hex[] = "0123456789abcdef";
     unsigned piece[8];
     int best = -1, best_len = 1, o = 0;
 
@@ -438,7 +438,7 @@ ipv6_text(const uint8_t a[16], char *out)
         for (int shift = 12, started = 0; shift >= 0; shift -= 4) {
             unsigned d = piece[i] >> shift & 15;
             if (d != 0 || started || shift == 0) {
-                out[o++] = hex[d];
+                out[o++] = hex_digit(d);
                 started = 1;
             }
         }

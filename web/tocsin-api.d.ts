@@ -17,6 +17,14 @@ export interface paths {
          *     until it is null. Unknown query parameters answer 400 `bad_query`. With a browser token
          *     (`meetings:read`): only the meetings whose organizer or participant is the token's `sub`
          *     (and, when the token has `mtg`, only those meetings).
+         *
+         *     A recurring meeting is one item, at its first occurrence. With `expand=true` (`from` and
+         *     `to` then required, at most 400 days apart) the page holds what a calendar shows in the
+         *     range instead: single meetings, and each occurrence of each series whose actual start lies
+         *     in it (moved ones where they were moved to, cancelled ones with `cancelled`), as
+         *     `MeetingOccurrence` items ordered by `starts_at`, `id`, original start. A range that more
+         *     than 1000 series overlap answers 400 `bad_query` (narrow it, or list with a browser
+         *     token, which sees only its participant's meetings).
          */
         get: operations["listMeetings"];
         put?: never;
@@ -119,6 +127,66 @@ export interface paths {
         options: operations["preflightDeliveries"];
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/meetings/{id}/occurrences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Occurrences of a recurring meeting
+         * @description The occurrences of a series in time order (by actual start, then original start), with
+         *     their overrides applied: moved ones where they were moved to, cancelled ones with
+         *     `cancelled: true`; exdates are left out. Paginated like `listMeetings`; without `from`
+         *     the list starts at the first occurrence. A single meeting answers 404 `not_recurring`.
+         *     Browser tokens: as `getMeeting`.
+         */
+        get: operations["listOccurrences"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightOccurrences"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/meetings/{id}/occurrences/{original_start}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+                /** @description The occurrence's `original_start` exactly as listed (UTC with milliseconds). */
+                original_start: components["schemas"]["UtcTime"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightOccurrence"];
+        head?: never;
+        /**
+         * Move, retitle or cancel one occurrence
+         * @description A JSON merge patch of the occurrence's own values (`OccurrencePatch`); its reminders
+         *     follow at once (a moved occurrence fires at its new time only, a cancelled one never,
+         *     `cancelled: false` restores it). The occurrence keeps its `original_start`, which stays
+         *     its name, and its reminders their ids. The meeting's `version` grows by one. A change of
+         *     the series later keeps the override while its occurrence exists. 404
+         *     `occurrence_not_found` for a time that is not an occurrence of the series (or not written
+         *     as listed), `not_recurring` for a single meeting. Browser tokens: as `patchMeeting`.
+         */
+        patch: operations["patchOccurrence"];
         trace?: never;
     };
     "/v1/webhooks": {
@@ -690,6 +758,13 @@ export interface components {
              */
             reminder: components["schemas"]["Reminder"] | null;
             meeting: components["schemas"]["Meeting"];
+            /**
+             * @description Only for a recurring meeting: which occurrence fired (its original start; `meeting`
+             *     shows that occurrence: its `starts_at`, `ends_at`, `title` and `reminders`).
+             */
+            occurrence?: {
+                original_start: components["schemas"]["UtcTime"];
+            };
         };
         /** @description A `ReminderNotification` with the stream's sequence number of the event. */
         InboxItem: {
@@ -897,6 +972,7 @@ export interface components {
              */
             organizer_id?: string | null;
             metadata?: components["schemas"]["Metadata"];
+            recurrence?: components["schemas"]["RecurrenceInput"];
         };
         /**
          * @description A JSON merge patch of `MeetingInput`: present members replace, `null` removes an optional
@@ -921,6 +997,7 @@ export interface components {
              */
             organizer_id?: string | null;
             metadata?: components["schemas"]["Metadata"];
+            recurrence?: components["schemas"]["RecurrenceInput"];
         };
         /** @description An IANA time zone name known to the server, e.g. `Europe/Berlin`. */
         TimeZone: string | null;
@@ -971,20 +1048,131 @@ export interface components {
             time_zone: components["schemas"]["TimeZone"];
             location: string | null;
             participants: components["schemas"]["Participant"][];
-            /** @description Sorted by `minutes_before`, descending. */
+            /**
+             * @description Sorted by `minutes_before`, descending. For a recurring meeting: its reminders, each
+             *     showing its next firing (the earliest occurrence where it is pending; once none is, its
+             *     latest occurrence's); the occurrences endpoint shows every occurrence's.
+             */
             reminders: components["schemas"]["Reminder"][];
             /** @description The participant id of the organizer, or null. */
             organizer_id: string | null;
             metadata: components["schemas"]["Metadata"];
-            /** @description 1 after creation, +1 per update. */
+            recurrence: components["schemas"]["Recurrence"] | null;
+            /** @description 1 after creation, +1 per update (a change of one occurrence of a series counts too). */
             version: number;
             created_at: components["schemas"]["UtcTime"];
             updated_at: components["schemas"]["UtcTime"];
+            /**
+             * @description Only in the answer to a PUT or PATCH of a recurring meeting: the `original_start` of
+             *     each occurrence override the change removed because its occurrence no longer exists
+             *     (the others are kept). The `ETag` is the meeting's without this member, as GET
+             *     returns it.
+             */
+            overrides_dropped?: components["schemas"]["UtcTime"][];
         };
         MeetingList: {
-            items: components["schemas"]["Meeting"][];
+            /** @description Meetings; with `expand=true`, `MeetingOccurrence` items. */
+            items: (components["schemas"]["Meeting"] | components["schemas"]["MeetingOccurrence"])[];
             /** @description Opaque; null on the last page. */
             next_cursor: string | null;
+        };
+        /**
+         * @description Makes the meeting a series (`time_zone` is then required; `starts_at` is its first
+         *     occurrence and must be the first time the rule gives). Occurrences keep their wall-clock
+         *     time in `time_zone` across DST; a time a spring-forward gap skips moves forward by the gap
+         *     (02:30 -> 03:30), one a fall-back overlap repeats is its first instant. Validated strictly:
+         *     any other rule part or value answers 400 naming `recurrence.rrule`, and a series with no
+         *     occurrence in the next ten years is refused (field `recurrence`).
+         */
+        RecurrenceInput: {
+            /**
+             * @description RFC 5545 rule text without `RRULE:`, upper case. Accepted: `FREQ` (DAILY, WEEKLY,
+             *     MONTHLY, YEARLY; required), `INTERVAL` (1..1000), `COUNT` (1..10000) or `UNTIL` (a UTC
+             *     date-time, `20261231T235959Z`), `BYDAY` (ordinals like `1MO`/`-1FR` with MONTHLY,
+             *     1..5, or YEARLY, 1..53, 1..5 with BYMONTH), `BYMONTHDAY` (1..31; not with WEEKLY;
+             *     with YEARLY only next to BYMONTH), `BYMONTH` (1..12), `BYSETPOS` (with MONTHLY or
+             *     YEARLY and another BYxxx part), `WKST` (MO or SU). Example: `FREQ=WEEKLY;BYDAY=MO`.
+             */
+            rrule: string;
+            /** @description Occurrences left out, by their original start (RFC 3339 with an offset). */
+            exdates?: string[] | null;
+            /** @description Extra occurrences (RFC 3339 with an offset), each after `starts_at`. */
+            rdates?: string[] | null;
+        } | null;
+        Recurrence: {
+            rrule: string;
+            exdates: components["schemas"]["UtcTime"][];
+            rdates: components["schemas"]["UtcTime"][];
+        };
+        /**
+         * @description A reminder of one occurrence. Rows exist for the occurrences within the materialised
+         *     window ahead (`TOCSIN_SERIES_WINDOW_S`, and at least the next occurrence); for the others
+         *     the reminder is shown as it will be, with `id` and `status` null. Its id names the
+         *     notification of this occurrence on every channel (`rem_<id>_<fire_at ms>`).
+         */
+        OccurrenceReminder: {
+            id: components["schemas"]["Reminder"]["id"] | null;
+            minutes_before: components["schemas"]["Reminder"]["minutes_before"];
+            channels: components["schemas"]["Channels"];
+            fire_at: components["schemas"]["UtcTime"];
+            status: components["schemas"]["Reminder"]["status"] | null;
+            fired_at: components["schemas"]["UtcTime"] | null;
+        };
+        Occurrence: {
+            original_start: components["schemas"]["UtcTime"];
+            starts_at: components["schemas"]["UtcTime"];
+            ends_at: components["schemas"]["UtcTime"] | null;
+            title: string;
+            cancelled: boolean;
+            reminders: components["schemas"]["OccurrenceReminder"][];
+        };
+        OccurrenceList: {
+            items: components["schemas"]["Occurrence"][];
+            /** @description Opaque; null on the last page. */
+            next_cursor: string | null;
+        };
+        /**
+         * @description A JSON merge patch of the occurrence's own values; `null` (or leaving a value out of a
+         *     later patch) makes it follow the series again. A moved occurrence keeps its duration
+         *     unless `ends_at` is given, which must come after its start.
+         */
+        OccurrencePatch: {
+            /** Format: date-time */
+            starts_at?: string | null;
+            /** Format: date-time */
+            ends_at?: string | null;
+            title?: string | null;
+            cancelled?: boolean | null;
+        };
+        /**
+         * @description An item of `GET /v1/meetings?expand=true`: a `Meeting` with `occurrence`. A single meeting
+         *     as it is (`occurrence` null), or one occurrence of a series as it shows (`starts_at`,
+         *     `ends_at`, `title` and `reminders` its own).
+         */
+        MeetingOccurrence: {
+            id: components["schemas"]["Meeting"]["id"];
+            title: components["schemas"]["Meeting"]["title"];
+            description: components["schemas"]["Meeting"]["description"];
+            starts_at: components["schemas"]["UtcTime"];
+            ends_at: components["schemas"]["Meeting"]["ends_at"];
+            time_zone: components["schemas"]["TimeZone"];
+            location: components["schemas"]["Meeting"]["location"];
+            participants: components["schemas"]["Meeting"]["participants"];
+            /**
+             * @description The reminders tocsin holds for this occurrence (a series' occurrence beyond the
+             *     materialised window has none yet: the occurrences endpoint shows them as they will be).
+             */
+            reminders: components["schemas"]["Reminder"][];
+            organizer_id: components["schemas"]["Meeting"]["organizer_id"];
+            metadata: components["schemas"]["Metadata"];
+            recurrence: components["schemas"]["Meeting"]["recurrence"];
+            version: components["schemas"]["Meeting"]["version"];
+            created_at: components["schemas"]["UtcTime"];
+            updated_at: components["schemas"]["UtcTime"];
+            occurrence: {
+                original_start: components["schemas"]["UtcTime"];
+                cancelled: boolean;
+            } | null;
         };
         FieldError: {
             /**
@@ -1001,7 +1189,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "too_many_streams" | "streams_unavailable";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1155,6 +1343,23 @@ export interface components {
                     status?: 404;
                     /** @enum {unknown} */
                     code?: "meeting_not_found" | "not_found";
+                };
+            };
+        };
+        /**
+         * @description No such meeting (as `MeetingNotFound`), the meeting is not recurring, or it has no
+         *     occurrence at that time.
+         */
+        OccurrenceNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 404;
+                    /** @enum {unknown} */
+                    code?: "meeting_not_found" | "not_found" | "not_recurring" | "occurrence_not_found";
                 };
             };
         };
@@ -1354,6 +1559,8 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page, unchanged. */
                 cursor?: string;
+                /** @description `true`: occurrences of recurring meetings instead of the series (see above). */
+                expand?: "true" | "false";
             };
             header?: never;
             path?: never;
@@ -1673,6 +1880,132 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    listOccurrences: {
+        parameters: {
+            query?: {
+                /** @description Only occurrences starting at or after this instant. */
+                from?: string;
+                /** @description Only occurrences starting before this instant. */
+                to?: string;
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of occurrences. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OccurrenceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["OccurrenceNotFound"];
+            406: components["responses"]["NotAcceptable"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightOccurrences: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    preflightOccurrence: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+                /** @description The occurrence's `original_start` exactly as listed (UTC with milliseconds). */
+                original_start: components["schemas"]["UtcTime"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    patchOccurrence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
+                id: components["parameters"]["MeetingId"];
+                /** @description The occurrence's `original_start` exactly as listed (UTC with milliseconds). */
+                original_start: components["schemas"]["UtcTime"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["OccurrencePatch"];
+            };
+        };
+        responses: {
+            /** @description The occurrence as it now is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Occurrence"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["NotOrganizer"];
+            404: components["responses"]["OccurrenceNotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
         };
     };
     listWebhooks: {

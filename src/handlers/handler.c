@@ -1,12 +1,14 @@
 /* handler.c -- checks and replies shared by the endpoint handlers. */
 #include "handler.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "engine.h"
+#include "hex.h"
 #include "http_auth.h"
 #include "log.h"
 #include "mirror.h"
@@ -189,4 +191,33 @@ handler_meeting_organized(struct request *rq, const struct meeting *m, int *ret)
         return 0;
     *ret = http_reply_problem(rq, API_E_NOT_ORGANIZER, NULL);
     return -1;
+}
+
+const char *
+handler_cursor_open(const char *s, char *raw, size_t raw_max, const char *tag)
+{
+    size_t n = s ? strlen(s) : 0, len, tag_len = strlen(tag);
+
+    if (n == 0 || hex_decode(s, n, (uint8_t *)raw, raw_max, &len) != 0)
+        return NULL;
+    raw[len] = '\0';
+    if (len <= tag_len || memcmp(raw, tag, tag_len) != 0 || raw[tag_len] != ':')
+        return NULL;
+    return raw + tag_len + 1;
+}
+
+int
+handler_cursor_int(const char **p, char sep, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
+    errno = 0;
+    v = strtoll(*p, &end, 10);
+    if (errno != 0 || end == *p || *end != sep)
+        return -1;
+    *out = v;
+    *p = sep == '\0' ? end : end + 1;
+    return 0;
 }

@@ -57,4 +57,30 @@ int handler_meeting_organized(struct request *rq, const struct meeting *m, int *
  * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
 int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);
 
+/* ---- recurring meetings (series_handler.c) ---- */
+struct db_key_list;
+/* After a commit that wrote a series' occurrence rows: deletes the keys in gone, arms fresh
+ * (those within the mirror horizon) and tells the engine. Redis failures are left to the
+ * reconciler. Either may be NULL. */
+void handler_series_keys(struct request *rq, const struct db_key_list *gone,
+                         const struct db_key_list *fresh);
+/* A new series, or a series whose rule, dates, start or zone changed, must have an occurrence in
+ * the next SERIES_UPCOMING_YEARS: false with the field error added to errs otherwise. cur is the
+ * meeting before the change (NULL for a new one). */
+bool handler_series_upcoming(const struct meeting *cur, const struct meeting *next,
+                             struct codec_errors *errs);
+/* The body of a meeting after a series write: m re-read in the same transaction (a series'
+ * reminders show their next firing, which the write just made), with its ETag. */
+enum db_status handler_series_body(struct db *db, int64_t tenant_id, const char *id, char **body,
+                                   char etag[HTTP_ETAG_MAX]);
+
+/* Page cursors are opaque to clients: hex of "<tag>:<fields separated by ':'>". Decodes s into
+ * raw (raw_max bytes of room plus the NUL) and checks the tag; returns where the fields start, or
+ * NULL when s is not such a text. */
+const char *handler_cursor_open(const char *s, char *raw, size_t raw_max, const char *tag);
+
+/* Reads a decimal int64 at *p that ends at sep ('\0' for the last field) and moves *p past the
+ * separator. 0, or -1 (nothing read, out of range, another character). */
+int handler_cursor_int(const char **p, char sep, int64_t *out);
+
 #endif

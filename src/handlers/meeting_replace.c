@@ -1,16 +1,19 @@
 /* meeting_replace.c -- the read-modify-write shared by PUT and PATCH. In one transaction: lock the
  * row, check If-Match against the current representation, build and validate the new state,
- * write it. The Redis keys follow after the commit. A new state equal to the current one (PATCH {},
- * a PUT of the same fields) writes nothing: the answer is the current representation, version
- * and ETag unchanged, as a version counts changes. */
+ * write it (a series: with its window of occurrence rows, keeping the overrides whose occurrence
+ * still exists). The Redis keys follow after the commit. A new state equal to the current one
+ * (PATCH {}, a PUT of the same fields) writes nothing: the answer is the current representation,
+ * version and ETag unchanged, as a version counts changes. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "db_series.h"
 #include "handler.h"
 #include "http_auth.h"
 #include "panic.h"
+#include "series_sync.h"
 #include "timefmt.h"
 
 enum replace_outcome {
@@ -36,6 +39,10 @@ struct replace_tx {
     char etag[HTTP_ETAG_MAX];
     enum replace_outcome outcome;
     bool unchanged; /* next equals cur: nothing written */
+    /* A series (before or after): its occurrence rows' keys and the overrides it dropped. */
+    struct series_params series;
+    struct db_key_list series_gone, series_fresh;
+    struct series_dropped dropped;
 };
 
 static void
@@ -48,6 +55,8 @@ replace_reset(struct replace_tx *t)
     t->errs.n = 0;
     t->gone.n = 0;
     t->unchanged = false;
+    t->series_gone.n = t->series_fresh.n = 0;
+    series_dropped_fini(&t->dropped);
 }
 
 /* Whether next's writable fields, in their canonical input form, are cur's. */
@@ -95,7 +104,28 @@ build_next(struct replace_tx *t)
     t->next.created_at_ms = t->cur.created_at_ms;
     t->next.version = t->cur.version + 1;
     t->next.updated_at_ms = timefmt_now_ms();
+    if (!handler_series_upcoming(&t->cur, &t->next, &t->errs))
+        return REPLACE_INVALID;
     return REPLACE_OK;
+}
+
+/* The write of a changed meeting; a series (before or after) also brings its occurrence rows in
+ * line, and its body is read back. */
+static enum db_status
+write_next(struct db *db, struct replace_tx *t)
+{
+    enum db_status st = db_meeting_update(db, t->tenant_id, &t->next, &t->gone);
+
+    if (st != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if (t->next.recurrence == NULL && t->cur.recurrence == NULL)
+        return handler_meeting_body(&t->next, &t->body, t->etag) == 0 ? DB_ONE_RESULT
+                                                                      : DB_HARD_ERROR;
+    st = series_sync_write(db, t->tenant_id, &t->next, t->cur.recurrence != NULL, &t->series,
+                           timefmt_now_ms(), &t->series_gone, &t->series_fresh, &t->dropped);
+    return st != DB_ONE_RESULT
+               ? st
+               : handler_series_body(db, t->tenant_id, t->next.id, &t->body, t->etag);
 }
 
 static enum db_status
@@ -139,10 +169,25 @@ replace_tx_run(struct db *db, void *arg)
         return handler_meeting_body(&t->cur, &t->body, t->etag) == 0 ? DB_ONE_RESULT
                                                                      : DB_HARD_ERROR;
     }
-    st = db_meeting_update(db, t->tenant_id, &t->next, &t->gone);
-    if (st != DB_ONE_RESULT)
-        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
-    return handler_meeting_body(&t->next, &t->body, t->etag) == 0 ? DB_ONE_RESULT : DB_HARD_ERROR;
+    return write_next(db, t);
+}
+
+/* A series' PUT or PATCH answer adds "overrides_dropped": the original starts of the overrides
+ * the change removed because their occurrence is gone. The ETag stays the meeting's (GET's). */
+static char *
+with_dropped(const char *body, const struct series_dropped *d)
+{
+    json_t *v = json_loads(body, 0, NULL), *list = json_array();
+    char *out = NULL;
+
+    for (size_t i = 0; list != NULL && d != NULL && i < d->n; i++)
+        json_array_append_new(list, codec_time(d->at[i]));
+    if (v != NULL && list != NULL && json_object_set_new(v, "overrides_dropped", list) == 0)
+        out = codec_dump(v);
+    else
+        json_decref(list);
+    json_decref(v);
+    return out;
 }
 
 static int
@@ -150,9 +195,19 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
 {
     struct http_reply_meta meta = {t->etag, NULL, NULL};
     if (st == DB_ONE_RESULT) {
-        if (!t->unchanged)
+        if (!t->unchanged) {
             handler_mirror_sync(rq, &t->gone, &t->next);
-        return http_reply_raw(rq, MHD_HTTP_OK, t->body, strlen(t->body), NULL, &meta);
+            handler_series_keys(rq, &t->series_gone, &t->series_fresh);
+        }
+        const struct meeting *now = t->unchanged ? &t->cur : &t->next;
+        if (now->recurrence == NULL)
+            return http_reply_raw(rq, MHD_HTTP_OK, t->body, strlen(t->body), NULL, &meta);
+        char *body = with_dropped(t->body, &t->dropped);
+        if (body == NULL)
+            return http_reply_problem(rq, API_E_INTERNAL, NULL);
+        int ret = http_reply_raw(rq, MHD_HTTP_OK, body, strlen(body), NULL, &meta);
+        free(body);
+        return ret;
     }
     if (st != DB_NO_RESULTS)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
@@ -179,7 +234,8 @@ handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
                            .tenant_id = rq->tenant_id,
                            .id = rq->match.args[0],
                            .doc = doc,
-                           .is_patch = is_patch};
+                           .is_patch = is_patch,
+                           .series = series_params_of(rq->cfg)};
     struct db *db = http_db(rq);
     int ret;
 
@@ -190,5 +246,7 @@ handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
     meeting_init(&t.next);
     ret = reply(rq, &t, db_tx_run(db, replace_tx_run, &t));
     replace_reset(&t);
+    db_key_list_fini(&t.series_gone);
+    db_key_list_fini(&t.series_fresh);
     return ret;
 }

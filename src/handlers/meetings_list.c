@@ -1,7 +1,6 @@
 /* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
- * meetings ordered by (starts_at, id), keyset-paginated. The cursor is opaque to clients: hex of
- * "v1:<starts_at_ms>:<id>" of the last item returned. */
-#include <errno.h>
+ * meetings ordered by (starts_at, id), keyset-paginated (expand=true: meetings_expand.c). The
+ * cursor is opaque to clients: hex of "v1:<starts_at_ms>:<id>" of the last item returned. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "handler.h"
 #include "hex.h"
 #include "http_routes.h"
+#include "meetings_expand.h"
 #include "timefmt.h"
 
 #define LIST_LIMIT_DEFAULT 50
@@ -20,31 +20,26 @@ struct list_args {
     struct db_list_query q;
     const char *bad;     /* the first offending parameter, for the problem detail */
     const char *bad_why; /* and the form it needs */
-    int seen_from, seen_to, seen_limit, seen_cursor;
+    int seen_from, seen_to, seen_limit, seen_cursor, seen_expand;
+    bool expand;        /* expand=true: occurrences of series (meetings_expand.c) */
+    const char *cursor; /* decoded once expand is known */
 };
 
 #define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
+#define CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
 
 static int
 cursor_decode(const char *s, struct db_list_query *q)
 {
-    char raw[CURSOR_RAW_MAX + 1], *end;
-    size_t n = strlen(s), len;
-    long long ms;
+    char raw[CURSOR_RAW_MAX + 1];
+    const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "v1");
+    int64_t starts;
 
-    if (n == 0 || hex_decode(s, n, (uint8_t *)raw, CURSOR_RAW_MAX, &len) != 0)
-        return -1;
-    raw[len] = '\0';
-    if (strncmp(raw, "v1:", 3) != 0)
-        return -1;
-    /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
-    errno = 0;
-    ms = strtoll(raw + 3, &end, 10);
-    if (errno != 0 || end == raw + 3 || *end != ':' || !meeting_id_valid(end + 1))
+    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 || !meeting_id_valid(p))
         return -1;
     q->has_after = true;
-    q->after_starts_at_ms = ms;
-    memcpy(q->after_id, end + 1, MEETING_ID_LEN + 1);
+    q->after_starts_at_ms = starts;
+    memcpy(q->after_id, p, MEETING_ID_LEN + 1);
     return 0;
 }
 
@@ -79,8 +74,13 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
         a->bad_why = TIME_FORM;
     } else if (strcmp(key, "cursor") == 0) {
         once = a->seen_cursor++ == 0;
-        ok = value != NULL && cursor_decode(value, &a->q) == 0;
-        a->bad_why = "must be a next_cursor returned by this endpoint, as it was returned";
+        ok = (a->cursor = value) != NULL;
+        a->bad_why = CURSOR_FORM;
+    } else if (strcmp(key, "expand") == 0) {
+        once = a->seen_expand++ == 0;
+        ok = value != NULL &&
+             ((a->expand = strcmp(value, "true") == 0) || strcmp(value, "false") == 0);
+        a->bad_why = "must be true or false";
     } else if (strcmp(key, "limit") == 0) {
         /* Digits only: strtol alone would take "+3", " 3" and "-0". */
         long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
@@ -90,7 +90,7 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
         a->bad_why = "must be an integer from 1 to 200";
     } else {
         ok = 0;
-        a->bad_why = "is not taken: the parameters are from, to, limit and cursor";
+        a->bad_why = "is not taken: the parameters are from, to, limit, cursor and expand";
     }
     if (!once)
         a->bad_why = "must be given at most once";
@@ -144,6 +144,12 @@ handle_meetings_list(struct request *rq)
 
     _Static_assert(DB_LIST_LIMIT_MAX == 200, "the limit's form in the problem detail");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
+    if (a.bad == NULL && a.cursor != NULL &&
+        (a.expand ? meetings_expand_cursor_decode(a.cursor, &a.q)
+                  : cursor_decode(a.cursor, &a.q)) != 0) {
+        a.bad = "cursor";
+        a.bad_why = CURSOR_FORM;
+    }
     if (a.bad != NULL)
         return http_reply_query(rq, a.bad, a.bad_why);
     if (a.q.from_ms != INT64_MIN && a.q.to_ms != INT64_MAX && a.q.from_ms > a.q.to_ms)
@@ -155,6 +161,8 @@ handle_meetings_list(struct request *rq)
         a.q.viewer = rq->who.sub;
         a.q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
     }
+    if (a.expand)
+        return meetings_expand(rq, db, &a.q);
     enum db_status st = db_meeting_list(db, rq->tenant_id, &a.q, &l);
     int ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
                   ? reply_page(rq, &l)

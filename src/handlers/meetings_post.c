@@ -1,19 +1,22 @@
-/* meetings_post.c -- POST /v1/meetings. Validate, insert (one statement), then arm the Redis keys
- * after the commit. With an Idempotency-Key the insert and the stored response share one
- * transaction, serialized per key by a try-lock: a concurrent duplicate gets 409 instead of
- * waiting, a finished one is replayed byte for byte, a different body with the same key is 422.
- * The stored response is read before the try-lock is taken: replays of a finished request never
- * contend for the lock (parallel replays used to get 409 from each other), and after the lock it
- * is read again, for a first request that committed in between. */
+/* meetings_post.c -- POST /v1/meetings. Validate, insert (one statement; a series with its first
+ * window of occurrences, in one transaction), then arm the Redis keys after the commit. With an
+ * Idempotency-Key the insert and the stored response share one transaction, serialized per key by a
+ * try-lock: a concurrent duplicate gets 409 instead of waiting, a finished one is replayed byte for
+ * byte, a different body with the same key is 422. The stored response is read before the try-lock
+ * is taken: replays of a finished request never contend for the lock (parallel replays used to get
+ * 409 from each other), and after the lock it is read again, for a first request that committed in
+ * between. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "crypto.h"
+#include "db_series.h"
 #include "handler.h"
 #include "http_routes.h"
 #include "panic.h"
+#include "series_sync.h"
 #include "timefmt.h"
 
 #define LOCATION_MAX 64
@@ -32,6 +35,8 @@ struct post_tx {
     char *body;
     struct db_idem_response stored;
     enum post_outcome outcome;
+    struct series_params series; /* a series is written with its first window of occurrences */
+    struct db_key_list fresh;
 };
 
 static int
@@ -60,7 +65,26 @@ read_stored(struct db *db, struct post_tx *t)
     return st;
 }
 
-/* Runs inside db_tx_run, so it may run again after a soft error: reset what it produced. */
+/* The insert and its body. A series also gets its series row and its first window of occurrence
+ * rows, and its body is read back (its reminders show their next firing). */
+static enum db_status
+insert(struct db *db, struct post_tx *t)
+{
+    enum db_status st = db_meeting_insert(db, t->tenant_id, t->m);
+
+    if (st != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if (t->m->recurrence == NULL)
+        return handler_meeting_body(t->m, &t->body, t->etag) == 0 ? DB_ONE_RESULT : DB_HARD_ERROR;
+    t->fresh.n = 0;
+    st = series_sync_write(db, t->tenant_id, t->m, false, &t->series, timefmt_now_ms(), NULL,
+                           &t->fresh, NULL);
+    return st != DB_ONE_RESULT ? st
+                               : handler_series_body(db, t->tenant_id, t->m->id, &t->body, t->etag);
+}
+
+/* Runs inside db_tx_run, so it may run again after a soft error: reset what it produced. Without
+ * an Idempotency-Key (a series, which takes several statements) it is the insert alone. */
 static enum db_status
 post_tx_run(struct db *db, void *arg)
 {
@@ -69,6 +93,10 @@ post_tx_run(struct db *db, void *arg)
 
     free(t->body);
     t->body = NULL;
+    if (t->key == NULL) {
+        t->outcome = POST_CREATED;
+        return insert(db, t);
+    }
     st = read_stored(db, t);
     if (st == DB_NO_RESULTS) {
         st = db_idem_lock(db, t->tenant_id, t->key);
@@ -80,11 +108,8 @@ post_tx_run(struct db *db, void *arg)
     }
     if (st != DB_NO_RESULTS)
         return st;
-    st = db_meeting_insert(db, t->tenant_id, t->m);
-    if (st != DB_ONE_RESULT)
-        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
-    if (handler_meeting_body(t->m, &t->body, t->etag) != 0)
-        return DB_HARD_ERROR;
+    if ((st = insert(db, t)) != DB_ONE_RESULT)
+        return st;
     struct db_idem_response resp = {MHD_HTTP_CREATED, t->body, t->location, t->etag};
     t->outcome = POST_CREATED;
     return db_idem_put(db, t->tenant_id, t->key, t->request_hash, &resp);
@@ -97,6 +122,7 @@ reply_outcome(struct request *rq, struct post_tx *t)
     switch (t->outcome) {
     case POST_CREATED:
         handler_mirror_sync(rq, NULL, t->m);
+        handler_series_keys(rq, NULL, &t->fresh);
         return http_reply_raw(rq, MHD_HTTP_CREATED, t->body, strlen(t->body), NULL, &meta);
     case POST_REPLAY:
         meta.etag = t->stored.etag;
@@ -115,12 +141,13 @@ reply_outcome(struct request *rq, struct post_tx *t)
 static int
 create(struct request *rq, struct db *db, struct meeting *m, const char *key)
 {
-    struct post_tx t = {.tenant_id = rq->tenant_id, .key = key, .m = m};
+    struct post_tx t = {
+        .tenant_id = rq->tenant_id, .key = key, .m = m, .series = series_params_of(rq->cfg)};
     enum db_status st;
     int ret;
 
     snprintf(t.location, sizeof(t.location), "/v1/meetings/%s", m->id);
-    if (key == NULL) {
+    if (key == NULL && m->recurrence == NULL) {
         st = db_meeting_insert(db, rq->tenant_id, m);
         if (st == DB_ONE_RESULT && handler_meeting_body(m, &t.body, t.etag) != 0)
             st = DB_HARD_ERROR;
@@ -135,6 +162,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     free(t.body);
     db_idem_response_fini(&t.stored);
+    db_key_list_fini(&t.fresh);
     return ret;
 }
 
@@ -184,7 +212,8 @@ handle_meetings_post(struct request *rq)
     if ((doc = handler_parse_body(rq, &ret)) == NULL)
         return ret;
     meeting_init(&m);
-    if (codec_meeting_decode(doc, &m, &errs) != API_E_NONE) {
+    if (codec_meeting_decode(doc, &m, &errs) != API_E_NONE ||
+        !handler_series_upcoming(NULL, &m, &errs)) {
         ret = http_reply_validation(rq, &errs);
     } else if (organizer(rq, &m, &errs, &ret) != 0) {
         /* replied */

@@ -518,7 +518,8 @@ static const char full_input_doc[] =
     "{'title':'Weekly sync','description':'d\\n','starts_at':'2026-11-23T08:00:00.000Z',"
     "'ends_at':'2026-11-23T08:30:00.500Z','time_zone':'Europe/Berlin','location':'Room 1',"
     "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
-    "'reminders':[{'minutes_before':60},{'minutes_before':5}],'metadata':{'k':[1,{'x':null}]}}";
+    "'reminders':[{'minutes_before':60},{'minutes_before':5}],'metadata':{'k':[1,{'x':null}]},"
+    "'recurrence':null}";
 
 static const char full_output[] =
     "{'id':'123e4567-e89b-42d3-a456-426614174000','title':'Weekly sync','description':'d\\n',"
@@ -530,13 +531,15 @@ static const char full_output[] =
     "'2026-11-23T07:00:00.000Z','status':'fired','fired_at':'2026-11-23T07:00:00.012Z'},"
     "{'id':'8','minutes_before':5,'channels':['webhook','stream','push'],"
     "'fire_at':'2026-11-23T07:55:00.000Z','status':'pending',"
-    "'fired_at':null}],'organizer_id':null,'metadata':{'k':[1,{'x':null}]},'version':3,"
+    "'fired_at':null}],'organizer_id':null,'metadata':{'k':[1,{'x':null}]},'recurrence':null,"
+    "'version':3,"
     "'created_at':'2026-01-01T00:00:00.000Z','updated_at':'2026-01-02T00:00:00.000Z'}";
 
 static const char minimal_output[] =
     "{'id':'','title':'t','description':null,'starts_at':'2030-01-01T09:00:00.000Z',"
     "'ends_at':null,'time_zone':null,'location':null,'participants':[],'reminders':[],"
-    "'organizer_id':null,'metadata':null,'version':0,'created_at':'1970-01-01T00:00:00.000Z',"
+    "'organizer_id':null,'metadata':null,'recurrence':null,'version':0,"
+    "'created_at':'1970-01-01T00:00:00.000Z',"
     "'updated_at':'1970-01-01T00:00:00.000Z'}";
 
 static void

@@ -1,6 +1,7 @@
 /* test_hex.c -- the lower-case hex codec: the RFC 4648 section 10 base16 vectors (lower case),
  * every byte value both ways, the texts the strict decoder refuses (odd length, upper case,
  * non-digits, a NUL), and the output bound at its limit and one past it. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "check.h"
@@ -69,9 +70,23 @@ test_refused(void)
     CHECK(hex_decode("", 0, out, 0, &n) == 0 && n == 0, "empty text refused");
 }
 
+/* The digit helpers agree with the codec on every value and every character. */
+static void
+test_digits(void)
+{
+    for (unsigned v = 0; v < 16; v++)
+        CHECK(hex_value(hex_digit(v)) == (int)v && hex_digit(v + 16) == hex_digit(v), "digit of %u",
+              v);
+    for (int c = 0; c < 256; c++) {
+        bool is_digit = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        CHECK((hex_value((char)c) >= 0) == is_digit, "character %d", c);
+    }
+}
+
 int
 main(void)
 {
+    test_digits();
     test_vectors();
     test_every_byte();
     test_refused();

@@ -1,0 +1,368 @@
+/* occurrences.c -- the occurrences of a recurring meeting (docs/design.md section 9):
+ * GET /v1/meetings/{id}/occurrences?from=&to=&limit=&cursor= lists them in time order with
+ * overrides applied (series_page), keyset-paginated like the list (the cursor is hex of
+ * "o1:<starts_at_ms>:<original_start_ms>" of the last item); PATCH
+ * /v1/meetings/{id}/occurrences/{original_start} moves, retitles or cancels one with a merge patch
+ * on its override, then brings the series' rows in line (series_sync_write) and bumps the
+ * meeting's version, so a reconciler batch read before it is skipped. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_series.h"
+#include "handler.h"
+#include "hex.h"
+#include "http_auth.h"
+#include "http_routes.h"
+#include "log.h"
+#include "series_sync.h"
+#include "timefmt.h"
+
+#define PAGE_DEFAULT 50
+#define PAGE_MAX DB_LIST_LIMIT_MAX
+#define CURSOR_RAW_MAX 64
+#define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
+#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
+
+struct page_args {
+    int64_t from, to;
+    size_t limit;
+    struct series_page_pos pos;
+    const char *bad;     /* the first offending parameter, for the problem detail */
+    const char *bad_why; /* and the form it needs */
+    int seen_from, seen_to, seen_limit, seen_cursor;
+};
+
+static int
+cursor_decode(const char *s, struct series_page_pos *pos)
+{
+    char raw[CURSOR_RAW_MAX + 1];
+    const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "o1");
+    int64_t starts, original;
+
+    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 ||
+        handler_cursor_int(&p, '\0', &original) != 0)
+        return -1;
+    *pos = (struct series_page_pos){true, starts, original};
+    return 0;
+}
+
+static void
+cursor_encode(const struct series_occurrence *last, char out[CURSOR_MAX + 1])
+{
+    char raw[CURSOR_RAW_MAX + 1];
+
+    snprintf(raw, sizeof raw, "o1:%lld:%lld", (long long)last->starts_at_ms,
+             (long long)last->original_start_ms);
+    hex_encode(raw, strlen(raw), out);
+}
+
+static enum MHD_Result
+take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct page_args *a = cls;
+    char *end = NULL;
+    int ok, once = 1;
+
+    if (strcmp(key, "from") == 0) {
+        once = a->seen_from++ == 0;
+        ok = value && timefmt_parse(value, strlen(value), &a->from) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "to") == 0) {
+        once = a->seen_to++ == 0;
+        ok = value && timefmt_parse(value, strlen(value), &a->to) == 0;
+        a->bad_why = TIME_FORM;
+    } else if (strcmp(key, "cursor") == 0) {
+        once = a->seen_cursor++ == 0;
+        ok = cursor_decode(value, &a->pos) == 0;
+        a->bad_why = "must be a next_cursor returned by this endpoint, as it was returned";
+    } else if (strcmp(key, "limit") == 0) {
+        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
+        long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
+        once = a->seen_limit++ == 0;
+        ok = end != NULL && *end == '\0' && v >= 1 && v <= PAGE_MAX;
+        a->limit = (size_t)v;
+        a->bad_why = "must be an integer from 1 to 200";
+    } else {
+        ok = 0;
+        a->bad_why = "is not taken: the parameters are from, to, limit and cursor";
+    }
+    if (!once)
+        a->bad_why = "must be given at most once";
+    if (!ok || !once) {
+        a->bad = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* The reminder rows of the occurrences of a page (rows of one occurrence are adjacent). */
+static json_t *
+page_items(const struct meeting *m, const struct series_occurrence *occ, size_t n,
+           const struct db_occurrence_reminders *rows)
+{
+    json_t *items = json_array();
+    struct reminder mine[MEETING_REMINDERS_MAX];
+
+    for (size_t i = 0; items != NULL && i < n; i++) {
+        size_t k = 0;
+        for (size_t r = 0; r < rows->n && k < MEETING_REMINDERS_MAX; r++)
+            if (rows->r[r].original_start_ms == occ[i].original_start_ms)
+                mine[k++] = rows->r[r].r;
+        if (json_array_append_new(items, codec_occurrence_encode(m, &occ[i], mine, k)) != 0) {
+            json_decref(items);
+            items = NULL;
+        }
+    }
+    return items;
+}
+
+/* Loads the live series of the path for a reader (a browser token sees only its own). 0, or -1
+ * after replying. */
+static int
+load_series(struct request *rq, struct db *db, const char *id, struct meeting *m, bool lock,
+            int *ret)
+{
+    enum db_status st = db_meeting_get(db, rq->tenant_id, id, m, lock);
+
+    if (st != DB_ONE_RESULT) {
+        *ret = handler_db_problem(rq, st);
+        return -1;
+    }
+    if (handler_meeting_visible(rq, m, ret) != 0)
+        return -1;
+    if (m->recurrence == NULL) {
+        *ret = http_reply_problem(rq, API_E_NOT_RECURRING, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+list(struct request *rq, struct db *db, struct meeting *m, const struct page_args *a)
+{
+    struct db_override_list ol = {0};
+    struct series_occurrence *occ = calloc(a->limit, sizeof *occ);
+    struct series_override *ov = NULL;
+    struct db_occurrence_reminders rows = {0};
+    int64_t *originals = calloc(a->limit, sizeof *originals);
+    const char *id = m->id;
+    bool more = false;
+    long n = -1;
+    int ret;
+
+    if (occ != NULL && originals != NULL && db_override_list(db, &id, 1, &ol) == DB_ONE_RESULT &&
+        (ov = calloc(ol.n ? ol.n : 1, sizeof *ov)) != NULL) {
+        for (size_t i = 0; i < ol.n; i++)
+            ov[i] = ol.o[i].ov;
+        n = series_page(m, ov, ol.n, a->from, a->to, &a->pos, occ, a->limit, &more);
+    }
+    for (long i = 0; i < n; i++)
+        originals[i] = occ[i].original_start_ms;
+    json_t *items = NULL;
+    if (n >= 0 && db_occurrence_reminders(db, m->id, originals, (size_t)n, &rows) == DB_ONE_RESULT)
+        items = page_items(m, occ, (size_t)n, &rows);
+    if (items == NULL) {
+        ret = http_reply_problem(rq, n < 0 ? API_E_INTERNAL : API_E_DB_UNAVAILABLE, NULL);
+    } else {
+        char cursor[CURSOR_MAX + 1] = "";
+        if (more && n > 0)
+            cursor_encode(&occ[n - 1], cursor);
+        json_t *page = json_pack("{s:o, s:o}", "items", items, "next_cursor",
+                                 cursor[0] ? json_string(cursor) : json_null());
+        ret = http_reply_json(rq, MHD_HTTP_OK, page, NULL);
+    }
+    db_occurrence_reminders_fini(&rows);
+    free(ov);
+    db_override_list_fini(&ol);
+    free(occ);
+    free(originals);
+    return ret;
+}
+
+int
+handle_occurrences_list(struct request *rq)
+{
+    struct page_args a = {.from = INT64_MIN, .to = INT64_MAX, .limit = PAGE_DEFAULT};
+    struct meeting m;
+    struct db *db;
+    const char *id;
+    int ret;
+
+    if ((id = handler_meeting_id(rq, &ret)) == NULL)
+        return ret;
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
+    _Static_assert(PAGE_MAX == 200, "the limit's form in the problem detail");
+    if (a.bad != NULL)
+        return http_reply_query(rq, a.bad, a.bad_why);
+    if (a.from != INT64_MIN && a.to != INT64_MAX && a.from > a.to)
+        return http_reply_query(rq, "from", "must not be after 'to'");
+    if ((db = http_db(rq)) == NULL)
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    meeting_init(&m);
+    if (load_series(rq, db, id, &m, false, &ret) == 0)
+        ret = list(rq, db, &m, &a);
+    meeting_fini(&m);
+    return ret;
+}
+
+/* ---- PATCH one occurrence ------------------------------------------------------------------ */
+
+enum patch_outcome { PATCH_OK, PATCH_NOT_FOUND, PATCH_INVALID };
+
+struct patch_tx {
+    struct request *rq;
+    const char *id;
+    int64_t original;
+    const json_t *doc;
+    struct meeting m;
+    struct series_override ov;
+    struct codec_errors errs;
+    enum api_error refusal; /* for PATCH_NOT_FOUND */
+    enum patch_outcome outcome;
+    struct series_params series;
+    struct db_key_list gone, fresh;
+    json_t *body;
+};
+
+static void
+patch_reset(struct patch_tx *t)
+{
+    meeting_fini(&t->m);
+    series_override_fini(&t->ov);
+    json_decref(t->body);
+    t->body = NULL;
+    t->gone.n = t->fresh.n = 0;
+    t->errs.n = 0;
+}
+
+/* The override as the patch leaves it: t->ov. */
+static enum db_status
+patched_override(struct db *db, struct patch_tx *t)
+{
+    struct db_override_list ol = {0};
+    const char *id = t->m.id;
+    enum db_status st = db_override_list(db, &id, 1, &ol);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    const struct series_override *cur = NULL;
+    for (size_t i = 0; i < ol.n; i++)
+        if (ol.o[i].ov.original_start_ms == t->original)
+            cur = &ol.o[i].ov;
+    json_t *base = codec_override_doc(cur), *input = base ? codec_merge_patch(base, t->doc) : NULL;
+    enum api_error e =
+        input ? codec_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
+    json_decref(base);
+    json_decref(input);
+    db_override_list_fini(&ol);
+    if (e == API_E_INTERNAL)
+        return DB_HARD_ERROR;
+    if (e != API_E_NONE)
+        t->outcome = PATCH_INVALID;
+    return DB_ONE_RESULT;
+}
+
+static enum db_status
+patch_tx_run(struct db *db, void *arg)
+{
+    struct patch_tx *t = arg;
+    struct request *rq = t->rq;
+    int64_t now = timefmt_now_ms();
+    enum db_status st;
+
+    patch_reset(t);
+    t->outcome = PATCH_NOT_FOUND;
+    t->refusal = API_E_MEETING_NOT_FOUND;
+    if ((st = db_meeting_get(db, rq->tenant_id, t->id, &t->m, true)) != DB_ONE_RESULT)
+        return st;
+    if (rq->who.browser &&
+        (!http_meeting_allowed(rq, t->m.id) || !codec_meeting_has_person(&t->m, rq->who.sub)))
+        return DB_NO_RESULTS;
+    if (rq->who.browser &&
+        (t->m.organizer_id == NULL || strcmp(t->m.organizer_id, rq->who.sub) != 0)) {
+        t->refusal = API_E_NOT_ORGANIZER;
+        return DB_NO_RESULTS;
+    }
+    t->refusal = t->m.recurrence == NULL ? API_E_NOT_RECURRING : API_E_OCCURRENCE_NOT_FOUND;
+    if (t->m.recurrence == NULL || !series_occurs(&t->m, t->original))
+        return DB_NO_RESULTS;
+    t->outcome = PATCH_OK;
+    if ((st = patched_override(db, t)) != DB_ONE_RESULT || t->outcome != PATCH_OK)
+        return st != DB_ONE_RESULT ? st : DB_NO_RESULTS;
+    t->m.version++;
+    t->m.updated_at_ms = now;
+    if ((st = db_override_put(db, t->m.id, &t->ov)) != DB_ONE_RESULT ||
+        (st = db_meeting_touch(db, rq->tenant_id, t->m.id, t->m.updated_at_ms)) != DB_ONE_RESULT ||
+        (st = series_sync_write(db, rq->tenant_id, &t->m, true, &t->series, now, &t->gone,
+                                &t->fresh, NULL)) != DB_ONE_RESULT)
+        return st;
+    struct db_occurrence_reminders rows = {0};
+    if ((st = db_occurrence_reminders(db, t->m.id, &t->original, 1, &rows)) != DB_ONE_RESULT)
+        return st;
+    struct series_occurrence occ;
+    struct reminder mine[MEETING_REMINDERS_MAX];
+    size_t k = 0;
+    for (size_t i = 0; i < rows.n && k < MEETING_REMINDERS_MAX; i++)
+        mine[k++] = rows.r[i].r;
+    series_occurrence_of(&t->m, t->original, &t->ov, &occ);
+    t->body = codec_occurrence_encode(&t->m, &occ, mine, k);
+    db_occurrence_reminders_fini(&rows);
+    return t->body != NULL ? DB_ONE_RESULT : DB_HARD_ERROR;
+}
+
+/* The path's original start, exactly as the list shows it (UTC with milliseconds). */
+static int
+original_arg(struct request *rq, int64_t *out)
+{
+    char back[TIMEFMT_BUF];
+    const char *s = rq->match.nargs == 2 ? rq->match.args[1] : "";
+
+    if (timefmt_parse(s, strlen(s), out) != 0 || strcmp(timefmt_format(*out, back), s) != 0)
+        return -1;
+    return 0;
+}
+
+int
+handle_occurrence_patch(struct request *rq)
+{
+    struct patch_tx t = {.rq = rq, .series = series_params_of(rq->cfg)};
+    struct db *db;
+    json_t *doc;
+    int ret;
+
+    if (handler_no_query(rq, &ret) != 0)
+        return ret;
+    if (rq->match.nargs != 2 || !meeting_id_valid(rq->match.args[0]))
+        return http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+    t.id = rq->match.args[0];
+    if (original_arg(rq, &t.original) != 0)
+        return http_reply_problem(rq, API_E_OCCURRENCE_NOT_FOUND,
+                                  "name the occurrence by its original_start as listed");
+    if (handler_require_type(rq, "application/merge-patch+json", &ret) != 0 ||
+        (doc = handler_parse_body(rq, &ret)) == NULL)
+        return ret;
+    if ((db = http_db(rq)) == NULL) {
+        json_decref(doc);
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    }
+    t.doc = doc;
+    meeting_init(&t.m);
+    enum db_status st = db_tx_run(db, patch_tx_run, &t);
+    if (st == DB_ONE_RESULT) {
+        handler_series_keys(rq, &t.gone, &t.fresh);
+        ret = http_reply_json(rq, MHD_HTTP_OK, json_incref(t.body), NULL);
+    } else if (st != DB_NO_RESULTS) {
+        ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    } else if (t.outcome == PATCH_INVALID) {
+        ret = http_reply_validation(rq, &t.errs);
+    } else {
+        ret = http_reply_problem(rq, t.refusal, NULL);
+    }
+    patch_reset(&t);
+    db_key_list_fini(&t.gone);
+    db_key_list_fini(&t.fresh);
+    json_decref(doc);
+    return ret;
+}

@@ -1,0 +1,213 @@
+/* itest_series.c -- the statements that carry the recurrence guarantees (db_series.c through
+ * series_sync.c), on a real PostgreSQL: a series' first window written once per occurrence and
+ * reminder, the write repeated changing nothing (same ids, no keys), the reconciler's extension
+ * when due and not before, two connections extending one series at once (each row once), a batch
+ * read before a writer's change skipped, a deleted meeting's series dropped, a series turned back
+ * into a single meeting leaving no pending occurrence, and the notification view of an
+ * occurrence. */
+#include <pthread.h>
+#include <time.h>
+
+#include "db.h"
+#include "db_series.h"
+#include "fixture.h"
+#include "series_sync.h"
+#include "timefmt.h"
+
+#define DAY_MS 86400000LL
+#define HOUR_MS 3600000LL
+#define WINDOW_MS (3 * DAY_MS)
+
+static const struct series_params params = {WINDOW_MS, HOUR_MS, 60000};
+
+static long long
+count(const char *sql, const char *id)
+{
+    return fixture_sql(sql, id, NULL, NULL);
+}
+
+/* The series' reminder count at or after an instant (fixture_i64 formats it). */
+static long long
+count_from(const char *id, int64_t from_ms)
+{
+    char ms[32];
+    return fixture_sql("SELECT count(*) FROM reminders WHERE meeting_id = $1"
+                       " AND original_start >= 'epoch'::timestamptz + $2::bigint * interval '1 ms'",
+                       id, fixture_i64(ms, from_ms), NULL);
+}
+
+/* A daily series at the next whole hour in UTC with reminders 10 and 0 minutes before. */
+static void
+make_series(struct meeting *m, int64_t now)
+{
+    static const int minutes[] = {10, 0};
+    int64_t start = (now / HOUR_MS + 1) * HOUR_MS;
+
+    fixture_meeting(m, "daily", start, minutes, 2);
+    m->time_zone = strdup("UTC");
+    m->version = 1;
+    m->recurrence = calloc(1, sizeof *m->recurrence);
+    m->recurrence->rrule = strdup("FREQ=DAILY");
+}
+
+static enum db_status
+sync_write(struct db *db, int64_t tenant, const struct meeting *m, bool was, int64_t now,
+           struct db_key_list *gone, struct db_key_list *fresh)
+{
+    return series_sync_write(db, tenant, m, was, &params, now, gone, fresh, NULL);
+}
+
+struct racer {
+    const char *url;
+    int64_t now;
+    size_t rows;
+    enum db_status st;
+};
+
+static void *
+race(void *arg)
+{
+    struct racer *r = arg;
+    char err[DB_ERR_MAX];
+    struct db *db = db_open(r->url, err, sizeof err);
+    size_t seen = 0;
+
+    r->st =
+        db != NULL ? series_sync_extend(db, NULL, &params, r->now, &seen, &r->rows) : DB_HARD_ERROR;
+    db_close(db);
+    return NULL;
+}
+
+static void
+run(const char *url)
+{
+    char err[DB_ERR_MAX];
+    struct db *db = db_open(url, err, sizeof err);
+    struct db_key_list gone = {0}, fresh = {0};
+    struct meeting m;
+    int64_t tenant = 0, now = timefmt_now_ms();
+    size_t seen = 0, rows = 0, skipped = 0;
+
+    CHECK(db != NULL && db_migrate(db, err, sizeof err) == 0, "migrate: %s", err);
+    CHECK(db_tenant_ensure(db, "series", &tenant) == DB_ONE_RESULT, "tenant");
+    make_series(&m, now);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
+
+    /* The first window: 3 days ahead (the occurrence at the next hour and the two after), two
+     * rows each, all fresh. */
+    CHECK(sync_write(db, tenant, &m, false, now, &gone, &fresh) == DB_ONE_RESULT, "first write");
+    CHECK(count("SELECT count(*) FROM reminders WHERE meeting_id = $1", m.id) == 6, "6 rows");
+    CHECK(fresh.n == 6 && gone.n == 0, "fresh %zu gone %zu", fresh.n, gone.n);
+    long long sum = count("SELECT sum(id) FROM reminders WHERE meeting_id = $1", m.id);
+    fresh.n = 0;
+    CHECK(sync_write(db, tenant, &m, true, now + 1000, &gone, &fresh) == DB_ONE_RESULT, "again");
+    CHECK(fresh.n == 0 && gone.n == 0, "repeated write: fresh %zu gone %zu", fresh.n, gone.n);
+    CHECK(count("SELECT sum(id) FROM reminders WHERE meeting_id = $1", m.id) == sum, "same ids");
+
+    /* Not due yet: nothing to extend. */
+    CHECK(series_sync_extend(db, NULL, &params, now, &seen, &rows) == DB_ONE_RESULT && seen == 0,
+          "nothing due, saw %zu", seen);
+    /* A day later (extend_after moved into the past), two connections extend it at once. */
+    CHECK(fixture_sql("UPDATE series SET extend_after = now() - interval '1 second'", NULL, NULL,
+                      NULL) == 1,
+          "make due");
+    struct racer a = {url, now + DAY_MS, 0, DB_HARD_ERROR}, b = a;
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, race, &a);
+    pthread_create(&tb, NULL, race, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.st == DB_ONE_RESULT && b.st == DB_ONE_RESULT, "both extensions ran");
+    CHECK(a.rows + b.rows == 2, "one new occurrence, written once: %zu + %zu", a.rows, b.rows);
+    CHECK(count("SELECT count(*) FROM reminders WHERE meeting_id = $1", m.id) == 8, "8 rows");
+    CHECK(count_from(m.id, m.starts_at_ms + 3 * DAY_MS) == 2, "the 4th occurrence's rows");
+    CHECK(count("SELECT count(*) FROM (SELECT original_start, minutes_before FROM reminders"
+                " WHERE meeting_id = $1 GROUP BY 1, 2 HAVING count(*) > 1) d",
+                m.id) == 0,
+          "no occurrence twice");
+    CHECK(count("SELECT count(*) FROM series WHERE meeting_id = $1 AND extend_after > now()",
+                m.id) == 1,
+          "not due again");
+
+    /* A batch read before a writer's change is skipped as a whole. */
+    struct db_series_extension ext = {&m, tenant, {0}, 0, 0};
+    int64_t covered = 0;
+    CHECK(series_rows_build(&m, NULL, 0, now + 4 * DAY_MS, now + 6 * DAY_MS, false, now, &ext.rows,
+                            &covered) == 0 &&
+              ext.rows.n == 4,
+          "rows to extend");
+    ext.covered_to = covered;
+    ext.extend_after = covered;
+    CHECK(db_meeting_touch(db, tenant, m.id, now) == DB_ONE_RESULT, "touch");
+    CHECK(db_series_extend(db, &ext, 1, &rows, &skipped) == DB_ONE_RESULT && skipped == 1 &&
+              rows == 0,
+          "stale batch skipped (%zu, %zu)", skipped, rows);
+    m.version++;
+    CHECK(db_series_extend(db, &ext, 1, &rows, &skipped) == DB_ONE_RESULT && skipped == 0 &&
+              rows == 4,
+          "current batch written (%zu, %zu)", skipped, rows);
+    series_rows_fini(&ext.rows);
+
+    /* The notification view of an occurrence: its own start and reminders. */
+    int64_t rid = count("SELECT id FROM reminders WHERE meeting_id = $1 AND minutes_before = 0"
+                        " ORDER BY original_start OFFSET 1 LIMIT 1",
+                        m.id);
+    const char *ids[] = {m.id, m.id};
+    int64_t rids[] = {rid, 999999999};
+    struct db_meeting_list views = {0};
+    CHECK(db_meeting_get_many_for(db, ids, rids, 2, &views) == DB_ONE_RESULT && views.n == 2,
+          "views");
+    CHECK(views.n == 2 && views.m[0].is_occurrence &&
+              views.m[0].starts_at_ms == m.starts_at_ms + DAY_MS &&
+              views.m[0].original_start_ms == m.starts_at_ms + DAY_MS &&
+              views.m[0].n_reminders == 2 && views.m[0].recurrence != NULL,
+          "occurrence view");
+    CHECK(views.n == 2 && !views.m[1].is_occurrence && views.m[1].starts_at_ms == m.starts_at_ms,
+          "an unknown reminder sees the series");
+    db_meeting_list_fini(&views);
+
+    /* Back to a single meeting: the pending occurrences go, keys reported; the series row too. */
+    free(m.recurrence->rrule);
+    free(m.recurrence);
+    m.recurrence = NULL;
+    struct reminder_keys single_gone = {0};
+    gone.n = fresh.n = 0;
+    long long pending = count("SELECT count(*) FROM reminders WHERE meeting_id = $1"
+                              " AND status = 'pending' AND original_start IS NOT NULL",
+                              m.id);
+    m.version++;
+    CHECK(db_meeting_update(db, tenant, &m, &single_gone) == DB_ONE_RESULT, "update");
+    CHECK(sync_write(db, tenant, &m, true, now, &gone, &fresh) == DB_ONE_RESULT, "drop series");
+    CHECK((long long)gone.n == pending && pending > 0, "gone %zu of %lld", gone.n, pending);
+    CHECK(count("SELECT count(*) FROM reminders WHERE meeting_id = $1 AND status = 'pending'"
+                " AND original_start IS NOT NULL",
+                m.id) == 0,
+          "no pending occurrence left");
+    CHECK(count("SELECT count(*) FROM series WHERE meeting_id = $1", m.id) == 0, "series gone");
+    meeting_fini(&m);
+
+    /* A deleted series' row is dropped when it comes due, and nothing is extended. */
+    make_series(&m, now);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert 2");
+    gone.n = fresh.n = 0;
+    CHECK(sync_write(db, tenant, &m, false, now, &gone, &fresh) == DB_ONE_RESULT, "write 2");
+    struct reminder_keys del = {0};
+    CHECK(db_meeting_delete(db, tenant, m.id, &del) == DB_ONE_RESULT, "delete");
+    CHECK(del.n == 6, "the delete reports its pending keys: %zu", del.n);
+    fixture_sql("UPDATE series SET extend_after = now() - interval '1 second'", NULL, NULL, NULL);
+    CHECK(series_sync_extend(db, NULL, &params, now + DAY_MS, &seen, &rows) == DB_ONE_RESULT &&
+              seen == 0,
+          "a deleted series is not extended");
+    CHECK(count("SELECT count(*) FROM series WHERE meeting_id = $1", m.id) == 0,
+          "its series row is gone");
+    meeting_fini(&m);
+    db_key_list_fini(&gone);
+    db_key_list_fini(&fresh);
+    db_close(db);
+}
+
+int
+main(void)
+{
+    return fixture_main("itest_series", run);
+}
