@@ -8,7 +8,7 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests, the benchmark and the README's commands need.
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
-redis-server redis-tools clang-format wrk curl ca-certificates"
+redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr"
 
 # Seconds to wait for a server to answer after start, or to exit after a stop request.
 TOCSIN_WAIT_S_MAX=60

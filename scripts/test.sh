@@ -19,7 +19,7 @@ tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
-NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/}
+NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
 CTEST=${TOCSIN_TEST_CTEST:-1}
 TEST_DIR=$TOCSIN_ROOT/.local/test
 TEST_DB=tocsin_test
