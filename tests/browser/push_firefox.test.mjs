@@ -169,9 +169,10 @@ test('Firefox subscribes through the demo toggle; a reminder tocsin pushes is de
         type: 'tocsin.reminder',
         reminder: { type: 'meeting.reminder', id: occurrence, meeting_id: m.id, title: 'Firefox push', starts_at: m.starts_at, minutes_before: 1 },
     }]);
+    // The worker tells the page once the notification is up.
     const shown = await page.evaluate(async () => {
         const reg = await navigator.serviceWorker.getRegistration('/demo');
-        return (await reg.getNotifications()).map((n) => ({ title: n.title, tag: n.tag, body: n.body }));
+        return (await reg.getNotifications()).map((x) => ({ title: x.title, tag: x.tag, body: x.body }));
     });
     assert.equal(shown.length, 1, JSON.stringify(shown));
     assert.equal(shown[0].title, 'Firefox push');
