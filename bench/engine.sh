@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# bench/engine.sh -- fire lateness and burst delivery of the reminder engine (bench/engine.mjs),
-# against the same keys' Redis expired events as the baseline, in one run: a release build, its own
-# PostgreSQL and Redis under .local/bench-engine, three replicas, a local webhook receiver.
-# Environment: BENCH_PENDING ("0 1000000"), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_BURST
-# (50000), BENCH_REPLICAS (3), BENCH_SCENARIOS ("lateness burst"). Not part of CI.
+# bench/engine.sh -- the reminder engine and its delivery at scale (bench/engine.mjs), with BullMQ
+# as the baseline of the burst (bench/bullmq.mjs), in one run: a release build, its own PostgreSQL
+# and Redis under .local/bench-engine, a second Redis for BullMQ, replicas and local receivers.
+# Environment (defaults in engine.mjs): BENCH_SCENARIOS ("burst kill work throughput lateness"),
+# BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BULLMQ_WORKERS (3), BENCH_BULLMQ_CONCURRENCY
+# (100), BENCH_KILL_BURST (10000), BENCH_WORK_REPLICAS ("1 3 6"), BENCH_WORK_DUE (10000),
+# BENCH_SLOW_MS (100), BENCH_SLOW_WEBHOOKS ("1 16"), BENCH_SLOW_DELIVERIES (20000), BENCH_PENDING
+# (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS
+# (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
+# TOCSIN_BENCH_BULLMQ_REDIS_PORT. Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54359}
 REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63829}
+BULLMQ_REDIS_PORT=${TOCSIN_BENCH_BULLMQ_REDIS_PORT:-63839}
 DIR=$TOCSIN_ROOT/.local/bench-engine
 BIN=$TOCSIN_ROOT/build-release/tocsin
 
@@ -17,6 +23,7 @@ cleanup()
 {
     local rc=$?
     trap - EXIT INT TERM
+    tocsin_redis_stop "$DIR/bullmq-redis" || true
     tocsin_redis_stop "$DIR/redis" || true
     tocsin_pg_stop "$DIR/pg" || true
     exit "$rc"
@@ -28,19 +35,36 @@ trap 'exit 143' TERM
 tocsin_install_deps
 tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+if [ ! -f bench/node_modules/.package-lock.json ] ||
+    [ bench/package-lock.json -nt bench/node_modules/.package-lock.json ]; then
+    tocsin_log "installing the Node packages of bench/ (BullMQ)"
+    # npm install, not ci: npm writes this lock without the other platforms' optional binaries of
+    # msgpackr-extract and then refuses it in ci; install still takes the locked versions.
+    (cd bench && npm install --no-audit --no-fund --loglevel=error </dev/null)
+fi
 
+tocsin_redis_stop "$DIR/bullmq-redis"
 tocsin_redis_stop "$DIR/redis"
 tocsin_pg_stop "$DIR/pg"
 tocsin_pg_wipe "$DIR/pg"
+# Someone else's server on one of these ports would answer the readiness checks and be measured
+# (or emptied) instead of ours: refuse to start.
+for port in "$PG_PORT" "$REDIS_PORT" "$BULLMQ_REDIS_PORT"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        tocsin_die "127.0.0.1:$port is taken; choose other ports (TOCSIN_BENCH_*_PORT)"
+    fi
+done
 rm -rf "$DIR"
 mkdir -p "$DIR"
-tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 200" "shared_buffers = 512MB"
+# Six replicas of the work scenario hold about 25 connections each.
+tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 300" "shared_buffers = 512MB"
 tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
+tocsin_redis_start "$DIR/bullmq-redis" "$BULLMQ_REDIS_PORT"
 
 export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
 "$BIN" migrate
 BENCH_TOKEN=$("$BIN" keys create --tenant bench)
 BENCH_PSQL=$(tocsin_pg_bindir)/psql
 export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$BIN BENCH_DB_URL=$TOCSIN_DATABASE_URL
-export BENCH_REDIS_PORT=$REDIS_PORT
+export BENCH_REDIS_PORT=$REDIS_PORT BENCH_BULLMQ_REDIS_PORT=$BULLMQ_REDIS_PORT
 node bench/engine.mjs

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/dev.sh -- from a fresh Debian 12 machine to a running tocsin in one command: installs
 # what is missing, builds build/, starts PostgreSQL and Redis on loopback with their data in
-# .local/dev, migrates, creates an API key once, prints how to call the API and runs
-# `tocsin serve` in the foreground. Ctrl-C (or SIGTERM) stops tocsin, then PostgreSQL and Redis.
+# .local/dev, migrates, creates an API key once, prints how to call the API (and the exports a
+# second shell needs for `tocsin keys`) and runs `tocsin serve` in the foreground, with webhooks
+# to loopback allowed. Ctrl-C (or SIGTERM) stops tocsin, then PostgreSQL and Redis.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -16,6 +17,9 @@ BIN=$TOCSIN_ROOT/build/tocsin
 export TOCSIN_HTTP_ADDR=${TOCSIN_HTTP_ADDR:-127.0.0.1:8080}
 export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
 export TOCSIN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+# A developer's webhook receiver runs on this machine: loopback targets are allowed here (and only
+# here: the guard refuses them by default).
+export TOCSIN_WEBHOOK_ALLOW_NETS=${TOCSIN_WEBHOOK_ALLOW_NETS:-127.0.0.0/8,::1}
 URL=http://$TOCSIN_HTTP_ADDR
 
 SERVE_PID=
@@ -72,9 +76,26 @@ The API key of tenant "dev" is in .local/dev/api_key. In another shell:
 
 PostgreSQL: psql $TOCSIN_DATABASE_URL
 Redis:      redis-cli -h 127.0.0.1 -p $REDIS_PORT
+Webhooks to 127.0.0.0/8 and ::1 are allowed (TOCSIN_WEBHOOK_ALLOW_NETS).
 More examples: README.md, section "A curl session".
 
+For tocsin's own commands in another shell (tocsin keys create --tenant NAME, keys list, ...):
+
+$(print_exports)
+  build/tocsin keys list
+
 EOF
+}
+
+# The export lines a second shell needs to run build/tocsin against this PostgreSQL and Redis,
+# each value in single quotes for the shell.
+print_exports()
+{
+    local v val
+    for v in TOCSIN_DATABASE_URL TOCSIN_REDIS_URL TOCSIN_WEBHOOK_ALLOW_NETS; do
+        val=${!v}
+        printf "  export %s='%s'\n" "$v" "${val//\'/\'\\\'\'}"
+    done
 }
 
 tocsin_install_deps

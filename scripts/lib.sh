@@ -5,10 +5,13 @@
 
 TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Debian packages the build, the tests, the benchmark and the README's commands need.
+# Debian packages the build, the tests, the benchmark and the README's commands need (faketime:
+# tests/api/scale.test.mjs runs a replica with its clock ahead).
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
-redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr"
+redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr faketime"
+# What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
+TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
 
 # Seconds to wait for a server to answer after start, or to exit after a stop request.
 TOCSIN_WAIT_S_MAX=60
@@ -41,13 +44,14 @@ pkg_missing()
     ! dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q ' ok installed$'
 }
 
-# Installs the missing Debian packages. A machine that has everything does no apt work at all.
+# tocsin_install_deps [more packages...]: installs the missing Debian packages of
+# TOCSIN_APT_PACKAGES and the arguments. A machine that has everything does no apt work at all.
 # Node.js may come from elsewhere (the machine's own Node 20): apt installs node/npm only when the
 # commands are absent.
 tocsin_install_deps()
 {
     local missing=() p
-    for p in $TOCSIN_APT_PACKAGES; do
+    for p in $TOCSIN_APT_PACKAGES "$@"; do
         if pkg_missing "$p"; then
             missing+=("$p")
         fi
@@ -57,6 +61,11 @@ tocsin_install_deps()
     fi
     if ! command -v npm >/dev/null 2>&1; then
         missing+=(npm)
+    fi
+    # kubectl renders deploy/kubernetes for its test: Debian's kubernetes-client unless some
+    # kubectl is there already (another one owns /usr/bin/kubectl; apt would refuse the overlap).
+    if ! command -v kubectl >/dev/null 2>&1; then
+        missing+=(kubernetes-client)
     fi
     if [ "${#missing[@]}" -eq 0 ]; then
         return 0
@@ -69,6 +78,38 @@ tocsin_install_deps()
     fi
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" </dev/null >/dev/null
+}
+
+# tocsin_promtool: prints the path of Prometheus's promtool (the tests check /metrics with it),
+# getting it when missing. Debian ships promtool only inside the `prometheus` package, whose
+# install also starts a Prometheus server listening on all interfaces; so the package is fetched
+# with apt-get download and only its promtool is unpacked under .local/tools/.
+TOCSIN_PROMTOOL_DIR=$TOCSIN_ROOT/.local/tools/prometheus
+tocsin_promtool()
+{
+    local dir=$TOCSIN_PROMTOOL_DIR tmp deb
+    if command -v promtool >/dev/null 2>&1; then
+        command -v promtool
+        return 0
+    fi
+    if [ ! -x "$dir/usr/bin/promtool" ]; then
+        tocsin_log "fetching promtool (Debian package prometheus, unpacked under .local/tools)"
+        if [ -z "${TOCSIN_APT_UPDATED:-}" ]; then
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null >&2
+            TOCSIN_APT_UPDATED=1
+        fi
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/tocsin-promtool.XXXXXX")
+        # apt-get download writes into the current folder; as root it warns that its sandbox user
+        # cannot write there, which is harmless.
+        (cd "$tmp" && apt-get download -qq prometheus </dev/null >/dev/null 2>&1) ||
+            tocsin_die "apt-get download prometheus failed (needed for promtool)"
+        deb=$(ls "$tmp"/prometheus_*.deb)
+        mkdir -p "$dir.new"
+        dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir.new" ./usr/bin/promtool
+        rm -rf "$tmp" "$dir"
+        mv "$dir.new" "$dir"
+    fi
+    printf '%s\n' "$dir/usr/bin/promtool"
 }
 
 # tocsin_npm_install [DIR]: installs the Node packages of DIR (default tests/, the API tests'

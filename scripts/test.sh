@@ -2,7 +2,8 @@
 # scripts/test.sh -- the whole test suite in one command, from a fresh Debian 12 machine: installs
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
 # loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
-# the black-box API tests and the Kubernetes manifest check (tests/deploy), then the integration
+# the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
+# puppeteer-core), the Kubernetes manifest check (tests/deploy), then the integration
 # tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
@@ -127,6 +128,9 @@ run_node_pooled()
 
 tocsin_install_deps
 tocsin_npm_install
+# Prometheus's promtool checks /metrics in tests/api/ops.test.mjs; not getting it fails the run.
+TOCSIN_PROMTOOL=$(tocsin_promtool)
+export TOCSIN_PROMTOOL
 tocsin_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=ON \
     -DTOCSIN_TSAN=OFF
 

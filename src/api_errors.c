@@ -49,7 +49,7 @@ codes_fill(void)
     for (int i = 0; i < API_E__COUNT; i++) {
         const char *s = names[i];
         int j = 0;
-        for (; s[j] != '\0' && j < (int)sizeof(codes[i]) - 1; j++)
+        for (; j < (int)sizeof(codes[i]) - 1 && s[j] != '\0'; j++)
             codes[i][j] = (char)tolower((unsigned char)s[j]);
         codes[i][j] = '\0';
     }

@@ -7,6 +7,7 @@
 
 #include "b64.h"
 #include "crypto.h"
+#include "hex.h"
 
 #define SECRET_BYTES 32
 #define SECRET_LEN 43 /* base64url of 32 bytes, unpadded */
@@ -16,7 +17,6 @@ _Static_assert(APIKEY_LEN == 4 + APIKEY_PREFIX_LEN + 1 + SECRET_LEN, "key length
 _Static_assert(APIKEY_HASH_LEN == CRYPTO_SHA256_LEN, "key hash length");
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-static const char hexdigits[] = "0123456789abcdef";
 
 int
 apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1])
@@ -24,11 +24,7 @@ apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1])
     uint8_t rnd[APIKEY_PREFIX_LEN / 2 + SECRET_BYTES];
     if (crypto_random_bytes(rnd, sizeof(rnd)) != 0)
         return -1;
-    for (int i = 0; i < APIKEY_PREFIX_LEN / 2; i++) {
-        prefix[2 * i] = hexdigits[rnd[i] >> 4];
-        prefix[2 * i + 1] = hexdigits[rnd[i] & 15];
-    }
-    prefix[APIKEY_PREFIX_LEN] = '\0';
+    hex_encode(rnd, APIKEY_PREFIX_LEN / 2, prefix);
     memcpy(out, "tsk_", 4);
     memcpy(out + 4, prefix, APIKEY_PREFIX_LEN);
     out[4 + APIKEY_PREFIX_LEN] = '_';
@@ -39,11 +35,12 @@ apikey_generate(char out[APIKEY_LEN + 1], char prefix[APIKEY_PREFIX_LEN + 1])
 int
 apikey_parse(const char *key, size_t len, char prefix[APIKEY_PREFIX_LEN + 1])
 {
-    if (len != APIKEY_LEN || memcmp(key, "tsk_", 4) != 0 || key[4 + APIKEY_PREFIX_LEN] != '_')
+    uint8_t prefix_bytes[APIKEY_PREFIX_LEN / 2];
+    size_t n;
+
+    if (len != APIKEY_LEN || memcmp(key, "tsk_", 4) != 0 || key[4 + APIKEY_PREFIX_LEN] != '_' ||
+        hex_decode(key + 4, APIKEY_PREFIX_LEN, prefix_bytes, sizeof prefix_bytes, &n) != 0)
         return -1;
-    for (size_t i = 0; i < APIKEY_PREFIX_LEN; i++)
-        if (strchr(hexdigits, key[4 + i]) == NULL || key[4 + i] == '\0')
-            return -1;
     for (size_t i = 5 + APIKEY_PREFIX_LEN; i < len; i++)
         if (key[i] == '\0' || strchr(b64url, key[i]) == NULL)
             return -1;
@@ -56,18 +53,6 @@ void
 apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN])
 {
     crypto_sha256(key, len, out);
-}
-
-void
-apikey_sha256_hex(const void *data, size_t len, char out[65])
-{
-    uint8_t h[APIKEY_HASH_LEN];
-    apikey_hash(data, len, h);
-    for (int i = 0; i < APIKEY_HASH_LEN; i++) {
-        out[2 * i] = hexdigits[h[i] >> 4];
-        out[2 * i + 1] = hexdigits[h[i] & 15];
-    }
-    out[64] = '\0';
 }
 
 bool

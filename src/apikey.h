@@ -24,7 +24,5 @@ void apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN]);
  * name tocsin takes (prefixes, instance ids). `keys list` prints tenant names between tabs, one
  * key per line: a control byte in a name would forge lines there and in logs. */
 bool apikey_tenant_name_valid(const char *name);
-/* Hex SHA-256 of arbitrary bytes (65 bytes out); used for idempotency request hashes. */
-void apikey_sha256_hex(const void *data, size_t len, char out[65]);
 
 #endif

@@ -10,6 +10,9 @@
 #include "timefmt.h"
 #include "webhook_sign.h"
 
+/* The occurrence id is the webhook-id that webhook_sign signs. */
+_Static_assert(OCCURRENCE_ID_MAX <= WEBHOOK_ID_MAX, "an occurrence id fits a webhook-id");
+
 static char *
 email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
               const struct meeting *m, int64_t now_ms, const char **why)
@@ -67,15 +70,22 @@ start_webhook(const struct channel_opts *o, struct outbound *out, const struct d
     struct webhook_message m = {it->url,  req->msg_id, ts,
                                 req->sig, it->payload, strlen(it->payload)};
 
-    webhook_message_id(it->reminder_id, it->fire_at_ms, req->msg_id);
+    meeting_occurrence_id(it->reminder_id, it->fire_at_ms, req->msg_id);
     if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0 ||
         webhook_request(&m, &req->hdr, &r, o->timeout_ms) != 0) {
         snprintf(err, OUTBOUND_ERR_MAX, "webhook secret unusable");
         *give_up = true;
         return -1;
     }
+    char host[WEBHOOK_URL_MAX];
     r.tag = tag;
-    r.allow_private = o->webhook_allow_private;
+    /* A host named in the allow-list may be private whatever it resolves to; otherwise the
+     * networks are judged on each connection (outbound.c), with the address pinned. */
+    r.allow_private = o->webhook_allow != NULL &&
+                      (o->webhook_allow->all || (webhook_host(it->url, host, sizeof host) == 0 &&
+                                                 netguard_allow_host(o->webhook_allow, host)));
+    r.allow = o->webhook_allow;
+    r.refused_hint = "TOCSIN_WEBHOOK_ALLOW_NETS";
     return outbound_start(out, &r, err);
 }
 

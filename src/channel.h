@@ -11,6 +11,7 @@
 
 #include "db_outbox.h"
 #include "meeting.h"
+#include "netguard.h"
 #include "outbound.h"
 #include "push_keys.h"
 #include "webhook.h"
@@ -21,7 +22,7 @@
 /* The settings the channels need (borrowed from the configuration). */
 struct channel_opts {
     int64_t timeout_ms;
-    bool webhook_allow_private; /* webhook targets may be private addresses */
+    const struct netguard_allow *webhook_allow; /* private webhook targets allowed (netguard.h) */
     const char *smtp_url, *smtp_from, *smtp_username, *smtp_password;
     bool smtp_require_tls;
     const char *vapid_subject;
@@ -31,7 +32,7 @@ struct channel_opts {
 
 /* Per request storage a started request borrows until its answer. */
 struct channel_req {
-    char msg_id[WEBHOOK_ID_MAX];
+    char msg_id[OCCURRENCE_ID_MAX]; /* the webhook-id: the same for every retry */
     char sig[WEBHOOK_SIGNATURE_LEN + 1];
     struct webhook_request_buf hdr;
     /* push: the caller writes the Authorization header line (push_keys.h) before starting */

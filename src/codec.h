@@ -30,8 +30,8 @@ struct codec_errors {
 #define CODEC_DEPTH_MAX 32
 json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
 
-/* Validates a meeting input document (the fields a client may write, DESIGN.md section 5) into m
- * (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
+/* Validates a meeting input document (the fields a client may write, docs/design.md section 5) into
+ * m (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
  * derived; ids and statuses are left for the database. Returns API_E_NONE, or API_E_VALIDATION
  * with errs filled. m must be meeting_fini'ed in both cases. */
 enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m,

@@ -82,6 +82,18 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_DB_POOLED", 0, 0, 1, 1, offsetof(struct config, db_pooled), 1},
     {"TOCSIN_WEBPUSH_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webpush_allow_private), 1},
     {"TOCSIN_SMTP_REQUIRE_TLS", 0, 0, 1, 1, offsetof(struct config, smtp_require_tls), 1},
+    /* Retention: a replayed POST must still find its key a day later; records for a week. */
+    {"TOCSIN_RETENTION_IDEMPOTENCY_S", 86400, 3600, 2592000, 1,
+     offsetof(struct config, retention_idempotency_s), 0},
+    {"TOCSIN_RETENTION_DELIVERIES_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_deliveries_s), 0},
+    {"TOCSIN_RETENTION_DELETED_MEETINGS_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_meetings_s), 0},
+    {"TOCSIN_RETENTION_STREAM_EVENTS_S", 604800, 3600, 31622400, 1,
+     offsetof(struct config, retention_stream_events_s), 0},
+    {"TOCSIN_RETENTION_INTERVAL_S", 60, 1, 86400, 1000,
+     offsetof(struct config, retention_interval_ms), 0},
+    {"TOCSIN_RETENTION_BATCH", 1000, 10, 10000, 1, offsetof(struct config, retention_batch), 1},
 };
 
 static int
@@ -215,6 +227,9 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     v = getenv("TOCSIN_LOG_LEVEL");
     if (v != NULL && log_level_parse(v, &cfg->log_level) != 0)
         return fail(err, errlen, "TOCSIN_LOG_LEVEL", "must be error, warn, info or debug");
+    v = getenv("TOCSIN_LOG_FORMAT");
+    if (v != NULL && log_format_parse(v, &cfg->log_format) != 0)
+        return fail(err, errlen, "TOCSIN_LOG_FORMAT", "must be text or json");
     v = getenv("TOCSIN_INSTANCE_ID");
     if (v != NULL) {
         if (!valid_prefix(v))
@@ -226,6 +241,19 @@ load_strings(struct config *cfg, char *err, size_t errlen)
         host[HOSTNAME_MAX] = '\0';
         snprintf(cfg->instance_id, sizeof(cfg->instance_id), "%s-%ld", host, (long)getpid());
     }
+    return 0;
+}
+
+/* Which private webhook targets are allowed: networks and host names, or all of them. */
+static int
+load_allow_nets(struct config *cfg, char *err, size_t errlen)
+{
+    const char *v = getenv("TOCSIN_WEBHOOK_ALLOW_NETS");
+    char why[CONFIG_ERR_MAX];
+
+    if (netguard_allow_parse(v ? v : "", &cfg->webhook_allow, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_WEBHOOK_ALLOW_NETS", why);
+    cfg->webhook_allow.all = cfg->webhook_allow_private != 0;
     return 0;
 }
 
@@ -316,8 +344,10 @@ config_load(struct config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_level = LOG_LEVEL_INFO;
+    cfg->log_format = LOG_FORMAT_TEXT;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
-        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0)
+        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0 ||
+        load_allow_nets(cfg, err, errlen) != 0)
         return -1;
     if (cfg->db_pooled && cfg->migrate_on_start)
         return fail(err, errlen, "TOCSIN_DB_POOLED",

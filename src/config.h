@@ -8,6 +8,7 @@
 
 #include "cors.h"
 #include "log.h"
+#include "netguard.h"
 
 #define CONFIG_STR_MAX 1024
 #define CONFIG_HOST_MAX 256
@@ -33,11 +34,12 @@ struct config {
     int redis_db;                         /* 0..15 */
     char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
-    char redis_prefix[65];     /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
-    char instance_id[129];     /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
-    enum log_level log_level;  /* TOCSIN_LOG_LEVEL, default info */
-    int64_t mirror_horizon_ms; /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
-    int64_t recon_interval_ms; /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
+    char redis_prefix[65];      /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
+    char instance_id[129];      /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
+    enum log_level log_level;   /* TOCSIN_LOG_LEVEL, default info */
+    enum log_format log_format; /* TOCSIN_LOG_FORMAT text|json, default text */
+    int64_t mirror_horizon_ms;  /* TOCSIN_MIRROR_HORIZON_S 3600..31622400, default 86400 */
+    int64_t recon_interval_ms;  /* TOCSIN_RECON_INTERVAL_MS 100..3600000, default 1000 */
     int64_t
         recon_full_interval_ms; /* TOCSIN_RECON_FULL_INTERVAL_MS 1000..86400000, default 60000 */
     int64_t missed_grace_ms;    /* TOCSIN_MISSED_GRACE_MS 0..86400000, default 60000 */
@@ -52,8 +54,17 @@ struct config {
     int delivery_concurrency;  /* TOCSIN_DELIVERY_CONCURRENCY 1..4096, default 256 per worker */
     int delivery_per_receiver; /* TOCSIN_DELIVERY_RECEIVER_CONCURRENCY 1..4096, default 16 */
     int webhook_allow_private; /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
+    /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
+    struct netguard_allow webhook_allow;
     int64_t shutdown_grace_ms; /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */
-    /* Browsers (DESIGN.md section 7). */
+    /* Retention (retention.h): how long each kind is kept, in seconds, and how purges run. */
+    int64_t retention_idempotency_s;   /* TOCSIN_RETENTION_IDEMPOTENCY_S 3600..2592000, 86400 */
+    int64_t retention_deliveries_s;    /* TOCSIN_RETENTION_DELIVERIES_S 3600..31622400, 7 days */
+    int64_t retention_meetings_s;      /* TOCSIN_RETENTION_DELETED_MEETINGS_S, same, 7 days */
+    int64_t retention_stream_events_s; /* TOCSIN_RETENTION_STREAM_EVENTS_S, same, 7 days */
+    int64_t retention_interval_ms;     /* TOCSIN_RETENTION_INTERVAL_S 1..86400, default 60 */
+    int retention_batch;               /* TOCSIN_RETENTION_BATCH 10..10000, default 1000 */
+    /* Browsers (docs/design.md section 7). */
     struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
     char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */
     int streams_max;                              /* TOCSIN_STREAMS_MAX 1..100000, default 10000 */
@@ -64,7 +75,7 @@ struct config {
     int64_t stream_retry_ms;     /* TOCSIN_STREAM_RETRY_MS 0..60000, default 3000 */
     int64_t stream_poll_ms;      /* TOCSIN_STREAM_POLL_MS 50..60000, default 1000 */
     int demo;                    /* TOCSIN_DEMO 0|1, default 0: serve GET /demo */
-    /* Channels to people (DESIGN.md section 8). */
+    /* Channels to people (docs/design.md section 8). */
     char smtp_url[CONFIG_STR_MAX];       /* TOCSIN_SMTP_URL smtp(s)://, default "" (no email) */
     char smtp_from[CONFIG_HOST_MAX];     /* TOCSIN_SMTP_FROM, the From address */
     char smtp_username[CONFIG_HOST_MAX]; /* TOCSIN_SMTP_USERNAME, "" = no AUTH */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
+
 _Static_assert(CRYPTO_RANDOM_MAX <= 1 << 30, "RAND_bytes takes an int length");
 _Static_assert(CRYPTO_GCM_TEXT_MAX <= 1 << 30, "EVP_EncryptUpdate takes an int length");
 
@@ -52,6 +54,15 @@ crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_LEN])
         fprintf(stderr, "crypto_sha256: OpenSSL cannot compute SHA-256; aborting\n");
         abort();
     }
+}
+
+void
+crypto_sha256_hex(const void *data, size_t len, char out[CRYPTO_SHA256_HEX_LEN + 1])
+{
+    uint8_t md[CRYPTO_SHA256_LEN];
+
+    crypto_sha256(data, len, md);
+    hex_encode(md, sizeof md, out);
 }
 
 int

@@ -30,6 +30,12 @@ int crypto_hmac_sha256(const void *key, size_t keylen, const struct crypto_part 
  * process (see crypto.c). */
 void crypto_sha256(const void *data, size_t len, uint8_t out[CRYPTO_SHA256_LEN]);
 
+#define CRYPTO_SHA256_HEX_LEN (2 * CRYPTO_SHA256_LEN) /* characters, without the NUL */
+
+/* The same SHA-256 as 64 lower-case hex digits and a NUL into out: idempotency request hashes,
+ * ETags, migration checksums. */
+void crypto_sha256_hex(const void *data, size_t len, char out[CRYPTO_SHA256_HEX_LEN + 1]);
+
 /* Fills buf with n (at most CRYPTO_RANDOM_MAX) bytes from OpenSSL's CSPRNG. Returns 0, or -1 when
  * n is too large or the generator cannot deliver (buf is then unspecified: do not use it). */
 int crypto_random_bytes(void *buf, size_t n);

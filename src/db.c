@@ -1,6 +1,7 @@
 /* db.c -- the PostgreSQL connection: open/close, lazy prepared statements, reconnecting, error
  * classification into enum db_status and the transaction runner. The statements themselves live
- * in db_keys.c, db_meeting.c, db_idem.c, db_reminder.c and db_migrate.c. */
+ * in the other db_*.c files. Like hiredis, it never logs a failure: the status and its text stay
+ * on the handle (db_err, db_errmsg) for the thread that owns it, which logs once per change. */
 #include "db_internal.h"
 
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "panic.h"
 
 #define DB_STATEMENT_TIMEOUT_MS "10000"
 #define DB_STMT_NAME_MAX 32
@@ -32,6 +34,7 @@ struct db {
     bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
     bool prepared[DB_STMT_COUNT]; /* per connection; cleared when the connection is reset */
     char err[DB_ERR_MAX];
+    enum db_status err_st; /* of the last failure: DB_SOFT_ERROR or DB_HARD_ERROR */
 };
 
 void
@@ -39,6 +42,7 @@ db_set_err(struct db *db, const char *fmt, ...)
 {
     va_list ap;
 
+    db->err_st = DB_HARD_ERROR; /* a statement function's own finding; classify may say soft */
     va_start(ap, fmt);
     vsnprintf(db->err, sizeof(db->err), fmt, ap);
     va_end(ap);
@@ -129,6 +133,12 @@ db_close(struct db *db)
     free(db);
 }
 
+enum db_status
+db_err(const struct db *db)
+{
+    return db->err_st;
+}
+
 const char *
 db_errmsg(const struct db *db)
 {
@@ -142,7 +152,8 @@ db_conn(struct db *db)
 }
 
 /* Reconnects a broken connection when that is safe (no transaction open). Prepared statements
- * die with the old session. Returns 0 when the connection is usable. */
+ * die with the old session. Returns 0 when the connection is usable, or -1 with a soft error
+ * recorded (the owner notices the outage; it logs nothing here, nor the reconnection). */
 static int
 ensure_conn(struct db *db)
 {
@@ -150,18 +161,16 @@ ensure_conn(struct db *db)
         return 0;
     if (db->in_tx) {
         db_set_err(db, "connection lost inside a transaction");
-        return -1;
+    } else {
+        memset(db->prepared, 0, sizeof(db->prepared));
+        PQreset(db->conn);
+        if (PQstatus(db->conn) != CONNECTION_OK)
+            db_set_err(db, "reconnect: %s", PQerrorMessage(db->conn));
+        else if (setup_session(db) == 0)
+            return 0;
     }
-    memset(db->prepared, 0, sizeof(db->prepared));
-    PQreset(db->conn);
-    if (PQstatus(db->conn) != CONNECTION_OK) {
-        db_set_err(db, "reconnect: %s", PQerrorMessage(db->conn));
-        return -1;
-    }
-    if (setup_session(db) != 0)
-        return -1;
-    LOG_INFO("database connection re-established");
-    return 0;
+    db->err_st = DB_SOFT_ERROR;
+    return -1;
 }
 
 /* Soft: worth retrying the whole transaction. Serialization failure, deadlock, the connection
@@ -177,7 +186,7 @@ is_soft(PGconn *conn, const char *state)
            strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0;
 }
 
-/* Turns a failed result into a status, logs it once and records the message. Clears res. */
+/* Turns a failed result into a status and records it and the message. Clears res. */
 static enum db_status
 classify(struct db *db, PGresult *res, const char *what)
 {
@@ -188,10 +197,7 @@ classify(struct db *db, PGresult *res, const char *what)
         msg = PQerrorMessage(db->conn);
     db_set_err(db, "%s: %s%s%s", what, state ? state : "", state ? " " : "", msg);
     enum db_status st = is_soft(db->conn, state) ? DB_SOFT_ERROR : DB_HARD_ERROR;
-    if (st == DB_SOFT_ERROR)
-        LOG_WARN("database (will retry): %s", db->err);
-    else
-        LOG_ERROR("database: %s", db->err);
+    db->err_st = st;
     PQclear(res);
     return st;
 }
@@ -215,10 +221,8 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
     char name[DB_STMT_NAME_MAX];
 
     *res = NULL;
-    if (ensure_conn(db) != 0) {
-        LOG_WARN("database (will retry): %s", db->err);
+    if (ensure_conn(db) != 0)
         return DB_SOFT_ERROR;
-    }
     if (id == DB_STMT_UNPREPARED || pooled) {
         *res = PQexecParams(db->conn, sql, n, NULL, values, NULL, NULL, 0);
         snprintf(name, sizeof(name), "statement %d", (int)id);
@@ -240,12 +244,39 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
 }
 
 enum db_status
+db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+            int64_t *out)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, id, sql, n, values, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    if (st == DB_ONE_RESULT)
+        *out = db_get_i64(res, 0, 0);
+    PQclear(res);
+    return st;
+}
+
+enum db_status
+db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values)
+{
+    PGresult *res;
+    enum db_status st = db_exec(db, id, sql, n, values, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    return st;
+}
+
+enum db_status
 db_exec_simple(struct db *db, const char *sql)
 {
-    if (ensure_conn(db) != 0) {
-        LOG_WARN("database (will retry): %s", db->err);
+    if (ensure_conn(db) != 0)
         return DB_SOFT_ERROR;
-    }
     PGresult *res = PQexec(db->conn, sql);
     ExecStatusType rs = PQresultStatus(res);
     if (rs == PGRES_TUPLES_OK || rs == PGRES_COMMAND_OK) {
@@ -270,15 +301,7 @@ db_ping(struct db *db)
 enum db_status
 db_clock_ms(struct db *db, int64_t *ms)
 {
-    PGresult *res;
-    enum db_status st =
-        db_exec(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    *ms = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return db_exec_i64(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, ms);
 }
 
 /* COMMIT of a transaction that already failed answers "ROLLBACK" without an error: that means fn
@@ -295,7 +318,6 @@ commit(struct db *db)
     if (committed)
         return DB_ONE_RESULT;
     db_set_err(db, "transaction was rolled back: a statement failed but fn went on");
-    LOG_ERROR("database: %s", db->err);
     return DB_HARD_ERROR;
 }
 
@@ -331,21 +353,52 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
 {
     enum db_status st = DB_SOFT_ERROR;
 
-    if (db->in_tx) {
-        db_set_err(db, "db_tx_run called inside a transaction");
-        LOG_ERROR("database: %s", db->err);
-        return DB_HARD_ERROR;
-    }
+    TOCSIN_ASSERT(!db->in_tx); /* transactions do not nest */
     /* The first run plus DB_TX_RETRIES_MAX retries. */
     for (int attempt = 0; attempt <= DB_TX_RETRIES_MAX; attempt++) {
         db_set_err(db, "transaction function reported a soft error");
+        db->err_st = DB_SOFT_ERROR;
         st = tx_once(db, fn, arg);
         if (st != DB_SOFT_ERROR)
             return st;
     }
-    LOG_ERROR("database: transaction still failing after %d retries: %s", DB_TX_RETRIES_MAX,
-              db->err);
-    return st;
+    return st; /* the last attempt's error is on the handle */
+}
+
+char *
+db_array(size_t n, db_array_elem_fn fn, const void *arg)
+{
+    char *s = malloc(n * DB_I64_BUF + 3), buf[DB_I64_BUF];
+    size_t len = 0;
+
+    if (s == NULL)
+        return NULL;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const char *text = fn(arg, i, buf);
+        size_t l = strlen(text);
+
+        TOCSIN_ASSERT(l < DB_I64_BUF); /* the room counted per element above */
+        if (i > 0)
+            s[len++] = ',';
+        memcpy(s + len, text, l);
+        len += l;
+    }
+    s[len++] = '}';
+    s[len] = '\0';
+    return s;
+}
+
+static const char *
+i64_elem(const void *arg, size_t i, char buf[DB_I64_BUF])
+{
+    return db_i64(buf, ((const int64_t *)arg)[i]);
+}
+
+char *
+db_array_i64(const int64_t *v, size_t n)
+{
+    return db_array(n, i64_elem, v);
 }
 
 const char *

@@ -39,12 +39,19 @@ int db_url_check(const char *url, char *err, size_t errlen);
 int db_ping(struct db *db);
 /* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */
 enum db_status db_clock_ms(struct db *db, int64_t *ms);
-/* Last error text of this handle (static until the next call on it). */
+/* The last failure on this handle, as hiredis keeps err/errstr on its context: its class
+ * (DB_SOFT_ERROR: the server is unreachable or asked for a retry; DB_HARD_ERROR: our bug or a
+ * constraint we did not expect) and its text, one line (valid until the next call on the
+ * handle). Meaningful right after a call returned an error status. The db layer logs nothing:
+ * the thread that owns the handle logs an outage once when it starts and once when it ends,
+ * and a hard error as the bug it is. */
+enum db_status db_err(const struct db *db);
 const char *db_errmsg(const struct db *db);
 
 typedef enum db_status (*db_tx_fn)(struct db *db, void *arg);
 /* BEGIN; fn; COMMIT. Rolls back when fn returns an error; retries the whole transaction up to
- * DB_TX_RETRIES_MAX times on DB_SOFT_ERROR (from fn or COMMIT). fn must do database work only. */
+ * DB_TX_RETRIES_MAX times on DB_SOFT_ERROR (from fn or COMMIT). fn must do database work only.
+ * Transactions do not nest: calling it from fn is a bug (asserted). */
 enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
 
 /* ---- migrations (db_migrate.c) ---- */
@@ -94,6 +101,10 @@ enum db_status db_meeting_update(struct db *db, int64_t tenant_id, struct meetin
 /* Soft-deletes a live meeting and cancels its pending reminders; their keys go to gone. */
 enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *id,
                                  struct reminder_keys *gone);
+/* The same inside the caller's db_tx_run (after db_meeting_get for_update, say); keys are
+ * appended to gone, which the caller resets when its transaction is retried. */
+enum db_status db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id,
+                                    struct reminder_keys *gone);
 
 #define DB_LIST_LIMIT_MAX 200
 struct db_list_query {
@@ -122,6 +133,7 @@ enum db_status db_meeting_get_many(struct db *db, const char *const *ids, size_t
 
 /* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
 #define IDEMPOTENCY_KEY_MAX 255
+#define DB_REQUEST_HASH_LEN 64 /* hex digits of the request body's SHA-256 */
 struct db_idem_response {
     int status;
     char *body;     /* malloc'ed */
@@ -132,11 +144,13 @@ void db_idem_response_fini(struct db_idem_response *r);
 /* pg_try_advisory_xact_lock on (tenant, key): DB_NO_RESULTS when another transaction holds it
  * (the request is in flight), DB_ONE_RESULT when this transaction now holds it. */
 enum db_status db_idem_lock(struct db *db, int64_t tenant_id, const char *key);
-/* Loads a stored response: ONE_RESULT with request_hash (64 hex + NUL) and *resp filled. */
-enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash[65],
+/* Loads a stored response: ONE_RESULT with request_hash (NUL-terminated) and *resp filled. */
+enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key,
+                           char request_hash[DB_REQUEST_HASH_LEN + 1],
                            struct db_idem_response *resp);
 enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
-                           const char request_hash[65], const struct db_idem_response *resp);
+                           const char request_hash[DB_REQUEST_HASH_LEN + 1],
+                           const struct db_idem_response *resp);
 
 /* ---- pending occurrences for the scheduler, the sweep and the mirror repair (db_reminder.c) */
 #define DB_DUE_BATCH_MAX 5000 /* rows per page: a burst of 50,000 due together is 10 pages */

@@ -101,27 +101,17 @@ static const char fire_sql[] =
     " UNION ALL SELECT 's', s.tenant_id, max(s.seq), NULL, NULL FROM sev s GROUP BY s.tenant_id";
 /* clang-format on */
 
-/* "{a,b,c}" of field (0 = reminder_id, 1 = fire_at_ms) of each key; malloc'ed, NULL when out of
- * memory. Only digits and '-' come from the data, so no quoting is needed. */
-static char *
-array_text(const struct reminder_key *k, size_t n, int field)
+/* The two columns of the keys, for db_array. */
+static const char *
+key_id(const void *arg, size_t i, char buf[DB_I64_BUF])
 {
-    char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
-    size_t len = 0;
+    return db_i64(buf, ((const struct reminder_key *)arg)[i].reminder_id);
+}
 
-    if (s == NULL)
-        return NULL;
-    s[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(db_i64(num, field == 0 ? k[i].reminder_id : k[i].fire_at_ms));
-        if (i > 0)
-            s[len++] = ',';
-        memcpy(s + len, num, l);
-        len += l;
-    }
-    s[len++] = '}';
-    s[len] = '\0';
-    return s;
+static const char *
+key_fire_at(const void *arg, size_t i, char buf[DB_I64_BUF])
+{
+    return db_i64(buf, ((const struct reminder_key *)arg)[i].fire_at_ms);
 }
 
 /* Copies the result rows into out. Returns 0, or -1 when out of memory or a row is malformed. */
@@ -174,7 +164,7 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
         db_set_err(db, "fire batch of %zu (allowed 1..%d)", n, DB_FIRE_BATCH_MAX);
         return DB_HARD_ERROR;
     }
-    char *ids = array_text(k, n, 0), *fires = array_text(k, n, 1);
+    char *ids = db_array(n, key_id, k), *fires = db_array(n, key_fire_at, k);
     const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms), email ? "true" : "false"};
     if (ids == NULL || fires == NULL) {
         db_set_err(db, "out of memory");

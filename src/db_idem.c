@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "db_internal.h"
-#include "log.h"
-
-#define REQUEST_HASH_LEN 64
 
 void
 db_idem_response_fini(struct db_idem_response *r)
@@ -44,8 +41,8 @@ db_idem_lock(struct db *db, int64_t tenant_id, const char *key)
 /* On ONE_RESULT resp owns copies (free with db_idem_response_fini); on anything else resp is
  * left zeroed. */
 enum db_status
-db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash[65],
-            struct db_idem_response *resp)
+db_idem_get(struct db *db, int64_t tenant_id, const char *key,
+            char request_hash[DB_REQUEST_HASH_LEN + 1], struct db_idem_response *resp)
 {
     static const char sql[] = "SELECT request_hash, status, body, location, etag"
                               " FROM idempotency_keys WHERE tenant_id = $1::bigint AND key = $2";
@@ -59,7 +56,7 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
         return st;
     st = DB_NO_RESULTS;
     if (PQntuples(res) == 1) {
-        snprintf(request_hash, REQUEST_HASH_LEN + 1, "%s", PQgetvalue(res, 0, 0));
+        snprintf(request_hash, DB_REQUEST_HASH_LEN + 1, "%s", PQgetvalue(res, 0, 0));
         resp->status = (int)db_get_i64(res, 0, 1);
         resp->body = db_get_str(res, 0, 2);
         resp->location = db_get_str(res, 0, 3);
@@ -68,7 +65,6 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
         if (resp->body == NULL || (resp->location == NULL && !PQgetisnull(res, 0, 3)) ||
             (resp->etag == NULL && !PQgetisnull(res, 0, 4))) {
             db_set_err(db, "idempotency response: out of memory");
-            LOG_ERROR("database: %s", db_errmsg(db));
             db_idem_response_fini(resp);
             st = DB_HARD_ERROR;
         }
@@ -80,8 +76,8 @@ db_idem_get(struct db *db, int64_t tenant_id, const char *key, char request_hash
 /* NO_RESULTS when a response for (tenant, key) is already stored: under db_idem_lock that
  * cannot happen, so the caller may treat it as a conflict. */
 enum db_status
-db_idem_put(struct db *db, int64_t tenant_id, const char *key, const char request_hash[65],
-            const struct db_idem_response *resp)
+db_idem_put(struct db *db, int64_t tenant_id, const char *key,
+            const char request_hash[DB_REQUEST_HASH_LEN + 1], const struct db_idem_response *resp)
 {
     static const char sql[] =
         "INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, body, location, etag)"
@@ -96,12 +92,5 @@ db_idem_put(struct db *db, int64_t tenant_id, const char *key, const char reques
         resp->location,
         resp->etag,
     };
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_IDEM_PUT, sql, 7, params, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_IDEM_PUT, sql, 7, params);
 }

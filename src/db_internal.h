@@ -46,8 +46,7 @@ enum db_stmt {
     STMT_STREAM_HEADS, /* db_stream.c */
     STMT_STREAM_EVENTS,
     STMT_STREAM_LATEST,
-    STMT_SIGNING_KEY_LOCK_TENANT, /* db_signing_key.c */
-    STMT_SIGNING_KEY_COUNT,
+    STMT_SIGNING_KEY_COUNT, /* db_signing_key.c */
     STMT_SIGNING_KEY_INSERT,
     STMT_SIGNING_KEY_LIST,
     STMT_SIGNING_KEY_REVOKE,
@@ -61,6 +60,10 @@ enum db_stmt {
     STMT_PUSH_SUB_INSERT,
     STMT_PUSH_SUB_DELETE,
     STMT_PUSH_SUB_GONE,
+    STMT_RETENTION_IDEMPOTENCY, /* db_retention.c */
+    STMT_RETENTION_DELIVERIES,
+    STMT_RETENTION_MEETINGS,
+    STMT_RETENTION_STREAM_EVENTS,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
@@ -76,15 +79,35 @@ enum db_stmt {
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
  * connection. Reconnects first when the connection is broken and no transaction is open.
  * Returns DB_ONE_RESULT with *res set (the caller PQclear's it; rows may be 0) or an error status
- * with *res NULL, the error already logged and in db_errmsg. */
+ * with *res NULL and the error in db_err/db_errmsg (not logged: the caller decides). */
 enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
                        const char *const *values, PGresult **res);
+/* db_exec for a statement that changes one row and returns none (an UPDATE or DELETE by key, an
+ * INSERT ... ON CONFLICT DO NOTHING): ONE_RESULT when it changed exactly one row, NO_RESULTS when
+ * it changed none, or the error. */
+enum db_status db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n,
+                               const char *const *values);
+/* db_exec for a statement that answers one number (a count, a RETURNING id or time): ONE_RESULT
+ * with the first column of the first row in *out, NO_RESULTS when there is no row, or the
+ * error. */
+enum db_status db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int n,
+                           const char *const *values, int64_t *out);
 /* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
 enum db_status db_exec_simple(struct db *db, const char *sql);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */
 PGconn *db_conn(struct db *db);
-/* Fills db_errmsg with a message of our own. */
+/* Fills db_errmsg with a message of our own; db_err then says DB_HARD_ERROR. */
 void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes element i of the array at arg as text into buf (DB_I64_BUF bytes) and returns the text
+ * (buf, or a constant such as "t"). */
+typedef const char *(*db_array_elem_fn)(const void *arg, size_t i, char buf[DB_I64_BUF]);
+/* The array literal "{e0,e1,...}" of n elements written by fn, for a text parameter ($1::bigint[]
+ * and the like). The elements must need no quoting: numbers, t and f. malloc'ed; NULL when out
+ * of memory. */
+char *db_array(size_t n, db_array_elem_fn fn, const void *arg);
+/* db_array of n int64 at v. */
+char *db_array_i64(const int64_t *v, size_t n);
 
 /* Decimal text of v into buf (DB_I64_BUF bytes); returns buf. */
 const char *db_i64(char buf[DB_I64_BUF], int64_t v);

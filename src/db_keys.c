@@ -5,44 +5,9 @@
 
 #include "crypto.h"
 #include "db_internal.h"
+#include "hex.h"
 
 #define HASH_LEN CRYPTO_SHA256_LEN
-
-static int
-hex_nibble(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-static int
-hex_decode(const char *hex, uint8_t out[HASH_LEN])
-{
-    if (strlen(hex) != 2 * HASH_LEN)
-        return -1;
-    for (size_t i = 0; i < HASH_LEN; i++) {
-        int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return 0;
-}
-
-static void
-hex_encode(const uint8_t in[HASH_LEN], char out[2 * HASH_LEN + 1])
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < HASH_LEN; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * HASH_LEN] = '\0';
-}
 
 /* Inserts the tenant or finds it. The no-op DO UPDATE makes RETURNING give the id either way. */
 enum db_status
@@ -52,14 +17,8 @@ db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id)
                               " ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"
                               " RETURNING id";
     const char *params[] = {name};
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_TENANT_ENSURE, sql, 1, params, &res);
 
-    if (st != DB_ONE_RESULT)
-        return st;
-    *tenant_id = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return db_exec_i64(db, STMT_TENANT_ENSURE, sql, 1, params, tenant_id);
 }
 
 /* FOR NO KEY UPDATE conflicts with itself only: rows that reference the tenant (their foreign
@@ -88,17 +47,11 @@ db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_
     static const char sql[] = "INSERT INTO api_keys (tenant_id, prefix, key_hash)"
                               " VALUES ($1, $2, decode($3, 'hex'))"
                               " ON CONFLICT (prefix) DO NOTHING";
-    char tid[DB_I64_BUF], hex[2 * HASH_LEN + 1];
-    PGresult *res;
+    char tid[DB_I64_BUF], hex[HEX_ENCODED_LEN(HASH_LEN) + 1];
 
-    hex_encode(hash, hex);
+    hex_encode(hash, HASH_LEN, hex);
     const char *params[] = {db_i64(tid, tenant_id), prefix, hex};
-    enum db_status st = db_exec(db, STMT_KEY_INSERT, sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_KEY_INSERT, sql, 3, params);
 }
 
 enum db_status
@@ -108,14 +61,17 @@ db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t
                               " WHERE prefix = $1 AND revoked_at IS NULL";
     const char *params[] = {prefix};
     uint8_t stored[HASH_LEN];
+    size_t n_stored;
     PGresult *res;
     enum db_status st = db_exec(db, STMT_KEY_LOOKUP, sql, 1, params, &res);
 
     if (st != DB_ONE_RESULT)
         return st;
     st = DB_NO_RESULTS;
-    if (PQntuples(res) == 1 && hex_decode(PQgetvalue(res, 0, 1), stored) == 0 &&
-        crypto_memeq(stored, hash, HASH_LEN)) {
+    if (PQntuples(res) == 1 &&
+        hex_decode(PQgetvalue(res, 0, 1), (size_t)PQgetlength(res, 0, 1), stored, HASH_LEN,
+                   &n_stored) == 0 &&
+        n_stored == HASH_LEN && crypto_memeq(stored, hash, HASH_LEN)) {
         *tenant_id = db_get_i64(res, 0, 0);
         st = DB_ONE_RESULT;
     }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "db_internal.h"
-#include "log.h"
 
 /* Text of a PostgreSQL array literal of up to MEETING_REMINDERS_MAX numbers or status names. */
 #define ARRAY_BUF (MEETING_REMINDERS_MAX * DB_I64_BUF + 3)
@@ -354,7 +353,6 @@ db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting 
         st = DB_ONE_RESULT;
         if (fill_meeting(res, 0, m) != 0) {
             db_set_err(db, "meeting %s: cannot read the row (out of memory or malformed)", id);
-            LOG_ERROR("database: %s", db_errmsg(db));
             meeting_fini(m);
             st = DB_HARD_ERROR;
         }
@@ -368,7 +366,6 @@ add_gone(struct db *db, struct reminder_keys *gone, int64_t id, int64_t fire_at_
 {
     if (gone->n == REMINDER_KEYS_MAX) {
         db_set_err(db, "more than REMINDER_KEYS_MAX gone reminder keys");
-        LOG_ERROR("database: %s", db_errmsg(db));
         return -1;
     }
     gone->k[gone->n].reminder_id = id;
@@ -411,7 +408,6 @@ read_update(struct db *db, const PGresult *res, struct meeting *m, struct remind
             n++;
         } else {
             db_set_err(db, "meeting %s: unexpected reminder row after update", m->id);
-            LOG_ERROR("database: %s", db_errmsg(db));
             return DB_HARD_ERROR;
         }
     }
@@ -478,6 +474,16 @@ delete_tx_run(struct db *db, void *arg)
 }
 
 enum db_status
+db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
+{
+    struct delete_tx t = {tenant_id, id, gone, gone->n};
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    return delete_tx_run(db, &t);
+}
+
+enum db_status
 db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct reminder_keys *gone)
 {
     struct delete_tx t = {tenant_id, id, gone, gone->n};
@@ -497,7 +503,6 @@ read_list(struct db *db, const PGresult *res, size_t limit, struct db_meeting_li
     out->m = calloc(rows ? rows : 1, sizeof(out->m[0]));
     if (out->m == NULL) {
         db_set_err(db, "listing meetings: out of memory");
-        LOG_ERROR("database: %s", db_errmsg(db));
         return DB_HARD_ERROR;
     }
     for (; out->n < rows; out->n++) {
@@ -505,7 +510,6 @@ read_list(struct db *db, const PGresult *res, size_t limit, struct db_meeting_li
         if (fill_meeting(res, (int)out->n, &out->m[out->n]) != 0) {
             out->n++; /* so db_meeting_list_fini frees the half-filled one too */
             db_set_err(db, "listing meetings: cannot read a row (out of memory or malformed)");
-            LOG_ERROR("database: %s", db_errmsg(db));
             return DB_HARD_ERROR;
         }
     }
@@ -527,7 +531,6 @@ db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
     if (q->limit < 1 || q->limit > DB_LIST_LIMIT_MAX ||
         (q->has_after && !meeting_id_valid(q->after_id))) {
         db_set_err(db, "listing meetings: limit or cursor out of range");
-        LOG_ERROR("database: %s", db_errmsg(db));
         return DB_HARD_ERROR;
     }
     const char *params[] = {

@@ -12,23 +12,13 @@
 /* Any fixed number works as long as nothing else in the database uses it: "tocsin" in ASCII. */
 #define MIGRATE_LOCK_KEY "128021758699886"
 #define MIGRATIONS_MAX 999 /* NNN in the file names */
-#define CHECKSUM_HEX_LEN (2 * CRYPTO_SHA256_LEN)
+#define CHECKSUM_HEX_LEN CRYPTO_SHA256_HEX_LEN
 
 static const char create_table_sql[] = "CREATE TABLE IF NOT EXISTS schema_migrations ("
                                        " version int PRIMARY KEY,"
                                        " name text NOT NULL,"
                                        " checksum text NOT NULL,"
                                        " applied_at timestamptz NOT NULL DEFAULT now())";
-
-static void
-sha256_hex(const char *s, char out[CHECKSUM_HEX_LEN + 1])
-{
-    uint8_t md[CRYPTO_SHA256_LEN];
-
-    crypto_sha256(s, strlen(s), md);
-    for (size_t i = 0; i < sizeof md; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
 
 static const struct db_migration *
 find(int version)
@@ -60,7 +50,7 @@ compare(struct db *db, bool applied[MIGRATIONS_MAX + 1], char *err, size_t errle
         const struct db_migration *m = find((int)db_get_i64(res, row, 0));
         if (m == NULL)
             continue;
-        sha256_hex(m->sql, sum);
+        crypto_sha256_hex(m->sql, strlen(m->sql), sum);
         if (strcmp(sum, PQgetvalue(res, row, 1)) != 0) {
             snprintf(err, errlen,
                      "migration %s was changed after it was applied (checksum mismatch); "
@@ -83,7 +73,7 @@ apply_one(struct db *db, void *arg)
     char sum[CHECKSUM_HEX_LEN + 1];
     PGresult *res;
 
-    sha256_hex(m->sql, sum);
+    crypto_sha256_hex(m->sql, strlen(m->sql), sum);
     enum db_status st = db_exec_simple(db, m->sql);
     if (st != DB_ONE_RESULT)
         return st;

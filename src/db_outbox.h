@@ -37,7 +37,9 @@ struct db_outbox_item {
  * in-flight slots is taken). A lease moves next_attempt_at to its end, so a held row is simply
  * not due: the claim's index range on (next_attempt_at, id) holds only rows anyone may take,
  * however many are leased (filtering leased rows instead made each claim walk past all of them:
- * quadratic in a burst). *n rows into out; free each with db_outbox_item_fini. */
+ * quadratic in a burst). Rows whose lease ran out (their owner died) come first, so a killed
+ * replica's rows do not wait behind a backlog. *n rows into out; free each with
+ * db_outbox_item_fini. */
 enum db_status db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms,
                                const char *const *exclude, size_t n_exclude,
                                struct db_outbox_item *out, size_t max, size_t *n);

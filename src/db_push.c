@@ -99,10 +99,9 @@ put_tx_run(struct db *db, void *arg)
     if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
         return st;
     PQclear(res);
-    if ((st = db_exec(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &res)) != DB_ONE_RESULT)
+    int64_t n = 0;
+    if ((st = db_exec_i64(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &n)) != DB_ONE_RESULT)
         return st;
-    int64_t n = db_get_i64(res, 0, 0);
-    PQclear(res);
     if (n >= PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX)
         return DB_NO_RESULTS;
     if ((st = db_exec(db, STMT_PUSH_SUB_INSERT, sub_insert_sql, 8, ins, &res)) == DB_ONE_RESULT)
@@ -124,16 +123,10 @@ db_push_subscription_delete(struct db *db, int64_t tenant_id, const char *partic
 {
     char t[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), participant_id, id};
-    PGresult *res;
 
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_PUSH_SUB_DELETE, sub_delete_sql, 3, params);
 }
 
 enum db_status

@@ -7,7 +7,6 @@
 #include "db_internal.h"
 
 /* clang-format off */
-static const char lock_sql[] = "SELECT 1 FROM tenants WHERE id = $1::bigint FOR UPDATE";
 static const char count_sql[] =
     "SELECT count(*) FROM signing_keys WHERE tenant_id = $1::bigint AND revoked_at IS NULL";
 static const char insert_sql[] =
@@ -34,23 +33,18 @@ insert_tx(struct db *db, void *arg)
     char tenant[DB_I64_BUF];
     const char *p1[] = {db_i64(tenant, k->tenant_id)};
     const char *p3[] = {k->id, tenant, k->secret};
-    PGresult *res;
+    int64_t live = 0;
     enum db_status st;
 
-    if ((st = db_exec(db, STMT_SIGNING_KEY_LOCK_TENANT, lock_sql, 1, p1, &res)) != DB_ONE_RESULT)
+    /* NO_RESULTS here means "at the limit": a tenant that is not there is not that. */
+    if ((st = db_tenant_lock(db, k->tenant_id)) != DB_ONE_RESULT)
+        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if ((st = db_exec_i64(db, STMT_SIGNING_KEY_COUNT, count_sql, 1, p1, &live)) != DB_ONE_RESULT)
         return st;
-    PQclear(res);
-    if ((st = db_exec(db, STMT_SIGNING_KEY_COUNT, count_sql, 1, p1, &res)) != DB_ONE_RESULT)
-        return st;
-    int64_t live = db_get_i64(res, 0, 0);
-    PQclear(res);
     if (live >= SIGNING_KEYS_LIVE_MAX)
         return DB_NO_RESULTS;
-    if ((st = db_exec(db, STMT_SIGNING_KEY_INSERT, insert_sql, 3, p3, &res)) != DB_ONE_RESULT)
-        return st;
-    k->created_at_ms = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return DB_ONE_RESULT;
+    st = db_exec_i64(db, STMT_SIGNING_KEY_INSERT, insert_sql, 3, p3, &k->created_at_ms);
+    return st == DB_NO_RESULTS ? DB_HARD_ERROR : st; /* INSERT ... RETURNING returns its row */
 }
 
 enum db_status
@@ -84,14 +78,7 @@ db_signing_key_revoke(struct db *db, int64_t tenant_id, const char *id)
 {
     char tenant[DB_I64_BUF];
     const char *params[] = {id, db_i64(tenant, tenant_id)};
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_SIGNING_KEY_REVOKE, revoke_sql, 2, params, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_SIGNING_KEY_REVOKE, revoke_sql, 2, params);
 }
 
 static enum db_status

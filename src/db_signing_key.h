@@ -1,6 +1,6 @@
-/* db_signing_key.h -- the tenants' signing keys for browser tokens (DESIGN.md section 7): at most
- * SIGNING_KEYS_LIVE_MAX live per tenant, so that a key can be rotated without a gap. Implemented
- * in db_signing_key.c. */
+/* db_signing_key.h -- the tenants' signing keys for browser tokens (docs/design.md section 7): at
+ * most SIGNING_KEYS_LIVE_MAX live per tenant, so that a key can be rotated without a gap.
+ * Implemented in db_signing_key.c. */
 #ifndef TOCSIN_DB_SIGNING_KEY_H
 #define TOCSIN_DB_SIGNING_KEY_H
 

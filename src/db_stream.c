@@ -29,28 +29,6 @@ static const char latest_sql[] =
     "  ORDER BY e.seq DESC LIMIT $3::int) x ORDER BY 1";
 /* clang-format on */
 
-/* "{1,2,3}" of n int64; malloc'ed, NULL when out of memory. */
-static char *
-id_array(const int64_t *v, size_t n)
-{
-    char *s = malloc(n * DB_I64_BUF + 3), num[DB_I64_BUF];
-    size_t len = 0;
-
-    if (s == NULL)
-        return NULL;
-    s[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(db_i64(num, v[i]));
-        if (i > 0)
-            s[len++] = ',';
-        memcpy(s + len, num, l);
-        len += l;
-    }
-    s[len++] = '}';
-    s[len] = '\0';
-    return s;
-}
-
 enum db_status
 db_stream_heads(struct db *db, const int64_t *ids, size_t n, struct db_stream_head *out)
 {
@@ -60,7 +38,7 @@ db_stream_heads(struct db *db, const int64_t *ids, size_t n, struct db_stream_he
         db_set_err(db, "stream heads of %zu tenants (allowed 1..%d)", n, DB_STREAM_HEADS_MAX);
         return DB_HARD_ERROR;
     }
-    char *arr = id_array(ids, n);
+    char *arr = db_array_i64(ids, n);
     const char *params[] = {arr};
     if (arr == NULL) {
         db_set_err(db, "out of memory");
@@ -103,13 +81,11 @@ read_events(struct db *db, PGresult *res, struct db_stream_event *out, size_t ma
     return DB_ONE_RESULT;
 }
 
-enum db_status
-db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
-                 size_t max, struct db_stream_event *out, size_t *n)
+/* Runs an events statement of at most max (1..DB_STREAM_EVENTS_MAX) rows into out. */
+static enum db_status
+exec_events(struct db *db, enum db_stmt id, const char *sql, int nparams, const char *const *params,
+            size_t max, struct db_stream_event *out, size_t *n)
 {
-    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
-    const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until), sub,
-                            db_i64(lim, (int64_t)max)};
     PGresult *res;
 
     *n = 0;
@@ -117,7 +93,7 @@ db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
         db_set_err(db, "stream events: max %zu (allowed 1..%d)", max, DB_STREAM_EVENTS_MAX);
         return DB_HARD_ERROR;
     }
-    enum db_status st = db_exec(db, STMT_STREAM_EVENTS, events_sql, 5, params, &res);
+    enum db_status st = db_exec(db, id, sql, nparams, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = read_events(db, res, out, max, n);
@@ -126,24 +102,24 @@ db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
 }
 
 enum db_status
+db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
+                 size_t max, struct db_stream_event *out, size_t *n)
+{
+    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
+    const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until), sub,
+                            db_i64(lim, (int64_t)max)};
+
+    return exec_events(db, STMT_STREAM_EVENTS, events_sql, 5, params, max, out, n);
+}
+
+enum db_status
 db_stream_latest(struct db *db, int64_t tenant_id, const char *sub, size_t max,
                  struct db_stream_event *out, size_t *n)
 {
     char t[DB_I64_BUF], lim[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), sub, db_i64(lim, (int64_t)max)};
-    PGresult *res;
 
-    *n = 0;
-    if (max == 0 || max > DB_STREAM_EVENTS_MAX) {
-        db_set_err(db, "stream latest: max %zu (allowed 1..%d)", max, DB_STREAM_EVENTS_MAX);
-        return DB_HARD_ERROR;
-    }
-    enum db_status st = db_exec(db, STMT_STREAM_LATEST, latest_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = read_events(db, res, out, max, n);
-    PQclear(res);
-    return st;
+    return exec_events(db, STMT_STREAM_LATEST, latest_sql, 3, params, max, out, n);
 }
 
 void

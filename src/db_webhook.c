@@ -36,19 +36,11 @@ insert_tx_run(struct db *db, void *arg)
     char tenant[DB_I64_BUF], cap[DB_I64_BUF];
     const char *params[] = {w->id,     db_i64(tenant, t->tenant_id),        w->url, w->description,
                             w->secret, db_i64(cap, WEBHOOKS_PER_TENANT_MAX)};
-    PGresult *res;
     enum db_status st = db_tenant_lock(db, t->tenant_id);
 
     if (st != DB_ONE_RESULT)
         return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
-    st = db_exec(db, STMT_WEBHOOK_INSERT, insert_sql, 6, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    if (st == DB_ONE_RESULT)
-        w->created_at_ms = db_get_i64(res, 0, 0);
-    PQclear(res);
-    return st;
+    return db_exec_i64(db, STMT_WEBHOOK_INSERT, insert_sql, 6, params, &w->created_at_ms);
 }
 
 enum db_status
@@ -92,14 +84,8 @@ db_webhook_delete(struct db *db, int64_t tenant_id, const char *id)
 {
     char tenant[DB_I64_BUF];
     const char *params[] = {id, db_i64(tenant, tenant_id)};
-    PGresult *res;
 
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_WEBHOOK_DELETE, delete_sql, 2, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_WEBHOOK_DELETE, delete_sql, 2, params);
 }

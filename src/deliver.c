@@ -20,15 +20,20 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbound.h"
+#include "panic.h"
 #include "timefmt.h"
+#include "trace.h"
 
 #define OWNER_MAX 160
+/* build_bodies reads the meetings of one lease's rows in one statement. */
+_Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
 #define RECEIVER_IDLE_MS                                                                           \
-    60000                  /* a receiver with nothing held and a closed circuit is forgotten       \
-                            */
-#define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
-#define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
+    60000                   /* a receiver with nothing held and a closed circuit is forgotten      \
+                             */
+#define DB_RETRY_MS 1000    /* after a failed connect, the next try waits this */
+#define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
+#define STOP_SLACK_MS 1000  /* stopping: in-flight requests get their timeout plus this */
 
 /* A receiver: the unit of isolation (one webhook). */
 struct receiver {
@@ -40,6 +45,9 @@ struct receiver {
     int64_t open_ms;         /* how long it opened last */
     bool probing;            /* half open: one request decides */
     int64_t idle_since_ms;
+    bool warned; /* a failure was logged, at warned_ms (monotonic) */
+    int64_t warned_ms;
+    unsigned long unlogged;      /* failures since that line, counted in the next */
     bool ready;                  /* on the worker's ready list */
     struct receiver *next_ready; /* receivers with queued jobs */
     struct receiver *next;       /* hash chain */
@@ -319,6 +327,36 @@ target_gone(struct worker *w, const struct job *j)
         db_lost(w, "a gone push subscription not removed (retried at its next reminder)");
 }
 
+/* Logs a failed attempt of j at warn: the first of its receiver, then at most one line per
+ * WARN_EVERY_MS per receiver (and worker) with the count of those not logged, so that a dead
+ * receiver is seen without flooding the log. The line carries the delivery's trace id, the one
+ * its requests send in traceparent (webhook.c). */
+static void
+warn_failure(const struct job *j, const char *err)
+{
+    struct receiver *r = j->rcv;
+    int64_t now = timefmt_mono_ms();
+    char id[OCCURRENCE_ID_MAX], tp[TRACE_PARENT_LEN + 1], trace[TRACE_ID_LEN + 1], more[96] = "";
+
+    if (r->warned && now - r->warned_ms < WARN_EVERY_MS) {
+        r->unlogged++;
+        return;
+    }
+    if (r->unlogged > 0)
+        snprintf(more, sizeof more, " (and %lu more failures in the last %lld s)", r->unlogged,
+                 (long long)(now - r->warned_ms) / 1000);
+    meeting_occurrence_id(j->it.reminder_id, j->it.fire_at_ms, id);
+    bool traced = trace_parent_for(id, tp) == 0 && trace_parent_parse(tp, trace, NULL) == 0;
+    log_context_set(NULL, traced ? trace : NULL);
+    LOG_WARN("deliver: %s %s of tenant %lld to receiver %s failed (attempt %d): %s%s",
+             channel_name(j->it.channel), id, (long long)j->it.tenant_id, r->key,
+             j->it.attempts + 1, err, more);
+    log_context_set(NULL, NULL);
+    r->warned = true;
+    r->warned_ms = now;
+    r->unlogged = 0;
+}
+
 /* ---- circuits ----------------------------------------------------------------------------- */
 
 /* Gives the receiver's queued rows back, due when its circuit may close: no attempt spent. */
@@ -388,6 +426,7 @@ take_answers(struct worker *w, size_t n)
         } else {
             if (w->verdicts[i] == CHANNEL_GONE)
                 target_gone(w, j);
+            warn_failure(j, w->done[i].err);
             add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
                         w->verdicts[i] != CHANNEL_RETRY);
         }
@@ -424,7 +463,7 @@ authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool
         snprintf(err, OUTBOUND_ERR_MAX, "database unavailable reading the VAPID key");
         return -1;
     }
-    return -1;
+    TOCSIN_UNREACHABLE("a db_status outside its enum");
 }
 
 /* Starts j's request. false when it could not start (recorded as a failed attempt). */
@@ -442,6 +481,7 @@ start(struct worker *w, struct job *j)
         return true;
     }
     size_t n = 0;
+    warn_failure(j, err);
     add_failure(w, &n, j, 0, 0, err, give_up);
     record_failed(w, n);
     job_drop(w, j);
@@ -742,7 +782,8 @@ worker_init(struct deliver *d, struct worker *w, int i)
     atomic_init(&w->woken, false);
     w->out = outbound_new();
     w->keys = push_keys_new(d->channel.vapid_subject);
-    w->held = calloc(c, sizeof *w->held);
+    /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
+    w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
     w->ids = calloc(c, sizeof *w->ids);
@@ -752,7 +793,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->fails = calloc(c, sizeof *w->fails);
     w->fail_channels = calloc(c, sizeof *w->fail_channels);
     w->fail_final = calloc(c, sizeof *w->fail_final);
-    w->jobs = calloc(c, sizeof *w->jobs);
+    w->jobs = calloc(c, sizeof *w->jobs); // NOLINT(bugprone-sizeof-expression)
     w->verdicts = calloc(c, sizeof *w->verdicts);
     return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
                    w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -190,16 +191,16 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
         (void)mirror_stream_publish(d->mi, d->res.stream, d->res.n_streams);
 }
 
+/* One attempt; on an error, why says what went wrong (for fire to log once). */
 static enum db_status
-fire_once(struct dispatch *d, const struct reminder_key *k, size_t n)
+fire_once(struct dispatch *d, const struct reminder_key *k, size_t n, char why[DB_ERR_MAX])
 {
-    char err[DB_ERR_MAX];
-
-    if (d->db == NULL && (d->db = db_open(d->database_url, err, sizeof err)) == NULL) {
-        LOG_WARN("dispatch: %s", err);
+    if (d->db == NULL && (d->db = db_open(d->database_url, why, DB_ERR_MAX)) == NULL)
         return DB_SOFT_ERROR;
-    }
-    return db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email, &d->res);
+    enum db_status st = db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email, &d->res);
+    if (st == DB_HARD_ERROR || st == DB_SOFT_ERROR)
+        snprintf(why, DB_ERR_MAX, "%s", db_errmsg(d->db));
+    return st;
 }
 
 /* Fires k[0..n), retrying transient failures with backoff until it works or dispatch_stop's
@@ -209,9 +210,10 @@ static void
 fire(struct dispatch *d, const struct reminder_key *k, size_t n)
 {
     int64_t backoff = DISPATCH_BACKOFF_MIN_MS;
+    char why[DB_ERR_MAX];
 
     for (;;) {
-        enum db_status st = fire_once(d, k, n);
+        enum db_status st = fire_once(d, k, n, why);
         switch (st) {
         case DB_ONE_RESULT:
         case DB_NO_RESULTS:
@@ -228,7 +230,7 @@ fire(struct dispatch *d, const struct reminder_key *k, size_t n)
                 fire(d, &k[i], 1);
             if (n == 1)
                 LOG_ERROR("dispatch: reminder %lld not fired: %s", (long long)k[0].reminder_id,
-                          d->db != NULL ? db_errmsg(d->db) : "no database");
+                          why);
             return;
         case DB_SOFT_ERROR:
             break;
@@ -236,7 +238,8 @@ fire(struct dispatch *d, const struct reminder_key *k, size_t n)
         db_fire_result_fini(&d->res);
         metrics_add(METRIC_DISPATCH_ERRORS, 1);
         if (!d->db_down)
-            LOG_WARN("dispatch: database unavailable, retrying %zu reminders with backoff", n);
+            LOG_WARN("dispatch: database unavailable, retrying %zu reminders with backoff: %s", n,
+                     why);
         d->db_down = true;
         if (giving_up(d))
             return;

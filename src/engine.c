@@ -1,15 +1,17 @@
 /* engine.c -- the wiring of engine.h. Start order: dispatch, reconciler (with dispatch for its
  * overdue sweep), scheduler, expiry listener (whose every subscribe asks the reconciler for a
  * pass, covering events lost while it was away), then the membership heartbeat, whose every change
- * of owned shards asks the reconciler and the scheduler to read again. Stop order is the reverse:
- * membership first (the others take this replica's shards at once), dispatch last so what the
- * others queued is still fired. */
+ * of owned shards asks the reconciler and the scheduler to read again, and retention (which purges
+ * on the replica owning shard 0). Stop order is the reverse: retention, then membership (the
+ * others take this replica's shards at once), dispatch last so what the others queued is still
+ * fired. */
 #include "engine.h"
 
 #include <stdlib.h>
 
 #include "members.h"
 #include "recon.h"
+#include "retention.h"
 #include "scheduler.h"
 
 struct engine {
@@ -18,8 +20,11 @@ struct engine {
     struct recon *recon;
     struct sched *sched;
     struct expiry *expiry;
+    struct retention *retention;
     const struct engine_hooks *hooks;
 };
+
+_Static_assert(DB_RETENTION_BATCH_MAX == 10000, "TOCSIN_RETENTION_BATCH's bound (config.c)");
 
 /* After each (re)subscribe: events and wake-ups may have been lost while away. */
 static void
@@ -87,6 +92,16 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                (void *)hooks};
     if ((e->expiry = expiry_start(&eopt)) == NULL || members_run(e->members) != 0)
         goto fail;
+    struct retention_opts topt = {cfg->database_url,
+                                  e->members,
+                                  cfg->retention_interval_ms,
+                                  cfg->retention_batch,
+                                  {[DB_RETENTION_IDEMPOTENCY] = cfg->retention_idempotency_s,
+                                   [DB_RETENTION_DELIVERIES] = cfg->retention_deliveries_s,
+                                   [DB_RETENTION_MEETINGS] = cfg->retention_meetings_s,
+                                   [DB_RETENTION_STREAM_EVENTS] = cfg->retention_stream_events_s}};
+    if ((e->retention = retention_start(&topt)) == NULL)
+        goto fail;
     return e;
 fail:
     engine_stop(e);
@@ -130,6 +145,7 @@ engine_stop(struct engine *e)
 {
     if (e == NULL)
         return;
+    retention_stop(e->retention);
     members_leave(e->members);
     expiry_stop(e->expiry);
     sched_stop(e->sched);

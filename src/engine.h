@@ -1,6 +1,7 @@
 /* engine.h -- the reminder engine of one replica, wired in one place: the dispatch thread (claim +
  * fire), the precision scheduler, the expiry listener and the reconciler, each with its own
- * connections, and the membership heartbeat that shares the shards among the live replicas. The
+ * connections, the membership heartbeat that shares the shards among the live replicas, and
+ * retention (retention.h), which purges old rows on one of them. The
  * HTTP layer sees only this interface: it reports reminders it wrote and mirror
  * writes that failed, and reads the engine's state for /readyz and /metrics. */
 #ifndef TOCSIN_ENGINE_H

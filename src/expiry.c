@@ -82,7 +82,11 @@ probe_done(struct expiry *e, enum expiry_notify found)
 {
     set_notify(e, found);
     e->probe_key[0] = '\0';
-    e->probe_next_ms = found == EXPIRY_NOTIFY_OK ? 0 : timefmt_mono_ms() + EXPIRY_PROBE_RETRY_MS;
+    e->probe_next_ms =
+        found == EXPIRY_NOTIFY_OK
+            ? 0
+            : timefmt_mono_ms() + (found == EXPIRY_NOTIFY_UNKNOWN ? EXPIRY_PROBE_ERROR_RETRY_MS
+                                                                  : EXPIRY_PROBE_RETRY_MS);
 }
 
 /* Tries to fix the setting with CONFIG (refused on managed Redis: only remembered for the

@@ -28,7 +28,7 @@ _Static_assert(SIGNING_KEY_ID_MAX == JWT_KID_MAX, "a kid names a signing key");
 /* ---- API keys ---------------------------------------------------------------------------- */
 
 static int
-api_cache_find(struct worker *w, const uint8_t hash[32], int64_t *tenant)
+api_cache_find(struct http_worker *w, const uint8_t hash[32], int64_t *tenant)
 {
     int64_t now = timefmt_mono_ms();
 
@@ -43,7 +43,7 @@ api_cache_find(struct worker *w, const uint8_t hash[32], int64_t *tenant)
 }
 
 static void
-api_cache_put(struct worker *w, const uint8_t hash[32], int64_t tenant)
+api_cache_put(struct http_worker *w, const uint8_t hash[32], int64_t tenant)
 {
     if (w->cfg->auth_cache_ms == 0)
         return;
@@ -83,7 +83,7 @@ api_key(struct request *rq, const char *key, size_t len)
 /* ---- browser tokens ---------------------------------------------------------------------- */
 
 static const struct signing_cache_slot *
-key_cache_find(struct worker *w, const char *kid)
+key_cache_find(struct http_worker *w, const char *kid)
 {
     int64_t now = timefmt_mono_ms();
 

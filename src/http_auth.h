@@ -1,6 +1,6 @@
 /* http_auth.h -- who makes a request and what it may do. Credentials are bearer values: a tenant's
  * API key (servers), or a browser token (a JWT that a tenant's signing key signed, for one
- * participant, DESIGN.md section 7). Verified keys are cached per HTTP thread for
+ * participant, docs/design.md section 7). Verified keys are cached per HTTP thread for
  * TOCSIN_AUTH_CACHE_MS, so a revoked key or signing key stops working within that time. */
 #ifndef TOCSIN_HTTP_AUTH_H
 #define TOCSIN_HTTP_AUTH_H

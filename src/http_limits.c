@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "cond.h"
 #include "log.h"
 #include "timefmt.h"
 
@@ -54,12 +55,7 @@ run(void *arg)
     pthread_mutex_lock(&l->lock);
     while (!l->stop) {
         sweep(l, timefmt_mono_ms());
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += HTTP_LIMITS_TICK_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = cond_deadline(HTTP_LIMITS_TICK_MS);
         pthread_cond_timedwait(&l->wake, &l->lock, &until);
     }
     pthread_mutex_unlock(&l->lock);
@@ -70,7 +66,6 @@ struct http_limits *
 http_limits_new(int head_timeout_s, int body_timeout_s)
 {
     struct http_limits *l = calloc(1, sizeof(*l));
-    pthread_condattr_t ca;
 
     if (l == NULL)
         return NULL;
@@ -78,10 +73,7 @@ http_limits_new(int head_timeout_s, int body_timeout_s)
     l->head_ms = (int64_t)head_timeout_s * 1000;
     l->body_ms = (int64_t)body_timeout_s * 1000;
     pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&l->wake);
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         pthread_cond_destroy(&l->wake);
         pthread_mutex_destroy(&l->lock);

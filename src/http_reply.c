@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apikey.h"
+#include "crypto.h"
+#include "db.h"
 #include "log.h"
 
 #define PROBLEM_DETAIL_MAX 300
 #define RETRY_AFTER_MAX 16
 
-/* What a page from another origin may send and read (DESIGN.md section 7). */
+/* What a page from another origin may send and read (docs/design.md section 7). */
 #define CORS_ALLOW_METHODS "GET, POST, PUT, PATCH, DELETE"
 #define CORS_ALLOW_HEADERS                                                                         \
     "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, Last-Event-ID"
@@ -28,7 +29,8 @@ add_cors(struct request *rq, struct MHD_Response *resp)
     const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
     const char *origin = http_header(rq, "Origin");
 
-    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL || strncmp(rq->path, "/v1/", 4))
+    if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL ||
+        strncmp(rq->path, "/v1/", 4) != 0)
         return false;
     MHD_add_response_header(resp, "Vary", "Origin");
     if (!cors_origin_allowed(c, origin))
@@ -38,11 +40,20 @@ add_cors(struct request *rq, struct MHD_Response *resp)
     return true;
 }
 
+/* Every reply names its request: the client's X-Request-Id, or the one made for it. */
+static void
+add_request_id(struct request *rq, struct MHD_Response *resp)
+{
+    if (rq->request_id[0] != '\0')
+        MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
+}
+
 static int
 queue(struct request *rq, unsigned status, struct MHD_Response *resp)
 {
     if (resp == NULL)
         return MHD_NO;
+    add_request_id(rq, resp);
     add_cors(rq, resp);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -64,8 +75,10 @@ http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len
     MHD_add_response_header(resp, "Content-Type", content_type ? content_type : "application/json");
     if (meta != NULL && meta->etag != NULL)
         MHD_add_response_header(resp, "ETag", meta->etag);
-    if (meta != NULL && meta->location != NULL)
+    if (meta != NULL && meta->location != NULL) {
         MHD_add_response_header(resp, "Location", meta->location);
+        snprintf(rq->location, sizeof rq->location, "%s", meta->location);
+    }
     if (meta != NULL && meta->service_worker_allowed != NULL)
         MHD_add_response_header(resp, "Service-Worker-Allowed", meta->service_worker_allowed);
     return queue(rq, status, resp);
@@ -135,9 +148,25 @@ reply_problem_json(struct request *rq, enum api_error e, json_t *p)
     return queue(rq, status, resp);
 }
 
+/* The database failure behind a 503. The threads that hold long-lived connections (scheduler,
+ * dispatch, recon, ...) log an outage once when it starts and once when it ends; a request logs
+ * it at debug only, or at error when it is a hard error, which is our bug. */
+static void
+log_db_failure(const struct request *rq)
+{
+    struct db *db = rq->w != NULL ? rq->w->db : NULL;
+
+    if (db != NULL && db_err(db) == DB_HARD_ERROR)
+        LOG_ERROR("database: %s", db_errmsg(db));
+    else
+        LOG_DEBUG("database unavailable: %s", db != NULL ? db_errmsg(db) : "not connected");
+}
+
 int
 http_reply_problem(struct request *rq, enum api_error e, const char *detail)
 {
+    if (e == API_E_DB_UNAVAILABLE)
+        log_db_failure(rq);
     return reply_problem_json(rq, e, problem_new(e, detail));
 }
 
@@ -156,6 +185,7 @@ http_reply_preflight(struct request *rq)
 
     if (resp == NULL)
         return MHD_NO;
+    add_request_id(rq, resp);
     if (add_cors(rq, resp)) {
         MHD_add_response_header(resp, "Access-Control-Allow-Methods", CORS_ALLOW_METHODS);
         MHD_add_response_header(resp, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
@@ -189,6 +219,18 @@ http_reply_validation(struct request *rq, const struct codec_errors *errs)
 }
 
 int
+http_reply_query(struct request *rq, const char *param, const char *message)
+{
+    char name[HTTP_QUERY_NAME_MAX + 1], detail[PROBLEM_DETAIL_MAX];
+
+    log_escape(name, sizeof name, param, strlen(param));
+    snprintf(detail, sizeof detail, "query parameter '%s' %s", name, message);
+    json_t *p = problem_new(API_E_BAD_QUERY, detail);
+    json_object_set_new(p, "errors", json_pack("[{s:s, s:s}]", "field", name, "message", message));
+    return reply_problem_json(rq, API_E_BAD_QUERY, p);
+}
+
+int
 http_reply_empty(struct request *rq, unsigned status)
 {
     return queue(rq, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
@@ -203,11 +245,15 @@ http_reply_not_modified(struct request *rq, const char *etag)
     return queue(rq, MHD_HTTP_NOT_MODIFIED, resp);
 }
 
+#define ETAG_HEX_DIGITS 32 /* of the body's SHA-256: 128 bits tell representations apart */
+_Static_assert(ETAG_HEX_DIGITS <= CRYPTO_SHA256_HEX_LEN && ETAG_HEX_DIGITS + 3 <= HTTP_ETAG_MAX,
+               "HTTP_ETAG_MAX holds the quoted digits and the NUL");
+
 void
 http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {
-    char hex[65];
-    apikey_sha256_hex(body, len, hex);
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    crypto_sha256_hex(body, len, hex);
     snprintf(out, HTTP_ETAG_MAX, "\"%.32s\"", hex);
 }
 

@@ -1,7 +1,7 @@
 /* http_reply.h -- the only code that builds MHD responses: JSON, problem+json (RFC 9457), empty,
  * 304. Each function queues the response and returns the MHD result for the access handler to
  * return. Headers common to all replies (Cache-Control, X-Content-Type-Options, the CORS headers
- * of DESIGN.md section 7 on /v1/ paths) are added here. */
+ * of docs/design.md section 7 on /v1/ paths) are added here. */
 #ifndef TOCSIN_HTTP_REPLY_H
 #define TOCSIN_HTTP_REPLY_H
 
@@ -41,6 +41,11 @@ int http_reply_preflight(struct request *rq);
 /* Queues a response built elsewhere in the HTTP layer (a stream), with the common headers;
  * takes resp (destroys its reference). */
 int http_reply_response(struct request *rq, unsigned status, struct MHD_Response *resp);
+/* 400 bad_query naming the query parameter and the form it needs: detail "query parameter
+ * '<param>' <message>" and errors [{field: param, message}], the shape of a validation problem.
+ * param is the client's: escaped to printable ASCII and cut to HTTP_QUERY_NAME_MAX bytes. */
+#define HTTP_QUERY_NAME_MAX 64
+int http_reply_query(struct request *rq, const char *param, const char *message);
 /* 400 validation problem with an errors[] array. */
 int http_reply_validation(struct request *rq, const struct codec_errors *errs);
 int http_reply_empty(struct request *rq, unsigned status);

@@ -1,6 +1,6 @@
 /* http_request.h -- the per-request object and the per-thread worker that handlers receive.
  * One struct request per HTTP request, allocated on its first callback and freed only in MHD's
- * completion callback. A struct worker belongs to one MHD pool thread and owns that thread's
+ * completion callback. A struct http_worker belongs to one MHD pool thread and owns that thread's
  * PostgreSQL and Redis connections (neither library's connections are thread-safe). */
 #ifndef TOCSIN_HTTP_REQUEST_H
 #define TOCSIN_HTTP_REQUEST_H
@@ -12,10 +12,12 @@
 #include "config.h"
 #include "meeting.h"
 #include "route.h"
+#include "trace.h"
 
 #define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
 #define HTTP_URL_MAX 2048   /* request targets above this get 414 */
 #define HTTP_HEADER_VALUE_MAX 4096
+#define HTTP_LOCATION_MAX 128  /* "/v1/meetings/<uuid>" and the like */
 #define AUTH_CACHE_SLOTS 64    /* API keys, per thread */
 #define SIGNING_CACHE_SLOTS 16 /* signing keys of browser tokens, per thread */
 
@@ -28,7 +30,7 @@ struct MHD_Connection;
 #define PRINCIPAL_SUB_MAX 800 /* bytes: 200 characters of UTF-8 */
 #define PRINCIPAL_MTG_MAX 100 /* meeting ids a browser token may be limited to */
 
-/* Browser token scopes (DESIGN.md section 7). */
+/* Browser token scopes (docs/design.md section 7). */
 enum scope {
     SCOPE_MEETINGS_READ = 1,
     SCOPE_MEETINGS_WRITE = 2,
@@ -59,7 +61,7 @@ struct signing_cache_slot {
     int64_t expires_ms; /* monotonic */
 };
 
-struct worker {
+struct http_worker {
     const struct config *cfg;
     struct db *db;       /* NULL until the first successful connect */
     int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
@@ -70,13 +72,13 @@ struct worker {
     unsigned auth_next;
     struct signing_cache_slot signing[SIGNING_CACHE_SLOTS];
     unsigned signing_next;
-    struct worker *next; /* registry list, guarded by the server's registry lock */
+    struct http_worker *next; /* registry list, guarded by the server's registry lock */
 };
 
 struct request {
     struct MHD_Connection *conn;
     const struct config *cfg;
-    struct worker *w;
+    struct http_worker *w;
     const char *method;
     char *path; /* malloc'ed copy, query string excluded */
     struct route_match match;
@@ -90,8 +92,11 @@ struct request {
     size_t target_len;    /* bytes of the raw request target, query included */
     bool target_has_nul;  /* the raw target holds %00 (http_framing.h) */
     int64_t start_ns;
-    unsigned status;        /* for the access log */
-    unsigned retry_after_s; /* a Retry-After for the problem reply, 0 = none */
+    unsigned status;                           /* for the access log */
+    unsigned retry_after_s;                    /* a Retry-After for the problem reply, 0 = none */
+    char request_id[TRACE_REQUEST_ID_MAX + 1]; /* the client's X-Request-Id, or one we made */
+    char trace_id[TRACE_ID_LEN + 1];           /* from a valid traceparent, or "" */
+    char location[HTTP_LOCATION_MAX + 1];      /* a Location replied, for the access log */
 };
 
 /* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */

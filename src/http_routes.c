@@ -7,9 +7,9 @@
 #define ASSET (ROUTE_PUBLIC | ROUTE_ANY_ACCEPT)
 
 const struct route http_routes[] = {
-    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
-    {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC},
-    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT},
+    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC | ROUTE_PROBE},
+    {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC | ROUTE_PROBE},
+    {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT | ROUTE_PROBE},
     {"POST", "/v1/meetings", handle_meetings_post, ROUTE_WRITE},
     {"GET", "/v1/meetings", handle_meetings_list, ROUTE_READ},
     {"GET", "/v1/meetings/{id}", handle_meeting_get, ROUTE_READ},

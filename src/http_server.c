@@ -1,7 +1,9 @@
 /* http_server.c -- the MHD daemon and the request life cycle: allocate on the URI-log callback,
- * collect the body (bounded), route, authenticate, call the handler, log and free on completion.
- * Per the known MHD 0.9.75 trap, handlers answer on a later callback than the first, which keeps
- * keep-alive connections open. Errors caught before the body is read are answered at once. */
+ * take or make the request id, collect the body (bounded), route, authenticate, call the handler,
+ * log, count and free on completion. Per the known MHD 0.9.75 trap, handlers answer on a later
+ * callback than the first, which keeps keep-alive connections open. Errors caught before the body
+ * is read are answered at once. While a callback runs for a request, the thread's log context
+ * holds its request id and trace id, so every line logged on its behalf carries them. */
 #include "http_server.h"
 
 #include <microhttpd.h>
@@ -20,6 +22,7 @@
 #include "http_auth.h"
 #include "http_framing.h"
 #include "http_limits.h"
+#include "http_metrics.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
@@ -27,11 +30,18 @@
 #include "log.h"
 #include "mirror.h"
 #include "timefmt.h"
+#include "trace.h"
 
 #define DB_RETRY_BACKOFF_MS 1000
-#define CONNECTION_MEMORY_MAX (128 * 1024) /* MHD's per-connection buffer: headers and URL */
-#define DRAIN_POLL_MS 10                   /* how often shutdown checks for in-flight requests */
-#define FD_HEADROOM 256 /* descriptors beyond the connections: database, Redis, files, logs */
+/* libmicrohttpd's memory per connection: it holds the request line and headers, and about half
+ * of it is touched for every connection, so it is most of what each of thousands of idle streams
+ * costs (bench/stream.sh: 128 KiB made 76 KiB a stream, 16 KiB 20.6, 14 KiB 19.6). A request
+ * whose line and headers do not fit in it (about 13 KB; a browser token is at most 8 KB, a URL 2
+ * KB) is answered by libmicrohttpd itself, 414 or 431 with its own short HTML body, not
+ * problem+json: 0.9.75 has no hook for those answers. */
+#define CONNECTION_MEMORY_MAX (14 * 1024)
+#define DRAIN_POLL_MS 10 /* how often shutdown checks for in-flight requests */
+#define FD_HEADROOM 256  /* descriptors beyond the connections: database, Redis, files, logs */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -39,12 +49,12 @@ struct http_server {
     struct engine *engine;
     struct hub *hub;
     pthread_mutex_t lock; /* guards workers */
-    struct worker *workers;
+    struct http_worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
     struct http_limits *limits;
 };
 
-static _Thread_local struct worker *tl_worker;
+static _Thread_local struct http_worker *tl_worker;
 
 static int64_t
 mono_ns(void)
@@ -54,12 +64,12 @@ mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static struct worker *
+static struct http_worker *
 worker_get(struct http_server *srv)
 {
     if (tl_worker != NULL)
         return tl_worker;
-    struct worker *w = calloc(1, sizeof(*w));
+    struct http_worker *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return NULL;
     const struct config *cfg = srv->cfg;
@@ -83,7 +93,7 @@ worker_get(struct http_server *srv)
 struct db *
 http_db(struct request *rq)
 {
-    struct worker *w = rq->w;
+    struct http_worker *w = rq->w;
     char err[DB_ERR_MAX];
     if (w->db != NULL)
         return w->db;
@@ -92,7 +102,7 @@ http_db(struct request *rq)
     w->db = db_open(w->cfg->database_url, err, sizeof(err));
     if (w->db == NULL) {
         w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
-        LOG_WARN("database unreachable: %s", err);
+        LOG_DEBUG("database unreachable: %s", err); /* the engine's threads log the outage */
     }
     return w->db;
 }
@@ -174,10 +184,13 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 static enum MHD_Result
 dispatch(struct http_server *srv, struct request *rq, const char *url)
 {
+    enum route_result found =
+        route_find(http_routes, http_routes_count, rq->method, url, &rq->match);
+
     /* A CORS preflight carries no credentials and asks about any /v1/ path. */
     if (strcmp(rq->method, "OPTIONS") == 0 && strncmp(url, "/v1/", 4) == 0)
         return (enum MHD_Result)http_reply_preflight(rq);
-    switch (route_find(http_routes, http_routes_count, rq->method, url, &rq->match)) {
+    switch (found) {
     case ROUTE_NOT_FOUND:
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_FOUND, NULL);
     case ROUTE_METHOD_NOT_ALLOWED:
@@ -210,20 +223,36 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
     return r;
 }
 
-static enum MHD_Result
-on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-           const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+/* The client's X-Request-Id when it is a safe one (trace.h), else a new one; the trace id of a
+ * valid traceparent. Both go to the log context and the id to every reply (http_reply.c). */
+static void
+take_ids(struct request *rq)
 {
-    struct request *rq = *con_cls;
+    const char *id = http_header(rq, "X-Request-Id");
+    const char *tp = http_header(rq, "traceparent");
+
+    if (id != NULL && trace_request_id_valid(id))
+        snprintf(rq->request_id, sizeof rq->request_id, "%s", id);
+    else if (trace_request_id_make(rq->request_id) != 0)
+        snprintf(rq->request_id, sizeof rq->request_id, "-"); /* no random bytes: still a line */
+    if (tp == NULL || trace_parent_parse(tp, rq->trace_id, NULL) != 0)
+        rq->trace_id[0] = '\0';
+    log_context_set(rq->request_id, rq->trace_id[0] ? rq->trace_id : NULL);
+}
+
+static enum MHD_Result
+handle_call(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+            const char *version, const char *upload_data, size_t *upload_data_size,
+            struct request *rq)
+{
     enum MHD_Result ret;
 
-    if (rq == NULL)
-        return MHD_NO;
     if (rq->method == NULL) { /* first call: headers are in, the body is not */
         rq->method = method;
         rq->path = strdup(url);
         if (rq->path == NULL)
             return MHD_NO;
+        take_ids(rq);
         http_limits_body_expected(conn);
         if (early_checks(rq, version, &ret))
             return ret;
@@ -243,6 +272,50 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
     return dispatch(cls, rq, rq->path);
 }
 
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+           const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    struct request *rq = *con_cls;
+
+    if (rq == NULL)
+        return MHD_NO;
+    if (rq->method != NULL)
+        log_context_set(rq->request_id, rq->trace_id[0] ? rq->trace_id : NULL);
+    enum MHD_Result r =
+        handle_call(cls, conn, url, method, version, upload_data, upload_data_size, rq);
+    log_context_set(NULL, NULL);
+    return r;
+}
+
+/* One line per request: at info, but debug for the probes (health, readiness, metrics), which a
+ * load balancer and Prometheus call every few seconds. The text format says it all in the
+ * message (as before request ids existed); JSON has each part as a member too. */
+static void
+log_access(const struct request *rq, const struct route *route, int64_t ns, bool aborted)
+{
+    char status[16], ms[32];
+    enum log_level level =
+        route != NULL && (route->flags & ROUTE_PROBE) ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+    const char *path = rq->path ? rq->path : "?";
+
+    if (!log_enabled(level))
+        return;
+    snprintf(status, sizeof status, "%u", rq->status);
+    snprintf(ms, sizeof ms, "%.3f", (double)ns / 1e6);
+    struct log_field f[] = {
+        {"route", route ? route->pattern : "unmatched", false, false},
+        {"location", rq->location[0] ? rq->location : NULL, false, false},
+        {"method", rq->method, false, true},
+        {"path", path, false, true},
+        {"status", status, true, true},
+        {"duration_ms", ms, true, true},
+        {"aborted", aborted ? "true" : NULL, false, true},
+    };
+    log_fields(level, f, sizeof f / sizeof f[0], "http %s %.200s %u %.1fms%s", rq->method, path,
+               rq->status, (double)ns / 1e6, aborted ? " (aborted)" : "");
+}
+
 static void
 on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
              enum MHD_RequestTerminationCode toe)
@@ -252,10 +325,19 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     atomic_fetch_sub(&((struct http_server *)cls)->inflight, 1);
     http_limits_head_expected(conn);
-    if (rq->method != NULL)
-        LOG_INFO("http %s %.200s %u %.1fms%s", rq->method, rq->path ? rq->path : "?", rq->status,
-                 (double)(mono_ns() - rq->start_ns) / 1e6,
-                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    if (rq->method != NULL) {
+        const struct route *route = rq->match.path_route;
+        struct route_match m;
+        int64_t ns = mono_ns() - rq->start_ns;
+        if (route == NULL && rq->path != NULL) { /* answered before routing: route it now */
+            route_find(http_routes, http_routes_count, rq->method, rq->path, &m);
+            route = m.path_route;
+        }
+        http_metrics_observe(route, rq->method, rq->status, ns);
+        log_context_set(rq->request_id, rq->trace_id[0] ? rq->trace_id : NULL);
+        log_access(rq, route, ns, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        log_context_set(NULL, NULL);
+    }
     free(rq->path);
     free(rq->body);
     free(rq);
@@ -386,9 +468,9 @@ http_server_stop(struct http_server *srv)
     drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
     http_limits_free(srv->limits);
-    struct worker *w = srv->workers;
+    struct http_worker *w = srv->workers;
     while (w != NULL) {
-        struct worker *next = w->next;
+        struct http_worker *next = w->next;
         db_close(w->db);
         mirror_free(w->mi);
         free(w);

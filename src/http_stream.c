@@ -2,7 +2,8 @@
  * own thread: MHD_resume_connection is safe from any thread, and shutdown(2) on the socket makes
  * the connection's next read or write fail so that MHD closes it in its own thread. Both happen
  * under the stream's lock, and never after hub_stream_close, which runs when MHD frees the
- * response, before it closes the socket. */
+ * response, before it closes the socket; so the hub may also poll the socket (MHD does not watch
+ * a suspended connection, and would notice a client that went away only at the next write). */
 #include "http_stream.h"
 
 #include <microhttpd.h>
@@ -12,8 +13,15 @@
 #include "http_reply.h"
 #include "log.h"
 
-#define STREAM_BLOCK_SIZE 4096  /* what MHD asks the reader for at most */
+/* What MHD asks the reader for at most: a buffer of this size is allocated with each stream's
+ * response, so it is most of what an idle stream costs beyond its connection; a larger frame
+ * takes a few more calls. */
+#define STREAM_BLOCK_SIZE 2048
 #define STREAM_RETRY_AFTER_S 10 /* for a refused stream: the client backs off */
+/* hub_open refuses a subscriber with more than HUB_MTG_MAX meeting ids. */
+_Static_assert(PRINCIPAL_MTG_MAX <= HUB_MTG_MAX, "a token's meeting list fits a stream");
+_Static_assert(PRINCIPAL_SUB_MAX <= 4 * HUB_SUB_MAX,
+               "a token's sub (bytes) fits a stream's (UTF-8)");
 
 struct conn {
     struct MHD_Connection *mhd;
@@ -39,7 +47,13 @@ cut_cb(void *arg)
     shutdown(((struct conn *)arg)->fd, SHUT_RDWR);
 }
 
-static const struct hub_conn_ops conn_ops = {resume_cb, cut_cb};
+static int
+fd_cb(void *arg)
+{
+    return ((struct conn *)arg)->fd;
+}
+
+static const struct hub_conn_ops conn_ops = {resume_cb, cut_cb, fd_cb};
 
 static ssize_t
 reader(void *cls, uint64_t pos, char *buf, size_t max)

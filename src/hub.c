@@ -4,9 +4,11 @@
  * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
  * them when it takes the lock back. A stream the thread needs across a database call holds a
  * reference, so hub_stream_close cannot free it underneath. */
+#define _GNU_SOURCE /* POLLRDHUP: the peer closed its end */
 #include "hub.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +17,12 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "cond.h"
 #include "db.h"
 #include "db_stream.h"
 #include "log.h"
 #include "metrics.h"
+#include "panic.h"
 #include "sse.h"
 #include "stream_body.h"
 #include "timefmt.h"
@@ -26,7 +30,9 @@
 #define TENANT_BUCKETS 1024
 #define PERSON_BUCKETS 4096
 #define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
-#define DB_RETRY_MS 1000     /* after a failed connect or statement, the next try waits this */
+#define CONTROL_FRAME_MAX                                                                          \
+    (CONTROL_DATA_MAX + 64) /* a whole hello, reset, reauth or id-only frame */
+#define DB_RETRY_MS 1000    /* after a failed connect or statement, the next try waits this */
 
 _Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
 _Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
@@ -72,7 +78,6 @@ struct hub_stream {
     struct person *person;
     const struct hub_conn_ops *ops;
     void *conn;
-    char sub[4 * HUB_SUB_MAX + 1]; /* UTF-8 */
     char (*mtg)[MEETING_ID_LEN + 1];
     size_t n_mtg;
     enum hub_cursor cursor_kind;
@@ -86,7 +91,7 @@ struct hub_stream {
     struct hub_stream *prev, *next;
     /* Guarded by mu. */
     pthread_mutex_t mu;
-    struct sse_buf buf; /* what waits for the reader; at most buffer_max bytes */
+    struct sse_buf buf; /* what waits for the reader; buffer_max bytes and one frame at most */
     bool suspended, ending, cut, conn_gone;
 };
 
@@ -98,7 +103,10 @@ struct hub {
     pthread_cond_t cv; /* monotonic clock; signalled on work and on stream close */
     bool stop, draining, work;
     size_t n_streams;
-    int64_t next_poll_ms, next_heartbeat_ms; /* monotonic */
+    int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
+    struct hub_stream **peers; /* check_peers' scratch, peers_cap each */
+    struct pollfd *peer_fds;
+    size_t peers_cap;
     struct tenant *tenants[TENANT_BUCKETS];
     struct person *people[PERSON_BUCKETS];
     /* The thread's own. */
@@ -209,7 +217,7 @@ stream_lock(struct hub_stream *s)
     return false;
 }
 
-/* After a write: wakes the reader, or cuts a reader too slow to keep its buffer under
+/* After a write: wakes the reader, or cuts a reader too slow to keep what waits for it under
  * buffer_max (it resumes from its cursor on its next connection). Unlocks s. */
 static void
 stream_unlock(struct hub_stream *s, enum sse_status st)
@@ -247,11 +255,18 @@ stream_event(struct hub_stream *s, int64_t id, const char *event, const char *da
         stream_unlock(s, sse_write_event(&s->buf, id, event, data, data ? strlen(data) : 0));
 }
 
+/* A heartbeat only when nothing waits: bytes on their way keep the connection busy already, and
+ * a comment refused behind a large frame would cut a reader that is still taking it. */
 static void
 stream_comment(struct hub_stream *s, const char *text)
 {
-    if (stream_lock(s))
-        stream_unlock(s, sse_write_comment(&s->buf, text));
+    if (!stream_lock(s))
+        return;
+    if (sse_buf_pending(&s->buf) > 0) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    stream_unlock(s, sse_write_comment(&s->buf, text));
 }
 
 static void
@@ -357,13 +372,12 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
 {
     struct hub_stream *s = calloc(1, sizeof *s);
 
-    if (s == NULL || strlen(who->sub) >= sizeof s->sub ||
+    if (s == NULL || strlen(who->sub) > HUB_SUB_BYTES_MAX ||
         (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
         free(s);
         return NULL;
     }
     pthread_mutex_init(&s->mu, NULL);
-    strcpy(s->sub, who->sub);
     for (size_t i = 0; i < who->n_mtg; i++)
         snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
     s->n_mtg = who->n_mtg;
@@ -403,6 +417,11 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
+        /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
+         * may be long out of date: read the head again before serving (serve_new waits for it),
+         * else hello would name an old head and what fired since would follow as if new. */
+        if (t->n_streams == 0)
+            t->known = false;
         s->next = t->streams;
         if (t->streams != NULL)
             t->streams->prev = s;
@@ -493,7 +512,7 @@ static bool
 matches(const struct hub_stream *s, const struct event *e)
 {
     if (e->frame == NULL ||
-        bsearch(s->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
+        bsearch(s->person->sub, e->audience, e->n_audience, sizeof *e->audience, cmp_sub) == NULL)
         return false;
     if (s->n_mtg == 0)
         return true;
@@ -526,6 +545,20 @@ event_fill(struct event *e, const struct db_stream_event *ev, char *body_steal)
 
 /* ---- database (called without h->mu) ------------------------------------------------------ */
 
+/* Notes whether the last database call worked: one line when an outage starts (with why), one
+ * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS. */
+static void
+db_note(struct hub *h, bool ok, const char *why)
+{
+    if (!ok && !h->db_down)
+        LOG_WARN("stream hub: database unavailable, retrying: %s", why);
+    else if (ok && h->db_down)
+        LOG_INFO("stream hub: database available again");
+    h->db_down = !ok;
+    if (!ok)
+        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+}
+
 static struct db *
 hub_db(struct hub *h)
 {
@@ -535,17 +568,25 @@ hub_db(struct hub *h)
         return h->db;
     if (mono_ms() < h->db_retry_ms)
         return NULL;
-    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL) {
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
-        if (!h->db_down)
-            LOG_WARN("stream hub: database unavailable, retrying: %s", err);
-        h->db_down = true;
-    }
+    if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL)
+        db_note(h, false, err);
     return h->db;
 }
 
+/* The tenant's purged_through as PostgreSQL has it now, or -1 on database trouble. */
+static int64_t
+purged_now(struct hub *h, int64_t tenant_id)
+{
+    struct db_stream_head hd;
+    struct db *db = hub_db(h);
+
+    return db != NULL && db_stream_heads(db, &tenant_id, 1, &hd) == DB_ONE_RESULT
+               ? hd.purged_through
+               : -1;
+}
+
 /* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
- * the count, or -1 on database trouble (logged once per outage). */
+ * the count, or -1 on database trouble (logged once per outage, by db_note). */
 static long
 read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
             size_t max, struct event *out)
@@ -577,12 +618,7 @@ read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, cons
     }
     for (size_t i = 0; i < n; i++)
         db_stream_event_fini(&ev[i]);
-    if (got < 0 && !h->db_down)
-        LOG_WARN("stream hub: cannot read events of tenant %lld: %s", (long long)tenant_id,
-                 db_errmsg(db));
-    h->db_down = got < 0;
-    if (got < 0)
-        h->db_retry_ms = mono_ms() + DB_RETRY_MS;
+    db_note(h, got >= 0, st == DB_ONE_RESULT ? "out of memory" : db_errmsg(db));
     return got;
 }
 
@@ -671,6 +707,21 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
     }
 }
 
+/* Reads the heads of ids[0..n) and applies them. h->mu held, released during the statement (the
+ * tenants stay valid: only this thread frees them). */
+static void
+read_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *hd)
+{
+    pthread_mutex_unlock(&h->mu);
+    struct db *db = hub_db(h);
+    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
+    if (db != NULL)
+        db_note(h, st == DB_ONE_RESULT, db_errmsg(db));
+    pthread_mutex_lock(&h->mu);
+    if (st == DB_ONE_RESULT)
+        apply_heads(h, hd, n);
+}
+
 /* Reads the heads of tenants that have none yet, asked for one, or all at a poll. */
 static void
 heads_round(struct hub *h, bool poll)
@@ -687,24 +738,12 @@ heads_round(struct hub *h, bool poll)
             ids[n++] = t->id;
             if (n < DB_STREAM_HEADS_MAX)
                 continue;
-            /* A full statement: read it now, then go on (t stays valid: only we free). */
-            pthread_mutex_unlock(&h->mu);
-            struct db *db = hub_db(h);
-            enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-            pthread_mutex_lock(&h->mu);
-            if (st == DB_ONE_RESULT)
-                apply_heads(h, hd, n);
+            read_heads(h, ids, n, hd); /* a full statement: read it now, then go on */
             n = 0;
         }
     }
-    if (n == 0)
-        return;
-    pthread_mutex_unlock(&h->mu);
-    struct db *db = hub_db(h);
-    enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
-    pthread_mutex_lock(&h->mu);
-    if (st == DB_ONE_RESULT)
-        apply_heads(h, hd, n);
+    if (n > 0)
+        read_heads(h, ids, n, hd);
 }
 
 /* ---- new streams (h->mu held) ------------------------------------------------------------- */
@@ -730,21 +769,31 @@ send_reset(struct tenant *t, struct hub_stream *s, const char *reason)
 }
 
 /* Replays ev[0..n) to s after a resumed hello, then an id-only block so that the client's cursor
- * moves to the head even when the last events were not for it. */
+ * moves to the head even when the last events were not for it. A backlog larger than the
+ * stream's buffer bound goes in parts: the frames that fit it (at least one), each with its id,
+ * then a clean end; the client resumes from the last of them (after its retry) and gets the next
+ * part. Written whole, it would pass the bound, be cut, and be replayed again on every resume. */
 static void
 send_backlog(struct tenant *t, struct hub_stream *s, const struct event *const *ev, size_t n)
 {
     char data[CONTROL_DATA_MAX];
+    size_t fit = 0, bytes = 2 * CONTROL_FRAME_MAX, max = s->hub->o.buffer_max;
 
+    while (fit < n && (fit == 0 || bytes + ev[fit]->frame_len <= max))
+        bytes += ev[fit++]->frame_len;
+    bool whole = fit == n && bytes <= max;
     snprintf(data, sizeof data, "{\"seq\":%lld,\"resumed\":true,\"replayed\":%zu}",
-             (long long)t->last_seen, n);
+             (long long)t->last_seen, fit);
     stream_event(s, -1, "hello", data);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < fit; i++)
         stream_write(s, ev[i]->frame, ev[i]->frame_len);
-    stream_event(s, t->last_seen, NULL, NULL);
+    if (whole)
+        stream_event(s, t->last_seen, NULL, NULL);
     metrics_add(METRIC_STREAM_RESUMES, 1);
-    metrics_add(METRIC_STREAM_EVENTS, n);
+    metrics_add(METRIC_STREAM_EVENTS, fit);
     go_live(t, s);
+    if (!whole)
+        stream_end(s);
 }
 
 /* The backlog from the ring, which holds every event after the cursor. */
@@ -778,14 +827,27 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 
     s->refs++;
     pthread_mutex_unlock(&h->mu);
-    long got = read_events(h, id, after, until, s->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    /* Read after the events: a purge that committed before their read shows here (it moves
+     * purged_through in the statement that deletes), so events retention removed since this
+     * tenant's head was last read are never skipped silently. */
+    int64_t purged = got >= 0 ? purged_now(h, id) : -1;
     pthread_mutex_lock(&h->mu);
     bool closed = s->closed;
+    /* Until hub_stream_close, the connection's own reference keeps s: only a closed stream can
+     * go with ours. */
+    TOCSIN_ASSERT(closed || s->refs >= 2);
     stream_unref(s);
-    if (got < 0 || closed) {
+    if (got < 0 || closed || purged < 0 || after < purged) {
         for (long i = 0; i < got; i++)
             event_clear(&h->evbuf[i]);
-        return got >= 0;
+        if (got < 0 || closed)
+            return got >= 0;
+        if (purged < 0)
+            return false; /* database trouble: a later round tries again */
+        t->purged_through = purged > t->purged_through ? purged : t->purged_through;
+        send_reset(t, s, "cursor_expired");
+        return true;
     }
     for (long i = 0; i < got; i++)
         if (matches(s, &h->evbuf[i]) && n <= HUB_BACKLOG_MAX)
@@ -904,6 +966,48 @@ timers(struct hub *h, int64_t mono)
     }
 }
 
+/* Cuts the idle streams whose client closed its socket: libmicrohttpd does not watch a
+ * suspended connection, so without this a closed stream would hold its slot (and its
+ * participant's) until a heartbeat write failed, 20 to 40 s later. One poll(2) for all of them,
+ * without waiting; the sockets stay open while h->mu is held (hub_stream_close takes it before
+ * the connection closes). */
+static void
+check_peers(struct hub *h)
+{
+    size_t n = 0;
+
+    if (h->n_streams > h->peers_cap) {
+        free(h->peers);
+        free(h->peer_fds);
+        h->peers_cap = h->n_streams;
+        h->peers = calloc(h->peers_cap, sizeof *h->peers); // NOLINT(bugprone-sizeof-expression)
+        h->peer_fds = calloc(h->peers_cap, sizeof *h->peer_fds);
+        if (h->peers == NULL || h->peer_fds == NULL) {
+            h->peers_cap = 0;
+            return; /* out of memory: the heartbeats find them */
+        }
+    }
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
+            for (struct hub_stream *s = t->streams; s != NULL && n < h->peers_cap; s = s->next) {
+                pthread_mutex_lock(&s->mu);
+                if (s->suspended && !s->conn_gone && !s->cut) {
+                    h->peers[n] = s;
+                    h->peer_fds[n++] = (struct pollfd){s->ops->fd(s->conn), POLLRDHUP, 0};
+                }
+                pthread_mutex_unlock(&s->mu);
+            }
+    if (n == 0 || poll(h->peer_fds, n, 0) <= 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (!(h->peer_fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            continue;
+        pthread_mutex_lock(&h->peers[i]->mu);
+        cut_locked(h->peers[i]);
+        pthread_mutex_unlock(&h->peers[i]->mu);
+    }
+}
+
 /* ---- the thread --------------------------------------------------------------------------- */
 
 static void
@@ -916,14 +1020,10 @@ wait_for_work(struct hub *h)
         until = h->next_poll_ms;
     if (h->next_heartbeat_ms < until)
         until = h->next_heartbeat_ms;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t wait = until - now;
     if (wait <= 0 || h->work || h->stop)
         return;
-    ts.tv_sec += wait / 1000;
-    ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    ts = cond_deadline(wait);
     while (!h->work && !h->stop)
         if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT)
             break;
@@ -952,7 +1052,17 @@ run(void *arg)
                 read_tenant(h, t);
                 serve_new(h, t, round);
             }
-        timers(h, mono_ms());
+        /* Timers walk every stream: at their tick, not on every wake-up (a busy tenant wakes
+         * the hub for each commit). */
+        now = mono_ms();
+        if (now >= h->next_timers_ms || now >= h->next_heartbeat_ms) {
+            h->next_timers_ms = now + HUB_TICK_MS;
+            timers(h, now);
+        }
+        if (now >= h->next_peer_check_ms) {
+            h->next_peer_check_ms = now + HUB_PEER_CHECK_MS;
+            check_peers(h);
+        }
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -962,7 +1072,6 @@ struct hub *
 hub_start(const struct hub_opts *opts)
 {
     struct hub *h = calloc(1, sizeof *h);
-    pthread_condattr_t ca;
 
     if (h == NULL)
         return NULL;
@@ -972,10 +1081,7 @@ hub_start(const struct hub_opts *opts)
     h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&h->cv);
     if (h->database_url == NULL || h->evbuf == NULL ||
         pthread_create(&h->thread, NULL, run, h) != 0) {
         pthread_cond_destroy(&h->cv);
@@ -1013,12 +1119,7 @@ wait_closed(struct hub *h, int64_t deadline)
     struct timespec ts;
 
     while (h->n_streams > 0 && mono_ms() < deadline) {
-        int64_t wait = deadline - mono_ms();
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += wait / 1000;
-        ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        ts = cond_deadline(deadline - mono_ms());
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
     }
 }
@@ -1067,6 +1168,8 @@ hub_stop(struct hub *h)
     db_close(h->db);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
+    free(h->peers);
+    free(h->peer_fds);
     free(h->evbuf);
     free(h->database_url);
     free(h);

@@ -24,9 +24,11 @@
 #define HUB_MAX_AGE_JITTER_PCT 20 /* a stream's lifetime is spread by up to this percentage */
 #define HUB_TENANT_IDLE_MS 300000 /* a tenant without streams is forgotten after this */
 #define HUB_TICK_MS 250           /* timers (reauth, ends) are checked at least this often */
+#define HUB_PEER_CHECK_MS 1000    /* idle streams' sockets: checked for a closed peer */
 #define HUB_DRAIN_CUT_MS 2000     /* after the grace, how long cut streams get to close */
 #define HUB_MTG_MAX 100           /* meeting ids a token may limit a stream to */
 #define HUB_SUB_MAX 200           /* characters of a participant id (PARTICIPANT_ID_MAX) */
+#define HUB_SUB_BYTES_MAX 800     /* its UTF-8: 4 bytes a character at most */
 
 struct hub_opts {
     const char *database_url;
@@ -44,6 +46,7 @@ struct hub_opts {
 struct hub_conn_ops {
     void (*resume)(void *conn); /* the reader suspended; there is data or an end now */
     void (*cut)(void *conn);    /* close now: a slow reader, or shutdown past its grace */
+    int (*fd)(void *conn);      /* the socket, polled while the reader is suspended */
 };
 
 enum hub_cursor { HUB_CURSOR_NONE, HUB_CURSOR_SET, HUB_CURSOR_BAD };

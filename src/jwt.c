@@ -35,7 +35,8 @@ static const char *const scope_names[] = {"meetings:read", "meetings:write", "no
 _Static_assert(JWT_SCOPES_ALL == (1u << SCOPE_COUNT) - 1, "one bit per scope name");
 
 static const char *const error_texts[] = {
-#define X(name, text) [name] = text,
+/* An X-macro initializer: text is a string literal, never an expression to parenthesize. */
+#define X(name, text) [name] = text, // NOLINT(bugprone-macro-parentheses)
     JWT_ERRORS(X)
 #undef X
 };

@@ -1,24 +1,54 @@
-/* log.h -- one line per event on stderr: "<iso time> <LEVEL> <message>".
- * Thread-safe (one write(2) per line). The level is set once at start from TOCSIN_LOG_LEVEL. */
+/* log.h -- one line per event on stderr, as text ("<iso time> <LEVEL> <message> key=value...") or
+ * as one JSON object per line (TOCSIN_LOG_FORMAT=json). Thread-safe (one write(2) per line). The
+ * level and the format are set once at start; the request a thread is handling (its request id
+ * and trace id) is added to every line that thread writes meanwhile. */
 #ifndef TOCSIN_LOG_H
 #define TOCSIN_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 
-/* Sets the threshold; call before threads start. */
+/* Set the threshold and the format; call before threads start. */
 void log_set_level(enum log_level level);
+void log_set_format(enum log_format format);
 /* Parses "error|warn|info|debug"; returns 0, or -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
+/* Parses "text|json"; returns 0, or -1 for anything else. */
+int log_format_parse(const char *s, enum log_format *out);
 int log_enabled(enum log_level level);
 void log_write(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A named value added to one line: " key=value" in text, "key":"value" in JSON. value is any
+ * bytes (escaped like the message); a number is written bare in JSON (the caller formatted it);
+ * json_only leaves it out of the text format, whose message already says it. */
+struct log_field {
+    const char *key; /* [a-z_]+ */
+    const char *value;
+    bool number;
+    bool json_only;
+};
+void log_fields(enum log_level level, const struct log_field *f, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The request this thread is handling: request_id and trace_id (either may be NULL) go on every
+ * line the thread writes until the next call; log_context_set(NULL, NULL) ends it. The strings are
+ * borrowed and must stay valid until then. */
+void log_context_set(const char *request_id, const char *trace_id);
 
 /* Copies src[0..n) to dst (cap bytes, always NUL-terminated when cap > 0) with each byte outside
  * printable ASCII (0x20..0x7e) written as \xHH and the backslash as \\, so that no input can end a
  * line or send a terminal escape. Stops before an escape that would not fit. Returns the length
- * written. log_write applies it to every message. */
+ * written. The text format applies it to every message and value. */
 size_t log_escape(char *dst, size_t cap, const char *src, size_t n);
+/* The same for the inside of a JSON string: printable ASCII but '"' and '\' as is, those two
+ * backslash-escaped, control bytes as \u00XX, each valid UTF-8 character as \uXXXX (a surrogate
+ * pair above U+FFFF), each byte of an invalid sequence as \ufffd. The output is printable ASCII
+ * and always a valid JSON string body, whatever the input. Stops before an escape that would not
+ * fit. Returns the length written. */
+size_t log_json_escape(char *dst, size_t cap, const char *src, size_t n);
 
 #define LOG_ERROR(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define LOG_WARN(...) log_write(LOG_LEVEL_WARN, __VA_ARGS__)

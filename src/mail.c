@@ -12,6 +12,7 @@
 #include "b64.h"
 #include "codec.h"
 #include "crypto.h"
+#include "hex.h"
 #include "timefmt.h"
 #include "tz.h"
 
@@ -21,6 +22,14 @@
 #define TEXT_MAX 16384  /* bytes of the plain text or the calendar before encoding */
 #define SUBJECT_MAX                                                                                \
     1024 /* "Reminder: ", a title of 200 characters (800 bytes), the time and zone */
+
+/* Bytes of the participant's SHA-256 in the Message-ID: enough to tell a meeting's participants
+ * apart, and the id stays short. */
+#define MAIL_ID_DIGEST_BYTES 8
+
+/* "<occurrence id>.<hex digest>" with its NUL. */
+_Static_assert(OCCURRENCE_ID_MAX + HEX_ENCODED_LEN(MAIL_ID_DIGEST_BYTES) + 1 <= MAIL_ID_MAX,
+               "MAIL_ID_MAX holds the occurrence id, a dot and the digest");
 
 struct buf {
     char *p;
@@ -98,8 +107,10 @@ mail_message_id(const struct occurrence *o, const char *participant_id, char out
 
     crypto_sha256(participant_id, strlen(participant_id), d);
     meeting_occurrence_id(o->reminder_id, o->fire_at_ms, occ);
-    snprintf(out, MAIL_ID_MAX, "%s.%02x%02x%02x%02x%02x%02x%02x%02x", occ, d[0], d[1], d[2], d[3],
-             d[4], d[5], d[6], d[7]);
+    char tag[HEX_ENCODED_LEN(MAIL_ID_DIGEST_BYTES) + 1];
+
+    hex_encode(d, MAIL_ID_DIGEST_BYTES, tag);
+    snprintf(out, MAIL_ID_MAX, "%s.%s", occ, tag);
 }
 
 /* ---- encodings ------------------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* mail.h -- the reminder email (DESIGN.md section 8): one RFC 5322 message per participant, a
+/* mail.h -- the reminder email (docs/design.md section 8): one RFC 5322 message per participant, a
  * multipart/mixed of a plain-text body and an .ics attachment (RFC 5545, METHOD:PUBLISH, one
  * VEVENT). Every byte that comes from input travels base64-encoded (the body, the attachment) or
  * as an RFC 2047 encoded-word (the subject and the display name), so no input can add a header

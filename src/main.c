@@ -148,7 +148,7 @@ serve(const struct config *cfg)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     struct channel_opts chopt = {.timeout_ms = cfg->delivery_timeout_ms,
-                                 .webhook_allow_private = cfg->webhook_allow_private != 0,
+                                 .webhook_allow = &cfg->webhook_allow,
                                  .smtp_url = cfg->smtp_url,
                                  .smtp_from = cfg->smtp_from,
                                  .smtp_username = cfg->smtp_username[0] ? cfg->smtp_username : NULL,
@@ -264,6 +264,9 @@ keys(const struct config *cfg, int argc, char **argv)
         fprintf(stderr, "revoked %d key(s)\n", n);
         rc = n > 0 ? 0 : 1;
     }
+    /* The db layer logs nothing; the handle is this command's own, so an error on it is ours. */
+    if (rc != 0 && db_errmsg(db)[0] != '\0')
+        fprintf(stderr, "tocsin keys: database: %s\n", db_errmsg(db));
     db_close(db);
     return rc;
 }
@@ -292,6 +295,7 @@ main(int argc, char **argv)
         return EXIT_USAGE;
     }
     log_set_level(cfg.log_level);
+    log_set_format(cfg.log_format);
     db_set_pooled(cfg.db_pooled != 0);
     if (strcmp(cmd, "migrate") == 0 && cfg.db_pooled) {
         fprintf(stderr, "tocsin: TOCSIN_DB_POOLED: migrations take a session lock that a pooler in "

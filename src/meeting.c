@@ -1,16 +1,16 @@
 /* meeting.c -- the domain: lifetime of struct meeting, fire-time rules, pending keys, ids and
- * reminder status names. Pure except meeting_new_id, which asks the kernel for random bytes. */
+ * reminder status names. Pure except meeting_new_id, which takes random bytes from crypto.c. */
 #include "meeting.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+
+#include "crypto.h"
+#include "hex.h"
 
 #define MS_PER_MINUTE 60000LL
-#define UUID_BYTES 16
 
 static const char *const status_names[] = {
     [REMINDER_PENDING] = "pending",
@@ -65,42 +65,30 @@ meeting_pending_keys(const struct meeting *m, struct reminder_keys *out)
     }
 }
 
-static int
-random_bytes(unsigned char *buf, size_t len)
+void
+meeting_id_format(const uint8_t b[MEETING_ID_BYTES], char out[MEETING_ID_LEN + 1])
 {
-    size_t got = 0;
+    static const size_t groups[] = {4, 2, 2, 2, 6}; /* bytes between the dashes */
+    size_t o = 0, i = 0;
 
-    while (got < len) {
-        ssize_t n = getrandom(buf + got, len - got, 0);
-
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        got += (size_t)n;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        if (g > 0)
+            out[o++] = '-';
+        o += hex_encode(b + i, groups[g], out + o);
+        i += groups[g];
     }
-    return 0;
 }
 
 int
 meeting_new_id(char out[MEETING_ID_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char b[UUID_BYTES];
-    size_t o = 0;
+    uint8_t b[MEETING_ID_BYTES];
 
-    if (random_bytes(b, sizeof(b)) != 0)
+    if (crypto_random_bytes(b, sizeof(b)) != 0)
         return -1;
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    for (size_t i = 0; i < UUID_BYTES; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[b[i] >> 4];
-        out[o++] = hex[b[i] & 0x0f];
-    }
-    out[o] = '\0';
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    meeting_id_format(b, out);
     return 0;
 }
 
@@ -165,6 +153,9 @@ channel_parse(const char *name)
             return channel_at(i);
     return 0;
 }
+
+_Static_assert(sizeof "rem_-9223372036854775808_-9223372036854775808" <= OCCURRENCE_ID_MAX,
+               "an occurrence id of any two int64 fits");
 
 void
 meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX])

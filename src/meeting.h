@@ -20,10 +20,11 @@
 #define MEETING_METADATA_MAX 16384       /* bytes of compact JSON */
 #define MEETING_DEFAULT_MINUTES_BEFORE 5
 #define MEETING_ID_LEN 36 /* canonical UUID text */
+#define MEETING_ID_BYTES 16
 
 enum reminder_status { REMINDER_PENDING, REMINDER_FIRED, REMINDER_MISSED, REMINDER_CANCELLED };
 
-/* The ways a fired reminder goes out (DESIGN.md section 8), as bits of reminder.channels; the
+/* The ways a fired reminder goes out (docs/design.md section 8), as bits of reminder.channels; the
  * database stores the same bits (migrations/007). */
 enum channel {
     CHANNEL_WEBHOOK = 1, /* the tenant's receivers */
@@ -107,6 +108,8 @@ void meeting_pending_keys(const struct meeting *m, struct reminder_keys *out);
 /* "rem_<reminder_id>_<fire_at_ms>" into out. */
 void meeting_occurrence_id(int64_t reminder_id, int64_t fire_at_ms, char out[OCCURRENCE_ID_MAX]);
 
+/* The canonical lower-case UUID text of 16 bytes into out (MEETING_ID_LEN + 1 bytes). */
+void meeting_id_format(const uint8_t b[MEETING_ID_BYTES], char out[MEETING_ID_LEN + 1]);
 /* Writes a random (version 4) UUID into out (MEETING_ID_LEN + 1 bytes). Returns 0 or -1. */
 int meeting_new_id(char out[MEETING_ID_LEN + 1]);
 /* True when s is a canonical lower-case UUID text of MEETING_ID_LEN bytes. */

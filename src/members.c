@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cond.h"
 #include "db.h"
 #include "db_members.h"
 #include "log.h"
@@ -70,6 +71,8 @@ beat(struct members *m)
         m->db_down = true;
         return;
     }
+    if (m->db_down)
+        LOG_INFO("members: database available again");
     m->db_down = false;
     shard_assign(m->names, m->n_names, m->instance_id, &next);
     pthread_mutex_lock(&m->mu);
@@ -97,10 +100,7 @@ run(void *arg)
         pthread_mutex_unlock(&m->mu);
         beat(m);
         pthread_mutex_lock(&m->mu);
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)MEMBERS_BEAT_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        ts = cond_deadline(MEMBERS_BEAT_MS);
         while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) != ETIMEDOUT)
             ;
     }
@@ -126,7 +126,6 @@ struct members *
 members_new(const struct members_opts *opts)
 {
     struct members *m = calloc(1, sizeof *m);
-    pthread_condattr_t ca;
 
     if (m == NULL)
         return NULL;
@@ -135,10 +134,7 @@ members_new(const struct members_opts *opts)
     m->on_change = opts->on_change;
     m->on_change_arg = opts->on_change_arg;
     pthread_mutex_init(&m->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&m->cv);
     if (m->database_url == NULL || m->instance_id == NULL) {
         destroy(m);
         return NULL;

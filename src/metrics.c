@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "db_retention.h"
 #include "meeting.h"
 
 #define METRICS_RENDER_MAX 16384 /* bytes of the rendered text; checked below */
@@ -47,7 +48,7 @@ static const struct {
                             "Streams cut because their reader fell too far behind."},
 };
 
-/* Upper bounds in milliseconds; the last bucket is +Inf. */
+/* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */
 static const int64_t bounds[LATENESS_BUCKETS_MAX - 1] = {1,   2,   5,    10,   20,   50,   100,
                                                          250, 500, 1000, 2500, 5000, 10000};
 
@@ -165,6 +166,24 @@ metrics_observe_delivery_ms(unsigned channel, int64_t ms)
     atomic_fetch_add_explicit(&delivery_sum_ms[s], (uint64_t)ms, memory_order_relaxed);
 }
 
+/* ---- retention ------------------------------------------------------------------------------ */
+
+static atomic_uint_fast64_t purged[DB_RETENTION_KINDS];
+
+void
+metrics_retention_add(unsigned kind, uint64_t n)
+{
+    if (kind < DB_RETENTION_KINDS)
+        atomic_fetch_add_explicit(&purged[kind], n, memory_order_relaxed);
+}
+
+uint64_t
+metrics_retention_get(unsigned kind)
+{
+    return kind < DB_RETENTION_KINDS ? atomic_load_explicit(&purged[kind], memory_order_relaxed)
+                                     : 0;
+}
+
 static int put(char *buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Appends to buf at *len; returns -1 once the buffer is too small. */
@@ -183,11 +202,12 @@ put(char *buf, size_t *len, const char *fmt, ...)
     return 0;
 }
 
+/* Kept in milliseconds, rendered in seconds (Prometheus's base unit). */
 static int
 render_histogram(char *buf, size_t *len)
 {
-    static const char name[] = "tocsin_fire_lateness_milliseconds";
-    uint64_t cum = 0;
+    static const char name[] = "tocsin_fire_lateness_seconds";
+    uint64_t cum = 0, sum;
     int rc = put(buf, len,
                  "# HELP %s Fire time minus due time of fired reminders.\n# TYPE %s "
                  "histogram\n",
@@ -196,13 +216,15 @@ render_histogram(char *buf, size_t *len)
     for (size_t i = 0; i < LATENESS_BUCKETS_MAX && rc == 0; i++) {
         cum += atomic_load_explicit(&buckets[i], memory_order_relaxed);
         if (i < LATENESS_BUCKETS_MAX - 1)
-            rc = put(buf, len, "%s_bucket{le=\"%" PRId64 "\"} %" PRIu64 "\n", name, bounds[i], cum);
+            rc = put(buf, len, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
+                     (double)bounds[i] / 1000.0, cum);
         else
             rc = put(buf, len, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cum);
     }
+    sum = atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed);
     if (rc == 0)
-        rc = put(buf, len, "%s_sum %" PRIu64 "\n%s_count %" PRIu64 "\n", name,
-                 (uint64_t)atomic_load_explicit(&lateness_sum_ms, memory_order_relaxed), name, cum);
+        rc = put(buf, len, "%s_sum %" PRIu64 ".%03u\n%s_count %" PRIu64 "\n", name, sum / 1000,
+                 (unsigned)(sum % 1000), name, cum);
     return rc;
 }
 
@@ -261,6 +283,19 @@ render_delivery_latency(char *buf, size_t *len)
     return rc;
 }
 
+static int
+render_retention(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_retention_purged_rows_total";
+    int rc = put(buf, len, "# HELP %s Rows removed by retention, by kind.\n# TYPE %s counter\n",
+                 name, name);
+
+    for (unsigned k = 0; k < DB_RETENTION_KINDS && rc == 0; k++)
+        rc = put(buf, len, "%s{kind=\"%s\"} %" PRIu64 "\n", name, db_retention_name(k),
+                 metrics_retention_get(k));
+    return rc;
+}
+
 char *
 metrics_render(void)
 {
@@ -280,6 +315,8 @@ metrics_render(void)
         rc = render_outcomes(buf, &len);
     if (rc == 0)
         rc = render_delivery_latency(buf, &len);
+    if (rc == 0)
+        rc = render_retention(buf, &len);
     if (rc != 0) {
         free(buf); /* METRICS_RENDER_MAX too small: a bug caught by test_metrics */
         return NULL;

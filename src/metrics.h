@@ -29,7 +29,8 @@ enum metric {
 void metrics_add(enum metric m, uint64_t n);
 /* Current value of counter m. Thread-safe. */
 uint64_t metrics_get(enum metric m);
-/* Records one fire's lateness (fired_at - fire_at) in milliseconds; negative counts as 0. */
+/* Records one fire's lateness (fired_at - fire_at) in milliseconds, rendered in seconds as
+ * tocsin_fire_lateness_seconds; negative counts as 0. */
 void metrics_observe_lateness_ms(int64_t ms);
 /* Number of lateness observations so far, and how many of them were <= le_ms (le_ms must be one
  * of the bucket bounds; other values give the next bucket up). For tests and benchmarks. */
@@ -49,6 +50,11 @@ void metrics_channel_add(unsigned channel, enum metric_outcome o, uint64_t n);
 void metrics_observe_delivery_ms(unsigned channel, int64_t ms);
 /* A channel's count of outcome o so far. For tests. */
 uint64_t metrics_channel_get(unsigned channel, enum metric_outcome o);
+
+/* Rows retention purged, by kind (an enum db_retention_kind; others are ignored), rendered as
+ * tocsin_retention_purged_rows_total{kind}. Thread-safe. */
+void metrics_retention_add(unsigned kind, uint64_t n);
+uint64_t metrics_retention_get(unsigned kind);
 
 /* Every counter and the histogram in the Prometheus text exposition format. Returns a malloc'ed
  * string the caller frees with free(), or NULL when out of memory. */

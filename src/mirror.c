@@ -176,14 +176,22 @@ mirror_free(struct mirror *mi)
 }
 
 size_t
-mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
-                  int64_t fire_at_ms)
+mirror_occurrence_key(char *buf, size_t buflen, const char *prefix, const char *kind,
+                      int64_t reminder_id, int64_t fire_at_ms)
 {
-    int n = snprintf(buf, buflen, "%s:rem:%" PRId64 ":%" PRId64, prefix, reminder_id, fire_at_ms);
+    int n =
+        snprintf(buf, buflen, "%s:%s:%" PRId64 ":%" PRId64, prefix, kind, reminder_id, fire_at_ms);
 
     if (n < 0 || (size_t)n >= buflen)
         return 0;
     return (size_t)n;
+}
+
+size_t
+mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
+                  int64_t fire_at_ms)
+{
+    return mirror_occurrence_key(buf, buflen, prefix, "rem", reminder_id, fire_at_ms);
 }
 
 /* Parses [s, end) as a canonical non-negative decimal: digits only, no leading zero, no overflow.

@@ -16,11 +16,7 @@ size_t
 mirror_claim_key(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
                  int64_t fire_at_ms)
 {
-    int n = snprintf(buf, buflen, "%s:claim:%" PRId64 ":%" PRId64, prefix, reminder_id, fire_at_ms);
-
-    if (n < 0 || (size_t)n >= buflen)
-        return 0;
-    return (size_t)n;
+    return mirror_occurrence_key(buf, buflen, prefix, "claim", reminder_id, fire_at_ms);
 }
 
 static int

@@ -15,5 +15,10 @@ struct redisContext *mirror_conn(struct mirror *mi);
 void mirror_conn_lost(struct mirror *mi);
 /* The key prefix (NUL-terminated, at most MIRROR_PREFIX_MAX bytes). */
 const char *mirror_prefix(const struct mirror *mi);
+/* "<prefix>:<kind>:<reminder_id>:<fire_at_ms>" into buf, the one shape of every per-occurrence
+ * key (kind "rem" for reminder keys, "claim" for claims). Its length, or 0 when it does not fit
+ * in buflen. */
+size_t mirror_occurrence_key(char *buf, size_t buflen, const char *prefix, const char *kind,
+                             int64_t reminder_id, int64_t fire_at_ms);
 
 #endif

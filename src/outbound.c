@@ -5,6 +5,8 @@
 #include "outbound.h"
 
 #include <curl/curl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,10 @@ struct xfer {
     size_t got;
     int64_t retry_after_s;
     bool refused; /* the guard refused an address */
+    char refused_addr[INET6_ADDRSTRLEN];
     bool trusted; /* private addresses allowed: the operator's SMTP server, or by setting */
+    const struct netguard_allow *allow; /* private networks allowed besides (NULL: none) */
+    const char *refused_hint;
     bool mail;
     const char *upload; /* SMTP: the message being read by libcurl */
     size_t upload_len, upload_at;
@@ -91,8 +96,10 @@ open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
     struct xfer *x = arg;
 
-    if (purpose == CURLSOCKTYPE_IPCXN && !x->trusted && !netguard_public(&a->addr)) {
+    if (purpose == CURLSOCKTYPE_IPCXN && !x->trusted && !netguard_allowed(x->allow, &a->addr)) {
         x->refused = true;
+        getnameinfo(&a->addr, a->addrlen, x->refused_addr, sizeof x->refused_addr, NULL, 0,
+                    NI_NUMERICHOST);
         return CURL_SOCKET_BAD;
     }
     return socket(a->family, a->socktype, a->protocol);
@@ -147,6 +154,9 @@ xfer_get(struct outbound *o)
     x->got = 0;
     x->retry_after_s = 0;
     x->refused = x->trusted = x->mail = false;
+    x->refused_addr[0] = '\0';
+    x->allow = NULL;
+    x->refused_hint = NULL;
     x->upload = NULL;
     x->upload_len = x->upload_at = 0;
     x->o = o;
@@ -226,6 +236,8 @@ outbound_start(struct outbound *o, const struct outbound_request *r, char err[OU
     if (!bad) {
         x->tag = r->tag;
         x->trusted = r->allow_private;
+        x->allow = r->allow;
+        x->refused_hint = r->refused_hint;
         setup(x, r);
         bad = curl_multi_add_handle(o->multi, x->easy) != CURLM_OK;
     }
@@ -312,7 +324,9 @@ finish(struct outbound *o, CURLMsg *m, struct outbound_done *d)
     d->ok = x->mail ? cc == CURLE_OK : answered && d->status >= 200 && d->status <= 299;
     if (x->refused)
         snprintf(d->err, sizeof d->err,
-                 "refused: the host resolves to a loopback, private or link-local address");
+                 "refused: the host resolves to %s, a loopback, private or reserved address%s%s",
+                 x->refused_addr[0] ? x->refused_addr : "an address",
+                 x->refused_hint ? " not allowed by " : "", x->refused_hint ? x->refused_hint : "");
     else if (x->mail && !d->ok)
         snprintf(d->err, sizeof d->err, "SMTP %ld: %s", d->status, curl_easy_strerror(cc));
     else if (!answered)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netguard.h"
+
 #define OUTBOUND_ERR_MAX 160       /* a short reason for the delivery record */
 #define OUTBOUND_HEADERS_MAX 8     /* extra request headers */
 #define OUTBOUND_HEADER_MAX 512    /* bytes of one "Name: value" */
@@ -24,7 +26,9 @@ struct outbound_request {
     size_t body_len;
     int64_t timeout_ms;
     bool allow_private; /* may connect to loopback, private and link-local addresses */
-    void *tag;          /* the caller's, handed back in outbound_done */
+    const struct netguard_allow *allow; /* or to those in its networks (NULL: none) */
+    const char *refused_hint;           /* names the setting that allows a refused address */
+    void *tag;                          /* the caller's, handed back in outbound_done */
 };
 
 /* One message to send over SMTP (libcurl's smtp:// and smtps://). The server is the operator's

@@ -1,5 +1,5 @@
-/* push_keys.h -- the tenants' VAPID key pairs (DESIGN.md section 8). A tenant's pair is made on
- * first use and kept in PostgreSQL (db_push.h), the first writer winning, so every replica signs
+/* push_keys.h -- the tenants' VAPID key pairs (docs/design.md section 8). A tenant's pair is made
+ * on first use and kept in PostgreSQL (db_push.h), the first writer winning, so every replica signs
  * with the same key and the public half a web app passed to pushManager.subscribe() stays valid.
  * Delivery keeps a per-thread cache of the key pairs and of the VAPID JWT per push service, so a
  * burst of pushes signs once per (tenant, push service) instead of once per message. */

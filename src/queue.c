@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cond.h"
+
 struct queue {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t nonempty;
@@ -26,11 +28,7 @@ queue_new(size_t item_size, size_t capacity)
         free(q);
         return NULL;
     }
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->nonempty, &attr);
-    pthread_condattr_destroy(&attr);
+    cond_init_monotonic(&q->nonempty);
     pthread_mutex_init(&q->lock, NULL);
     q->item_size = item_size;
     q->capacity = capacity;
@@ -66,18 +64,6 @@ queue_push(struct queue *q, const void *items, size_t n)
     return done;
 }
 
-static void
-deadline_after(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 size_t
 queue_pop(struct queue *q, void *out, size_t max, int64_t timeout_ms)
 {
@@ -85,7 +71,7 @@ queue_pop(struct queue *q, void *out, size_t max, int64_t timeout_ms)
     size_t done = 0;
 
     if (timeout_ms >= 0)
-        deadline_after(&deadline, timeout_ms);
+        deadline = cond_deadline(timeout_ms);
     pthread_mutex_lock(&q->lock);
     while (q->count == 0 && !q->closed) {
         if (timeout_ms < 0)

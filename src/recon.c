@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cond.h"
 #include "db.h"
 #include "dbclock.h"
 #include "log.h"
@@ -24,6 +25,7 @@
 #include "timefmt.h"
 
 #define RECON_PASS_PAGE 1000 /* keys per repair page: one Redis pipeline */
+_Static_assert(RECON_PASS_PAGE <= DB_DUE_BATCH_MAX, "a repair page fits r->batch");
 
 struct recon {
     pthread_t thread;
@@ -93,10 +95,7 @@ wait_tick(struct recon *r, bool *due)
     struct timespec until;
     bool go;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += (long)RECON_TICK_MS * 1000000;
-    until.tv_sec += until.tv_nsec / 1000000000;
-    until.tv_nsec %= 1000000000;
+    until = cond_deadline(RECON_TICK_MS);
     pthread_mutex_lock(&r->mu);
     while (!r->stop && !r->kicked)
         if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
@@ -304,18 +303,10 @@ destroy(struct recon *r)
 static int
 sync_init(struct recon *r)
 {
-    pthread_condattr_t ca;
-    int rc;
-
     if (pthread_mutex_init(&r->mu, NULL) != 0)
         return -1;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&r->cv, &ca) == 0
-             ? 0
-             : -1;
-    pthread_condattr_destroy(&ca);
-    return rc;
+    cond_init_monotonic(&r->cv);
+    return 0;
 }
 
 struct recon *

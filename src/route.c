@@ -59,6 +59,8 @@ route_find(const struct route *table, size_t n, const char *method, const char *
         if (!match_path(table[i].pattern, path, &tmp))
             continue;
         path_known = 1;
+        if (out->path_route == NULL)
+            out->path_route = &table[i];
         allow_add(out->allow, table[i].method);
         if (strcmp(table[i].method, want) == 0) {
             memcpy(out->args, tmp.args, sizeof(tmp.args));

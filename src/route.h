@@ -24,6 +24,7 @@ enum route_flags {
     ROUTE_TOKEN_QUERY = 64, /* a token may come as ?access_token= (EventSource sends no headers) */
     ROUTE_ANY_ACCEPT = 128, /* the reply is not JSON: no Accept negotiation */
     ROUTE_KEY_TOO = 256,    /* with ROUTE_PUSH: an API key may call it as well */
+    ROUTE_PROBE = 512,      /* health, readiness, metrics: polled, so the access line is debug */
 };
 
 struct route {
@@ -37,6 +38,7 @@ enum route_result { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_METHOD_NOT_ALLOWED };
 
 struct route_match {
     const struct route *route;
+    const struct route *path_route; /* the first route whose pattern the path matched, any method */
     size_t nargs;
     char args[ROUTE_ARGS_MAX][ROUTE_ARG_MAX + 1];
     char allow[ROUTE_ALLOW_MAX]; /* filled for ROUTE_METHOD_NOT_ALLOWED */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cond.h"
 #include "db.h"
 #include "dbclock.h"
 #include "log.h"
@@ -198,16 +199,7 @@ wait_next(struct sched *s)
         if (mono + due_in < until)
             until = mono + due_in;
     }
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t wait_ns = (until - mono) * 1000000;
-    if (wait_ns < 0)
-        wait_ns = 0;
-    ts.tv_sec += (time_t)(wait_ns / 1000000000);
-    ts.tv_nsec += (long)(wait_ns % 1000000000);
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    ts = cond_deadline(until - mono);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && s->n_inbox == 0 && !s->inbox_lost)
         if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
@@ -255,7 +247,6 @@ struct sched *
 sched_start(const struct sched_opts *opts)
 {
     struct sched *s = calloc(1, sizeof *s);
-    pthread_condattr_t ca;
 
     if (s == NULL)
         return NULL;
@@ -263,15 +254,7 @@ sched_start(const struct sched_opts *opts)
         free(s);
         return NULL;
     }
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0) {
-        pthread_mutex_destroy(&s->mu);
-        free(s);
-        return NULL;
-    }
+    cond_init_monotonic(&s->cv);
     atomic_init(&s->size, 0);
     s->window_ms = opts->window_ms;
     s->poll_ms = opts->poll_ms;

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #define I64_TEXT_MAX 21 /* "-9223372036854775808" and NUL */
+_Static_assert(sizeof "-9223372036854775808" == I64_TEXT_MAX, "INT64_MIN's text and NUL");
+_Static_assert(sizeof "9223372036854775807" - 1 == SSE_CURSOR_DIGITS_MAX, "INT64_MAX's digits");
 
 int
 sse_cursor_parse(const char *text, int64_t *seq)
@@ -63,23 +65,24 @@ sse_buf_take(struct sse_buf *b, char *out, size_t n)
     b->off += n;
     if (b->off == b->len) {
         b->off = b->len = 0;
-        if (b->cap > SSE_BUF_KEEP_MAX) {
-            free(b->data);
-            b->data = NULL;
-            b->cap = 0;
-        }
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
     }
     return n;
 }
 
-/* Makes room for need more bytes at data + len; returns where to write them, or NULL. */
+/* Makes room for need more bytes at data + len; returns where to write them, or NULL once max
+ * bytes or more wait. The bound is on what waits, not on the frame: a reader that has taken
+ * what it was given gets the next frame whatever its size (a frame larger than max would
+ * otherwise cut every reader it is sent to, again on each resume). */
 static char *
 reserve(struct sse_buf *b, size_t need)
 {
     size_t pending = sse_buf_pending(b), cap;
     char *p;
 
-    if (need > b->max || pending > b->max - need)
+    if (pending >= b->max)
         return NULL;
     if (b->off > 0 && b->len + need > b->cap) {
         memmove(b->data, b->data + b->off, pending);
@@ -90,8 +93,8 @@ reserve(struct sse_buf *b, size_t need)
         cap = b->cap > 0 ? b->cap : SSE_BUF_FIRST;
         while (cap < b->len + need)
             cap *= 2;
-        if (cap > b->max)
-            cap = b->max;
+        if (cap > b->max + need) /* len < max here: len + need still fits */
+            cap = b->max + need;
         if ((p = realloc(b->data, cap)) == NULL)
             return NULL;
         b->data = p;

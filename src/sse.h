@@ -10,9 +10,9 @@
 
 #define SSE_CURSOR_DIGITS_MAX 19 /* INT64_MAX has 19 digits */
 #define SSE_BUF_FIRST 512        /* bytes allocated by the first write */
-#define SSE_BUF_KEEP_MAX 4096    /* a drained buffer larger than this is freed (idle streams) */
 
-/* Pending bytes are data[off..len); at most max of them. Zero-initialised by sse_buf_init. */
+/* Pending bytes are data[off..len). A write is refused once max or more of them wait, so at most
+ * max plus one frame wait. Zero-initialised by sse_buf_init. */
 struct sse_buf {
     char *data; /* malloc'ed, NULL while empty */
     size_t off, len, cap;
@@ -21,7 +21,7 @@ struct sse_buf {
 
 enum sse_status {
     SSE_OK,
-    SSE_E_FULL,    /* pending bytes would pass max, or no memory: nothing was written */
+    SSE_E_FULL,    /* max pending bytes or more wait, or no memory: nothing was written */
     SSE_E_INVALID, /* a value the format cannot carry (CR, LF or NUL where banned): a bug */
 };
 
@@ -30,14 +30,16 @@ enum sse_status {
  * caller answers garbage with a reset, never with an error. text may be NULL (-1). */
 int sse_cursor_parse(const char *text, int64_t *seq);
 
-/* An empty buffer that will hold at most max pending bytes. Nothing is allocated yet. */
+/* An empty buffer that takes frames while fewer than max bytes wait (max 0: none). Nothing is
+ * allocated yet. */
 void sse_buf_init(struct sse_buf *b, size_t max);
 /* Frees the storage; b is then as after sse_buf_init with max 0. Accepts a zeroed buffer. */
 void sse_buf_fini(struct sse_buf *b);
 /* Bytes written and not taken yet. */
 size_t sse_buf_pending(const struct sse_buf *b);
 /* Copies up to n pending bytes into out and drops them from b; returns how many. When b
- * becomes empty its storage is reused, or freed if larger than SSE_BUF_KEEP_MAX. */
+ * becomes empty its storage is freed: an idle stream holds no buffer (thousands of them wait
+ * between heartbeats), and a frame every few seconds costs one small allocation. */
 size_t sse_buf_take(struct sse_buf *b, char *out, size_t n);
 
 /* Appends one event: "id: <id>" when id >= 0, "event: <event>" when event is not NULL (it must

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "panic.h"
+
 static bool
 before(const struct reminder_key *a, const struct reminder_key *b)
 {
@@ -53,8 +55,7 @@ set_remove(struct timerheap *h, const struct reminder_key *k)
 {
     size_t hole = find(h, k), i = hole;
 
-    if (h->set[hole].reminder_id == 0)
-        return;
+    TOCSIN_ASSERT(h->set[hole].reminder_id != 0); /* a retired key stays in the set until now */
     for (;;) {
         i = (i + 1) & h->set_mask;
         if (h->set[i].reminder_id == 0)

@@ -3,6 +3,7 @@
  * is judged (getaddrinfo); at delivery outbound.c judges the address of each connection. */
 #include "webhook.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -65,20 +66,26 @@ parse(const char *url, struct target *t, char *why, size_t whylen)
     return rc;
 }
 
-/* Resolves t->host and refuses it when any of its addresses is not public. */
+/* Resolves t->host and refuses it when any of its addresses is not allowed (netguard_allowed),
+ * naming the address; hint, when not NULL, says which setting would allow it. */
 static int
-resolve_public(const struct target *t, char *why, size_t whylen)
+resolve_allowed(const struct target *t, const struct netguard_allow *allow, const char *hint,
+                char *why, size_t whylen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    char addr[INET6_ADDRSTRLEN] = "";
     int rc = 0;
 
     if (getaddrinfo(t->host, t->port, &hints, &res) != 0 || res == NULL)
         return say(why, whylen, "host does not resolve");
-    for (struct addrinfo *ai = res; ai != NULL && rc == 0; ai = ai->ai_next)
-        if (!netguard_public(ai->ai_addr))
-            rc = say(why, whylen,
-                     "resolves to a loopback, private or link-local address (set "
-                     "TOCSIN_WEBHOOK_ALLOW_PRIVATE=1 to allow)");
+    for (struct addrinfo *ai = res; ai != NULL && rc == 0; ai = ai->ai_next) {
+        if (netguard_allowed(allow, ai->ai_addr))
+            continue;
+        getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+        snprintf(why, whylen, "resolves to %s, a loopback, private or reserved address%s%s%s", addr,
+                 hint ? " (allow it with " : "", hint ? hint : "", hint ? ")" : "");
+        rc = -1;
+    }
     freeaddrinfo(res);
     return rc;
 }
@@ -90,7 +97,31 @@ webhook_url_check(const char *url, bool allow_private, char *why, size_t whylen)
 
     if (parse(url, &t, why, whylen) != 0)
         return -1;
-    return allow_private ? 0 : resolve_public(&t, why, whylen);
+    return allow_private ? 0 : resolve_allowed(&t, NULL, NULL, why, whylen);
+}
+
+int
+webhook_target_check(const char *url, const struct netguard_allow *allow, char *why, size_t whylen)
+{
+    struct target t;
+
+    if (parse(url, &t, why, whylen) != 0)
+        return -1;
+    if ((allow != NULL && allow->all) || netguard_allow_host(allow, t.host))
+        return 0;
+    return resolve_allowed(&t, allow, "TOCSIN_WEBHOOK_ALLOW_NETS", why, whylen);
+}
+
+int
+webhook_host(const char *url, char *host, size_t hostlen)
+{
+    struct target t;
+    char why[WEBHOOK_ERR_MAX];
+
+    if (parse(url, &t, why, sizeof why) != 0 || strlen(t.host) >= hostlen)
+        return -1;
+    memcpy(host, t.host, strlen(t.host) + 1);
+    return 0;
 }
 
 int
@@ -101,15 +132,22 @@ webhook_request(const struct webhook_message *m, struct webhook_request_buf *b,
     int n2 = snprintf(b->timestamp, sizeof b->timestamp, "webhook-timestamp: %lld",
                       (long long)m->timestamp_s);
     int n3 = snprintf(b->signature, sizeof b->signature, "webhook-signature: %s", m->signature);
+    char tp[TRACE_PARENT_LEN + 1];
 
     if (n1 < 0 || (size_t)n1 >= sizeof b->id || n2 < 0 || (size_t)n2 >= sizeof b->timestamp ||
         n3 < 0 || (size_t)n3 >= sizeof b->signature)
         return -1;
-    *r = (struct outbound_request){
-        .url = m->url,
-        .headers = {"Content-Type: application/json", b->id, b->timestamp, b->signature, NULL},
-        .body = m->body,
-        .body_len = m->body_len,
-        .timeout_ms = timeout_ms};
+    /* Without random bytes there is no span id: the request goes without a traceparent. */
+    if (trace_parent_for(m->id, tp) == 0)
+        snprintf(b->traceparent, sizeof b->traceparent, "traceparent: %s", tp);
+    else
+        b->traceparent[0] = '\0';
+    *r = (struct outbound_request){.url = m->url,
+                                   .headers = {"Content-Type: application/json", b->id,
+                                               b->timestamp, b->signature,
+                                               b->traceparent[0] ? b->traceparent : NULL, NULL},
+                                   .body = m->body,
+                                   .body_len = m->body_len,
+                                   .timeout_ms = timeout_ms};
     return 0;
 }

@@ -58,9 +58,3 @@ webhook_sign(const char *secret, const char *id, int64_t timestamp_s, const char
     b64_encode(mac, sizeof mac, out + 3);
     return 0;
 }
-
-void
-webhook_message_id(int64_t reminder_id, int64_t fire_at_ms, char out[WEBHOOK_ID_MAX])
-{
-    snprintf(out, WEBHOOK_ID_MAX, "rem_%" PRId64 "_%" PRId64, reminder_id, fire_at_ms);
-}

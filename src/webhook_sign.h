@@ -12,7 +12,7 @@
 #define WEBHOOK_SECRET_LEN (6 + 4 * WEBHOOK_SECRET_BYTES / 3) /* "whsec_" + base64, no padding */
 #define WEBHOOK_KEY_MAX 64                                    /* decoded secret bytes accepted */
 #define WEBHOOK_SIGNATURE_LEN (3 + 44)                        /* "v1," + base64 of 32 bytes */
-#define WEBHOOK_ID_MAX 64
+#define WEBHOOK_ID_MAX 64 /* bytes of a webhook-id webhook_sign takes, with its NUL */
 
 /* A new secret into out (WEBHOOK_SECRET_LEN + 1 bytes). 0, or -1 when the random source fails. */
 int webhook_secret_new(char out[WEBHOOK_SECRET_LEN + 1]);
@@ -21,8 +21,5 @@ int webhook_secret_new(char out[WEBHOOK_SECRET_LEN + 1]);
  * bytes (b64_decode), or the MAC fails. */
 int webhook_sign(const char *secret, const char *id, int64_t timestamp_s, const char *body,
                  size_t body_len, char out[WEBHOOK_SIGNATURE_LEN + 1]);
-/* The stable message id of a reminder occurrence: "rem_<reminder_id>_<fire_at_ms>". The same for
- * every retry, so receivers can deduplicate. */
-void webhook_message_id(int64_t reminder_id, int64_t fire_at_ms, char out[WEBHOOK_ID_MAX]);
 
 #endif

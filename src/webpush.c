@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "crypto.h"
+#include "panic.h"
 
 _Static_assert(WEBPUSH_P256DH_LEN == CRYPTO_P256_PUBLIC_LEN, "a p256dh is a P-256 point");
 _Static_assert(WEBPUSH_PLAINTEXT_MAX == 3993, "RFC 8291 section 4: at most 3993 octets");
@@ -41,7 +42,8 @@ _Static_assert(JWT_LEN_MAX <= WEBPUSH_JWT_MAX, "every token webpush_vapid_jwt ma
 _Static_assert(WEBPUSH_NOW_MAX + WEBPUSH_JWT_LIFETIME_MAX < INT64_C(9999999999999), "13 digits");
 
 static const char *const error_texts[] = {
-#define X(name, text) [name] = text,
+/* An X-macro initializer: text is a string literal, never an expression to parenthesize. */
+#define X(name, text) [name] = text, // NOLINT(bugprone-macro-parentheses)
     WEBPUSH_ERRORS(X)
 #undef X
 };
@@ -367,10 +369,7 @@ webpush_vapid_jwt(const struct webpush_vapid *v, const char *audience, const cha
         return WEBPUSH_E_LIFETIME;
     if ((claims = claims_json(audience, subject, now_s + lifetime_s)) == NULL)
         return WEBPUSH_E_INTERNAL;
-    if (strlen(claims) > JWT_CLAIMS_MAX) { /* cannot happen: the inputs were checked above */
-        free(claims);
-        return WEBPUSH_E_INTERNAL;
-    }
+    TOCSIN_ASSERT(strlen(claims) <= JWT_CLAIMS_MAX); /* the inputs were checked above */
     o += b64url_encode(JWT_HEADER, sizeof JWT_HEADER - 1, out);
     out[o++] = '.';
     o += b64url_encode(claims, strlen(claims), out + o);

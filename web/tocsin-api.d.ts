@@ -71,6 +71,8 @@ export interface paths {
         /**
          * Delete a meeting
          * @description Deletes the meeting and cancels its pending reminders. Later requests for it answer 404.
+         *     With `If-Match`, only when it matches the meeting's current ETag (else 412 and nothing
+         *     is deleted), as with PUT and PATCH.
          *     With a browser token (`meetings:write`): only a meeting the token organizes (403
          *     `not_organizer` for a participant, 404 for a meeting it cannot see).
          */
@@ -290,9 +292,10 @@ export interface paths {
          *       `exp`; the stream ends at `exp`. Get a new token and reconnect with the cursor.
          *
          *     The stream also ends after `TOCSIN_STREAM_MAX_AGE_S` (900 s by default, ±20 % jitter)
-         *     and when the replica stops; a reader too slow to keep fewer than
-         *     `TOCSIN_STREAM_BUFFER_MAX` bytes waiting is cut. In every case the client reconnects with
-         *     its cursor and misses nothing, on any replica.
+         *     and when the replica stops; a reader with `TOCSIN_STREAM_BUFFER_MAX` bytes or more
+         *     waiting is cut when the next frame comes; a resume whose replay is larger than that
+         *     ends cleanly after the frames that fit (`replayed` in hello counts them). In every case
+         *     the client reconnects with its cursor and misses nothing, on any replica.
          */
         get: operations["openStream"];
         put?: never;
@@ -313,8 +316,9 @@ export interface paths {
         };
         /**
          * The participant's inbox
-         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL, and
-         *     the tenant's current `head`. Without `after`: the newest `limit` items, in ascending `seq`
+         * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL (kept
+         *     for `TOCSIN_RETENTION_STREAM_EVENTS_S`, 7 days by default), and the tenant's current
+         *     `head`. Without `after`: the newest `limit` items, in ascending `seq`
          *     order; with `after`: the first `limit` items after it. Items of meetings deleted since are
          *     left out, so a page may hold fewer than `limit`.
          *
@@ -983,7 +987,10 @@ export interface components {
             next_cursor: string | null;
         };
         FieldError: {
-            /** @description JSON path of the offending member, e.g. `reminders[2].minutes_before`. */
+            /**
+             * @description JSON path of the offending member, e.g. `reminders[2].minutes_before`; for
+             *     `bad_query`, the query parameter's name (bytes outside printable ASCII as `\xHH`).
+             */
             field: string;
             message: string;
         };
@@ -1519,7 +1526,10 @@ export interface operations {
     deleteMeeting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An ETag (or `*`); the change happens only when it matches, else 412. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
                 id: components["parameters"]["MeetingId"];
@@ -1538,6 +1548,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["NotOrganizer"];
             404: components["responses"]["MeetingNotFound"];
+            412: components["responses"]["PreconditionFailed"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];

@@ -1,5 +1,5 @@
 /* browser_tokens.c -- POST /v1/browser-tokens {"sub","scope","ttl_s"?,"mtg"?}: a tenant's backend
- * gets a browser token for one participant without writing JWT code (DESIGN.md section 7). The
+ * gets a browser token for one participant without writing JWT code (docs/design.md section 7). The
  * token is signed with the tenant's newest live signing key, made on first use when the tenant
  * has none (it then shows in GET /v1/signing-keys and can be revoked like any other). */
 #include <microhttpd.h>
@@ -60,9 +60,7 @@ handle_browser_tokens_post(struct request *rq)
     json_t *doc;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
-        return ret;
-    if ((doc = handler_parse_body(rq, &ret)) == NULL)
+    if ((doc = handler_json_body(rq, &ret)) == NULL)
         return ret;
     if (codec_token_request_decode(doc, &req, &errs) != API_E_NONE) {
         ret = http_reply_validation(rq, &errs);

@@ -10,6 +10,7 @@
 #include "http_auth.h"
 #include "log.h"
 #include "mirror.h"
+#include "panic.h"
 #include "timefmt.h"
 
 #define CONTENT_TYPE_MAX 128
@@ -51,20 +52,20 @@ handler_require_type(struct request *rq, const char *want, int *ret)
 }
 
 static enum MHD_Result
-count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+first_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-    (*(int *)cls)++;
-    return MHD_YES;
+    *(const char **)cls = key;
+    return MHD_NO;
 }
 
 int
 handler_no_query(struct request *rq, int *ret)
 {
-    int n = 0;
-    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, count_arg, &n);
-    if (n == 0)
+    const char *key = NULL;
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, first_arg, &key);
+    if (key == NULL)
         return 0;
-    *ret = http_reply_problem(rq, API_E_BAD_QUERY, "this endpoint takes no query parameters");
+    *ret = http_reply_query(rq, key, "is not taken: this endpoint has no query parameters");
     return -1;
 }
 
@@ -87,20 +88,54 @@ handler_meeting_id(struct request *rq, int *ret)
     return NULL;
 }
 
+json_t *
+handler_json_body(struct request *rq, int *ret)
+{
+    if (handler_no_query(rq, ret) != 0 || handler_require_type(rq, "application/json", ret) != 0)
+        return NULL;
+    return handler_parse_body(rq, ret);
+}
+
+struct db *
+handler_db(struct request *rq, int *ret)
+{
+    struct db *db = http_db(rq);
+
+    if (db == NULL)
+        *ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    return db;
+}
+
 int
-handler_db_problem(struct request *rq, enum db_status st)
+handler_db_failure(struct request *rq, enum db_status st, enum api_error no_results,
+                   const char *detail)
 {
     switch (st) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
+        return http_reply_problem(rq, no_results, detail);
     case DB_ONE_RESULT:
         break;
     }
-    LOG_ERROR("handler_db_problem called for a success");
-    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    TOCSIN_UNREACHABLE("handler_db_failure called for a success");
+}
+
+int
+handler_db_problem(struct request *rq, enum db_status st)
+{
+    return handler_db_failure(rq, st, API_E_MEETING_NOT_FOUND, NULL);
+}
+
+int
+handler_reply_items(struct request *rq, enum db_status st, json_t *items_steal)
+{
+    if (st != DB_ONE_RESULT) {
+        json_decref(items_steal);
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    }
+    return http_reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "items", items_steal), NULL);
 }
 
 int

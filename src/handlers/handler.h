@@ -19,10 +19,22 @@ int handler_require_type(struct request *rq, const char *want, int *ret);
 int handler_no_query(struct request *rq, int *ret);
 /* Parses rq's body as JSON. NULL after replying 400 bad_json (*ret set). */
 json_t *handler_parse_body(struct request *rq, int *ret);
+/* The body of a POST that takes no query and application/json: handler_no_query,
+ * handler_require_type and handler_parse_body in that order. NULL after replying (*ret set). */
+json_t *handler_json_body(struct request *rq, int *ret);
 /* Validates the {id} path argument: NULL after replying 404 (*ret set). */
 const char *handler_meeting_id(struct request *rq, int *ret);
-/* Replies for a failed database status (503 for errors, 404 for NO_RESULTS). */
+/* The worker's database for this request; NULL after replying 503 (*ret set). */
+struct db *handler_db(struct request *rq, int *ret);
+/* Replies for a failed database status st: 503 for errors; for NO_RESULTS the problem
+ * no_results (a missing resource, a limit reached) with detail (NULL for its title). st must be
+ * a failure (a success is asserted away). */
+int handler_db_failure(struct request *rq, enum db_status st, enum api_error no_results,
+                       const char *detail);
+/* handler_db_failure for a meeting: 404 meeting_not_found for NO_RESULTS. */
 int handler_db_problem(struct request *rq, enum db_status st);
+/* A list's reply: 200 {"items": items} when st is DB_ONE_RESULT, else 503 (items freed). */
+int handler_reply_items(struct request *rq, enum db_status st, json_t *items_steal);
 /* Encodes m into *body (malloc'ed) and its ETag; 0 or -1 (out of memory). */
 int handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_MAX]);
 /* After a commit: deletes the keys in gone, arms m's pending reminders. Redis failures are

@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "handler.h"
 #include "http_routes.h"
+#include "panic.h"
 
 int
 handle_healthz(struct request *rq)
@@ -40,7 +41,7 @@ notify_word(enum expiry_notify n)
     case EXPIRY_NOTIFY_MISSING:
         return "misconfigured";
     }
-    return "unknown";
+    TOCSIN_UNREACHABLE("an expiry_notify outside its enum");
 }
 
 int

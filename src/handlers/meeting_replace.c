@@ -10,7 +10,7 @@
 
 #include "handler.h"
 #include "http_auth.h"
-#include "log.h"
+#include "panic.h"
 #include "timefmt.h"
 
 enum replace_outcome {
@@ -169,8 +169,7 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
     case REPLACE_OK:
         break;
     }
-    LOG_ERROR("meeting replace: no outcome for a read-only transaction");
-    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    TOCSIN_UNREACHABLE("replace_tx_run returned NO_RESULTS without an outcome");
 }
 
 int

@@ -10,19 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apikey.h"
+#include "crypto.h"
 #include "handler.h"
 #include "http_routes.h"
+#include "panic.h"
 #include "timefmt.h"
 
 #define LOCATION_MAX 64
+
+_Static_assert(DB_REQUEST_HASH_LEN == CRYPTO_SHA256_HEX_LEN, "a request hash is crypto_sha256_hex");
 
 enum post_outcome { POST_CREATED, POST_REPLAY, POST_MISMATCH, POST_IN_FLIGHT };
 
 struct post_tx {
     int64_t tenant_id;
     const char *key;
-    char request_hash[65];
+    char request_hash[DB_REQUEST_HASH_LEN + 1];
     struct meeting *m;
     char location[LOCATION_MAX];
     char etag[HTTP_ETAG_MAX];
@@ -106,7 +109,7 @@ reply_outcome(struct request *rq, struct post_tx *t)
     case POST_IN_FLIGHT:
         return http_reply_problem(rq, API_E_IDEMPOTENCY_IN_FLIGHT, NULL);
     }
-    return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    TOCSIN_UNREACHABLE("a post outcome outside its enum");
 }
 
 static int
@@ -123,12 +126,10 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
             st = DB_HARD_ERROR;
         t.outcome = POST_CREATED;
     } else {
-        apikey_sha256_hex(rq->body, rq->body_len, t.request_hash);
+        crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);
         st = db_tx_run(db, post_tx_run, &t);
     }
-    if (st == DB_ONE_RESULT)
-        ret = reply_outcome(rq, &t);
-    else if (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT)
+    if (st == DB_ONE_RESULT || (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT))
         ret = reply_outcome(rq, &t);
     else
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);

@@ -1,6 +1,6 @@
 /* notifications.c -- GET /v1/me/notifications?after=&limit=: the participant's inbox, the same
- * events with the same ids as the stream (DESIGN.md section 7), and the tenant's head, so that a
- * page can load what it missed and then open the stream at the head with nothing lost between.
+ * events with the same ids as the stream (docs/design.md section 7), and the tenant's head, so that
+ * a page can load what it missed and then open the stream at the head with nothing lost between.
  * Without after: the newest limit events; with it: the events after it, oldest first. */
 #include <microhttpd.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@ struct inbox_args {
     int64_t after;
     size_t limit;
     int seen_after, seen_limit;
-    const char *bad;
+    const char *bad, *bad_why;
 };
 
 static int
@@ -51,13 +51,20 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 
     (void)kind;
     if (strcmp(key, "after") == 0) {
-        ok = a->seen_after++ == 0 && number(value, &a->after) == 0;
+        ok = number(value, &a->after) == 0;
+        a->bad_why = a->seen_after++ == 0 ? "must be a sequence number (digits)"
+                                          : "must be given at most once";
+        ok = ok && a->seen_after == 1;
         a->has_after = true;
     } else if (strcmp(key, "limit") == 0) {
-        ok = a->seen_limit++ == 0 && number(value, &v) == 0 && v >= 1 && v <= INBOX_LIMIT_MAX;
+        ok = number(value, &v) == 0 && v >= 1 && v <= INBOX_LIMIT_MAX;
+        a->bad_why = a->seen_limit++ == 0 ? "must be an integer from 1 to 200"
+                                          : "must be given at most once";
+        ok = ok && a->seen_limit == 1;
         a->limit = (size_t)v;
     } else {
         ok = 0;
+        a->bad_why = "is not taken: the parameters are after and limit";
     }
     if (!ok)
         a->bad = key;
@@ -101,20 +108,15 @@ handle_notifications(struct request *rq)
     struct inbox_args a = {.limit = INBOX_LIMIT_DEFAULT};
     struct db_stream_event ev[INBOX_LIMIT_MAX];
     char *bodies[INBOX_LIMIT_MAX];
-    char detail[160];
     struct db *db;
     size_t n = 0;
     int64_t head = 0;
     int ret;
 
+    _Static_assert(INBOX_LIMIT_MAX == 200, "the limit's form in the problem detail");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
-    if (a.bad != NULL) {
-        snprintf(detail, sizeof detail,
-                 "invalid or repeated query parameter '%.32s' (after: a sequence number, limit: "
-                 "1..%d)",
-                 a.bad, INBOX_LIMIT_MAX);
-        return http_reply_problem(rq, API_E_BAD_QUERY, detail);
-    }
+    if (a.bad != NULL)
+        return http_reply_query(rq, a.bad, a.bad_why);
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     enum db_status st = load(db, rq, &a, ev, &n, &head);

@@ -1,4 +1,4 @@
-/* push.c -- Web Push for a web app (DESIGN.md section 8): GET /v1/push/vapid-public-key (the
+/* push.c -- Web Push for a web app (docs/design.md section 8): GET /v1/push/vapid-public-key (the
  * tenant's VAPID key, for pushManager.subscribe's applicationServerKey; made on first use),
  * POST /v1/push/subscriptions (a participant's browser subscribes: the body is
  * PushSubscription.toJSON()) and DELETE /v1/push/subscriptions/{id}. Subscriptions belong to the
@@ -29,10 +29,8 @@ handle_push_vapid_key(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     switch (push_keys_public(db, rq->tenant_id, key)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
@@ -103,16 +101,10 @@ store(struct request *rq, struct db_push_subscription *s)
 
     if (db == NULL || meeting_new_id(s->id) != 0)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    switch (db_push_subscription_put(db, rq->tenant_id, s)) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_PUSH_SUBSCRIPTION_LIMIT,
+    enum db_status st = db_push_subscription_put(db, rq->tenant_id, s);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_PUSH_SUBSCRIPTION_LIMIT,
                                   "a participant may have at most 10 push subscriptions");
-    case DB_ONE_RESULT:
-        break;
-    }
     snprintf(location, sizeof location, "/v1/push/subscriptions/%s", s->id);
     struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, s->replaced ? MHD_HTTP_OK : MHD_HTTP_CREATED,
@@ -130,9 +122,7 @@ handle_push_subscriptions_post(struct request *rq)
     json_t *doc;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
-        return ret;
-    if ((doc = handler_parse_body(rq, &ret)) == NULL)
+    if ((doc = handler_json_body(rq, &ret)) == NULL)
         return ret;
     if (codec_push_subscription_decode(doc, &in, &errs) == API_E_NONE) {
         check_endpoint(rq, in.endpoint, origin, &errs);
@@ -160,18 +150,11 @@ handle_push_subscription_delete(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    switch (db_push_subscription_delete(db, rq->tenant_id, rq->who.sub, rq->match.args[0])) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_PUSH_SUBSCRIPTION_NOT_FOUND, NULL);
-    case DB_ONE_RESULT:
-        break;
-    }
+    enum db_status st =
+        db_push_subscription_delete(db, rq->tenant_id, rq->who.sub, rq->match.args[0]);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_PUSH_SUBSCRIPTION_NOT_FOUND, NULL);
     return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
 }

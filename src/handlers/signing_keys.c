@@ -1,5 +1,5 @@
 /* signing_keys.c -- POST/GET/DELETE /v1/signing-keys: the HS256 keys a tenant's backend signs
- * browser tokens with (DESIGN.md section 7). The secret is made here and shown once; two live
+ * browser tokens with (docs/design.md section 7). The secret is made here and shown once; two live
  * keys at most, so that a new one can be rolled out before the old one is revoked. The key id is
  * the tokens' kid. */
 #include <microhttpd.h>
@@ -65,18 +65,12 @@ handle_signing_keys_post(struct request *rq)
                  "this endpoint takes no body (or {})");
         return http_reply_validation(rq, &errs);
     }
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    switch (handler_signing_key_create(db, rq->tenant_id, &k)) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_SIGNING_KEY_LIMIT,
+    if ((db = handler_db(rq, &ret)) == NULL)
+        return ret;
+    enum db_status st = handler_signing_key_create(db, rq->tenant_id, &k);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_SIGNING_KEY_LIMIT,
                                   "revoke one of the two live keys first");
-    case DB_ONE_RESULT:
-        break;
-    }
     snprintf(location, sizeof location, "/v1/signing-keys/%s", k.id);
     struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(&k, true), &meta);
@@ -95,16 +89,10 @@ handle_signing_keys_list(struct request *rq)
     json_t *items;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     items = json_array();
-    if (db_signing_key_list(db, rq->tenant_id, add_row, items) != DB_ONE_RESULT) {
-        json_decref(items);
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    }
-    return http_reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "items", items), NULL);
+    return handler_reply_items(rq, db_signing_key_list(db, rq->tenant_id, add_row, items), items);
 }
 
 int
@@ -113,18 +101,10 @@ handle_signing_key_delete(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    switch (db_signing_key_revoke(db, rq->tenant_id, rq->match.args[0])) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_SIGNING_KEY_NOT_FOUND, NULL);
-    case DB_ONE_RESULT:
-        break;
-    }
+    enum db_status st = db_signing_key_revoke(db, rq->tenant_id, rq->match.args[0]);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_SIGNING_KEY_NOT_FOUND, NULL);
     return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
 }

@@ -1,4 +1,4 @@
-/* stream.c -- GET /v1/stream: a participant's live reminders as Server-Sent Events (DESIGN.md
+/* stream.c -- GET /v1/stream: a participant's live reminders as Server-Sent Events (docs/design.md
  * section 7). The browser token (header, or ?access_token= for EventSource, which cannot send
  * headers) was checked by the dispatcher; here the resume cursor is read (Last-Event-ID wins over
  * ?last_event_id=) and the stream is handed to the hub. A cursor that is not a sequence number is
@@ -10,6 +10,7 @@
 #include "http_routes.h"
 #include "http_stream.h"
 #include "sse.h"
+#include "timefmt.h"
 
 static enum MHD_Result
 check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -36,10 +37,16 @@ handle_stream(struct request *rq)
                                  .mtg = mtg,
                                  .n_mtg = rq->who.n_mtg};
 
+    /* Within the clock leeway an expired token still passes, but a stream opened with it would
+     * end at once, and EventSource would reconnect with it until the leeway ran out, never
+     * hearing that it needs a new one. */
+    if (rq->who.expires_ms <= timefmt_now_ms())
+        return http_reply_problem(rq, API_E_INVALID_TOKEN,
+                                  "the token has expired: a stream needs a token still valid");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, check_arg, &bad);
     if (bad != NULL)
-        return http_reply_problem(rq, API_E_BAD_QUERY,
-                                  "only access_token and last_event_id are accepted");
+        return http_reply_query(rq, bad,
+                                "is not taken: the parameters are access_token and last_event_id");
     if (cursor == NULL)
         cursor = http_query(rq, "last_event_id");
     who.cursor_kind = cursor == NULL                               ? HUB_CURSOR_NONE

@@ -13,6 +13,11 @@
 #include "webhook.h"
 #include "webhook_sign.h"
 
+/* webhook.h says so: a URL's rejection reason is a field error's message as it stands, and the
+ * URL the codec accepts is one webhook_url_check takes. */
+_Static_assert(WEBHOOK_ERR_MAX == CODEC_MESSAGE_MAX, "a webhook reason fits a field error");
+_Static_assert(WEBHOOK_URL_MAX == CODEC_URL_MAX, "one bound for webhook URLs");
+
 static json_t *
 encode(const struct db_webhook *w, const char *secret)
 {
@@ -34,16 +39,10 @@ create(struct request *rq, struct db_webhook *w)
     if (db == NULL || meeting_new_id(w->id) != 0 || webhook_secret_new(secret) != 0)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     w->secret = secret;
-    switch (db_webhook_insert(db, rq->tenant_id, w)) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_WEBHOOK_LIMIT,
+    enum db_status st = db_webhook_insert(db, rq->tenant_id, w);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_WEBHOOK_LIMIT,
                                   "a tenant may register at most 100 webhooks");
-    case DB_ONE_RESULT:
-        break;
-    }
     snprintf(location, sizeof location, "/v1/webhooks/%s", w->id);
     struct http_reply_meta meta = {NULL, location, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(w, secret), &meta);
@@ -58,14 +57,11 @@ handle_webhooks_post(struct request *rq)
     json_t *doc;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
-        return ret;
-    if ((doc = handler_parse_body(rq, &ret)) == NULL)
+    if ((doc = handler_json_body(rq, &ret)) == NULL)
         return ret;
     if (codec_webhook_decode(doc, &w.url, &w.description, &errs) != API_E_NONE) {
         ret = http_reply_validation(rq, &errs);
-    } else if (webhook_url_check(w.url, rq->w->cfg->webhook_allow_private != 0, why, sizeof why) !=
-               0) {
+    } else if (webhook_target_check(w.url, &rq->w->cfg->webhook_allow, why, sizeof why) != 0) {
         snprintf(errs.e[0].field, sizeof errs.e[0].field, "url");
         snprintf(errs.e[0].message, sizeof errs.e[0].message, "%.150s", why);
         errs.n = 1;
@@ -92,16 +88,10 @@ handle_webhooks_list(struct request *rq)
     json_t *items;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     items = json_array();
-    if (db_webhook_list(db, rq->tenant_id, add_row, items) != DB_ONE_RESULT) {
-        json_decref(items);
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    }
-    return http_reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "items", items), NULL);
+    return handler_reply_items(rq, db_webhook_list(db, rq->tenant_id, add_row, items), items);
 }
 
 int
@@ -110,18 +100,10 @@ handle_webhook_delete(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0)
+    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    switch (db_webhook_delete(db, rq->tenant_id, rq->match.args[0])) {
-    case DB_HARD_ERROR:
-    case DB_SOFT_ERROR:
-        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    case DB_NO_RESULTS:
-        return http_reply_problem(rq, API_E_WEBHOOK_NOT_FOUND, NULL);
-    case DB_ONE_RESULT:
-        break;
-    }
+    enum db_status st = db_webhook_delete(db, rq->tenant_id, rq->match.args[0]);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_WEBHOOK_NOT_FOUND, NULL);
     return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
 }

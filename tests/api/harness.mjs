@@ -118,8 +118,14 @@ async function stopChild(c, signal, timeoutMs) {
         return c.exited;
     }
     c.child.kill(signal);
-    const t = sleep(timeoutMs).then(() => null);
+    // The timer is cleared once the child exited: left pending, it kept the test file's process
+    // alive for the whole timeout after its last test.
+    let timer;
+    const t = new Promise((resolve) => {
+        timer = setTimeout(() => resolve(null), timeoutMs);
+    });
     const r = await Promise.race([c.exit, t]);
+    clearTimeout(timer);
     if (r === null) {
         c.child.kill('SIGKILL');
         await c.exit;
@@ -488,15 +494,20 @@ export async function harness(name) {
         };
         return { query, close };
     };
-    // Restarts the shared PostgreSQL (scripts/test.sh says where its data and binaries are).
-    h.restartPostgres = async () => {
+    // Restarts, stops or starts the shared PostgreSQL (scripts/test.sh says where its data and
+    // binaries are); each waits until the server is up or down. A test that stops it starts it
+    // again before it ends.
+    const pgCtl = async (action) => {
         const { PG_BIN_DIR: bin, TOCSIN_TEST_PG_DATA: data, TOCSIN_TEST_PG_USER: user } = process.env;
         if (!bin || !data || !user) {
-            throw new Error('PG_BIN_DIR, TOCSIN_TEST_PG_DATA and TOCSIN_TEST_PG_USER are needed to restart PostgreSQL');
+            throw new Error(`PG_BIN_DIR, TOCSIN_TEST_PG_DATA and TOCSIN_TEST_PG_USER are needed to ${action} PostgreSQL`);
         }
-        const args = [`${bin}/pg_ctl`, 'restart', '-D', data, '-m', 'fast', '-w', '-t', '60', '-l', `${data}/server.log`];
+        const args = [`${bin}/pg_ctl`, action, '-D', data, '-m', 'fast', '-w', '-t', '60', '-l', `${data}/server.log`];
         return process.getuid() === 0 ? runOk('runuser', ['-u', user, '--', ...args]) : runOk(args[0], args.slice(1));
     };
+    h.restartPostgres = () => pgCtl('restart');
+    h.stopPostgres = () => pgCtl('stop');
+    h.startPostgres = () => pgCtl('start');
 
     // Environment for a server: the caller's extras win. Prefix unique per server.
     h.serverEnv = (extra = {}) => {

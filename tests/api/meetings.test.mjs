@@ -1,5 +1,5 @@
 // meetings.test.mjs -- CRUD, conditional requests, reminders and list pagination of /v1/meetings
-// (DESIGN.md section 5). Every response is checked against api/openapi.yaml by the harness.
+// (docs/design.md section 5). Every response is checked against api/openapi.yaml by the harness.
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import { harness, test, isoIn, utc, waitFor, MIN, HOUR, DAY } from './harness.mjs';
@@ -331,6 +331,9 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
 
     for (const q of ['limit=0', 'limit=201', 'limit=abc', 'limit=-1', 'limit=3.5', 'limit=',
         'cursor=garbage', 'cursor=%01%02', `cursor=${'A'.repeat(600)}`,
+        // well-formed but for a start time past int64, and a valid cursor's hex in upper case
+        `cursor=${Buffer.from('v1:99999999999999999999:123e4567-e89b-42d3-a456-426614174000').toString('hex')}`,
+        `cursor=${Buffer.from('v1:0:123e4567-e89b-42d3-a456-426614174000').toString('hex').toUpperCase()}`,
         'from=yesterday', 'from=2026-11-23T09:00:00', 'to=2026-13-01T00:00:00Z', 'unknown=1']) {
         const r = await srv.req('GET', `/v1/meetings?${q}`, { key: lkey });
         assert.equal(r.status, 400, `${q}: ${r.text}`);

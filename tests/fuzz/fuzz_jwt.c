@@ -109,7 +109,6 @@ take(const uint8_t **data, size_t *size, void *out, size_t n)
 static void
 as_mint_input(const uint8_t *data, size_t size)
 {
-    static const char hex[] = "0123456789abcdef";
     struct jwt_claims in, out;
     uint8_t head[4] = {0};
     uint16_t sub_len = 0;
@@ -127,14 +126,9 @@ as_mint_input(const uint8_t *data, size_t size)
     in.exp = in.iat + (int64_t)(life >> 6) % (MAX_LIFETIME_S + 2);
     in.n_mtg = head[1] % (JWT_MTG_MAX + 1);
     for (size_t i = 0; i < in.n_mtg; i++) {
-        uint8_t b[16] = {0};
+        uint8_t b[MEETING_ID_BYTES] = {0};
         take(&data, &size, b, sizeof b);
-        for (size_t j = 0, o = 0; j < 16; j++) {
-            if (j == 4 || j == 6 || j == 8 || j == 10)
-                in.mtg[i][o++] = '-';
-            in.mtg[i][o++] = hex[b[j] >> 4];
-            in.mtg[i][o++] = hex[b[j] & 15];
-        }
+        meeting_id_format(b, in.mtg[i]);
     }
     char *tok = jwt_mint(KEY, strlen(KEY), kid, AUD, &in);
     if (tok == NULL)

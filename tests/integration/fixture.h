@@ -1,7 +1,8 @@
 /* fixture.h -- what the database integration tests share: a database of their own on the server
  * of TOCSIN_TEST_DATABASE_URL (created at start, dropped at the end), a raw libpq connection for
  * poking rows, and meeting fixtures. Header-only like check.h: one test executable is one
- * translation unit. Fails, never skips, without a server. */
+ * translation unit (the helpers a test may not use are inline). Fails, never skips, without a
+ * server. */
 #ifndef TOCSIN_TESTS_FIXTURE_H
 #define TOCSIN_TESTS_FIXTURE_H
 
@@ -23,7 +24,7 @@ static PGconn *fixture_raw;
 
 /* Runs sql with up to three text parameters on the raw connection; returns the first column of
  * the first row as a number (0 when there is none; the row count for commands), or -1 on error. */
-static long long
+static inline long long
 fixture_sql(const char *sql, const char *p1, const char *p2, const char *p3)
 {
     const char *params[] = {p1, p2, p3};
@@ -41,7 +42,7 @@ fixture_sql(const char *sql, const char *p1, const char *p2, const char *p3)
     return v;
 }
 
-static const char *
+static inline const char *
 fixture_i64(char buf[32], int64_t v)
 {
     snprintf(buf, 32, "%" PRId64, v);
@@ -87,41 +88,37 @@ fixture_main(const char *name, void (*run)(const char *url))
     const char *url = getenv("TOCSIN_TEST_DATABASE_URL");
     char dbname[FIXTURE_DBNAME_MAX], sql[2 * FIXTURE_DBNAME_MAX], test_url[FIXTURE_URL_MAX];
 
-    if (url == NULL || url[0] == '\0') {
-        printf("FAIL: TOCSIN_TEST_DATABASE_URL is not set (a libpq URL of a PostgreSQL where "
-               "this test may CREATE DATABASE)\n");
-        return 1;
-    }
+    CHECK(url != NULL && url[0] != '\0', "TOCSIN_TEST_DATABASE_URL is not set (a libpq URL of a "
+                                         "PostgreSQL where this test may CREATE DATABASE)");
+    if (fails > 0)
+        return check_summary(name);
     PGconn *admin = PQconnectdb(url);
-    if (PQstatus(admin) != CONNECTION_OK) {
-        printf("FAIL: cannot connect to TOCSIN_TEST_DATABASE_URL: %s", PQerrorMessage(admin));
-        PQfinish(admin);
-        return 1;
-    }
+    CHECK(PQstatus(admin) == CONNECTION_OK, "cannot connect to TOCSIN_TEST_DATABASE_URL: %s",
+          PQerrorMessage(admin));
     /* The name is built from ours and the pid, not from input: safe to format into SQL. */
     snprintf(dbname, sizeof dbname, "%s_%ld", name, (long)getpid());
     snprintf(sql, sizeof sql, "CREATE DATABASE %s", dbname);
-    if (fixture_admin(admin, sql) != 0 || fixture_url_with_db(url, dbname, test_url) != 0) {
-        printf("FAIL: cannot create the test database %s\n", dbname);
+    if (fails == 0)
+        CHECK(fixture_admin(admin, sql) == 0 && fixture_url_with_db(url, dbname, test_url) == 0,
+              "cannot create the test database %s", dbname);
+    if (fails > 0) {
         PQfinish(admin);
-        return 1;
+        return check_summary(name);
     }
     fixture_raw = PQconnectdb(test_url);
-    if (PQstatus(fixture_raw) != CONNECTION_OK)
-        CHECK(0, "raw connection: %s", PQerrorMessage(fixture_raw));
-    else
+    CHECK(PQstatus(fixture_raw) == CONNECTION_OK, "raw connection: %s",
+          PQerrorMessage(fixture_raw));
+    if (PQstatus(fixture_raw) == CONNECTION_OK)
         run(test_url);
     PQfinish(fixture_raw);
     snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", dbname);
-    if (fixture_admin(admin, sql) != 0)
-        fails++;
+    CHECK(fixture_admin(admin, sql) == 0, "cannot drop the test database %s", dbname);
     PQfinish(admin);
-    printf("%s: %s\n", name, fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary(name);
 }
 
 /* A meeting starting at starts_at_ms with reminders minutes[0..n), participant "u1". */
-static void
+static inline void
 fixture_meeting(struct meeting *m, const char *title, int64_t starts_at_ms, const int *minutes,
                 size_t n)
 {

@@ -1,8 +1,8 @@
 /* itest_db.c -- every db_* function against a real PostgreSQL. Needs TOCSIN_TEST_DATABASE_URL (a
  * libpq URI or key=value string for a role that may CREATE DATABASE); fails, never skips, without
- * it. Works in a database of its own (itest_db_<pid>, dropped at the end) so it can run again and
- * next to other tests. libpq is used directly only for CREATE/DROP DATABASE and for poking rows
- * (tampering a checksum, marking a reminder fired, killing a backend). */
+ * it. Works in a database of its own (itest_db_<pid>, dropped at the end: fixture.h) so it can run
+ * again and next to other tests. libpq is used directly only for poking rows (tampering a
+ * checksum, marking a reminder fired, killing a backend). */
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -11,89 +11,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "db.h"
 #include "db_fire.h"
 #include "db_migrations.h"
+#include "fixture.h"
 #include "shard.h"
 
-#define URL_MAX 1024
-#define DBNAME_MAX 64
-#define MIN_MS 60000LL
+#define MIN_MS FIXTURE_MIN_MS
 #define BASE_MS 1893456000000LL /* 2030-01-01T00:00:00Z */
 #define LIST_N 7
 #define LIST_PAGE 3
 
-/* ---- the test's own raw connection ---- */
-
-static PGconn *raw;
-
-/* Runs sql with up to three text parameters; returns the first column of the first row as a
- * number (0 when there is none), or -1 on error. */
-static long long
-raw_exec(const char *sql, const char *p1, const char *p2, const char *p3)
-{
-    const char *params[] = {p1, p2, p3};
-    int n = p3 ? 3 : p2 ? 2 : p1 ? 1 : 0;
-    PGresult *res = PQexecParams(raw, sql, n, NULL, params, NULL, NULL, 0);
-    long long v = -1;
-
-    if (PQresultStatus(res) == PGRES_TUPLES_OK)
-        v = PQntuples(res) > 0 && !PQgetisnull(res, 0, 0) ? atoll(PQgetvalue(res, 0, 0)) : 0;
-    else if (PQresultStatus(res) == PGRES_COMMAND_OK)
-        v = atoll(PQcmdTuples(res));
-    else
-        printf("raw sql failed: %s: %s", sql, PQerrorMessage(raw));
-    PQclear(res);
-    return v;
-}
-
-static const char *
-i64s(char buf[32], int64_t v)
-{
-    snprintf(buf, 32, "%" PRId64, v);
-    return buf;
-}
-
-/* The given URL with its database replaced by dbname. URIs get a new path; key=value strings a
- * trailing dbname= (the last value of a keyword wins). */
-static int
-url_with_db(const char *url, const char *dbname, char out[URL_MAX])
-{
-    const char *scheme = strstr(url, "://");
-    int n;
-
-    if (scheme == NULL) {
-        n = snprintf(out, URL_MAX, "%s dbname=%s", url, dbname);
-    } else {
-        const char *host = scheme + 3;
-        size_t hostlen = strcspn(host, "/?");
-        const char *query = strchr(host + hostlen, '?');
-        n = snprintf(out, URL_MAX, "%.*s/%s%s", (int)(host - url + hostlen), url, dbname,
-                     query ? query : "");
-    }
-    return n > 0 && n < URL_MAX ? 0 : -1;
-}
-
 /* ---- fixtures ---- */
-
-static void
-make_meeting(struct meeting *m, const char *title, int64_t starts_at_ms, const int *minutes,
-             size_t n)
-{
-    meeting_init(m);
-    if (meeting_new_id(m->id) != 0)
-        CHECK(0, "meeting_new_id");
-    m->title = strdup(title);
-    m->starts_at_ms = starts_at_ms;
-    m->participants_json =
-        strdup("[{\"id\":\"u1\",\"name\":\"Ada\",\"email\":\"ada@example.com\"}]");
-    m->created_at_ms = m->updated_at_ms = BASE_MS - 1000;
-    m->n_reminders = n;
-    for (size_t i = 0; i < n; i++)
-        m->reminders[i].minutes_before = minutes[i];
-    meeting_derive_fire_times(m);
-}
 
 static const struct reminder *
 find_reminder(const struct meeting *m, int minutes_before)
@@ -133,26 +62,26 @@ test_migrate(struct db *db)
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "first migrate: %s", err);
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "second migrate: %s", err);
     CHECK(db_migrations_current(db) == 0, "not current after migrate");
-    CHECK(raw_exec("SELECT count(*) FROM schema_migrations", NULL, NULL, NULL) ==
+    CHECK(fixture_sql("SELECT count(*) FROM schema_migrations", NULL, NULL, NULL) ==
               (long long)db_migrations_count,
           "schema_migrations rows != %zu", db_migrations_count);
-    CHECK(raw_exec("SELECT count(*) FROM schema_migrations WHERE version = 1 AND name = "
-                   "'001_init.sql' AND checksum ~ '^[0-9a-f]{64}$'",
-                   NULL, NULL, NULL) == 1,
+    CHECK(fixture_sql("SELECT count(*) FROM schema_migrations WHERE version = 1 AND name = "
+                      "'001_init.sql' AND checksum ~ '^[0-9a-f]{64}$'",
+                      NULL, NULL, NULL) == 1,
           "001 not recorded with name and checksum");
 
-    res = PQexec(raw, "SELECT checksum FROM schema_migrations WHERE version = 1");
+    res = PQexec(fixture_raw, "SELECT checksum FROM schema_migrations WHERE version = 1");
     char saved[80] = "";
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         snprintf(saved, sizeof(saved), "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
-    raw_exec("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1", NULL, NULL,
-             NULL);
+    fixture_sql("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1", NULL, NULL,
+                NULL);
     err[0] = '\0';
     CHECK(db_migrate(db, err, sizeof(err)) == -1, "tampered checksum accepted");
     CHECK(strstr(err, "001_init.sql") != NULL, "error does not name the file: %s", err);
     CHECK(db_migrations_current(db) == -1, "tampered checksum reported current");
-    raw_exec("UPDATE schema_migrations SET checksum = $1 WHERE version = 1", saved, NULL, NULL);
+    fixture_sql("UPDATE schema_migrations SET checksum = $1 WHERE version = 1", saved, NULL, NULL);
     CHECK(db_migrations_current(db) == 0, "not current after restoring the checksum");
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "migrate after restore: %s", err);
 }
@@ -250,7 +179,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
     static const int minutes[] = {60, 10, 0};
     struct meeting m, got, bare;
 
-    make_meeting(&m, "Weekly sync \xc3\xa9", BASE_MS + 86400000, minutes, 3);
+    fixture_meeting(&m, "Weekly sync \xc3\xa9", BASE_MS + 86400000, minutes, 3);
     m.description = strdup("it's \"quoted\" ?? and \\ backslash");
     m.time_zone = strdup("Europe/Berlin");
     m.location = strdup("Room 1");
@@ -275,7 +204,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
           "unknown id found");
 
     /* No reminders, no optional fields; a reminder inserted as already fired keeps its state. */
-    make_meeting(&bare, "bare", BASE_MS + 2 * 86400000, NULL, 0);
+    fixture_meeting(&bare, "bare", BASE_MS + 2 * 86400000, NULL, 0);
     CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert bare");
     CHECK(db_meeting_get(db, t1, bare.id, &got, false) == DB_ONE_RESULT && got.n_reminders == 0 &&
               got.metadata_json == NULL && got.description == NULL && !got.has_ends_at,
@@ -284,7 +213,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
     meeting_fini(&bare);
 
     static const int one[] = {5};
-    make_meeting(&bare, "fired", BASE_MS + 3 * 86400000, one, 1);
+    fixture_meeting(&bare, "fired", BASE_MS + 3 * 86400000, one, 1);
     bare.reminders[0].status = REMINDER_FIRED;
     bare.reminders[0].fired_at_ms = BASE_MS + 123;
     CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert fired");
@@ -329,11 +258,11 @@ test_update_delete(struct db *db, int64_t t1, int64_t t2)
     struct reminder_keys gone = {0};
     char idbuf[32];
 
-    make_meeting(&m, "update me", BASE_MS + 5 * 86400000, before, 3);
+    fixture_meeting(&m, "update me", BASE_MS + 5 * 86400000, before, 3);
     CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT, "insert");
     struct reminder r60 = m.reminders[0], r10 = m.reminders[1], r0 = m.reminders[2];
-    CHECK(raw_exec("UPDATE reminders SET status = 'fired', fired_at = now() WHERE id = $1",
-                   i64s(idbuf, r10.id), NULL, NULL) == 1,
+    CHECK(fixture_sql("UPDATE reminders SET status = 'fired', fired_at = now() WHERE id = $1",
+                      fixture_i64(idbuf, r10.id), NULL, NULL) == 1,
           "mark fired");
 
     /* Same start, reminders {10, 5}: 10 keeps id and fired state, 60 and 0 go, 5 is new. */
@@ -394,9 +323,9 @@ test_update_delete(struct db *db, int64_t t1, int64_t t2)
     CHECK(db_meeting_get(db, t1, m.id, &got, false) == DB_NO_RESULTS, "deleted meeting found");
     CHECK(db_meeting_delete(db, t1, m.id, &gone) == DB_NO_RESULTS && gone.n == 2, "deleted twice");
     CHECK(db_meeting_update(db, t1, &m, &gone) == DB_NO_RESULTS, "deleted meeting updated");
-    CHECK(raw_exec("SELECT count(*) FROM reminders WHERE meeting_id = $1::uuid AND status = "
-                   "'cancelled'",
-                   m.id, NULL, NULL) == 2,
+    CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE meeting_id = $1::uuid AND status = "
+                      "'cancelled'",
+                      m.id, NULL, NULL) == 2,
           "reminders not cancelled");
     ua.m = &m;
     CHECK(db_tx_run(db, locked_update, &ua) == DB_NO_RESULTS && ua.get_st == DB_NO_RESULTS,
@@ -430,10 +359,10 @@ test_list(struct db *db, int64_t t1)
     CHECK(db_tenant_ensure(db, "lister", &tenant) == DB_ONE_RESULT, "tenant");
     for (int i = 0; i < LIST_N; i++) {
         /* Two meetings share a start so the id has to break the tie. */
-        make_meeting(&all[i], "listed", BASE_MS + (i == 4 ? 3 : i) * MIN_MS, one, 1);
+        fixture_meeting(&all[i], "listed", BASE_MS + (i == 4 ? 3 : i) * MIN_MS, one, 1);
         CHECK(db_meeting_insert(db, tenant, &all[i]) == DB_ONE_RESULT, "insert %d", i);
     }
-    make_meeting(&gone_m, "deleted", BASE_MS + 2 * MIN_MS, one, 1);
+    fixture_meeting(&gone_m, "deleted", BASE_MS + 2 * MIN_MS, one, 1);
     CHECK(db_meeting_insert(db, tenant, &gone_m) == DB_ONE_RESULT &&
               db_meeting_delete(db, tenant, gone_m.id, &gone) == DB_ONE_RESULT,
           "deleted meeting");
@@ -556,14 +485,14 @@ test_batch(struct db *db)
     char idbuf[32];
 
     CHECK(db_tenant_ensure(db, "batcher", &tenant) == DB_ONE_RESULT, "tenant");
-    make_meeting(&m, "batched", start, three, 3);
-    make_meeting(&dead, "dead", start, three, 3);
+    fixture_meeting(&m, "batched", start, three, 3);
+    fixture_meeting(&dead, "dead", start, three, 3);
     CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT &&
               db_meeting_insert(db, tenant, &dead) == DB_ONE_RESULT &&
               db_meeting_delete(db, tenant, dead.id, &gone) == DB_ONE_RESULT,
           "fixtures");
-    raw_exec("UPDATE reminders SET status = 'fired' WHERE id = $1", i64s(idbuf, m.reminders[1].id),
-             NULL, NULL);
+    fixture_sql("UPDATE reminders SET status = 'fired' WHERE id = $1",
+                fixture_i64(idbuf, m.reminders[1].id), NULL, NULL);
 
     /* Pending, live, fire_at > start - 31 min: the 30 and 10 minute reminders, in fire order. */
     int64_t after = start - 31 * MIN_MS;
@@ -618,25 +547,44 @@ test_fire_deleted(struct db *db)
     char idbuf[32];
 
     CHECK(db_tenant_ensure(db, "fire-deleted", &tenant) == DB_ONE_RESULT, "tenant");
-    make_meeting(&live, "live", start, one, 1);
-    make_meeting(&dead, "dead", start, one, 1);
+    fixture_meeting(&live, "live", start, one, 1);
+    fixture_meeting(&dead, "dead", start, one, 1);
     CHECK(db_meeting_insert(db, tenant, &live) == DB_ONE_RESULT &&
               db_meeting_insert(db, tenant, &dead) == DB_ONE_RESULT,
           "fixtures");
-    CHECK(raw_exec("UPDATE meetings SET deleted_at = now() WHERE id = $1", dead.id, NULL, NULL) ==
-              1,
+    CHECK(fixture_sql("UPDATE meetings SET deleted_at = now() WHERE id = $1", dead.id, NULL,
+                      NULL) == 1,
           "soft-delete without cancelling");
     struct reminder_key k[] = {{dead.reminders[0].id, dead.reminders[0].fire_at_ms},
                                {live.reminders[0].id, live.reminders[0].fire_at_ms}};
     CHECK(db_reminder_fire_batch(db, k, 2, 60000, false, &out) == DB_ONE_RESULT, "fire");
     CHECK(out.n == 1 && out.item[0].reminder_id == live.reminders[0].id,
           "only the live meeting's reminder fired: n=%zu", out.n);
-    CHECK(raw_exec("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
-                   i64s(idbuf, dead.reminders[0].id), NULL, NULL) == 1,
+    CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
+                      fixture_i64(idbuf, dead.reminders[0].id), NULL, NULL) == 1,
           "the deleted meeting's reminder was not fired");
     db_fire_result_fini(&out);
     meeting_fini(&live);
     meeting_fini(&dead);
+}
+
+/* ---- errors kept on the handle ---- */
+
+/* A statement the server refuses leaves its class and SQLSTATE on the handle (db.c logs nothing),
+ * and the next failure replaces them. */
+static void
+test_errors(struct db *db)
+{
+    struct meeting m;
+    int64_t tenant = 0;
+
+    CHECK(db_tenant_ensure(db, "errors", &tenant) == DB_ONE_RESULT, "tenant");
+    fixture_meeting(&m, "", BASE_MS, NULL, 0); /* an empty title violates a CHECK constraint */
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_HARD_ERROR, "empty title inserted");
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "23514") != NULL &&
+              strchr(db_errmsg(db), '\n') == NULL,
+          "error on the handle: %d \"%s\"", db_err(db), db_errmsg(db));
+    meeting_fini(&m);
 }
 
 /* ---- the transaction runner and reconnecting ---- */
@@ -678,7 +626,7 @@ swallow(struct db *db, void *arg)
 
     (void)arg;
     db_tenant_ensure(db, "swallowed", &id);
-    make_meeting(&m, "", BASE_MS, NULL, 0); /* empty title violates a CHECK */
+    fixture_meeting(&m, "", BASE_MS, NULL, 0); /* empty title violates a CHECK */
     db_meeting_insert(db, id, &m);
     meeting_fini(&m);
     return DB_ONE_RESULT;
@@ -695,22 +643,26 @@ test_tx(struct db *db, struct db *other)
     a = (struct tx_arg){0, 100, 0};
     CHECK(db_tx_run(db, flaky, &a) == DB_SOFT_ERROR && a.calls == 1 + DB_TX_RETRIES_MAX,
           "retries not bounded: calls=%d", a.calls);
+    CHECK(db_err(db) == DB_SOFT_ERROR, "the soft error is not on the handle: %d %s", db_err(db),
+          db_errmsg(db));
     CHECK(db_tx_run(db, hard_fail, NULL) == DB_HARD_ERROR, "hard error passed");
     CHECK(db_tx_run(db, swallow, NULL) == DB_HARD_ERROR, "swallowed error committed");
-    CHECK(raw_exec("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
-                   NULL, NULL, NULL) == 0,
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "rolled back") != NULL,
+          "the swallowed error is not on the handle: %d %s", db_err(db), db_errmsg(db));
+    CHECK(fixture_sql("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
+                      NULL, NULL, NULL) == 0,
           "rolled-back work is visible");
     CHECK(db_ping(db) == 0, "ping");
 
     /* Kill the backend: the next use reconnects and prepared statements are prepared again. */
-    PGresult *res = PQexec(raw, "SELECT pid FROM pg_stat_activity WHERE application_name = "
-                                "'tocsin' AND datname = current_database() AND pid <> "
-                                "pg_backend_pid() ORDER BY backend_start LIMIT 1");
+    PGresult *res = PQexec(fixture_raw, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+                                        "'tocsin' AND datname = current_database() AND pid <> "
+                                        "pg_backend_pid() ORDER BY backend_start LIMIT 1");
     snprintf(pid, sizeof(pid), "%s",
              PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0)
                                                                            : "0");
     PQclear(res);
-    CHECK(raw_exec("SELECT pg_terminate_backend($1::int)::int", pid, NULL, NULL) == 1,
+    CHECK(fixture_sql("SELECT pg_terminate_backend($1::int)::int", pid, NULL, NULL) == 1,
           "terminate backend %s", pid);
     usleep(100000);
     int64_t id = 0;
@@ -723,18 +675,6 @@ test_tx(struct db *db, struct db *other)
 
 /* ---- setup ---- */
 
-static int
-admin_exec(PGconn *admin, const char *sql)
-{
-    PGresult *res = PQexec(admin, sql);
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-
-    if (!ok)
-        printf("%s: %s", sql, PQerrorMessage(admin));
-    PQclear(res);
-    return ok ? 0 : -1;
-}
-
 static void
 run(const char *url)
 {
@@ -743,8 +683,7 @@ run(const char *url)
     struct db *a = db_open(url, err, sizeof(err));
     struct db *b = a ? db_open(url, err, sizeof(err)) : NULL;
 
-    raw = PQconnectdb(url);
-    if (a == NULL || b == NULL || PQstatus(raw) != CONNECTION_OK) {
+    if (a == NULL || b == NULL) {
         CHECK(0, "cannot connect to the test database: %s", err);
         goto out;
     }
@@ -758,47 +697,15 @@ run(const char *url)
     test_idem(a, b, t1, t2);
     test_batch(a);
     test_fire_deleted(a);
+    test_errors(a);
     test_tx(a, b);
 out:
     db_close(a);
     db_close(b);
-    PQfinish(raw);
 }
 
 int
 main(void)
 {
-    const char *url = getenv("TOCSIN_TEST_DATABASE_URL");
-    char dbname[DBNAME_MAX], sql[2 * DBNAME_MAX], test_url[URL_MAX];
-
-    if (url == NULL || url[0] == '\0') {
-        printf("FAIL: TOCSIN_TEST_DATABASE_URL is not set (a libpq URL of a PostgreSQL where "
-               "this test may CREATE DATABASE)\n");
-        return 1;
-    }
-    PGconn *admin = PQconnectdb(url);
-    if (PQstatus(admin) != CONNECTION_OK) {
-        printf("FAIL: cannot connect to TOCSIN_TEST_DATABASE_URL: %s", PQerrorMessage(admin));
-        PQfinish(admin);
-        return 1;
-    }
-    /* The name is built from our pid, not from input, so formatting it into SQL is safe. */
-    snprintf(dbname, sizeof(dbname), "itest_db_%ld", (long)getpid());
-    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", dbname);
-    if (admin_exec(admin, sql) != 0 || url_with_db(url, dbname, test_url) != 0) {
-        printf("FAIL: cannot create the test database %s\n", dbname);
-        PQfinish(admin);
-        return 1;
-    }
-    run(test_url);
-    snprintf(sql, sizeof(sql), "DROP DATABASE %s WITH (FORCE)", dbname);
-    if (admin_exec(admin, sql) != 0)
-        fails++;
-    PQfinish(admin);
-    if (fails > 0) {
-        printf("itest_db: %d failure(s)\n", fails);
-        return 1;
-    }
-    printf("itest_db: ok\n");
-    return 0;
+    return fixture_main("itest_db", run);
 }

@@ -3,7 +3,8 @@
  * fire the same batch at once), missed past the grace, nothing for a stale fire time or a deleted
  * meeting, one outbox row per webhook and one stream event per occurrence with consecutive seqs in
  * commit order; and the outbox statements delivery lives on (db_outbox.c): lease with exclusions,
- * renew, release with a delay, delivered, failed and retried, the backlog. */
+ * renew, release with a delay, delivered, failed and retried, the backlog, a dead replica's rows
+ * taken first. */
 #include <pthread.h>
 
 #include "db.h"
@@ -287,6 +288,41 @@ test_outbox(struct db *db)
         db_outbox_item_fini(&it[i]);
 }
 
+/* A row whose lease ran out (its replica died) is taken before a backlog due long before it. */
+static void
+test_orphans(struct db *db)
+{
+    struct db_outbox_item it[1], next[1];
+    size_t n = 0, m = 0;
+    char b[32];
+    long long orphan =
+        fixture_sql("SELECT id FROM outbox WHERE status = 'pending' ORDER BY id DESC LIMIT 1", NULL,
+                    NULL, NULL);
+
+    CHECK(orphan > 0, "a pending row");
+    CHECK(fixture_sql("UPDATE outbox SET lease_owner = NULL, next_attempt_at = now() - interval "
+                      "'1 hour' WHERE status = 'pending'",
+                      NULL, NULL, NULL) >= 2,
+          "a backlog due an hour ago");
+    CHECK(fixture_sql("UPDATE outbox SET lease_owner = 'dead/0', next_attempt_at = now() - "
+                      "interval '1 millisecond' WHERE id = $1",
+                      fixture_i64(b, orphan), NULL, NULL) == 1,
+          "a lease that just ran out");
+    CHECK(db_outbox_claim(db, "w/2", 60000, NULL, 0, it, 1, &n) == DB_ONE_RESULT && n == 1 &&
+              it[0].id == orphan,
+          "the orphan first: got %lld, want %lld", n ? (long long)it[0].id : -1LL, orphan);
+    CHECK(db_outbox_claim(db, "w/2", 60000, NULL, 0, next, 1, &m) == DB_ONE_RESULT && m == 1 &&
+              next[0].id != orphan,
+          "then the backlog");
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'w/2'",
+                      fixture_i64(b, orphan), NULL, NULL) == 1,
+          "the orphan is leased to its new owner");
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+    for (size_t i = 0; i < m; i++)
+        db_outbox_item_fini(&next[i]);
+}
+
 static void
 run(const char *url)
 {
@@ -308,6 +344,7 @@ run(const char *url)
     test_channels(a);
     test_concurrent_fire(a, b);
     test_outbox(a);
+    test_orphans(a);
 out:
     db_close(a);
     db_close(b);

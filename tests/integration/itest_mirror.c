@@ -2,7 +2,7 @@
  * TOCSIN_TEST_REDIS_URL=redis://host:port/db and fails, never skips, without it. Each run uses its
  * own key prefix. Checks exact expiry times, the horizon, NX, DEL, the notify setting, run_id, and
  * that a Redis that is not there costs callers almost nothing. Uses hiredis directly to look. */
-#include "check.h"
+#include "fixture_redis.h"
 #include "mirror.h"
 
 #include <arpa/inet.h>
@@ -18,12 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HOST_MAX 256
 #define HORIZON_MS 3600000
 #define DEAD_CALLS 20
 #define DEAD_BUDGET_MS 2000
 
-static redisContext *raw; /* the test's own connection, for looking at what mirror.c wrote */
 static char prefix[MIRROR_PREFIX_MAX + 1];
 
 static int64_t
@@ -44,12 +42,13 @@ mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Runs a command on the raw connection and returns its integer reply (INT64_MIN on anything else).
+/* Runs a command on the fixture_redis connection and returns its integer reply (INT64_MIN on
+ * anything else).
  */
 static int64_t
 raw_int(int argc, const char **argv)
 {
-    redisReply *r = redisCommandArgv(raw, argc, argv, NULL);
+    redisReply *r = redisCommandArgv(fixture_redis, argc, argv, NULL);
     int64_t v = INT64_MIN;
 
     if (r != NULL && r->type == REDIS_REPLY_INTEGER)
@@ -77,11 +76,11 @@ raw_notify(const char *set_to, char *out, size_t outlen)
     int rc = -1;
 
     if (set_to != NULL) {
-        r = redisCommand(raw, "CONFIG SET notify-keyspace-events %s", set_to);
+        r = redisCommand(fixture_redis, "CONFIG SET notify-keyspace-events %s", set_to);
         if (r != NULL)
             freeReplyObject(r);
     }
-    r = redisCommand(raw, "CONFIG GET notify-keyspace-events");
+    r = redisCommand(fixture_redis, "CONFIG GET notify-keyspace-events");
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
         snprintf(out, outlen, "%s", r->element[1]->str);
         rc = 0;
@@ -243,31 +242,25 @@ test_dead(void)
 int
 main(void)
 {
-    const char *url = getenv("TOCSIN_TEST_REDIS_URL");
-    char host[HOST_MAX];
-    int port = 0, db = 0;
     struct mirror *mi;
 
-    signal(SIGPIPE, SIG_IGN);
-    if (url == NULL || sscanf(url, "redis://%255[^:/]:%d/%d", host, &port, &db) < 2) {
-        printf("FAIL TOCSIN_TEST_REDIS_URL must be set to redis://host:port[/db]\n");
-        return 1;
+    if (fixture_redis_open() != 0) {
+        fixture_redis_close();
+        return check_summary("itest_mirror");
     }
-    raw = redisConnect(host, port);
-    if (raw == NULL || raw->err != 0) {
-        printf("FAIL cannot connect to Redis at %s\n", url);
-        return 1;
-    }
-    redisReply *r = redisCommand(raw, "SELECT %d", db);
-    if (r != NULL)
-        freeReplyObject(r);
     snprintf(prefix, sizeof prefix, "itest_mirror_%ld_%" PRId64, (long)getpid(), now_ms());
-    struct mirror_opts o = {
-        .host = host, .port = port, .db = db, .prefix = prefix, .horizon_ms = HORIZON_MS};
+    struct mirror_opts o = {.host = fixture_redis_host,
+                            .port = fixture_redis_port,
+                            .db = fixture_redis_db,
+                            .prefix = prefix,
+                            .horizon_ms = HORIZON_MS};
     mi = mirror_new(&o);
-    if (mi == NULL || mirror_ping(mi) != 0) {
-        printf("FAIL mirror cannot reach Redis at %s\n", url);
-        return 1;
+    CHECK(mi != NULL && mirror_ping(mi) == 0, "mirror cannot reach Redis at %s:%d",
+          fixture_redis_host, fixture_redis_port);
+    if (fails > 0) {
+        mirror_free(mi);
+        fixture_redis_close();
+        return check_summary("itest_mirror");
     }
     test_identity(mi);
     test_arm(mi);
@@ -276,7 +269,6 @@ main(void)
     test_notify(mi);
     test_dead();
     mirror_free(mi);
-    redisFree(raw);
-    printf("itest_mirror: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    fixture_redis_close();
+    return check_summary("itest_mirror");
 }

@@ -1,12 +1,11 @@
 /* itest_recon.c -- the reconciler against a real PostgreSQL and Redis. Needs
  * TOCSIN_TEST_DATABASE_URL (a libpq URI to a database where we may CREATE DATABASE) and
- * TOCSIN_TEST_REDIS_URL (redis://host:port/db); fails, never skips, without them. Creates its own
- * database, writes reminders with db_*, deletes their Redis keys and checks recon puts them back
- * with the exact expiry: after a FLUSHALL-like loss (marker gone), after a kick, and by its
- * periodic pass. Then the stated worst case when every Redis event is lost and no scheduler runs:
- * the overdue sweep alone fires a reminder within SWEEP_INTERVAL_MS plus SWEEP_SLACK_MS. The test
- * uses libpq only for CREATE/DROP DATABASE and to read the fired reminder, hiredis only to look at
- * and delete keys. */
+ * TOCSIN_TEST_REDIS_URL (redis://host:port/db); fails, never skips, without them. In a database of
+ * its own (fixture.h) it writes reminders with db_*, deletes their Redis keys and checks recon puts
+ * them back with the exact expiry: after a FLUSHALL-like loss (marker gone), after a kick, and by
+ * its periodic pass. Then the stated worst case when every Redis event is lost and no scheduler
+ * runs: the overdue sweep alone fires a reminder within SWEEP_INTERVAL_MS plus SWEEP_SLACK_MS. The
+ * test uses libpq only to read the fired reminder, hiredis only to look at and delete keys. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -17,14 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "db.h"
 #include "dispatch.h"
+#include "fixture.h"
+#include "fixture_redis.h"
 #include "mirror.h"
 #include "recon.h"
 
-#define HOST_MAX 256
-#define URL_MAX 1024
 #define HORIZON_MS 3600000
 #define WAIT_MS 10000 /* the bound on how long recon may take to repair */
 #define N_NEAR 3
@@ -32,7 +30,6 @@
 #define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
 #define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
 
-static redisContext *raw;
 static char prefix[MIRROR_PREFIX_MAX + 1];
 static struct reminder_key near_keys[N_NEAR]; /* due within the horizon: must be mirrored */
 static struct reminder_key far_key;           /* beyond the horizon: must not be */
@@ -55,7 +52,7 @@ pexpiretime(const struct reminder_key *k)
     int64_t v = INT64_MIN;
 
     mirror_key_format(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
-    r = redisCommandArgv(raw, 2, argv, NULL);
+    r = redisCommandArgv(fixture_redis, 2, argv, NULL);
     if (r != NULL && r->type == REDIS_REPLY_INTEGER)
         v = r->integer;
     if (r != NULL)
@@ -67,7 +64,7 @@ static void
 del_key(const char *key)
 {
     const char *argv[] = {"DEL", key};
-    redisReply *r = redisCommandArgv(raw, 2, argv, NULL);
+    redisReply *r = redisCommandArgv(fixture_redis, 2, argv, NULL);
 
     if (r != NULL)
         freeReplyObject(r);
@@ -124,24 +121,10 @@ wait_passes(struct recon *r, uint64_t than)
     return 0;
 }
 
-/* The same URI with its database name replaced ("postgresql://h:p/old?x" -> ".../name?x"). */
-static int
-with_dbname(char *out, size_t outlen, const char *url, const char *name)
-{
-    const char *auth = strstr(url, "://"), *path, *query;
-
-    if (auth == NULL)
-        return -1;
-    path = auth + 3 + strcspn(auth + 3, "/?");
-    query = path + strcspn(path, "?");
-    int n = snprintf(out, outlen, "%.*s/%s%s", (int)(path - url), url, name, query);
-    return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
 /* The reminder's fired_at minus its fire_at in ms, once it is fired; INT64_MIN while it is not
  * (or on error). */
 static int64_t
-fired_lateness(PGconn *c, int64_t reminder_id)
+fired_lateness(int64_t reminder_id)
 {
     char id[24];
     const char *params[] = {id};
@@ -149,7 +132,7 @@ fired_lateness(PGconn *c, int64_t reminder_id)
     int64_t late = INT64_MIN;
 
     snprintf(id, sizeof id, "%" PRId64, reminder_id);
-    res = PQexecParams(c,
+    res = PQexecParams(fixture_raw,
                        "SELECT round(extract(epoch FROM fired_at - fire_at) * 1000)::bigint "
                        "FROM reminders WHERE id = $1 AND status = 'fired'",
                        1, NULL, params, NULL, NULL, 0);
@@ -157,20 +140,6 @@ fired_lateness(PGconn *c, int64_t reminder_id)
         late = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return late;
-}
-
-static int
-admin_sql(const char *url, const char *sql)
-{
-    PGconn *c = PQconnectdb(url);
-    PGresult *res = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
-    int rc = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
-
-    if (rc != 0)
-        printf("FAIL %s: %s\n", sql, PQerrorMessage(c));
-    PQclear(res);
-    PQfinish(c);
-    return rc;
 }
 
 /* One tenant, a meeting starting in 30 minutes with three reminders, one starting in 3 hours. */
@@ -182,7 +151,7 @@ seed(struct db *db)
     static const int minutes[] = {20, 10, 5};
 
     if (db_migrate(db, err, sizeof err) != 0) {
-        printf("FAIL db_migrate: %s\n", err);
+        CHECK(0, "db_migrate: %s", err);
         return -1;
     }
     if (db_tenant_ensure(db, "itest-recon", &tenant) != DB_ONE_RESULT)
@@ -213,10 +182,9 @@ seed(struct db *db)
                 far_key = rk;
         }
         meeting_fini(&m);
-        if (st != DB_ONE_RESULT) {
-            printf("FAIL db_meeting_insert: %s\n", db_errmsg(db));
+        CHECK(st == DB_ONE_RESULT, "db_meeting_insert: %s", db_errmsg(db));
+        if (st != DB_ONE_RESULT)
             return -1;
-        }
     }
     return 0;
 }
@@ -245,8 +213,7 @@ insert_due_soon(struct db *db, int64_t lead_ms, struct reminder_key *out)
     st = db_meeting_insert(db, tenant, &m);
     *out = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
     meeting_fini(&m);
-    if (st != DB_ONE_RESULT)
-        printf("FAIL db_meeting_insert: %s\n", db_errmsg(db));
+    CHECK(st == DB_ONE_RESULT, "db_meeting_insert: %s", db_errmsg(db));
     return st == DB_ONE_RESULT ? 0 : -1;
 }
 
@@ -262,19 +229,17 @@ test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
     struct reminder_key k;
     struct dispatch *d;
     struct recon *r;
-    PGconn *c = PQconnectdb(url);
     int64_t late = INT64_MIN, deadline;
 
-    CHECK(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
     d = dispatch_start(&dopts);
     o.interval_ms = SWEEP_INTERVAL_MS;
     o.full_interval_ms = 3600000;
     o.dispatch = d;
     r = d != NULL ? recon_start(&o) : NULL;
     CHECK(r != NULL, "dispatch_start or recon_start failed");
-    if (r != NULL && PQstatus(c) == CONNECTION_OK && insert_due_soon(db, SWEEP_LEAD_MS, &k) == 0) {
+    if (r != NULL && insert_due_soon(db, SWEEP_LEAD_MS, &k) == 0) {
         deadline = k.fire_at_ms + SWEEP_INTERVAL_MS + SWEEP_SLACK_MS + WAIT_MS;
-        while ((late = fired_lateness(c, k.reminder_id)) == INT64_MIN &&
+        while ((late = fired_lateness(k.reminder_id)) == INT64_MIN &&
                clock_ms(CLOCK_REALTIME) < deadline)
             usleep(20000);
         CHECK(late != INT64_MIN, "not fired %d ms after it was due", WAIT_MS);
@@ -286,7 +251,6 @@ test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
     }
     recon_stop(r);
     dispatch_stop(d);
-    PQfinish(c);
 }
 
 /* Long interval: only the start-up pass, the marker and kicks can repair within WAIT_MS. */
@@ -337,55 +301,38 @@ test_periodic(const struct recon_opts *base)
     lose_keys(true);
 }
 
-int
-main(void)
+/* fixture_main's part: the test database is url (and fixture_raw). */
+static void
+run(const char *url)
 {
-    const char *pg = getenv("TOCSIN_TEST_DATABASE_URL"), *rurl = getenv("TOCSIN_TEST_REDIS_URL");
-    char host[HOST_MAX], name[32], url[URL_MAX], sql[128], err[DB_ERR_MAX];
-    int port = 0, rdb = 0;
-    struct db *db;
+    char err[DB_ERR_MAX];
+    struct db *db = db_open(url, err, sizeof err);
 
-    signal(SIGPIPE, SIG_IGN);
-    if (pg == NULL || rurl == NULL ||
-        sscanf(rurl, "redis://%255[^:/]:%d/%d", host, &port, &rdb) < 2) {
-        printf("FAIL TOCSIN_TEST_DATABASE_URL and TOCSIN_TEST_REDIS_URL (redis://host:port[/db]) "
-               "must be set\n");
-        return 1;
-    }
-    raw = redisConnect(host, port);
-    if (raw == NULL || raw->err != 0) {
-        printf("FAIL cannot connect to Redis at %s\n", rurl);
-        return 1;
-    }
-    redisReply *sel = redisCommand(raw, "SELECT %d", rdb);
-    if (sel == NULL || sel->type == REDIS_REPLY_ERROR) {
-        printf("FAIL SELECT %d\n", rdb);
-        return 1;
-    }
-    freeReplyObject(sel);
-    snprintf(name, sizeof name, "itest_recon_%ld", (long)getpid());
-    snprintf(prefix, sizeof prefix, "%s_%" PRId64, name, clock_ms(CLOCK_REALTIME));
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    if (with_dbname(url, sizeof url, pg, name) != 0 || admin_sql(pg, sql) != 0)
-        return 1;
-    db = db_open(url, err, sizeof err);
-    if (db == NULL)
-        printf("FAIL db_open: %s\n", err);
+    CHECK(db != NULL, "db_open: %s", err);
     if (db != NULL && seed(db) == 0) {
-        struct recon_opts o = {
-            .database_url = url,
-            .mirror = {
-                .host = host, .port = port, .db = rdb, .prefix = prefix, .horizon_ms = HORIZON_MS}};
+        struct recon_opts o = {.database_url = url,
+                               .mirror = {.host = fixture_redis_host,
+                                          .port = fixture_redis_port,
+                                          .db = fixture_redis_db,
+                                          .prefix = prefix,
+                                          .horizon_ms = HORIZON_MS}};
         test_loss_and_kick(&o);
         test_periodic(&o);
         test_sweep_bound(&o, db, url);
-    } else {
-        fails++;
     }
     db_close(db);
-    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", name);
-    admin_sql(pg, sql);
-    redisFree(raw);
-    printf("itest_recon: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+}
+
+int
+main(void)
+{
+    if (fixture_redis_open() != 0) {
+        fixture_redis_close();
+        return check_summary("itest_recon");
+    }
+    snprintf(prefix, sizeof prefix, "itest_recon_%ld_%" PRId64, (long)getpid(),
+             clock_ms(CLOCK_REALTIME));
+    int rc = fixture_main("itest_recon", run);
+    fixture_redis_close();
+    return rc;
 }

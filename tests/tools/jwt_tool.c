@@ -49,7 +49,7 @@ static int
 verify(char **argv)
 {
     struct jwt_policy p = {argv[1], 0, LEEWAY_S};
-    struct jwt_claims c;
+    struct jwt_claims c = {0}; /* read only after JWT_OK; zeroed for cppcheck's sake */
     char kid[JWT_KID_MAX + 1], scope[JWT_SCOPE_TEXT_MAX];
     int64_t now;
     enum jwt_error e;

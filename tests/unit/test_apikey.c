@@ -4,19 +4,16 @@
 #include <string.h>
 
 #include "apikey.h"
+#include "check.h"
 #include "http_reply.h"
 
 int
 main(void)
 {
     char key[APIKEY_LEN + 1], prefix[APIKEY_PREFIX_LEN + 1], parsed[APIKEY_PREFIX_LEN + 1];
-    int failures = 0;
-
-    if (apikey_generate(key, prefix) != 0 || strlen(key) != APIKEY_LEN ||
-        apikey_parse(key, strlen(key), parsed) != 0 || strcmp(parsed, prefix) != 0) {
-        printf("FAIL generate/parse round trip: %s\n", key);
-        failures++;
-    }
+    CHECK(apikey_generate(key, prefix) == 0 && strlen(key) == APIKEY_LEN &&
+              apikey_parse(key, strlen(key), parsed) == 0 && strcmp(parsed, prefix) == 0,
+          "generate/parse round trip: %s", key);
     const char *bad[] = {"",
                          "tsk_",
                          "Bearer x",
@@ -25,10 +22,7 @@ main(void)
                          "tsk_01234567_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+",
                          "tsk_01234567_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (apikey_parse(bad[i], strlen(bad[i]), parsed) == 0) {
-            printf("FAIL accepted bad key %zu\n", i);
-            failures++;
-        }
+        CHECK(apikey_parse(bad[i], strlen(bad[i]), parsed) != 0, "accepted bad key %zu", i);
     }
     static const struct {
         const char *header;
@@ -45,10 +39,8 @@ main(void)
         {" , ,\"abc\" ", 0, 1},
     };
     for (size_t i = 0; i < sizeof(etags) / sizeof(etags[0]); i++) {
-        if (http_etag_matches(etags[i].header, "\"abc\"", etags[i].weak_ok) != etags[i].want) {
-            printf("FAIL etag case %zu: %s\n", i, etags[i].header);
-            failures++;
-        }
+        CHECK(http_etag_matches(etags[i].header, "\"abc\"", etags[i].weak_ok) == etags[i].want,
+              "etag case %zu: %s", i, etags[i].header);
     }
     /* Tenant names: bounded like every other name; control bytes would forge `keys list` lines. */
     static const struct {
@@ -66,24 +58,17 @@ main(void)
         {"x\x7f", false},
     };
     for (size_t i = 0; i < sizeof(tenants) / sizeof(tenants[0]); i++) {
-        if (apikey_tenant_name_valid(tenants[i].name) != tenants[i].want) {
-            printf("FAIL tenant name case %zu\n", i);
-            failures++;
-        }
+        CHECK(apikey_tenant_name_valid(tenants[i].name) == tenants[i].want, "tenant name case %zu",
+              i);
     }
     char name[APIKEY_TENANT_NAME_MAX + 2];
     memset(name, 'n', sizeof(name) - 1);
     name[APIKEY_TENANT_NAME_MAX] = '\0';
-    if (!apikey_tenant_name_valid(name)) {
-        printf("FAIL a tenant name of APIKEY_TENANT_NAME_MAX bytes is refused\n");
-        failures++;
-    }
+    CHECK(apikey_tenant_name_valid(name),
+          "a tenant name of APIKEY_TENANT_NAME_MAX bytes is refused");
     name[APIKEY_TENANT_NAME_MAX] = 'n';
     name[APIKEY_TENANT_NAME_MAX + 1] = '\0';
-    if (apikey_tenant_name_valid(name)) {
-        printf("FAIL a tenant name one byte over APIKEY_TENANT_NAME_MAX is accepted\n");
-        failures++;
-    }
-    printf("test_apikey: %d failure(s)\n", failures);
-    return failures != 0;
+    CHECK(!apikey_tenant_name_valid(name),
+          "a tenant name one byte over APIKEY_TENANT_NAME_MAX is accepted");
+    return check_summary("test_apikey");
 }

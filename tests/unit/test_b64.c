@@ -145,6 +145,5 @@ main(void)
     test_refused();
     test_bounds();
     test_round_trips();
-    printf("test_b64: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_b64");
 }

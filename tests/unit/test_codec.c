@@ -7,21 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "codec.h"
 
 #define BODY_MAX 65536
 #define ERR_MAX 200
 #define BASE "{'title':'t','starts_at':'2030-01-01T09:00:00Z'"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* A body is head + count copies of unit (joined by sep, '#' replaced by the copy's index) + tail.
  */
@@ -289,18 +280,14 @@ check_table(void)
 
         meeting_init(&m);
         got = decode(body, strlen(body), &m, &errs);
-        if (got != cases[i].want) {
-            printf("FAIL %s: got %s want %s (%s: %s)\n", cases[i].name, api_error_code(got),
-                   api_error_code(cases[i].want), errs.n ? errs.e[0].field : "-",
-                   errs.n ? errs.e[0].message : "-");
-            failures++;
-        } else if (cases[i].field && !has_field(&errs, cases[i].field)) {
-            printf("FAIL %s: no error for field \"%s\" (first: %s)\n", cases[i].name,
-                   cases[i].field, errs.n ? errs.e[0].field : "-");
-            failures++;
-        }
+        CHECK(got == cases[i].want, "%s: got %s want %s (%s: %s)", cases[i].name,
+              api_error_code(got), api_error_code(cases[i].want), errs.n ? errs.e[0].field : "-",
+              errs.n ? errs.e[0].message : "-");
+        CHECK(got != cases[i].want || cases[i].field == NULL || has_field(&errs, cases[i].field),
+              "%s: no error for field \"%s\" (first: %s)", cases[i].name, cases[i].field,
+              errs.n ? errs.e[0].field : "-");
         for (size_t k = 0; k < errs.n; k++)
-            CHECK(errs.e[k].message[0] != '\0' && strlen(errs.e[k].message) < 100);
+            CHECK_EXPR(errs.e[k].message[0] != '\0' && strlen(errs.e[k].message) < 100);
         meeting_fini(&m);
         free(body);
     }
@@ -314,26 +301,26 @@ check_parse(void)
     char err[ERR_MAX], *deep = malloc(2 * (CODEC_DEPTH_MAX + 1) + 1);
     json_t *v;
 
-    CHECK(codec_parse(raw_nul, sizeof(raw_nul) - 1, err, sizeof(err)) == NULL);
-    CHECK(codec_parse("{}\0", 3, err, sizeof(err)) == NULL);
-    CHECK(codec_parse("", 0, err, sizeof(err)) == NULL && err[0] != '\0');
-    CHECK(codec_parse(NULL, 0, NULL, 0) == NULL);
+    CHECK_EXPR(codec_parse(raw_nul, sizeof(raw_nul) - 1, err, sizeof(err)) == NULL);
+    CHECK_EXPR(codec_parse("{}\0", 3, err, sizeof(err)) == NULL);
+    CHECK_EXPR(codec_parse("", 0, err, sizeof(err)) == NULL && err[0] != '\0');
+    CHECK_EXPR(codec_parse(NULL, 0, NULL, 0) == NULL);
     for (int depth = CODEC_DEPTH_MAX; depth <= CODEC_DEPTH_MAX + 1; depth++) {
         memset(deep, '[', (size_t)depth);
         memset(deep + depth, ']', (size_t)depth);
         v = codec_parse(deep, 2 * (size_t)depth, err, sizeof(err));
-        CHECK((v != NULL) == (depth <= CODEC_DEPTH_MAX));
+        CHECK_EXPR((v != NULL) == (depth <= CODEC_DEPTH_MAX));
         json_decref(v);
     }
     free(deep);
     /* The reason must not quote the client's bytes, and must stay printable ASCII. */
-    CHECK(codec_parse("{\"a\":secretword}", 16, err, sizeof(err)) == NULL);
-    CHECK(strstr(err, "secretword") == NULL && strstr(err, "line 1") != NULL);
-    CHECK(codec_parse("{\"a\":\"\xff\xfe\"}", 8, err, sizeof(err)) == NULL);
+    CHECK_EXPR(codec_parse("{\"a\":secretword}", 16, err, sizeof(err)) == NULL);
+    CHECK_EXPR(strstr(err, "secretword") == NULL && strstr(err, "line 1") != NULL);
+    CHECK_EXPR(codec_parse("{\"a\":\"\xff\xfe\"}", 8, err, sizeof(err)) == NULL);
     for (const char *c = err; *c; c++)
-        CHECK(*c >= 0x20 && *c < 0x7f);
+        CHECK_EXPR(*c >= 0x20 && *c < 0x7f);
     v = codec_parse("{\"a\":1} ", 8, err, sizeof(err));
-    CHECK(v != NULL && err[0] == '\0');
+    CHECK_EXPR(v != NULL && err[0] == '\0');
     json_decref(v);
 }
 
@@ -348,7 +335,7 @@ check_error_collection(void)
     strcpy(body, "{'title':'','starts_at':'x','location':1,'reminders':[{'minutes_before':-1}]}");
     q(body);
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION && errs.n == 4);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION && errs.n == 4);
     meeting_fini(&m);
 
     p += sprintf(p, "{");
@@ -356,8 +343,8 @@ check_error_collection(void)
         p += sprintf(p, "%s\"x%d\":1", i ? "," : "", i);
     sprintf(p, "}");
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION);
-    CHECK(errs.n == CODEC_FIELD_ERRORS_MAX);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_VALIDATION);
+    CHECK_EXPR(errs.n == CODEC_FIELD_ERRORS_MAX);
     meeting_fini(&m);
 }
 
@@ -385,17 +372,17 @@ check_decoded_values(void)
         snprintf(body, sizeof(body), "%s%s", BASE, rems[i].tail);
         q(body);
         meeting_init(&m);
-        CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
-        CHECK(m.n_reminders == rems[i].n);
+        CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+        CHECK_EXPR(m.n_reminders == rems[i].n);
         for (size_t k = 0; k < m.n_reminders; k++) {
-            CHECK(m.reminders[k].minutes_before == rems[i].minutes[k]);
-            CHECK(m.reminders[k].fire_at_ms ==
-                  1893488400000LL - rems[i].minutes[k] * 60000LL); /* 2030-01-01T09:00Z */
-            CHECK(m.reminders[k].status == REMINDER_PENDING && m.reminders[k].id == 0);
+            CHECK_EXPR(m.reminders[k].minutes_before == rems[i].minutes[k]);
+            CHECK_EXPR(m.reminders[k].fire_at_ms ==
+                       1893488400000LL - rems[i].minutes[k] * 60000LL); /* 2030-01-01T09:00Z */
+            CHECK_EXPR(m.reminders[k].status == REMINDER_PENDING && m.reminders[k].id == 0);
         }
-        CHECK(strcmp(m.participants_json, "[]") == 0 && m.metadata_json == NULL);
-        CHECK(m.description == NULL && m.location == NULL && m.time_zone == NULL);
-        CHECK(!m.has_ends_at);
+        CHECK_EXPR(strcmp(m.participants_json, "[]") == 0 && m.metadata_json == NULL);
+        CHECK_EXPR(m.description == NULL && m.location == NULL && m.time_zone == NULL);
+        CHECK_EXPR(!m.has_ends_at);
         meeting_fini(&m);
     }
     snprintf(body, sizeof(body), "%s",
@@ -403,12 +390,13 @@ check_decoded_values(void)
                   "'name':'Ada','id':'u1'},{'name':null,'id':'u2'}]}");
     q(body);
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
-    CHECK(m.participants_json != NULL &&
-          strcmp(
-              m.participants_json,
-              "[{\"id\":\"u1\",\"name\":\"Ada\",\"email\":\"ada@example.com\"},{\"id\":\"u2\"}]") ==
-              0);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    CHECK_EXPR(
+        m.participants_json != NULL &&
+        strcmp(
+            m.participants_json,
+            "[{\"id\":\"u1\",\"name\":\"Ada\",\"email\":\"ada@example.com\"},{\"id\":\"u2\"}]") ==
+            0);
     meeting_fini(&m);
 }
 
@@ -424,7 +412,7 @@ check_tzdir(void)
     struct codec_errors errs;
     FILE *f;
 
-    CHECK(strlen(files[0]) == MEETING_TIME_ZONE_MAX);
+    CHECK_EXPR(strlen(files[0]) == MEETING_TIME_ZONE_MAX);
     if (mkdtemp(dir) == NULL)
         return;
     for (int i = 0; i < 2; i++) {
@@ -445,7 +433,8 @@ check_tzdir(void)
         snprintf(body, sizeof(body), BASE ",'time_zone':'%s'}", tz);
         q(body);
         meeting_init(&m);
-        CHECK(decode(body, strlen(body), &m, &errs) == (i == 0 ? API_E_NONE : API_E_VALIDATION));
+        CHECK_EXPR(decode(body, strlen(body), &m, &errs) ==
+                   (i == 0 ? API_E_NONE : API_E_VALIDATION));
         meeting_fini(&m);
     }
     unsetenv("TZDIR");
@@ -502,16 +491,12 @@ check_merge_patch(void)
         got = codec_merge_patch(t, p);
         t_after = codec_dump(t);
         p_after = codec_dump(p);
-        if (got == NULL || !json_equal(got, want)) {
-            char *g = got ? codec_dump(got) : NULL;
-
-            printf("FAIL merge %s + %s: got %s\n", patches[i].target, patches[i].patch,
-                   g ? g : "NULL");
-            free(g);
-            failures++;
-        }
-        CHECK(strcmp(t_before, t_after) == 0 && strcmp(p_before, p_after) == 0);
-        CHECK(got != t && (got != p || json_is_null(p))); /* null is a singleton */
+        char *g = got ? codec_dump(got) : NULL;
+        CHECK(got != NULL && json_equal(got, want), "merge %s + %s: got %s", patches[i].target,
+              patches[i].patch, g ? g : "NULL");
+        free(g);
+        CHECK_EXPR(strcmp(t_before, t_after) == 0 && strcmp(p_before, p_after) == 0);
+        CHECK_EXPR(got != t && (got != p || json_is_null(p))); /* null is a singleton */
         free(t_before);
         free(p_before);
         free(t_after);
@@ -561,10 +546,8 @@ expect_dump(const json_t *v, const char *want_q, const char *what)
 
     snprintf(want, sizeof(want), "%s", want_q);
     q(want);
-    if (got == NULL || strcmp(got, want) != 0) {
-        printf("FAIL %s:\n got  %s\n want %s\n", what, got ? got : "NULL", want);
-        failures++;
-    }
+    CHECK(got != NULL && strcmp(got, want) == 0, "%s:\n got  %s\n want %s", what,
+          got ? got : "NULL", want);
     free(got);
 }
 
@@ -580,12 +563,12 @@ check_encode_round_trip(void)
     snprintf(body, sizeof(body), "%s", FULL_IN);
     q(body);
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_NONE);
     doc = codec_meeting_input_doc(&m);
     expect_dump(doc, full_input_doc, "input doc");
     text = codec_dump(doc);
     meeting_init(&again);
-    CHECK(text && decode(text, strlen(text), &again, &errs) == API_E_NONE);
+    CHECK_EXPR(text && decode(text, strlen(text), &again, &errs) == API_E_NONE);
     json_decref(doc);
     doc = codec_meeting_input_doc(&again);
     expect_dump(doc, full_input_doc, "input doc after round trip");
@@ -609,7 +592,7 @@ check_encode_round_trip(void)
     snprintf(body, sizeof(body), "%s", BASE ",'reminders':[]}");
     q(body);
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_NONE);
     out = codec_meeting_encode(&m);
     expect_dump(out, minimal_output, "encode minimal");
     json_decref(out);
@@ -628,16 +611,16 @@ check_patch_flow(void)
     snprintf(body, sizeof(body), "%s", FULL_IN);
     q(body);
     meeting_init(&m);
-    CHECK(decode(body, strlen(body), &m, &errs) == API_E_NONE);
+    CHECK_EXPR(decode(body, strlen(body), &m, &errs) == API_E_NONE);
     doc = codec_meeting_input_doc(&m);
     patch = load_q("{'title':'New','location':null,'reminders':null,'metadata':{'k':null}}");
     merged = codec_merge_patch(doc, patch);
     meeting_init(&patched);
-    CHECK(codec_meeting_decode(merged, &patched, &errs) == API_E_NONE);
-    CHECK(patched.title && strcmp(patched.title, "New") == 0 && patched.location == NULL);
-    CHECK(patched.n_reminders == 1 && patched.reminders[0].minutes_before == 5);
-    CHECK(patched.metadata_json && strcmp(patched.metadata_json, "{}") == 0);
-    CHECK(patched.starts_at_ms == m.starts_at_ms);
+    CHECK_EXPR(codec_meeting_decode(merged, &patched, &errs) == API_E_NONE);
+    CHECK_EXPR(patched.title && strcmp(patched.title, "New") == 0 && patched.location == NULL);
+    CHECK_EXPR(patched.n_reminders == 1 && patched.reminders[0].minutes_before == 5);
+    CHECK_EXPR(patched.metadata_json && strcmp(patched.metadata_json, "{}") == 0);
+    CHECK_EXPR(patched.starts_at_ms == m.starts_at_ms);
     meeting_fini(&patched);
     json_decref(merged);
     json_decref(patch);
@@ -645,8 +628,8 @@ check_patch_flow(void)
     patch = load_q("{'id':'x'}"); /* read-only fields stay errors through a patch */
     merged = codec_merge_patch(doc, patch);
     meeting_init(&patched);
-    CHECK(codec_meeting_decode(merged, &patched, &errs) == API_E_VALIDATION);
-    CHECK(has_field(&errs, "id"));
+    CHECK_EXPR(codec_meeting_decode(merged, &patched, &errs) == API_E_VALIDATION);
+    CHECK_EXPR(has_field(&errs, "id"));
     meeting_fini(&patched);
     json_decref(merged);
     json_decref(patch);
@@ -693,10 +676,10 @@ check_push_subscription(void)
         json_t *doc = load_q(subs[i].body);
         enum api_error e = codec_push_subscription_decode(doc, &out, &errs);
         if (subs[i].bad_field == NULL) {
-            CHECK(e == API_E_NONE && out.endpoint && out.p256dh && out.auth);
-            CHECK(out.expires_at_ms == subs[i].expires_at_ms);
+            CHECK_EXPR(e == API_E_NONE && out.endpoint && out.p256dh && out.auth);
+            CHECK_EXPR(out.expires_at_ms == subs[i].expires_at_ms);
         } else {
-            CHECK(e == API_E_VALIDATION && has_field(&errs, subs[i].bad_field));
+            CHECK_EXPR(e == API_E_VALIDATION && has_field(&errs, subs[i].bad_field));
         }
         codec_push_subscription_fini(&out);
         json_decref(doc);
@@ -709,8 +692,8 @@ check_push_subscription(void)
     struct codec_push_subscription out;
     struct codec_errors errs = {0};
     json_t *doc = json_loads(body, 0, NULL);
-    CHECK(codec_push_subscription_decode(doc, &out, &errs) == API_E_VALIDATION &&
-          has_field(&errs, "keys.p256dh"));
+    CHECK_EXPR(codec_push_subscription_decode(doc, &out, &errs) == API_E_VALIDATION &&
+               has_field(&errs, "keys.p256dh"));
     codec_push_subscription_fini(&out);
     json_decref(doc);
 }
@@ -736,19 +719,20 @@ check_push_payload(void)
     m.reminders[0].minutes_before = 5;
     char *text = codec_push_payload(&m, &o);
     json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
-    CHECK(doc != NULL);
-    CHECK(strlen(json_string_value(json_object_get(doc, "title"))) == CODEC_PUSH_TITLE_MAX);
-    CHECK(strcmp(json_string_value(json_object_get(doc, "url")), "https://app.example/m/1") == 0);
-    CHECK(json_integer_value(json_object_get(doc, "minutes_before")) == 5);
-    CHECK(codec_push_starts_at(text, &ms) == 0 && ms == m.starts_at_ms);
+    CHECK_EXPR(doc != NULL);
+    CHECK_EXPR(strlen(json_string_value(json_object_get(doc, "title"))) == CODEC_PUSH_TITLE_MAX);
+    CHECK_EXPR(strcmp(json_string_value(json_object_get(doc, "url")), "https://app.example/m/1") ==
+               0);
+    CHECK_EXPR(json_integer_value(json_object_get(doc, "minutes_before")) == 5);
+    CHECK_EXPR(codec_push_starts_at(text, &ms) == 0 && ms == m.starts_at_ms);
     json_decref(doc);
     free(text);
     free(m.metadata_json);
     m.metadata_json = strdup("{\"url\":\"javascript:alert(1)\"}");
     text = codec_push_payload(&m, &o);
-    CHECK(text != NULL && strstr(text, "\"url\"") == NULL);
+    CHECK_EXPR(text != NULL && strstr(text, "\"url\"") == NULL);
     free(text);
-    CHECK(codec_push_starts_at("{}", &ms) == -1 && codec_push_starts_at("nope", &ms) == -1);
+    CHECK_EXPR(codec_push_starts_at("{}", &ms) == -1 && codec_push_starts_at("nope", &ms) == -1);
     meeting_fini(&m);
 }
 
@@ -765,10 +749,5 @@ main(void)
     check_patch_flow();
     check_push_subscription();
     check_push_payload();
-    if (failures) {
-        printf("test_codec: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_codec: ok\n");
-    return 0;
+    return check_summary("test_codec");
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 
 static const struct {
@@ -85,48 +86,35 @@ main(void)
 {
     struct config cfg;
     char err[CONFIG_ERR_MAX];
-    int failures = 0;
-
-    if (config_load(&cfg, err, sizeof(err)) != 0 || cfg.http_port != 8080 ||
-        strcmp(cfg.http_host, "127.0.0.1") != 0 || cfg.mirror_horizon_ms != 86400000 ||
-        cfg.redis_port != 6379 || strcmp(cfg.redis_prefix, "tocsin") != 0 ||
-        cfg.http_connections_per_addr != 128 || cfg.http_header_timeout_s != 20 ||
-        cfg.http_body_timeout_s != 30 || cfg.db_wait_ms != 60000 || cfg.migrate_on_start != 1) {
-        printf("FAIL defaults: %s\n", err);
-        failures++;
-    }
+    CHECK(config_load(&cfg, err, sizeof(err)) == 0 && cfg.http_port == 8080 &&
+              strcmp(cfg.http_host, "127.0.0.1") == 0 && cfg.mirror_horizon_ms == 86400000 &&
+              cfg.redis_port == 6379 && strcmp(cfg.redis_prefix, "tocsin") == 0 &&
+              cfg.http_connections_per_addr == 128 && cfg.http_header_timeout_s == 20 &&
+              cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 && cfg.migrate_on_start == 1,
+          "defaults: %s", err);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         setenv(cases[i].var, cases[i].value, 1);
         err[0] = '\0';
         int ok = config_load(&cfg, err, sizeof(err)) == 0;
         unsetenv(cases[i].var);
-        if (ok != cases[i].ok || (!ok && strstr(err, cases[i].var) == NULL)) {
-            printf("FAIL config %zu: %s=%s -> %d (%s)\n", i, cases[i].var, cases[i].value, ok, err);
-            failures++;
-        }
+        CHECK(ok == cases[i].ok && (ok || strstr(err, cases[i].var) != NULL),
+              "config %zu: %s=%s -> %d (%s)", i, cases[i].var, cases[i].value, ok, err);
     }
     setenv("TOCSIN_REDIS_URL", "redis://:pw@redis.local:6380/3", 1);
-    if (config_load(&cfg, err, sizeof(err)) != 0 || strcmp(cfg.redis_host, "redis.local") != 0 ||
-        cfg.redis_port != 6380 || cfg.redis_db != 3 || strcmp(cfg.redis_password, "pw") != 0 ||
-        cfg.redis_user[0] != '\0') {
-        printf("FAIL redis url fields\n");
-        failures++;
-    }
+    CHECK(config_load(&cfg, err, sizeof(err)) == 0 && strcmp(cfg.redis_host, "redis.local") == 0 &&
+              cfg.redis_port == 6380 && cfg.redis_db == 3 &&
+              strcmp(cfg.redis_password, "pw") == 0 && cfg.redis_user[0] == '\0',
+          "redis url fields");
     setenv("TOCSIN_REDIS_URL", "redis://ops:a%2Fb@10.0.0.5/1", 1);
-    if (config_load(&cfg, err, sizeof(err)) != 0 || strcmp(cfg.redis_user, "ops") != 0 ||
-        strcmp(cfg.redis_password, "a/b") != 0) {
-        printf("FAIL redis ACL user fields\n");
-        failures++;
-    }
+    CHECK(config_load(&cfg, err, sizeof(err)) == 0 && strcmp(cfg.redis_user, "ops") == 0 &&
+              strcmp(cfg.redis_password, "a/b") == 0,
+          "redis ACL user fields");
     unsetenv("TOCSIN_REDIS_URL");
     /* libpq's reason follows the variable's name. */
     setenv("TOCSIN_DATABASE_URL", "postgresql://db/tocsin?sslmod=require", 1);
-    if (config_load(&cfg, err, sizeof(err)) == 0 ||
-        strncmp(err, "TOCSIN_DATABASE_URL: ", 21) != 0 || strstr(err, "sslmod") == NULL) {
-        printf("FAIL database url reason: %s\n", err);
-        failures++;
-    }
+    CHECK(config_load(&cfg, err, sizeof(err)) != 0 &&
+              strncmp(err, "TOCSIN_DATABASE_URL: ", 21) == 0 && strstr(err, "sslmod") != NULL,
+          "database url reason: %s", err);
     unsetenv("TOCSIN_DATABASE_URL");
-    printf("test_config: %d failure(s)\n", failures);
-    return failures != 0;
+    return check_summary("test_config");
 }

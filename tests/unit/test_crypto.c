@@ -8,35 +8,28 @@
 
 #include "check.h"
 #include "crypto.h"
+#include "hex.h"
 
-#define HEX_MAX 2 * CRYPTO_SHA256_LEN + 1
+#define HEX_MAX (HEX_ENCODED_LEN(CRYPTO_SHA256_LEN) + 1)
 #define VECTOR_MAX 64 /* bytes of the longest test vector below */
 
 static const char *
 hex(const uint8_t *b, size_t n, char out[HEX_MAX])
 {
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[b[i] >> 4];
-        out[2 * i + 1] = digits[b[i] & 15];
-    }
-    out[2 * n] = '\0';
+    hex_encode(b, n, out);
     return out;
 }
 
-/* The bytes of a hex text into out (room for VECTOR_MAX, and for them all); their count. */
+/* The bytes of a hex text into out (room for VECTOR_MAX); their count (0 for a vector that is
+ * not hex or too long, which fails the test). */
 static size_t
 unhex(const char *text, uint8_t *out)
 {
-    size_t n = strlen(text) / 2;
+    size_t n = 0;
+    int rc = hex_decode(text, strlen(text), out, VECTOR_MAX, &n);
 
-    for (size_t i = 0; i < n && i < VECTOR_MAX; i++) {
-        unsigned v = 0;
-        sscanf(text + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
-    return n;
+    CHECK(rc == 0, "test vector not hex or over VECTOR_MAX: %.24s", text);
+    return rc == 0 ? n : 0;
 }
 
 /* True when the n bytes at got are the hex text want. */
@@ -258,6 +251,5 @@ main(void)
     test_hkdf();
     test_gcm();
     test_wipe();
-    printf("test_crypto: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_crypto");
 }

@@ -261,6 +261,5 @@ main(void)
     test_generate();
     test_bad_points();
     test_es256();
-    printf("test_crypto_ec: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_crypto_ec");
 }

@@ -91,6 +91,5 @@ main(void)
         printf("hostile Accept shape %d, %u bytes: %.1f ms\n", kind, HOSTILE_BYTES, ms);
         free(s);
     }
-    printf("test_http_accept: %s\n", fails ? "FAILED" : "ok");
-    return fails != 0;
+    return check_summary("test_http_accept");
 }

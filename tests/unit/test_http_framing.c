@@ -95,6 +95,5 @@ main(void)
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
         CHECK(http_framing_target_has_nul(targets[i].target) == targets[i].nul, "%s",
               targets[i].target);
-    printf("test_http_framing: %s\n", fails ? "FAILED" : "ok");
-    return fails != 0;
+    return check_summary("test_http_framing");
 }

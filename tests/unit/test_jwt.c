@@ -436,7 +436,13 @@ test_structure(void)
           "token of %zu bytes: %s", strlen(tok), jwt_error_text(verify_at(tok, NOW, DAY_S, &c)));
     free(tok);
     tok = token_of_size(JWT_TOKEN_MAX);
-    tok = realloc(tok, JWT_TOKEN_MAX + 2);
+    char *longer = realloc(tok, JWT_TOKEN_MAX + 2);
+    CHECK(longer != NULL, "realloc");
+    if (longer == NULL) {
+        free(tok);
+        return;
+    }
+    tok = longer;
     memcpy(tok + JWT_TOKEN_MAX, "A", 2); /* one byte more: refused before anything is parsed */
     CHECK(verify_at(tok, NOW, DAY_S, &c) == JWT_E_TOO_LONG, "token of %zu bytes: %s", strlen(tok),
           jwt_error_text(verify_at(tok, NOW, DAY_S, &c)));
@@ -636,6 +642,5 @@ main(void)
     test_mint();
     test_scopes_text();
     test_error_texts();
-    printf("test_jwt: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_jwt");
 }

@@ -4,19 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "meeting.h"
 
 #define ID_SAMPLES 1000
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static const struct {
     const char *s;
@@ -40,20 +31,18 @@ check_ids(void)
     char a[MEETING_ID_LEN + 1], b[MEETING_ID_LEN + 1];
 
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-        if (meeting_id_valid(ids[i].s) != ids[i].want) {
-            printf("FAIL id_valid(%s) != %d\n", ids[i].s, ids[i].want);
-            failures++;
-        }
+        CHECK(meeting_id_valid(ids[i].s) == ids[i].want, "id_valid(%s) is not %d", ids[i].s,
+              ids[i].want);
     }
-    CHECK(!meeting_id_valid(NULL));
-    CHECK(meeting_new_id(b) == 0);
+    CHECK_EXPR(!meeting_id_valid(NULL));
+    CHECK_EXPR(meeting_new_id(b) == 0);
     for (int i = 0; i < ID_SAMPLES; i++) {
-        CHECK(meeting_new_id(a) == 0);
-        CHECK(strlen(a) == MEETING_ID_LEN);
-        CHECK(meeting_id_valid(a));
-        CHECK(a[14] == '4');                                                 /* version */
-        CHECK(a[19] == '8' || a[19] == '9' || a[19] == 'a' || a[19] == 'b'); /* variant */
-        CHECK(strcmp(a, b) != 0);
+        CHECK_EXPR(meeting_new_id(a) == 0);
+        CHECK_EXPR(strlen(a) == MEETING_ID_LEN);
+        CHECK_EXPR(meeting_id_valid(a));
+        CHECK_EXPR(a[14] == '4');                                                 /* version */
+        CHECK_EXPR(a[19] == '8' || a[19] == '9' || a[19] == 'a' || a[19] == 'b'); /* variant */
+        CHECK_EXPR(strcmp(a, b) != 0);
         memcpy(b, a, sizeof(a));
     }
 }
@@ -67,12 +56,12 @@ check_statuses(void)
     enum reminder_status got;
 
     for (size_t i = 0; i < 4; i++) {
-        CHECK(strcmp(reminder_status_name(all[i]), names[i]) == 0);
-        CHECK(reminder_status_parse(names[i], &got) == 0 && got == all[i]);
+        CHECK_EXPR(strcmp(reminder_status_name(all[i]), names[i]) == 0);
+        CHECK_EXPR(reminder_status_parse(names[i], &got) == 0 && got == all[i]);
     }
-    CHECK(reminder_status_parse("PENDING", &got) == -1);
-    CHECK(reminder_status_parse("", &got) == -1);
-    CHECK(reminder_status_parse("pendingx", &got) == -1);
+    CHECK_EXPR(reminder_status_parse("PENDING", &got) == -1);
+    CHECK_EXPR(reminder_status_parse("", &got) == -1);
+    CHECK_EXPR(reminder_status_parse("pendingx", &got) == -1);
 }
 
 static void
@@ -88,23 +77,36 @@ check_fire_times_and_keys(void)
     m.reminders[1] = (struct reminder){.id = 12, .minutes_before = 5};
     m.reminders[2] = (struct reminder){.id = 13, .minutes_before = 0};
     meeting_derive_fire_times(&m);
-    CHECK(m.reminders[0].fire_at_ms == 1795420800000LL - 40320LL * 60000);
-    CHECK(m.reminders[1].fire_at_ms == 1795420800000LL - 300000);
-    CHECK(m.reminders[2].fire_at_ms == 1795420800000LL);
+    CHECK_EXPR(m.reminders[0].fire_at_ms == 1795420800000LL - 40320LL * 60000);
+    CHECK_EXPR(m.reminders[1].fire_at_ms == 1795420800000LL - 300000);
+    CHECK_EXPR(m.reminders[2].fire_at_ms == 1795420800000LL);
 
     m.reminders[1].status = REMINDER_FIRED;
     meeting_pending_keys(&m, &keys);
-    CHECK(keys.n == 2);
-    CHECK(keys.k[0].reminder_id == 11 && keys.k[0].fire_at_ms == m.reminders[0].fire_at_ms);
-    CHECK(keys.k[1].reminder_id == 13 && keys.k[1].fire_at_ms == m.reminders[2].fire_at_ms);
+    CHECK_EXPR(keys.n == 2);
+    CHECK_EXPR(keys.k[0].reminder_id == 11 && keys.k[0].fire_at_ms == m.reminders[0].fire_at_ms);
+    CHECK_EXPR(keys.k[1].reminder_id == 13 && keys.k[1].fire_at_ms == m.reminders[2].fire_at_ms);
 
     /* Appends; NULL adds nothing; never past REMINDER_KEYS_MAX. */
     meeting_pending_keys(NULL, &keys);
-    CHECK(keys.n == 2);
+    CHECK_EXPR(keys.n == 2);
     for (int i = 0; i < 10; i++)
         meeting_pending_keys(&m, &keys);
-    CHECK(keys.n == REMINDER_KEYS_MAX);
+    CHECK_EXPR(keys.n == REMINDER_KEYS_MAX);
     meeting_fini(&m);
+}
+
+/* The occurrence id is the webhook-id, the push Topic's source and the mail Message-ID's head:
+ * the same text for every retry of one occurrence, and it fits at the int64 extremes. */
+static void
+check_occurrence_id(void)
+{
+    char id[OCCURRENCE_ID_MAX];
+
+    meeting_occurrence_id(42, 1700000000123, id);
+    CHECK_EXPR(strcmp(id, "rem_42_1700000000123") == 0);
+    meeting_occurrence_id(INT64_MIN, INT64_MIN, id);
+    CHECK_EXPR(strcmp(id, "rem_-9223372036854775808_-9223372036854775808") == 0);
 }
 
 static void
@@ -113,13 +115,13 @@ check_lifetime(void)
     struct meeting m;
 
     meeting_init(&m);
-    CHECK(m.title == NULL && m.n_reminders == 0 && m.id[0] == '\0');
+    CHECK_EXPR(m.title == NULL && m.n_reminders == 0 && m.id[0] == '\0');
     meeting_fini(&m); /* an empty meeting */
     m.title = strdup("t");
     m.metadata_json = strdup("{}");
     m.participants_json = strdup("[]");
     meeting_fini(&m); /* half-filled: ASan reports a leak if anything stays */
-    CHECK(m.title == NULL && m.metadata_json == NULL && m.participants_json == NULL);
+    CHECK_EXPR(m.title == NULL && m.metadata_json == NULL && m.participants_json == NULL);
     meeting_fini(&m); /* twice is harmless */
     meeting_fini(NULL);
 }
@@ -130,11 +132,7 @@ main(void)
     check_ids();
     check_statuses();
     check_fire_times_and_keys();
+    check_occurrence_id();
     check_lifetime();
-    if (failures) {
-        printf("test_meeting: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_meeting: ok\n");
-    return 0;
+    return check_summary("test_meeting");
 }

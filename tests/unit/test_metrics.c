@@ -48,12 +48,15 @@ main(void)
     CHECK(text != NULL, "render");
     if (text != NULL) {
         CHECK(strstr(text, "\ntocsin_reminders_fired_total 5\n") != NULL, "fired line");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"1\"} 3\n") != NULL,
-              "le=1 bucket");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_bucket{le=\"+Inf\"} 9\n") != NULL,
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"0.001\"} 3\n") != NULL,
+              "le=0.001 bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"10\"} 8\n") != NULL,
+              "le=10 bucket");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_bucket{le=\"+Inf\"} 9\n") != NULL,
               "+Inf bucket");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_count 9\n") != NULL, "count line");
-        CHECK(strstr(text, "tocsin_fire_lateness_milliseconds_sum 20048\n") != NULL, "sum line");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_count 9\n") != NULL, "count line");
+        CHECK(strstr(text, "tocsin_fire_lateness_seconds_sum 20.048\n") != NULL, "sum line");
+        CHECK(strstr(text, "milliseconds") == NULL, "no metric in milliseconds");
     }
     free(text);
 
@@ -95,6 +98,5 @@ main(void)
               "webhook count");
     }
     free(text);
-    printf("test_metrics: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_metrics");
 }

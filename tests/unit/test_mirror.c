@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 static const struct {
     const char *key;
     int want; /* 0 = parses, -1 = not ours */
@@ -54,86 +56,63 @@ static const struct {
     {"0123456789012345678901234567890123456789012345678901234567890123", INT64_MAX, INT64_MAX},
 };
 
-static int
+static void
 check_parse(void)
 {
-    int fails = 0;
-
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t id = -7, at = -7;
         int got = mirror_key_parse(cases[i].key, strlen(cases[i].key), "tocsin", &id, &at);
 
-        if (got != cases[i].want || (got == 0 && (id != cases[i].id || at != cases[i].fire_at))) {
-            printf("FAIL parse %zu \"%s\": got %d id=%" PRId64 " at=%" PRId64 "\n", i, cases[i].key,
-                   got, id, at);
-            fails++;
-        }
+        CHECK(got == cases[i].want && (got != 0 || (id == cases[i].id && at == cases[i].fire_at)),
+              "parse %zu \"%s\": got %d id=%" PRId64 " at=%" PRId64, i, cases[i].key, got, id, at);
     }
-    return fails;
 }
 
 /* The length argument bounds the parse: a longer buffer's tail must not be read. */
-static int
+static void
 check_len(void)
 {
     const char *key = "tocsin:rem:12:34XYZ";
-    int64_t id, at;
+    int64_t id = 0, at = 0;
 
-    if (mirror_key_parse(key, strlen(key) - 3, "tocsin", &id, &at) != 0 || id != 12 || at != 34) {
-        printf("FAIL parse with explicit length\n");
-        return 1;
-    }
-    return 0;
+    CHECK(mirror_key_parse(key, strlen(key) - 3, "tocsin", &id, &at) == 0 && id == 12 && at == 34,
+          "parse with explicit length");
 }
 
-static int
+static void
 check_trips(void)
 {
-    int fails = 0;
-
     for (size_t i = 0; i < sizeof trips / sizeof trips[0]; i++) {
         char key[MIRROR_KEY_MAX];
         int64_t id = -1, at = -1;
         size_t n =
             mirror_key_format(key, sizeof key, trips[i].prefix, trips[i].id, trips[i].fire_at);
 
-        if (n == 0 || n != strlen(key) ||
-            mirror_key_parse(key, n, trips[i].prefix, &id, &at) != 0 || id != trips[i].id ||
-            at != trips[i].fire_at) {
-            printf("FAIL round trip %zu \"%s\"\n", i, key);
-            fails++;
-        }
+        CHECK(n != 0 && n == strlen(key) &&
+                  mirror_key_parse(key, n, trips[i].prefix, &id, &at) == 0 && id == trips[i].id &&
+                  at == trips[i].fire_at,
+              "round trip %zu \"%s\"", i, key);
     }
-    return fails;
 }
 
-static int
+static void
 check_format(void)
 {
     char key[MIRROR_KEY_MAX], small[8];
-    int fails = 0;
 
-    if (mirror_key_format(key, sizeof key, "tocsin", 7, 1767225600000) != 26 ||
-        strcmp(key, "tocsin:rem:7:1767225600000") != 0) {
-        printf("FAIL format: \"%s\"\n", key);
-        fails++;
-    }
-    if (mirror_key_format(small, sizeof small, "tocsin", 7, 1) != 0) {
-        printf("FAIL format into a short buffer must return 0\n");
-        fails++;
-    }
-    return fails;
+    CHECK(mirror_key_format(key, sizeof key, "tocsin", 7, 1767225600000) == 26 &&
+              strcmp(key, "tocsin:rem:7:1767225600000") == 0,
+          "format: \"%s\"", key);
+    CHECK(mirror_key_format(small, sizeof small, "tocsin", 7, 1) == 0,
+          "format into a short buffer must return 0");
 }
 
 int
 main(void)
 {
-    int fails = check_parse() + check_len() + check_trips() + check_format();
-
-    if (fails != 0) {
-        printf("test_mirror: %d failure(s)\n", fails);
-        return 1;
-    }
-    printf("test_mirror: ok\n");
-    return 0;
+    check_parse();
+    check_len();
+    check_trips();
+    check_format();
+    return check_summary("test_mirror");
 }

@@ -132,6 +132,5 @@ main(void)
     test_basic();
     test_timeout_and_close();
     test_stress();
-    printf("test_queue: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_queue");
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "http_routes.h"
 #include "route.h"
 
@@ -38,7 +39,6 @@ static const struct {
 int
 main(void)
 {
-    int failures = 0;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct route_match m;
         enum route_result r =
@@ -48,12 +48,8 @@ main(void)
             ok = m.nargs == 1 && strcmp(m.args[0], cases[i].arg) == 0;
         if (ok && cases[i].allow != NULL)
             ok = strcmp(m.allow, cases[i].allow) == 0;
-        if (!ok) {
-            printf("FAIL route %zu: %s %s -> %d (allow '%s')\n", i, cases[i].method, cases[i].path,
-                   r, m.allow);
-            failures++;
-        }
+        CHECK(ok, "route %zu: %s %s -> %d (allow '%s')", i, cases[i].method, cases[i].path, r,
+              m.allow);
     }
-    printf("test_route: %d failure(s)\n", failures);
-    return failures != 0;
+    return check_summary("test_route");
 }

@@ -89,6 +89,5 @@ main(void)
 {
     test_sets();
     test_assignment();
-    printf("test_shard: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_shard");
 }

@@ -229,35 +229,56 @@ test_bound(void)
     char out[OUT_MAX];
     int written = 0;
 
-    /* Room for two frames and a bit: the third is refused whole, nothing of it is kept. */
-    sse_buf_init(&b, 2 * (sizeof frame - 1) + 10);
+    /* A bound of two frames less one byte: the second still goes in (fewer than max bytes
+     * wait), the third is refused whole and nothing of it is kept; so is a heartbeat. */
+    sse_buf_init(&b, 2 * (sizeof frame - 1) - 1);
     while (sse_write_event(&b, 1, "e", "0123456789", 10) == SSE_OK)
         written++;
     CHECK(written == 2 && sse_buf_pending(&b) == 2 * (sizeof frame - 1), "wrote %d frames, %zu B",
           written, sse_buf_pending(&b));
     CHECK(sse_write_event(&b, 1, "e", "0123456789", 10) == SSE_E_FULL, "third frame accepted");
-    CHECK(sse_write_comment(&b, "0123456789") == SSE_E_FULL, "a 14-byte comment fit in 10");
-    CHECK(sse_write_comment(&b, "hb") == SSE_OK, "a 6-byte comment did not fit in 10");
+    CHECK(sse_write_comment(&b, "hb") == SSE_E_FULL, "a comment went in past the bound");
+    CHECK(sse_buf_pending(&b) == 2 * (sizeof frame - 1), "a refused write left %zu B",
+          sse_buf_pending(&b));
     /* Draining one frame makes room again; what is taken comes out in order. */
     CHECK(sse_buf_take(&b, out, sizeof frame - 1) == sizeof frame - 1 &&
               memcmp(out, frame, sizeof frame - 1) == 0,
           "first frame");
-    CHECK(sse_write_event(&b, 1, "e", "0123456789", 10) == SSE_OK, "no room after draining");
+    CHECK(sse_write_comment(&b, "hb") == SSE_OK, "no room after draining");
+    CHECK(sse_write_event(&b, 1, "e", "0123456789", 10) == SSE_OK, "no room behind 39 B");
+    CHECK(sse_write_comment(&b, "hb") == SSE_E_FULL, "past the bound again");
     size_t n = sse_buf_take(&b, out, sizeof out);
     out[n] = '\0';
     CHECK(n == 2 * (sizeof frame - 1) + 6 && memcmp(out, frame, sizeof frame - 1) == 0 &&
               memcmp(out + sizeof frame - 1, ": hb\n\n", 6) == 0 &&
               strcmp(out + sizeof frame - 1 + 6, frame) == 0,
           "order after compaction: %s", out);
-    CHECK(sse_buf_pending(&b) == 0 && sse_buf_take(&b, out, 1) == 0, "not empty");
     sse_buf_fini(&b);
 
-    /* A buffer grown past SSE_BUF_KEEP_MAX gives its storage back once drained. */
-    static char big[SSE_BUF_KEEP_MAX * 2];
+    /* A frame larger than the bound goes into an empty buffer whole (a reader that keeps up is
+     * never cut for one large reminder); nothing follows it until it is taken. */
+    static char large[300];
+    memset(large, 'y', sizeof large - 1);
+    sse_buf_init(&b, 100);
+    CHECK(sse_write_comment(&b, "hb") == SSE_OK, "hb");
+    CHECK(sse_write_event(&b, 9, "reminder", large, sizeof large - 1) == SSE_OK,
+          "a frame larger than the bound refused behind 6 B");
+    CHECK(b.cap >= sse_buf_pending(&b) && sse_buf_pending(&b) > 300, "pending %zu, cap %zu",
+          sse_buf_pending(&b), b.cap);
+    CHECK(sse_write_comment(&b, "hb") == SSE_E_FULL, "a comment behind the large frame");
+    while (sse_buf_take(&b, out, 64) > 0)
+        ;
+    CHECK(sse_buf_pending(&b) == 0 && sse_buf_take(&b, out, 1) == 0, "not empty");
+    CHECK(sse_write_event(&b, 10, "reminder", large, sizeof large - 1) == SSE_OK,
+          "the next large frame after draining");
+    sse_buf_fini(&b);
+
+    /* A drained buffer gives its storage back, however large it grew. */
+    static char big[SSE_BUF_FIRST * 8];
     memset(big, 'x', sizeof big - 1);
     sse_buf_init(&b, sizeof big * 2);
     CHECK(sse_write_event(&b, -1, NULL, big, sizeof big - 1) == SSE_OK, "big frame refused");
-    CHECK(b.cap > SSE_BUF_KEEP_MAX, "capacity %zu", b.cap);
+    CHECK(b.cap > SSE_BUF_FIRST, "capacity %zu", b.cap);
     while (sse_buf_take(&b, out, sizeof out) > 0)
         ;
     CHECK(b.data == NULL && b.cap == 0, "drained big buffer kept %zu bytes", b.cap);
@@ -280,6 +301,5 @@ main(void)
     test_refused();
     test_read_back();
     test_bound();
-    printf("test_sse: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_sse");
 }

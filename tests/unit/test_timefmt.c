@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "timefmt.h"
 
 #define PARSE_FAIL (-2) /* expected value meaning "must be rejected" */
@@ -74,97 +75,73 @@ static const struct {
     {-99999999999999999LL, "0000-01-01T00:00:00.000Z"}, /* clamped */
 };
 
-static int
+static void
 check_parse(void)
 {
-    int failures = 0;
-
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int64_t got = PARSE_FAIL;
         int rc = timefmt_parse(cases[i].in, strlen(cases[i].in), &got);
         long long g = rc == 0 ? (long long)got : PARSE_FAIL;
 
-        if (g != cases[i].want) {
-            printf("FAIL parse %s: got %lld want %lld\n", cases[i].in, g, cases[i].want);
-            failures++;
-        }
+        CHECK(g == cases[i].want, "parse %s: got %lld want %lld", cases[i].in, g, cases[i].want);
     }
-    return failures;
 }
 
-static int
+static void
 check_format(void)
 {
-    int failures = 0;
     char buf[TIMEFMT_BUF];
 
     for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
         timefmt_format(formats[i].ms, buf);
-        if (strcmp(buf, formats[i].want) != 0) {
-            printf("FAIL format %lld: got %s want %s\n", formats[i].ms, buf, formats[i].want);
-            failures++;
-        }
+        CHECK(strcmp(buf, formats[i].want) == 0, "format %lld: got %s want %s", formats[i].ms, buf,
+              formats[i].want);
     }
-    return failures;
 }
 
 /* Every day from 1970 to 9999 at a noon-ish instant: format then parse gives the same ms. */
-static int
+static void
 check_round_trip(void)
 {
     const int64_t day = 86400000LL;
     char buf[TIMEFMT_BUF];
-    int failures = 0;
+    int before = fails;
 
-    for (int64_t ms = 43210987; ms <= 253402300799999LL && failures < 10; ms += day) {
+    for (int64_t ms = 43210987; ms <= 253402300799999LL && fails - before < 10; ms += day) {
         int64_t back = -1;
 
         timefmt_format(ms, buf);
-        if (timefmt_parse(buf, strlen(buf), &back) != 0 || back != ms) {
-            printf("FAIL round trip %lld -> %s -> %lld\n", (long long)ms, buf, (long long)back);
-            failures++;
-        }
+        CHECK(timefmt_parse(buf, strlen(buf), &back) == 0 && back == ms,
+              "round trip %lld -> %s -> %lld", (long long)ms, buf, (long long)back);
     }
-    return failures;
 }
 
 /* A NUL inside the given length must not be taken as the end of the text. */
-static int
+static void
 check_embedded_nul(void)
 {
     static const char s[] = "2026-04-01T00:00:00Z\0junk";
     int64_t got;
 
-    if (timefmt_parse(s, sizeof(s) - 1, &got) == 0) {
-        printf("FAIL embedded NUL accepted\n");
-        return 1;
-    }
-    return 0;
+    CHECK(timefmt_parse(s, sizeof(s) - 1, &got) != 0, "embedded NUL accepted");
 }
 
-static int
+static void
 check_now(void)
 {
     int64_t now = timefmt_now_ms();
 
     /* 2024-01-01 .. 2100-01-01: a sanity window, not a clock test. */
-    if (now < 1704067200000LL || now > 4102444800000LL) {
-        printf("FAIL now %lld looks wrong\n", (long long)now);
-        return 1;
-    }
-    return 0;
+    CHECK(now >= 1704067200000LL && now <= 4102444800000LL, "now %lld looks wrong", (long long)now);
 }
 
 int
 main(void)
 {
-    int failures =
-        check_parse() + check_format() + check_round_trip() + check_embedded_nul() + check_now();
-
-    if (failures) {
-        printf("test_timefmt: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_timefmt: ok\n");
-    return 0;
+    check_parse();
+    check_format();
+    check_round_trip();
+    check_embedded_nul();
+    check_now();
+    return check_summary("test_timefmt");
 }

@@ -129,6 +129,5 @@ main(void)
     test_table();
     test_ring_full();
     test_random();
-    printf("test_timerheap: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_timerheap");
 }

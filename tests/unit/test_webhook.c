@@ -6,6 +6,7 @@
 #include "deliver.h"
 #include "netguard.h"
 #include "outbound.h"
+#include "trace.h"
 #include "webhook.h"
 #include "webhook_sign.h"
 
@@ -14,6 +15,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #define WHY_MAX 256
@@ -67,17 +69,6 @@ test_secret_new(void)
     CHECK(strlen(a) == WEBHOOK_SECRET_LEN && strncmp(a, "whsec_", 6) == 0, "shape: %s", a);
     CHECK(strcmp(a, b) != 0, "two secrets alike: %s", a);
     CHECK(webhook_sign(a, "id", 1, "x", 1, sig) == 0, "a new secret does not sign");
-}
-
-static void
-test_message_id(void)
-{
-    char id[WEBHOOK_ID_MAX];
-
-    webhook_message_id(42, 1700000000123, id);
-    CHECK(strcmp(id, "rem_42_1700000000123") == 0, "got %s", id);
-    webhook_message_id(INT64_MAX, INT64_MAX, id);
-    CHECK(strlen(id) < WEBHOOK_ID_MAX && strncmp(id, "rem_", 4) == 0, "got %s", id);
 }
 
 static int
@@ -192,6 +183,67 @@ test_url_check(void)
     }
 }
 
+/* Under an allow-list: networks judged on the resolved addresses, names on the URL's host, and a
+ * refusal names the address and the setting. */
+static void
+test_target_check(void)
+{
+    struct netguard_allow a;
+    char why[WHY_MAX];
+
+    CHECK(netguard_allow_parse("127.0.0.0/8, localhost", &a, why, sizeof why) == 0, "parse");
+    CHECK(webhook_target_check("http://127.0.0.1:9/x", &a, why, sizeof why) == 0, "127/8: %s", why);
+    CHECK(webhook_target_check("http://localhost:9/x", &a, why, sizeof why) == 0, "by name: %s",
+          why);
+    CHECK(webhook_target_check("http://[::1]:9/x", &a, why, sizeof why) == -1 &&
+              strstr(why, "::1") != NULL && strstr(why, "TOCSIN_WEBHOOK_ALLOW_NETS") != NULL,
+          "::1 not listed: %s", why);
+    CHECK(webhook_target_check("http://10.0.0.8/", &a, why, sizeof why) == -1 &&
+              strstr(why, "10.0.0.8") != NULL,
+          "10.0.0.8: %s", why);
+    CHECK(webhook_target_check("https://93.184.216.34/hook", NULL, why, sizeof why) == 0,
+          "public without a list");
+    CHECK(webhook_target_check("ftp://127.0.0.1/", &a, why, sizeof why) == -1, "scheme first");
+    a.all = true;
+    CHECK(webhook_target_check("http://10.0.0.8/", &a, why, sizeof why) == 0, "all");
+    char host[64];
+    CHECK(webhook_host("http://[::1]:9/x", host, sizeof host) == 0 && strcmp(host, "::1") == 0,
+          "v6 host %s", host);
+    CHECK(webhook_host("https://Hooks.Example:443/", host, sizeof host) == 0 &&
+              strcasecmp(host, "hooks.example") == 0,
+          "host %s", host);
+    CHECK(webhook_host("/relative", host, sizeof host) == -1, "no host");
+}
+
+/* The request carries a traceparent whose trace id is the webhook-id's, on every attempt. */
+static void
+test_request_traceparent(void)
+{
+    struct webhook_message m = {
+        "http://127.0.0.1:9/", "rem_42_1767225600000", 1767225600, "v1,abc", "{}", 2};
+    struct webhook_request_buf b1, b2;
+    struct outbound_request r1, r2;
+    char trace1[TRACE_ID_LEN + 1], trace2[TRACE_ID_LEN + 1];
+    const char *tp1 = NULL, *tp2 = NULL;
+
+    CHECK(webhook_request(&m, &b1, &r1, 1000) == 0 && webhook_request(&m, &b2, &r2, 1000) == 0,
+          "built");
+    for (size_t i = 0; i < OUTBOUND_HEADERS_MAX && r1.headers[i] != NULL; i++)
+        if (strncmp(r1.headers[i], "traceparent: ", 13) == 0)
+            tp1 = r1.headers[i] + 13;
+    for (size_t i = 0; i < OUTBOUND_HEADERS_MAX && r2.headers[i] != NULL; i++)
+        if (strncmp(r2.headers[i], "traceparent: ", 13) == 0)
+            tp2 = r2.headers[i] + 13;
+    CHECK(tp1 != NULL && tp2 != NULL, "traceparent header");
+    if (tp1 != NULL && tp2 != NULL) {
+        CHECK(trace_parent_parse(tp1, trace1, NULL) == 0 &&
+                  trace_parent_parse(tp2, trace2, NULL) == 0,
+              "valid: %s %s", tp1, tp2);
+        CHECK(strcmp(trace1, trace2) == 0 && strcmp(tp1, tp2) != 0,
+              "one trace id, two spans: %s %s", tp1, tp2);
+    }
+}
+
 static void
 test_backoff(void)
 {
@@ -216,17 +268,16 @@ test_backoff(void)
 int
 main(void)
 {
-    if (outbound_global_init() != 0) {
-        printf("FAIL outbound_global_init\n");
-        return 1;
-    }
+    CHECK(outbound_global_init() == 0, "outbound_global_init");
+    if (fails > 0)
+        return check_summary("test_webhook");
     test_sign_vector();
     test_sign_bad_secrets();
     test_secret_new();
-    test_message_id();
     test_netguard();
     test_url_check();
+    test_target_check();
+    test_request_traceparent();
     test_backoff();
-    printf("test_webhook: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_webhook");
 }

@@ -614,6 +614,5 @@ main(void)
     test_vapid_jwt();
     test_origin();
     test_topic();
-    printf("test_webpush: %s\n", fails == 0 ? "ok" : "FAILED");
-    return fails != 0;
+    return check_summary("test_webpush");
 }

@@ -1,8 +1,8 @@
-/* metrics.c -- GET /metrics: the process's counters and fire-lateness histogram (metrics.c) plus
- * gauges read now: the engine's queues, the subscriber, Redis as the engine last saw it, the
- * build, and the outbox backlog from PostgreSQL (omitted when the database is down, so a scrape
- * still works in an outage). Prometheus text format 0.0.4. Public, like /healthz: it holds
- * counts, never tenant data. */
+/* prometheus.c -- GET /metrics: the process's counters and fire-lateness histogram (metrics.c),
+ * the HTTP requests by route (http_metrics.c), plus gauges read now: the engine's queues, the
+ * subscriber, Redis as the engine last saw it, the build, and the outbox backlog from PostgreSQL
+ * (omitted when the database is down, so a scrape still works in an outage). Prometheus text
+ * format 0.0.4. Public, like /healthz: it holds counts, never tenant data. */
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "deliver.h"
 #include "engine.h"
 #include "handler.h"
+#include "http_metrics.h"
 #include "http_routes.h"
 #include "hub.h"
 #include "metrics.h"
@@ -74,23 +75,23 @@ int
 handle_metrics(struct request *rq)
 {
     char extra[METRICS_GAUGES_MAX] = "";
-    char *text = metrics_render();
+    char *text = metrics_render(), *http = http_metrics_render(), *all = NULL;
     int ret;
 
-    if (text == NULL)
-        return http_reply_problem(rq, API_E_INTERNAL, "metrics unavailable");
-    gauges(rq, extra, sizeof extra);
-    size_t a = strlen(text), b = strlen(extra);
-    char *all = malloc(a + b + 1);
-    if (all == NULL) {
-        free(text);
-        return http_reply_problem(rq, API_E_INTERNAL, "out of memory");
+    if (text != NULL && http != NULL) {
+        gauges(rq, extra, sizeof extra);
+        size_t a = strlen(text), b = strlen(http), c = strlen(extra);
+        if ((all = malloc(a + b + c + 1)) != NULL) {
+            memcpy(all, text, a);
+            memcpy(all + a, http, b);
+            memcpy(all + a + b, extra, c + 1);
+        }
     }
-    memcpy(all, text, a);
-    memcpy(all + a, extra, b + 1);
-    ret = http_reply_raw(rq, MHD_HTTP_OK, all, a + b, "text/plain; version=0.0.4; charset=utf-8",
-                         NULL);
+    ret = all != NULL ? http_reply_raw(rq, MHD_HTTP_OK, all, strlen(all),
+                                       "text/plain; version=0.0.4; charset=utf-8", NULL)
+                      : http_reply_problem(rq, API_E_INTERNAL, "metrics unavailable");
     free(all);
+    free(http);
     free(text);
     return ret;
 }

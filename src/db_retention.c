@@ -1,0 +1,77 @@
+/* db_retention.c -- the statements of db_retention.h. Each picks its batch through the kind's
+ * index of migration 009 (oldest first, FOR UPDATE SKIP LOCKED) and deletes it by primary key or
+ * ctid in the same statement. */
+#include "db_retention.h"
+
+#include "db_internal.h"
+
+/* clang-format off */
+#define OLDER(col) col " < now() - $1::bigint * interval '1 second'"
+
+static const char idem_sql[] =
+    "WITH d AS (DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY("
+    "  SELECT ctid FROM idempotency_keys WHERE " OLDER("created_at")
+    "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+    " SELECT count(*) FROM d";
+
+static const char deliveries_sql[] =
+    "WITH d AS (DELETE FROM outbox WHERE id = ANY(ARRAY("
+    "  SELECT id FROM outbox WHERE status IN ('delivered', 'failed') AND " OLDER("created_at")
+    "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+    " SELECT count(*) FROM d";
+
+static const char meetings_sql[] =
+    "WITH d AS (DELETE FROM meetings WHERE id = ANY(ARRAY("
+    "  SELECT id FROM meetings WHERE deleted_at IS NOT NULL AND " OLDER("deleted_at")
+    "  ORDER BY deleted_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+    " SELECT count(*) FROM d";
+
+/* The head's purged_through rises in the same statement, so a reader sees both or neither: a
+ * resume from a cursor below it is told to reset instead of missing the purged events. */
+static const char stream_sql[] =
+    "WITH d AS (DELETE FROM stream_events WHERE ctid = ANY(ARRAY("
+    "  SELECT ctid FROM stream_events WHERE " OLDER("fired_at")
+    "  ORDER BY fired_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING tenant_id, seq),"
+    " m AS (SELECT tenant_id, max(seq) AS seq FROM d GROUP BY tenant_id),"
+    " u AS (UPDATE stream_heads h SET purged_through = m.seq FROM m"
+    "  WHERE h.tenant_id = m.tenant_id AND h.purged_through < m.seq RETURNING 1)"
+    " SELECT count(*) FROM d";
+/* clang-format on */
+
+static const struct {
+    const char *name;
+    enum db_stmt stmt;
+    const char *sql;
+} kinds[DB_RETENTION_KINDS] = {
+    [DB_RETENTION_IDEMPOTENCY] = {"idempotency_keys", STMT_RETENTION_IDEMPOTENCY, idem_sql},
+    [DB_RETENTION_DELIVERIES] = {"deliveries", STMT_RETENTION_DELIVERIES, deliveries_sql},
+    [DB_RETENTION_MEETINGS] = {"deleted_meetings", STMT_RETENTION_MEETINGS, meetings_sql},
+    [DB_RETENTION_STREAM_EVENTS] = {"stream_events", STMT_RETENTION_STREAM_EVENTS, stream_sql},
+};
+
+const char *
+db_retention_name(enum db_retention_kind k)
+{
+    return (unsigned)k < DB_RETENTION_KINDS ? kinds[k].name : "?";
+}
+
+enum db_status
+db_retention_purge(struct db *db, enum db_retention_kind k, int64_t older_than_s, int batch,
+                   int64_t *purged)
+{
+    char age[DB_I64_BUF], n[DB_I64_BUF];
+    const char *params[] = {db_i64(age, older_than_s), db_i64(n, batch)};
+    PGresult *res;
+
+    *purged = 0;
+    if ((unsigned)k >= DB_RETENTION_KINDS || batch < 1 || batch > DB_RETENTION_BATCH_MAX) {
+        db_set_err(db, "retention: kind %d, batch %d", (int)k, batch);
+        return DB_HARD_ERROR;
+    }
+    enum db_status st = db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    *purged = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;
+    PQclear(res);
+    return DB_ONE_RESULT;
+}

@@ -1,0 +1,172 @@
+/* retention.c -- the purge thread of retention.h. A pass goes kind by kind, batch after batch,
+ * until a batch comes back short; deleted meetings go a tenth of a batch at a time, since each
+ * takes its reminders and their outbox rows along. What it removed is counted in metrics.h and
+ * said in one log line per pass. */
+#include "retention.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+#include "log.h"
+#include "members.h"
+#include "metrics.h"
+#include "timefmt.h"
+
+#define OWNER_SHARD_OF 0 /* the replica owning the shard of reminder id 0 purges */
+#define MEETINGS_BATCH_DIVISOR 10
+
+struct retention {
+    struct retention_opts o;
+    char *database_url;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards stop */
+    pthread_cond_t cv;  /* monotonic clock; signalled by retention_stop */
+    bool stop;
+    struct db *db; /* the thread's own */
+    bool db_down;
+};
+
+static bool
+stopping(struct retention *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool s = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    return s;
+}
+
+/* Waits ms or until stopped; returns whether stopped. */
+static bool
+wait_ms(struct retention *r, int64_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop && pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
+        ;
+    bool s = r->stop;
+    pthread_mutex_unlock(&r->mu);
+    return s;
+}
+
+static void
+db_trouble(struct retention *r, const char *what)
+{
+    if (!r->db_down)
+        LOG_WARN("retention: %s: %s; retrying at the next pass", what,
+                 r->db ? db_errmsg(r->db) : "no database");
+    r->db_down = true;
+}
+
+/* Purges one kind batch by batch. Returns the rows removed, or -1 on database trouble. */
+static int64_t
+purge_kind(struct retention *r, enum db_retention_kind k)
+{
+    int batch = k == DB_RETENTION_MEETINGS ? r->o.batch / MEETINGS_BATCH_DIVISOR : r->o.batch;
+    int64_t total = 0, n = 0;
+
+    if (batch < 1)
+        batch = 1;
+    do {
+        if (db_retention_purge(r->db, k, r->o.keep_s[k], batch, &n) != DB_ONE_RESULT) {
+            db_trouble(r, db_retention_name(k));
+            return -1;
+        }
+        total += n;
+        metrics_retention_add(k, (uint64_t)n);
+    } while (n == batch && !wait_ms(r, RETENTION_PAUSE_MS));
+    return total;
+}
+
+static void
+pass(struct retention *r)
+{
+    char err[DB_ERR_MAX];
+    int64_t got[DB_RETENTION_KINDS] = {0}, start = timefmt_mono_ms(), all = 0;
+
+    if (r->db == NULL && (r->db = db_open(r->database_url, err, sizeof err)) == NULL) {
+        if (!r->db_down)
+            LOG_WARN("retention: database unavailable, retrying at the next pass: %s", err);
+        r->db_down = true;
+        return;
+    }
+    for (int k = 0; k < DB_RETENTION_KINDS && !stopping(r); k++) {
+        if ((got[k] = purge_kind(r, (enum db_retention_kind)k)) < 0)
+            return;
+        all += got[k];
+    }
+    if (r->db_down)
+        LOG_INFO("retention: database available again");
+    r->db_down = false;
+    if (all > 0)
+        LOG_INFO("retention: purged %lld idempotency keys, %lld deliveries, %lld deleted meetings, "
+                 "%lld stream events in %lld ms",
+                 (long long)got[DB_RETENTION_IDEMPOTENCY], (long long)got[DB_RETENTION_DELIVERIES],
+                 (long long)got[DB_RETENTION_MEETINGS], (long long)got[DB_RETENTION_STREAM_EVENTS],
+                 (long long)(timefmt_mono_ms() - start));
+}
+
+static void *
+run(void *arg)
+{
+    struct retention *r = arg;
+
+    while (!wait_ms(r, r->o.interval_ms))
+        if (members_owns(r->o.members, OWNER_SHARD_OF))
+            pass(r);
+    return NULL;
+}
+
+struct retention *
+retention_start(const struct retention_opts *opts)
+{
+    struct retention *r = calloc(1, sizeof *r);
+    pthread_condattr_t ca;
+
+    if (r == NULL)
+        return NULL;
+    r->o = *opts;
+    if (r->o.batch > DB_RETENTION_BATCH_MAX)
+        r->o.batch = DB_RETENTION_BATCH_MAX;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if ((r->database_url = strdup(opts->database_url)) == NULL ||
+        pthread_create(&r->thread, NULL, run, r) != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        free(r->database_url);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void
+retention_stop(struct retention *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    db_close(r->db);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r->database_url);
+    free(r);
+}
