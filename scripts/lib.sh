@@ -11,7 +11,7 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # tests' SMTP server).
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
-redis-server redis-tools clang-format wrk curl ca-certificates chromium faketime python3-dateutil
+redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr faketime python3-dateutil
 python3-icalendar python3-aiosmtpd"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"

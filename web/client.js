@@ -486,9 +486,15 @@ export function connect(o) {
  *   `importScripts()` /v1/sw.js; default: /v1/sw.js registered as it is, which a browser allows
  *   only when the page comes from tocsin's own origin (the demo page)
  * @property {string} [scope] the scope of that default registration (default: the page's path)
+ * @property {number} [timeoutMs] how long `enablePush` waits for the browser's push service to
+ *   answer `pushManager.subscribe()` (default 30 s)
  * @property {typeof fetch} [fetch]
  */
 const PUSH_STORAGE_PREFIX = 'tocsin:push:';
+// A browser that cannot reach its push service may never settle subscribe(): Chromium with no
+// way to Google's left it pending for the 90 s we waited. Past this the caller gets an error to
+// show instead of a toggle stuck half-way.
+const PUSH_SUBSCRIBE_TIMEOUT_MS = 30000;
 
 /** @param {PushOptions} o @returns {Promise<ServiceWorkerRegistration>} */
 async function pushRegistration(o) {
@@ -528,7 +534,8 @@ async function pushCall(o, method, path, body) {
 /**
  * Subscribes this browser to the token's participant's reminders by Web Push (shown by /v1/sw.js
  * while no page is open). Asks for the notification permission: call it from a click. Subscribing
- * again is harmless (the same browser keeps one subscription).
+ * again is harmless (the same browser keeps one subscription). Rejects when the browser's push
+ * service does not answer within `timeoutMs`.
  * @param {PushOptions} o
  * @returns {Promise<{ id: string, subscription: PushSubscription }>}
  */
@@ -548,7 +555,20 @@ export async function enablePush(o) {
         await sub.unsubscribe(); // made for another tenant's key
         sub = null;
     }
-    sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey });
+    if (!sub) {
+        const ms = o.timeoutMs ?? PUSH_SUBSCRIBE_TIMEOUT_MS;
+        let timer;
+        const late = /** @type {Promise<never>} */ (new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(
+                `the browser's push service did not answer within ${Math.ceil(ms / 1000)} s`)), ms);
+        }));
+        try {
+            sub = await Promise.race([
+                reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey }), late]);
+        } finally {
+            clearTimeout(timer);
+        }
+    }
     const { id } = await pushCall(o, 'POST', '/v1/push/subscriptions', sub.toJSON());
     localStorage.setItem(PUSH_STORAGE_PREFIX + sub.endpoint, id);
     return { id, subscription: sub };

@@ -17,7 +17,8 @@
  * The push message is JSON: {"type":"meeting.reminder","id","meeting_id","title","starts_at",
  * "minutes_before","url"?}. The notification's tag is the reminder's id (the webhook-id), so a
  * message the push service delivers twice replaces its own notification instead of showing a
- * second one. Open pages of the app get {type:"tocsin.reminder", reminder} by postMessage.
+ * second one. Open pages of the app get {type:"tocsin.reminder", reminder} by postMessage once the
+ * notification is up.
  * Push messages of another shape are left to the app's own handlers.
  */
 /* eslint-env serviceworker */
@@ -44,16 +45,21 @@
     }
 
     async function show(r) {
-        const pages = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
-        for (const page of pages) page.postMessage({ type: 'tocsin.reminder', reminder: r });
-        const extra = typeof hooks().notification === 'function' ? hooks().notification(r) : {};
-        await self.registration.showNotification(r.title || 'Meeting reminder', {
-            body: body(r),
-            tag: r.id,
-            data: { tocsin: r },
-            timestamp: Date.parse(r.starts_at) || Date.now(),
-            ...extra,
-        });
+        try {
+            const extra = typeof hooks().notification === 'function' ? hooks().notification(r) : {};
+            await self.registration.showNotification(r.title || 'Meeting reminder', {
+                body: body(r),
+                tag: r.id,
+                data: { tocsin: r },
+                timestamp: Date.parse(r.starts_at) || Date.now(),
+                ...extra,
+            });
+        } finally {
+            // Pages hear of it once the notification is up, so that one showing the reminder
+            // itself can find it (getNotifications({tag: id})) and close it.
+            const pages = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+            for (const page of pages) page.postMessage({ type: 'tocsin.reminder', reminder: r });
+        }
     }
 
     function target(r) {
