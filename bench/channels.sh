@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# bench/channels.sh -- reminders that reach people, measured end to end (bench/channels.mjs) on a
+# release build with its own PostgreSQL and Redis under .local/bench-channels and BENCH_REPLICAS
+# (3) replicas: BENCH_PUSH (10,000) participants of meetings of 500, each with one Web Push
+# subscription on the push-service stand-in of the tests (tests/api/pushservice.mjs: it decrypts
+# every message with http_ece and verifies its VAPID JWT with jose), reminded at one instant: the
+# time until the stand-in holds them all; then BENCH_EMAIL (1,000) recipients through the local
+# SMTP server of the tests (tests/api/smtp_server.py, Debian's python3-aiosmtpd): the time until
+# it has accepted them all. Each next to the same number of webhook deliveries to a plain local
+# receiver in the same run (the baseline). Environment: BENCH_SCENARIOS ("push email"),
+# BENCH_REPLICAS, BENCH_PUSH, BENCH_EMAIL; TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT.
+# Not part of CI.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+cd "$TOCSIN_ROOT"
+
+PG_PORT=${TOCSIN_BENCH_PG_PORT:-54481}
+REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63881}
+DIR=$TOCSIN_ROOT/.local/bench-channels
+BIN=$TOCSIN_ROOT/build-release/tocsin
+
+cleanup()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    tocsin_redis_stop "$DIR/redis" || true
+    tocsin_pg_stop "$DIR/pg" || true
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ulimit -n "$(ulimit -Hn)"
+tocsin_install_deps
+tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+tocsin_npm_install tests
+
+tocsin_redis_stop "$DIR/redis"
+tocsin_pg_stop "$DIR/pg"
+tocsin_pg_wipe "$DIR/pg"
+rm -rf "$DIR"
+mkdir -p "$DIR"
+tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 200" "shared_buffers = 512MB"
+tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
+
+export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+"$BIN" migrate
+BENCH_TOKEN=$("$BIN" keys create --tenant bench)
+BENCH_PSQL=$(tocsin_pg_bindir)/psql
+export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$BIN BENCH_DB_URL=$TOCSIN_DATABASE_URL BENCH_DIR=$DIR
+export BENCH_REDIS_PORT=$REDIS_PORT
+node bench/channels.mjs
