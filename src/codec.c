@@ -4,23 +4,17 @@
  * than ECHO_MAX bytes of client input (only unknown member names are quoted, in field paths). */
 #include "codec.h"
 
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "timefmt.h"
+#include "tz.h"
 
-#define ECHO_MAX 40       /* bytes of client input an error may quote */
-#define PARSE_TEXT_MAX 96 /* bytes of jansson's own message kept in a parse error */
-#define ZONEINFO_DIR "/usr/share/zoneinfo"
-#define ZONE_PATH_MAX 512 /* zoneinfo directory + "/" + name */
-#define TZIF_MAGIC "TZif"
-#define TZIF_MAGIC_LEN 4
+#define ECHO_MAX 40         /* bytes of client input an error may quote */
+#define PARSE_TEXT_MAX 96   /* bytes of jansson's own message kept in a parse error */
 #define INT_TEXT_MAX 24     /* a 64-bit integer in decimal plus NUL */
 #define CODEC_SCOPE_MAX 100 /* characters of a scope text (all four names need 47) */
 
@@ -250,58 +244,6 @@ decode_times(const json_t *doc, struct meeting *m, struct codec_errors *errs)
         add_error(errs, "ends_at", "must be after starts_at");
 }
 
-/* Segments of [A-Za-z0-9_+-] joined by '/'. '.' is outside the alphabet, so no segment can be
- * "." or "..", and no name can leave the zoneinfo directory. */
-static bool
-zone_shape_ok(const char *s, size_t len)
-{
-    size_t seg = 0;
-
-    if (len == 0 || len > MEETING_TIME_ZONE_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-
-        if (c == '/') {
-            if (seg == 0)
-                return false;
-            seg = 0;
-            continue;
-        }
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '+' || c == '-'))
-            return false;
-        seg++;
-    }
-    return seg > 0;
-}
-
-/* The name must be a compiled zone (TZif file) under $TZDIR or the system zoneinfo. The
- * directory also holds aliases of the host's own setting and leap-second variants, refused. */
-static bool
-zone_exists(const char *name)
-{
-    const char *dir = getenv("TZDIR");
-    char path[ZONE_PATH_MAX], magic[TZIF_MAGIC_LEN];
-    struct stat st;
-    int fd, n;
-
-    if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0 ||
-        strncmp(name, "right/", 6) == 0 || strncmp(name, "posix/", 6) == 0)
-        return false;
-    if (dir == NULL || dir[0] == '\0')
-        dir = ZONEINFO_DIR;
-    n = snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return false;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return false;
-    n = (int)read(fd, magic, sizeof(magic));
-    close(fd);
-    return n == TZIF_MAGIC_LEN && memcmp(magic, TZIF_MAGIC, TZIF_MAGIC_LEN) == 0;
-}
-
 static void
 decode_time_zone(const json_t *doc, struct meeting *m, struct codec_errors *errs)
 {
@@ -315,7 +257,8 @@ decode_time_zone(const json_t *doc, struct meeting *m, struct codec_errors *errs
         return;
     }
     s = json_string_value(v);
-    if (!zone_shape_ok(s, json_string_length(v)) || !zone_exists(s)) {
+    if (json_string_length(v) > MEETING_TIME_ZONE_MAX || strlen(s) != json_string_length(v) ||
+        !tz_known(s)) {
         add_error(errs, "time_zone", "must be a known IANA time zone name, e.g. Europe/Berlin");
         return;
     }

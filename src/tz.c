@@ -132,6 +132,12 @@ floor_seconds(int64_t utc_ms)
     return utc_ms / 1000 - (utc_ms % 1000 < 0);
 }
 
+bool
+tz_known(const char *name)
+{
+    return name != NULL && name[0] != '\0' && zone_get(name) != NULL;
+}
+
 int
 tz_local(const char *zone, int64_t utc_ms, struct tz_local *out)
 {

@@ -6,6 +6,7 @@
 #ifndef TOCSIN_TZ_H
 #define TOCSIN_TZ_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tz_local {
@@ -21,6 +22,10 @@ struct tz_wall {
 /* utc_ms as wall-clock time in zone (NULL or "" = UTC) into *out. 0, or -1 for an unknown zone
  * (one that codec.c would refuse, or whose file is missing or unreadable). */
 int tz_local(const char *zone, int64_t utc_ms, struct tz_local *out);
+/* Whether name is a zone tocsin can use: segments of [A-Za-z0-9_+-] joined by '/' (so no name
+ * leaves the zoneinfo directory), at most 64 bytes, not an alias of the host's own setting or a
+ * leap-second variant, and a TZif file under $TZDIR or the system zoneinfo that parses. */
+bool tz_known(const char *name);
 
 /* The UTC offset (local minus UTC, seconds) of zone at the instant utc_s (seconds since the
  * epoch). 0, or -1 for an unknown zone. */

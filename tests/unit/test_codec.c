@@ -400,14 +400,15 @@ check_decoded_values(void)
     meeting_fini(&m);
 }
 
-/* A zone directory of our own (TZDIR): the 64-byte limit and the TZif check. */
+/* A zone directory of our own (TZDIR): the 64-byte limit and a TZif file that must parse. */
 static void
 check_tzdir(void)
 {
     char dir[] = "/tmp/test_codec_tzXXXXXX", path[256], body[512];
     static const char *const files[] = {
         "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ/Zone", "Fake/Plain"};
-    static const char *const contents[] = {"TZif2...", "hello"};
+    /* A real TZif file (the system's UTC) under the longest name, and one that is not. */
+    static const char *const sources[] = {"/usr/share/zoneinfo/UTC", NULL};
     struct meeting m;
     struct codec_errors errs;
     FILE *f;
@@ -422,13 +423,24 @@ check_tzdir(void)
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
         f = fopen(path, "w");
         if (f != NULL) {
-            fputs(contents[i], f);
+            FILE *src = sources[i] ? fopen(sources[i], "rb") : NULL;
+            size_t n;
+            char chunk[256];
+
+            if (src == NULL)
+                fputs("hello", f);
+            while (src != NULL && (n = fread(chunk, 1, sizeof chunk, src)) > 0)
+                fwrite(chunk, 1, n, f);
+            if (src != NULL)
+                fclose(src);
             fclose(f);
         }
     }
     setenv("TZDIR", dir, 1);
     for (int i = 0; i < 3; i++) {
-        const char *tz = i < 2 ? files[i] : "Europe/Berlin"; /* not in our directory */
+        /* A system zone this program has not read yet: not in our directory (zones, once read, are
+         * kept for the life of the process). */
+        const char *tz = i < 2 ? files[i] : "Pacific/Fiji";
 
         snprintf(body, sizeof(body), BASE ",'time_zone':'%s'}", tz);
         q(body);
