@@ -12,8 +12,8 @@
 #include "db_meeting_sql.h"
 #include "log.h"
 #include "shard.h"
+#include "strbuf.h"
 
-#define TBUF_INITIAL 256
 #define KEYS_INITIAL 16
 
 /* clang-format off */
@@ -199,36 +199,7 @@ static enum db_status append_rows(struct db *db, PGresult *res, struct db_meetin
 
 /* ---- text arrays ---------------------------------------------------------------------------- */
 
-struct tbuf {
-    char *p;
-    size_t len, cap;
-    bool bad;
-    bool open; /* an item was written since '{' */
-};
-
-static void
-tb_put(struct tbuf *b, const char *s, size_t n)
-{
-    if (b->bad)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : TBUF_INITIAL;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->bad = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void __attribute__((format(printf, 2, 3))) tb_item(struct tbuf *b, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) tb_item(struct strbuf *b, const char *fmt, ...)
 {
     char item[MEETING_ID_LEN + DB_I64_BUF];
     va_list ap;
@@ -237,27 +208,27 @@ static void __attribute__((format(printf, 2, 3))) tb_item(struct tbuf *b, const 
     int n = vsnprintf(item, sizeof item, fmt, ap);
     va_end(ap);
     if (b->len == 0)
-        tb_put(b, "{", 1);
+        strbuf_put(b, "{", 1);
     else
-        tb_put(b, ",", 1);
-    tb_put(b, item, (size_t)n);
+        strbuf_put(b, ",", 1);
+    strbuf_put(b, item, (size_t)n);
 }
 
 /* Closes the array; "{}" when no item was added. NULL when out of memory. */
 static const char *
-tb_done(struct tbuf *b)
+tb_done(struct strbuf *b)
 {
     if (b->len == 0)
-        tb_put(b, "{", 1);
-    tb_put(b, "}", 1);
+        strbuf_put(b, "{", 1);
+    strbuf_put(b, "}", 1);
     return b->bad ? NULL : b->p;
 }
 
 static void
-tb_free(struct tbuf *b, size_t n)
+tb_free(struct strbuf *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(b[i].p);
+        strbuf_fini(&b[i]);
 }
 
 static enum db_status
@@ -303,7 +274,7 @@ db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m, int64_t
               int64_t covered_to, int64_t extend_after)
 {
     const struct meeting_recurrence *rec = m->recurrence;
-    struct tbuf a[4] = {{0}};
+    struct strbuf a[4] = {{0}};
     char tenant[DB_I64_BUF], covered[DB_I64_BUF], extend[DB_I64_BUF], last[DB_I64_BUF];
     PGresult *res;
 
@@ -340,14 +311,8 @@ db_meeting_touch(struct db *db, int64_t tenant_id, const char *id, int64_t updat
 {
     char tenant[DB_I64_BUF], at[DB_I64_BUF];
     const char *params[] = {id, db_i64(tenant, tenant_id), db_ms(at, updated_at_ms)};
-    PGresult *res;
 
-    enum db_status st = db_exec(db, STMT_MEETING_TOUCH, touch_sql, 3, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = db_affected(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
+    return db_exec_one_row(db, STMT_MEETING_TOUCH, touch_sql, 3, params);
 }
 
 enum db_status
@@ -366,7 +331,7 @@ db_series_drop(struct db *db, const char *meeting_id)
 
 /* The six row arrays of sync_sql ($3..$8) into a[0..5]. */
 static void
-row_arrays(const struct series_rows *rows, struct tbuf a[6])
+row_arrays(const struct series_rows *rows, struct strbuf a[6])
 {
     for (size_t i = 0; i < rows->n; i++) {
         const struct series_row *r = &rows->r[i];
@@ -384,7 +349,7 @@ db_series_sync(struct db *db, int64_t tenant_id, const char *meeting_id,
                const struct series_rows *rows, int64_t lo, bool reconcile, struct db_key_list *gone,
                struct db_key_list *fresh)
 {
-    struct tbuf a[6] = {{0}};
+    struct strbuf a[6] = {{0}};
     char tenant[DB_I64_BUF], low[DB_I64_BUF];
     PGresult *res;
     enum db_status st;
@@ -430,7 +395,7 @@ db_override_list_fini(struct db_override_list *l)
 
 /* "{id,...}" of valid meeting ids (hex digits and dashes only). */
 static const char *
-id_array(struct tbuf *b, const char *const *ids, size_t n)
+id_array(struct strbuf *b, const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (meeting_id_valid(ids[i]))
@@ -438,20 +403,27 @@ id_array(struct tbuf *b, const char *const *ids, size_t n)
     return tb_done(b);
 }
 
+/* Runs a statement whose one parameter is the array of the valid ids among ids[0..n). */
+static enum db_status
+exec_ids(struct db *db, enum db_stmt stmt, const char *sql, const char *const *ids, size_t n,
+         const char *what, PGresult **res)
+{
+    struct strbuf b = {0};
+    const char *params[] = {id_array(&b, ids, n)};
+    enum db_status st = params[0] == NULL ? oom(db, what) : db_exec(db, stmt, sql, 1, params, res);
+
+    strbuf_fini(&b);
+    return st;
+}
+
 enum db_status
 db_override_list(struct db *db, const char *const *ids, size_t n, struct db_override_list *out)
 {
-    struct tbuf b = {0};
     PGresult *res;
 
     memset(out, 0, sizeof *out);
-    const char *params[] = {id_array(&b, ids, n)};
-    if (params[0] == NULL) {
-        free(b.p);
-        return oom(db, "listing overrides");
-    }
-    enum db_status st = db_exec(db, STMT_OVERRIDE_LIST, override_list_sql, 1, params, &res);
-    free(b.p);
+    enum db_status st =
+        exec_ids(db, STMT_OVERRIDE_LIST, override_list_sql, ids, n, "listing overrides", &res);
     if (st != DB_ONE_RESULT)
         return st;
     int rows = PQntuples(res);
@@ -504,18 +476,18 @@ db_override_put(struct db *db, const char *meeting_id, const struct series_overr
 enum db_status
 db_override_delete(struct db *db, const char *meeting_id, const int64_t *originals, size_t n)
 {
-    struct tbuf b = {0};
+    struct strbuf b = {0};
     PGresult *res;
 
     for (size_t i = 0; i < n; i++)
         tb_item(&b, "%lld", (long long)originals[i]);
     const char *params[] = {meeting_id, tb_done(&b)};
     if (params[1] == NULL) {
-        free(b.p);
+        strbuf_fini(&b);
         return oom(db, "deleting overrides");
     }
     enum db_status st = db_exec(db, STMT_OVERRIDE_DELETE, override_delete_sql, 2, params, &res);
-    free(b.p);
+    strbuf_fini(&b);
     if (st == DB_ONE_RESULT)
         PQclear(res);
     return st;
@@ -554,17 +526,10 @@ db_series_due(struct db *db, const struct shard_set *shards, size_t max, struct 
 enum db_status
 db_series_load(struct db *db, const char *const *ids, size_t n, struct db_meeting_list *out)
 {
-    struct tbuf b = {0};
     PGresult *res;
 
     memset(out, 0, sizeof *out);
-    const char *params[] = {id_array(&b, ids, n)};
-    if (params[0] == NULL) {
-        free(b.p);
-        return oom(db, "loading series");
-    }
-    enum db_status st = db_exec(db, STMT_SERIES_LOAD, load_sql, 1, params, &res);
-    free(b.p);
+    enum db_status st = exec_ids(db, STMT_SERIES_LOAD, load_sql, ids, n, "loading series", &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = append_rows(db, res, out);
@@ -584,18 +549,18 @@ struct extend_tx {
 static enum db_status
 lock_batch(struct db *db, struct extend_tx *t, bool *keep)
 {
-    struct tbuf b = {0};
+    struct strbuf b = {0};
     PGresult *res;
 
     for (size_t i = 0; i < t->n; i++)
         tb_item(&b, "%s", t->ext[i].m->id);
     const char *params[] = {tb_done(&b)};
     if (params[0] == NULL) {
-        free(b.p);
+        strbuf_fini(&b);
         return oom(db, "locking series");
     }
     enum db_status st = db_exec(db, STMT_SERIES_LOCK, lock_sql, 1, params, &res);
-    free(b.p);
+    strbuf_fini(&b);
     if (st != DB_ONE_RESULT)
         return st;
     for (size_t i = 0; i < t->n; i++) {
@@ -613,7 +578,7 @@ extend_tx_run(struct db *db, void *arg)
 {
     struct extend_tx *t = arg;
     bool *keep = calloc(t->n ? t->n : 1, sizeof *keep);
-    struct tbuf rows[8] = {{0}}, win[3] = {{0}};
+    struct strbuf rows[8] = {{0}}, win[3] = {{0}};
     PGresult *res;
     enum db_status st;
 
@@ -686,7 +651,7 @@ enum db_status
 db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids, size_t n,
                         struct db_meeting_list *out)
 {
-    struct tbuf a = {0}, b = {0};
+    struct strbuf a = {0}, b = {0};
     PGresult *res;
     enum db_status st = DB_ONE_RESULT;
 
@@ -702,8 +667,8 @@ db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *ri
     const char *params[] = {tb_done(&a), tb_done(&b)};
     out->m = calloc(n ? n : 1, sizeof *out->m);
     if (params[0] == NULL || params[1] == NULL || out->m == NULL) {
-        free(a.p);
-        free(b.p);
+        strbuf_fini(&a);
+        strbuf_fini(&b);
         free(out->m);
         out->m = NULL;
         return oom(db, "loading meetings");
@@ -711,8 +676,8 @@ db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *ri
     for (out->n = 0; out->n < n; out->n++)
         meeting_init(&out->m[out->n]);
     st = db_exec(db, STMT_MEETING_GET_MANY_FOR, get_many_for_sql, 2, params, &res);
-    free(a.p);
-    free(b.p);
+    strbuf_fini(&a);
+    strbuf_fini(&b);
     if (st != DB_ONE_RESULT) {
         db_meeting_list_fini(out);
         return st;
@@ -741,7 +706,7 @@ enum db_status
 db_occurrence_reminders(struct db *db, const char *meeting_id, const int64_t *originals, size_t n,
                         struct db_occurrence_reminders *out)
 {
-    struct tbuf b = {0};
+    struct strbuf b = {0};
     PGresult *res;
 
     memset(out, 0, sizeof *out);
@@ -749,12 +714,12 @@ db_occurrence_reminders(struct db *db, const char *meeting_id, const int64_t *or
         tb_item(&b, "%lld", (long long)originals[i]);
     const char *params[] = {meeting_id, tb_done(&b)};
     if (params[1] == NULL) {
-        free(b.p);
+        strbuf_fini(&b);
         return oom(db, "reading occurrences");
     }
     enum db_status st =
         db_exec(db, STMT_OCCURRENCE_REMINDERS, occurrence_reminders_sql, 2, params, &res);
-    free(b.p);
+    strbuf_fini(&b);
     if (st != DB_ONE_RESULT)
         return st;
     int rows = PQntuples(res);

@@ -3,7 +3,6 @@
  * fits it. */
 #include "mail.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "codec.h"
 #include "crypto.h"
 #include "hex.h"
+#include "strbuf.h"
 #include "timefmt.h"
 #include "tz.h"
 
@@ -30,59 +30,6 @@
 /* "<occurrence id>.<hex digest>" with its NUL. */
 _Static_assert(OCCURRENCE_ID_MAX + HEX_ENCODED_LEN(MAIL_ID_DIGEST_BYTES) + 1 <= MAIL_ID_MAX,
                "MAIL_ID_MAX holds the occurrence id, a dot and the digest");
-
-struct buf {
-    char *p;
-    size_t len, cap;
-    bool bad;
-};
-
-static void
-put(struct buf *b, const char *s, size_t n)
-{
-    if (b->bad || b->len + n + 1 > MAIL_MESSAGE_MAX) {
-        b->bad = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->bad = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void putf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-putf(struct buf *b, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof line)
-        b->bad = true;
-    else
-        put(b, line, (size_t)n);
-}
-
-static void
-puts_(struct buf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
 
 /* ---- addresses and ids ----------------------------------------------------------------------- */
 
@@ -131,7 +78,7 @@ utf8_cut(const char *s, size_t len, size_t max)
  * into the header's value, and mail programs refuse or mangle a name or subject with a line
  * break in it. */
 static void
-put_words(struct buf *b, const char *text)
+put_words(struct strbuf *b, const char *text)
 {
     char raw[WORD_RAW_MAX], enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
     size_t len = strlen(text), at = 0;
@@ -145,44 +92,44 @@ put_words(struct buf *b, const char *text)
             raw[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
         }
         enc[b64_encode(raw, n, enc)] = '\0';
-        putf(b, "%s=?UTF-8?B?%s?=", at > 0 ? "\r\n " : "", enc);
+        strbuf_printf(b, "%s=?UTF-8?B?%s?=", at > 0 ? "\r\n " : "", enc);
         at += n;
     }
 }
 
 /* data as base64 lines of LINE_MAX_B64 characters. */
 static void
-put_base64(struct buf *b, const char *data, size_t len)
+put_base64(struct strbuf *b, const char *data, size_t len)
 {
     char enc[LINE_MAX_B64 + 1];
 
     for (size_t at = 0; at < len; at += LINE_MAX_B64 / 4 * 3) {
         size_t n = len - at < LINE_MAX_B64 / 4 * 3 ? len - at : LINE_MAX_B64 / 4 * 3;
         enc[b64_encode(data + at, n, enc)] = '\0';
-        putf(b, "%s\r\n", enc);
+        strbuf_printf(b, "%s\r\n", enc);
     }
 }
 
 /* One iCalendar content line "name:value" with the value's text escaped (RFC 5545 3.3.11) and the
  * line folded at ICS_LINE_MAX octets on character boundaries. */
 static void
-put_ics(struct buf *b, const char *name, const char *value, bool text)
+put_ics(struct strbuf *b, const char *name, const char *value, bool text)
 {
-    struct buf line = {0};
+    struct strbuf line = {.max = MAIL_MESSAGE_MAX};
     size_t at = 0;
 
-    puts_(&line, name);
-    put(&line, ":", 1);
+    strbuf_puts(&line, name);
+    strbuf_put(&line, ":", 1);
     for (const char *p = value; *p != '\0'; p++) {
         unsigned char c = (unsigned char)*p;
         if (text && (c == '\\' || c == ';' || c == ','))
-            put(&line, "\\", 1);
+            strbuf_put(&line, "\\", 1);
         /* A line break (CRLF, LF or a lone CR) is the escape \n; other control characters,
          * which RFC 5545 does not allow in text, are left out. */
         if (text && (c == '\n' || (c == '\r' && p[1] != '\n')))
-            put(&line, "\\n", 2);
+            strbuf_put(&line, "\\n", 2);
         else if ((c >= 0x20 && c != 0x7f) || c == '\t')
-            put(&line, p, 1);
+            strbuf_put(&line, p, 1);
     }
     while (!line.bad && at < line.len) {
         size_t max = at == 0 ? ICS_LINE_MAX : ICS_LINE_MAX - 1;
@@ -190,9 +137,9 @@ put_ics(struct buf *b, const char *name, const char *value, bool text)
         if (n == 0)
             n = 1;
         if (at > 0)
-            put(b, " ", 1);
-        put(b, line.p + at, n);
-        put(b, "\r\n", 2);
+            strbuf_put(b, " ", 1);
+        strbuf_put(b, line.p + at, n);
+        strbuf_put(b, "\r\n", 2);
         at += n;
     }
     b->bad |= line.bad;
@@ -219,13 +166,13 @@ zone_of(const struct meeting *m)
 }
 
 static void
-calendar(struct buf *b, const struct mail_input *in)
+calendar(struct strbuf *b, const struct mail_input *in)
 {
     const struct meeting *m = in->m;
     char t[32], uid[MEETING_ID_LEN + 16];
 
-    puts_(b, "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tocsin//reminders//EN\r\n"
-             "METHOD:PUBLISH\r\nBEGIN:VEVENT\r\n");
+    strbuf_puts(b, "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tocsin//reminders//EN\r\n"
+                   "METHOD:PUBLISH\r\nBEGIN:VEVENT\r\n");
     snprintf(uid, sizeof uid, "%s@tocsin", m->id);
     put_ics(b, "UID", uid, false);
     ics_time(t, in->now_ms);
@@ -241,11 +188,11 @@ calendar(struct buf *b, const struct mail_input *in)
         put_ics(b, "LOCATION", m->location, true);
     if (m->description != NULL)
         put_ics(b, "DESCRIPTION", m->description, true);
-    puts_(b, "END:VEVENT\r\nEND:VCALENDAR\r\n");
+    strbuf_puts(b, "END:VEVENT\r\nEND:VCALENDAR\r\n");
 }
 
 static int
-plain_text(struct buf *b, const struct mail_input *in, const struct tz_local *start)
+plain_text(struct strbuf *b, const struct mail_input *in, const struct tz_local *start)
 {
     const struct meeting *m = in->m;
     struct tz_local end;
@@ -254,27 +201,27 @@ plain_text(struct buf *b, const struct mail_input *in, const struct tz_local *st
     for (size_t i = 0; i < m->n_reminders; i++)
         if (m->reminders[i].id == in->o.reminder_id)
             minutes = m->reminders[i].minutes_before;
-    putf(b, "%s\n\nStarts: %04d-%02d-%02d %02d:%02d (%s)\n", m->title ? m->title : "", start->year,
-         start->month, start->day, start->hour, start->minute, zone_of(m));
+    strbuf_printf(b, "%s\n\nStarts: %04d-%02d-%02d %02d:%02d (%s)\n", m->title ? m->title : "",
+                  start->year, start->month, start->day, start->hour, start->minute, zone_of(m));
     if (m->has_ends_at && tz_local(m->time_zone, m->ends_at_ms, &end) == 0)
-        putf(b, "Ends:   %04d-%02d-%02d %02d:%02d (%s)\n", end.year, end.month, end.day, end.hour,
-             end.minute, zone_of(m));
+        strbuf_printf(b, "Ends:   %04d-%02d-%02d %02d:%02d (%s)\n", end.year, end.month, end.day,
+                      end.hour, end.minute, zone_of(m));
     if (m->location != NULL) {
-        puts_(b, "Where:  ");
-        puts_(b, m->location);
-        puts_(b, "\n");
+        strbuf_puts(b, "Where:  ");
+        strbuf_puts(b, m->location);
+        strbuf_puts(b, "\n");
     }
     if (m->description != NULL) {
-        puts_(b, "\n");
-        puts_(b, m->description);
-        puts_(b, "\n");
+        strbuf_puts(b, "\n");
+        strbuf_puts(b, m->description);
+        strbuf_puts(b, "\n");
     }
-    putf(b, "\nThis reminder was sent %d minutes before the meeting starts.\n", minutes);
+    strbuf_printf(b, "\nThis reminder was sent %d minutes before the meeting starts.\n", minutes);
     return b->bad ? -1 : 0;
 }
 
 static void
-headers(struct buf *b, const struct mail_input *in, const struct tz_local *start,
+headers(struct strbuf *b, const struct mail_input *in, const struct tz_local *start,
         const char *boundary)
 {
     char id[MAIL_ID_MAX], date[64], subject[SUBJECT_MAX];
@@ -290,25 +237,27 @@ headers(struct buf *b, const struct mail_input *in, const struct tz_local *start
     snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d +0000", days[(day + 4) % 7],
              now.day, months[(now.month - 1) % 12], now.year, now.hour, now.minute, now.second);
     mail_message_id(&in->o, in->participant_id, id);
-    putf(b, "From: %s\r\nTo: ", in->from);
+    strbuf_printf(b, "From: %s\r\nTo: ", in->from);
     if (in->name != NULL && in->name[0] != '\0') {
         put_words(b, in->name);
-        put(b, " ", 1);
+        strbuf_put(b, " ", 1);
     }
-    putf(b, "<%s>\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\nSubject: ", in->address, date, id, domain);
+    strbuf_printf(b, "<%s>\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\nSubject: ", in->address, date, id,
+                  domain);
     snprintf(subject, sizeof subject, "Reminder: %s at %02d:%02d %s",
              in->m->title ? in->m->title : "", start->hour, start->minute, zone_of(in->m));
     put_words(b, subject);
-    putf(b,
-         "\r\nMIME-Version: 1.0\r\nAuto-Submitted: auto-generated\r\n"
-         "Content-Type: multipart/mixed; boundary=\"%s\"\r\n\r\n",
-         boundary);
+    strbuf_printf(b,
+                  "\r\nMIME-Version: 1.0\r\nAuto-Submitted: auto-generated\r\n"
+                  "Content-Type: multipart/mixed; boundary=\"%s\"\r\n\r\n",
+                  boundary);
 }
 
 char *
 mail_message(const struct mail_input *in, const char **why)
 {
-    struct buf b = {0}, text = {0}, ics = {0};
+    struct strbuf b = {.max = MAIL_MESSAGE_MAX}, text = {.max = MAIL_MESSAGE_MAX},
+                  ics = {.max = MAIL_MESSAGE_MAX};
     struct tz_local start;
     char boundary[MAIL_ID_MAX + 16];
 
@@ -324,18 +273,18 @@ mail_message(const struct mail_input *in, const char **why)
     headers(&b, in, &start, boundary);
     plain_text(&text, in, &start);
     calendar(&ics, in);
-    putf(&b,
-         "--%s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-         "Content-Transfer-Encoding: base64\r\n\r\n",
-         boundary);
+    strbuf_printf(&b,
+                  "--%s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                  "Content-Transfer-Encoding: base64\r\n\r\n",
+                  boundary);
     put_base64(&b, text.p ? text.p : "", text.len);
-    putf(&b,
-         "--%s\r\nContent-Type: text/calendar; charset=utf-8; method=PUBLISH\r\n"
-         "Content-Transfer-Encoding: base64\r\n"
-         "Content-Disposition: attachment; filename=\"meeting.ics\"\r\n\r\n",
-         boundary);
+    strbuf_printf(&b,
+                  "--%s\r\nContent-Type: text/calendar; charset=utf-8; method=PUBLISH\r\n"
+                  "Content-Transfer-Encoding: base64\r\n"
+                  "Content-Disposition: attachment; filename=\"meeting.ics\"\r\n\r\n",
+                  boundary);
     put_base64(&b, ics.p ? ics.p : "", ics.len);
-    putf(&b, "--%s--\r\n", boundary);
+    strbuf_printf(&b, "--%s--\r\n", boundary);
     bool bad = b.bad || text.bad || ics.bad || text.len > TEXT_MAX * 4 || ics.len > TEXT_MAX * 4;
     free(text.p);
     free(ics.p);
