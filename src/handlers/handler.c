@@ -221,3 +221,17 @@ handler_cursor_int(const char **p, char sep, int64_t *out)
     *p = sep == '\0' ? end : end + 1;
     return 0;
 }
+
+struct db *
+handler_db_no_query(struct request *rq, int *ret)
+{
+    return handler_no_query(rq, ret) != 0 ? NULL : handler_db(rq, ret);
+}
+
+int
+handler_reply_deleted(struct request *rq, enum db_status st, enum api_error not_found)
+{
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, not_found, NULL);
+    return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
+}

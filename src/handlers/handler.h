@@ -74,6 +74,14 @@ bool handler_series_upcoming(const struct meeting *cur, const struct meeting *ne
 enum db_status handler_series_body(struct db *db, int64_t tenant_id, const char *id, char **body,
                                    char etag[HTTP_ETAG_MAX]);
 
+/* The database of a request that takes no query: NULL after replying 400 (a query) or 503 (no
+ * database), with *ret set. */
+struct db *handler_db_no_query(struct request *rq, int *ret);
+
+/* The reply to a DELETE whose statement ended with st: 204, or not_found for NO_RESULTS, or the
+ * database's problem. */
+int handler_reply_deleted(struct request *rq, enum db_status st, enum api_error not_found);
+
 /* Page cursors are opaque to clients: hex of "<tag>:<fields separated by ':'>". Decodes s into
  * raw (raw_max bytes of room plus the NUL) and checks the tag; returns where the fields start, or
  * NULL when s is not such a text. */

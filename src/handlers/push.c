@@ -29,7 +29,7 @@ handle_push_vapid_key(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
+    if ((db = handler_db_no_query(rq, &ret)) == NULL)
         return ret;
     switch (push_keys_public(db, rq->tenant_id, key)) {
     case DB_HARD_ERROR:
@@ -150,11 +150,9 @@ handle_push_subscription_delete(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
+    if ((db = handler_db_no_query(rq, &ret)) == NULL)
         return ret;
-    enum db_status st =
-        db_push_subscription_delete(db, rq->tenant_id, rq->who.sub, rq->match.args[0]);
-    if (st != DB_ONE_RESULT)
-        return handler_db_failure(rq, st, API_E_PUSH_SUBSCRIPTION_NOT_FOUND, NULL);
-    return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
+    return handler_reply_deleted(
+        rq, db_push_subscription_delete(db, rq->tenant_id, rq->who.sub, rq->match.args[0]),
+        API_E_PUSH_SUBSCRIPTION_NOT_FOUND);
 }

@@ -88,7 +88,7 @@ handle_webhooks_list(struct request *rq)
     json_t *items;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
+    if ((db = handler_db_no_query(rq, &ret)) == NULL)
         return ret;
     items = json_array();
     return handler_reply_items(rq, db_webhook_list(db, rq->tenant_id, add_row, items), items);
@@ -100,10 +100,8 @@ handle_webhook_delete(struct request *rq)
     struct db *db;
     int ret;
 
-    if (handler_no_query(rq, &ret) != 0 || (db = handler_db(rq, &ret)) == NULL)
+    if ((db = handler_db_no_query(rq, &ret)) == NULL)
         return ret;
-    enum db_status st = db_webhook_delete(db, rq->tenant_id, rq->match.args[0]);
-    if (st != DB_ONE_RESULT)
-        return handler_db_failure(rq, st, API_E_WEBHOOK_NOT_FOUND, NULL);
-    return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
+    return handler_reply_deleted(rq, db_webhook_delete(db, rq->tenant_id, rq->match.args[0]),
+                                 API_E_WEBHOOK_NOT_FOUND);
 }
