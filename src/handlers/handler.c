@@ -235,3 +235,66 @@ handler_reply_deleted(struct request *rq, enum db_status st, enum api_error not_
         return handler_db_failure(rq, st, not_found, NULL);
     return http_reply_empty(rq, MHD_HTTP_NO_CONTENT);
 }
+
+#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
+
+static int
+page_time(const char *value, int64_t *out)
+{
+    return value != NULL && timefmt_parse(value, strlen(value), out) == 0;
+}
+
+static enum MHD_Result
+page_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct handler_page *p = cls;
+    char *end = NULL;
+    int ok, once = 1;
+
+    _Static_assert(DB_LIST_LIMIT_MAX == 200, "the limit's form in the problem detail");
+    if (strcmp(key, "from") == 0) {
+        once = p->seen_from++ == 0;
+        ok = page_time(value, &p->from_ms);
+        p->bad_why = TIME_FORM;
+    } else if (strcmp(key, "to") == 0) {
+        once = p->seen_to++ == 0;
+        ok = page_time(value, &p->to_ms);
+        p->bad_why = TIME_FORM;
+    } else if (strcmp(key, "cursor") == 0) {
+        once = p->seen_cursor++ == 0;
+        ok = (p->cursor = value) != NULL;
+        p->bad_why = HANDLER_CURSOR_FORM;
+    } else if (strcmp(key, "limit") == 0) {
+        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
+        long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
+        once = p->seen_limit++ == 0;
+        ok = end != NULL && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
+        p->limit = (size_t)v;
+        p->bad_why = "must be an integer from 1 to 200";
+    } else if (p->extra == NULL || (ok = p->extra(p, key, value)) == 0) {
+        ok = 0;
+        p->bad_why = p->allowed;
+    }
+    if (!once)
+        p->bad_why = "must be given at most once";
+    if (ok <= 0 || !once) {
+        p->bad = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+int
+handler_page_query(struct request *rq, struct handler_page *p, int *ret)
+{
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, page_arg, p);
+    if (p->bad != NULL) {
+        *ret = http_reply_query(rq, p->bad, p->bad_why);
+        return -1;
+    }
+    if (p->from_ms != INT64_MIN && p->to_ms != INT64_MAX && p->from_ms > p->to_ms) {
+        *ret = http_reply_query(rq, "from", "must not be after 'to'");
+        return -1;
+    }
+    return 0;
+}

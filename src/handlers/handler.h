@@ -82,6 +82,28 @@ struct db *handler_db_no_query(struct request *rq, int *ret);
  * database's problem. */
 int handler_reply_deleted(struct request *rq, enum db_status st, enum api_error not_found);
 
+/* The query of a keyset-paginated list: from, to, limit and cursor (the cursor kept as text:
+ * each endpoint decodes its own), plus what the endpoint takes besides (extra). Set from, to and
+ * limit to their defaults, then call handler_page_query. */
+struct handler_page {
+    int64_t from_ms, to_ms; /* INT64_MIN / INT64_MAX when absent */
+    size_t limit;
+    const char *cursor;  /* NULL when absent */
+    const char *bad;     /* the first offending parameter, for the problem detail */
+    const char *bad_why; /* and the form it needs */
+    const char *allowed; /* the parameters taken, for the message on an unknown one */
+    /* The endpoint's other parameters: 1 taken, 0 not its own, -1 bad (bad_why set). */
+    int (*extra)(struct handler_page *p, const char *key, const char *value);
+    void *extra_arg;
+    int seen_from, seen_to, seen_limit, seen_cursor;
+};
+
+/* Walks the request's query into p. 0, or -1 after replying 400 bad_query naming the first bad
+ * parameter (or 'from' after 'to'), with *ret set. */
+int handler_page_query(struct request *rq, struct handler_page *p, int *ret);
+
+#define HANDLER_CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
+
 /* Page cursors are opaque to clients: hex of "<tag>:<fields separated by ':'>". Decodes s into
  * raw (raw_max bytes of room plus the NUL) and checks the tag; returns where the fields start, or
  * NULL when s is not such a text. */

@@ -16,17 +16,11 @@
 #define CURSOR_RAW_MAX 80
 #define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
 
-struct list_args {
-    struct db_list_query q;
-    const char *bad;     /* the first offending parameter, for the problem detail */
-    const char *bad_why; /* and the form it needs */
-    int seen_from, seen_to, seen_limit, seen_cursor, seen_expand;
-    bool expand;        /* expand=true: occurrences of series (meetings_expand.c) */
-    const char *cursor; /* decoded once expand is known */
+/* expand=true|false, the list's own parameter next to the page's. */
+struct expand_arg {
+    bool expand; /* expand=true: occurrences of series (meetings_expand.c) */
+    int seen;
 };
-
-#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
-#define CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
 
 static int
 cursor_decode(const char *s, struct db_list_query *q)
@@ -52,53 +46,23 @@ cursor_encode(const struct meeting *last, char out[CURSOR_MAX + 1])
 }
 
 static int
-parse_time_arg(const char *v, int64_t *out)
+take_expand(struct handler_page *p, const char *key, const char *value)
 {
-    return v == NULL ? -1 : timefmt_parse(v, strlen(v), out);
-}
+    struct expand_arg *e = p->extra_arg;
 
-static enum MHD_Result
-take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    struct list_args *a = cls;
-    int ok, once = 1;
-    char *end = NULL;
-
-    if (strcmp(key, "from") == 0) {
-        once = a->seen_from++ == 0;
-        ok = parse_time_arg(value, &a->q.from_ms) == 0;
-        a->bad_why = TIME_FORM;
-    } else if (strcmp(key, "to") == 0) {
-        once = a->seen_to++ == 0;
-        ok = parse_time_arg(value, &a->q.to_ms) == 0;
-        a->bad_why = TIME_FORM;
-    } else if (strcmp(key, "cursor") == 0) {
-        once = a->seen_cursor++ == 0;
-        ok = (a->cursor = value) != NULL;
-        a->bad_why = CURSOR_FORM;
-    } else if (strcmp(key, "expand") == 0) {
-        once = a->seen_expand++ == 0;
-        ok = value != NULL &&
-             ((a->expand = strcmp(value, "true") == 0) || strcmp(value, "false") == 0);
-        a->bad_why = "must be true or false";
-    } else if (strcmp(key, "limit") == 0) {
-        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
-        long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
-        once = a->seen_limit++ == 0;
-        ok = end != NULL && *end == '\0' && v >= 1 && v <= DB_LIST_LIMIT_MAX;
-        a->q.limit = (size_t)v;
-        a->bad_why = "must be an integer from 1 to 200";
-    } else {
-        ok = 0;
-        a->bad_why = "is not taken: the parameters are from, to, limit, cursor and expand";
+    if (strcmp(key, "expand") != 0)
+        return 0;
+    if (e->seen++ != 0) {
+        p->bad_why = "must be given at most once";
+        return -1;
     }
-    if (!once)
-        a->bad_why = "must be given at most once";
-    if (!ok || !once) {
-        a->bad = key;
-        return MHD_NO;
+    if (value != NULL && strcmp(value, "true") == 0)
+        e->expand = true;
+    else if (value == NULL || strcmp(value, "false") != 0) {
+        p->bad_why = "must be true or false";
+        return -1;
     }
-    return MHD_YES;
+    return 1;
 }
 
 static int
@@ -137,36 +101,41 @@ mtg_array(const struct principal *who, char *buf)
 int
 handle_meetings_list(struct request *rq)
 {
-    struct list_args a = {
-        .q = {.from_ms = INT64_MIN, .to_ms = INT64_MAX, .limit = LIST_LIMIT_DEFAULT}};
+    struct expand_arg e = {0};
+    struct handler_page page = {
+        .from_ms = INT64_MIN,
+        .to_ms = INT64_MAX,
+        .limit = LIST_LIMIT_DEFAULT,
+        .allowed = "is not taken: the parameters are from, to, limit, cursor and expand",
+        .extra = take_expand,
+        .extra_arg = &e,
+    };
+    struct db_list_query q = {0};
     struct db_meeting_list l = {0};
     struct db *db;
+    int ret;
 
-    _Static_assert(DB_LIST_LIMIT_MAX == 200, "the limit's form in the problem detail");
-    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
-    if (a.bad == NULL && a.cursor != NULL &&
-        (a.expand ? meetings_expand_cursor_decode(a.cursor, &a.q)
-                  : cursor_decode(a.cursor, &a.q)) != 0) {
-        a.bad = "cursor";
-        a.bad_why = CURSOR_FORM;
-    }
-    if (a.bad != NULL)
-        return http_reply_query(rq, a.bad, a.bad_why);
-    if (a.q.from_ms != INT64_MIN && a.q.to_ms != INT64_MAX && a.q.from_ms > a.q.to_ms)
-        return http_reply_query(rq, "from", "must not be after 'to'");
+    if (handler_page_query(rq, &page, &ret) != 0)
+        return ret;
+    q.from_ms = page.from_ms;
+    q.to_ms = page.to_ms;
+    q.limit = page.limit;
+    if (page.cursor != NULL && (e.expand ? meetings_expand_cursor_decode(page.cursor, &q)
+                                         : cursor_decode(page.cursor, &q)) != 0)
+        return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     char mtg[PRINCIPAL_MTG_MAX * (MEETING_ID_LEN + 1) + 3];
     if (rq->who.browser) { /* only what it organizes or takes part in, within its mtg */
-        a.q.viewer = rq->who.sub;
-        a.q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
+        q.viewer = rq->who.sub;
+        q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
     }
-    if (a.expand)
-        return meetings_expand(rq, db, &a.q);
-    enum db_status st = db_meeting_list(db, rq->tenant_id, &a.q, &l);
-    int ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
-                  ? reply_page(rq, &l)
-                  : http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    if (e.expand)
+        return meetings_expand(rq, db, &q);
+    enum db_status st = db_meeting_list(db, rq->tenant_id, &q, &l);
+    ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
+              ? reply_page(rq, &l)
+              : http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     db_meeting_list_fini(&l);
     return ret;
 }

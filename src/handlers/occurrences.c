@@ -20,19 +20,8 @@
 #include "timefmt.h"
 
 #define PAGE_DEFAULT 50
-#define PAGE_MAX DB_LIST_LIMIT_MAX
 #define CURSOR_RAW_MAX 64
 #define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
-#define TIME_FORM "must be an RFC 3339 date-time with an offset, e.g. 2030-01-14T09:00:00Z"
-
-struct page_args {
-    int64_t from, to;
-    size_t limit;
-    struct series_page_pos pos;
-    const char *bad;     /* the first offending parameter, for the problem detail */
-    const char *bad_why; /* and the form it needs */
-    int seen_from, seen_to, seen_limit, seen_cursor;
-};
 
 static int
 cursor_decode(const char *s, struct series_page_pos *pos)
@@ -56,45 +45,6 @@ cursor_encode(const struct series_occurrence *last, char out[CURSOR_MAX + 1])
     snprintf(raw, sizeof raw, "o1:%lld:%lld", (long long)last->starts_at_ms,
              (long long)last->original_start_ms);
     hex_encode(raw, strlen(raw), out);
-}
-
-static enum MHD_Result
-take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    struct page_args *a = cls;
-    char *end = NULL;
-    int ok, once = 1;
-
-    if (strcmp(key, "from") == 0) {
-        once = a->seen_from++ == 0;
-        ok = value && timefmt_parse(value, strlen(value), &a->from) == 0;
-        a->bad_why = TIME_FORM;
-    } else if (strcmp(key, "to") == 0) {
-        once = a->seen_to++ == 0;
-        ok = value && timefmt_parse(value, strlen(value), &a->to) == 0;
-        a->bad_why = TIME_FORM;
-    } else if (strcmp(key, "cursor") == 0) {
-        once = a->seen_cursor++ == 0;
-        ok = cursor_decode(value, &a->pos) == 0;
-        a->bad_why = "must be a next_cursor returned by this endpoint, as it was returned";
-    } else if (strcmp(key, "limit") == 0) {
-        /* Digits only: strtol alone would take "+3", " 3" and "-0". */
-        long v = value && *value >= '0' && *value <= '9' ? strtol(value, &end, 10) : 0;
-        once = a->seen_limit++ == 0;
-        ok = end != NULL && *end == '\0' && v >= 1 && v <= PAGE_MAX;
-        a->limit = (size_t)v;
-        a->bad_why = "must be an integer from 1 to 200";
-    } else {
-        ok = 0;
-        a->bad_why = "is not taken: the parameters are from, to, limit and cursor";
-    }
-    if (!once)
-        a->bad_why = "must be given at most once";
-    if (!ok || !once) {
-        a->bad = key;
-        return MHD_NO;
-    }
-    return MHD_YES;
 }
 
 /* The reminder rows of the occurrences of a page (rows of one occurrence are adjacent). */
@@ -140,7 +90,8 @@ load_series(struct request *rq, struct db *db, const char *id, struct meeting *m
 }
 
 static int
-list(struct request *rq, struct db *db, struct meeting *m, const struct page_args *a)
+list(struct request *rq, struct db *db, struct meeting *m, const struct handler_page *a,
+     const struct series_page_pos *pos)
 {
     struct db_override_list ol = {0};
     struct series_occurrence *occ = calloc(a->limit, sizeof *occ);
@@ -156,7 +107,7 @@ list(struct request *rq, struct db *db, struct meeting *m, const struct page_arg
         (ov = calloc(ol.n ? ol.n : 1, sizeof *ov)) != NULL) {
         for (size_t i = 0; i < ol.n; i++)
             ov[i] = ol.o[i].ov;
-        n = series_page(m, ov, ol.n, a->from, a->to, &a->pos, occ, a->limit, &more);
+        n = series_page(m, ov, ol.n, a->from_ms, a->to_ms, pos, occ, a->limit, &more);
     }
     for (long i = 0; i < n; i++)
         originals[i] = occ[i].original_start_ms;
@@ -184,25 +135,27 @@ list(struct request *rq, struct db *db, struct meeting *m, const struct page_arg
 int
 handle_occurrences_list(struct request *rq)
 {
-    struct page_args a = {.from = INT64_MIN, .to = INT64_MAX, .limit = PAGE_DEFAULT};
+    struct handler_page a = {
+        .from_ms = INT64_MIN,
+        .to_ms = INT64_MAX,
+        .limit = PAGE_DEFAULT,
+        .allowed = "is not taken: the parameters are from, to, limit and cursor",
+    };
+    struct series_page_pos pos = {0};
     struct meeting m;
     struct db *db;
     const char *id;
     int ret;
 
-    if ((id = handler_meeting_id(rq, &ret)) == NULL)
+    if ((id = handler_meeting_id(rq, &ret)) == NULL || handler_page_query(rq, &a, &ret) != 0)
         return ret;
-    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
-    _Static_assert(PAGE_MAX == 200, "the limit's form in the problem detail");
-    if (a.bad != NULL)
-        return http_reply_query(rq, a.bad, a.bad_why);
-    if (a.from != INT64_MIN && a.to != INT64_MAX && a.from > a.to)
-        return http_reply_query(rq, "from", "must not be after 'to'");
+    if (a.cursor != NULL && cursor_decode(a.cursor, &pos) != 0)
+        return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     meeting_init(&m);
     if (load_series(rq, db, id, &m, false, &ret) == 0)
-        ret = list(rq, db, &m, &a);
+        ret = list(rq, db, &m, &a, &pos);
     meeting_fini(&m);
     return ret;
 }
