@@ -10,13 +10,13 @@
 
 /* Every prepared statement; the id indexes the per-connection "prepared" flags. */
 enum db_stmt {
-    STMT_TENANT_ENSURE,
+    STMT_TENANT_ENSURE, /* db_keys.c */
     STMT_TENANT_LOCK,
     STMT_KEY_INSERT,
     STMT_KEY_LOOKUP,
     STMT_KEY_LIST,
     STMT_KEY_REVOKE,
-    STMT_MEETING_INSERT,
+    STMT_MEETING_INSERT, /* db_meeting.c */
     STMT_MEETING_GET,
     STMT_MEETING_GET_FOR_UPDATE,
     STMT_MEETING_UPDATE,
@@ -24,22 +24,22 @@ enum db_stmt {
     STMT_MEETING_CANCEL_REMINDERS,
     STMT_MEETING_LIST,
     STMT_MEETING_GET_MANY,
-    STMT_IDEM_LOCK,
+    STMT_IDEM_LOCK, /* db_idem.c */
     STMT_IDEM_GET,
     STMT_IDEM_PUT,
-    STMT_REMINDER_DUE_ALL,    /* db_reminder.c */
-    STMT_REMINDER_DUE_SHARDS, /* db_reminder.c */
+    STMT_REMINDER_DUE_ALL, /* db_reminder.c */
+    STMT_REMINDER_DUE_SHARDS,
     STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
-    STMT_OUTBOX_BACKLOG,      /* db_fire.c */
-    STMT_WEBHOOK_INSERT,      /* db_webhook.c */
-    STMT_WEBHOOK_LIST,
-    STMT_WEBHOOK_DELETE,
+    STMT_OUTBOX_BACKLOG,      /* db_outbox.c */
     STMT_OUTBOX_CLAIM,
     STMT_OUTBOX_DELIVERED,
     STMT_OUTBOX_FAILED,
     STMT_OUTBOX_RELEASE,
     STMT_OUTBOX_RENEW,
     STMT_MEETING_DELIVERIES,
+    STMT_WEBHOOK_INSERT, /* db_webhook.c */
+    STMT_WEBHOOK_LIST,
+    STMT_WEBHOOK_DELETE,
     STMT_CLOCK,       /* db.c */
     STMT_MEMBER_BEAT, /* db_members.c */
     STMT_MEMBER_LEAVE,
