@@ -18,7 +18,7 @@
  * takes a few more calls. */
 #define STREAM_BLOCK_SIZE 2048
 #define STREAM_RETRY_AFTER_S 10 /* for a refused stream: the client backs off */
-/* hub_open refuses a subscriber with more than HUB_MTG_MAX meeting ids. */
+/* hub_stream_open refuses a subscriber with more than HUB_MTG_MAX meeting ids. */
 _Static_assert(PRINCIPAL_MTG_MAX <= HUB_MTG_MAX, "a token's meeting list fits a stream");
 _Static_assert(PRINCIPAL_SUB_MAX <= 4 * HUB_SUB_MAX,
                "a token's sub (bytes) fits a stream's (UTF-8)");
