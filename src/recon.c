@@ -301,7 +301,9 @@ extend_series(struct recon *r)
         total += rows;
     } while (seen == DB_SERIES_BATCH_MAX &&
              clock_ms(CLOCK_MONOTONIC) - start < RECON_SERIES_BUDGET_MS && !stopping(r));
-    r->series_next_ms = seen == DB_SERIES_BATCH_MAX ? 0 : start + r->interval_ms;
+    int64_t end = clock_ms(CLOCK_MONOTONIC);
+    r->series_next_ms = seen == DB_SERIES_BATCH_MAX ? end + (end - start) * RECON_SERIES_REST_FACTOR
+                                                    : start + r->interval_ms;
     if (total > 0)
         LOG_DEBUG("recon: %zu occurrence rows written ahead", total);
 }

@@ -4,7 +4,8 @@
  * changes or its marker key disappears (restart, FLUSHALL), and when kicked. Every interval a
  * short pass arms what entered the horizon and a sweep hands overdue pending reminders to
  * dispatch. Every interval it also extends the windows of the recurring meetings of its shards
- * that are due (series_sync.h), within RECON_SERIES_BUDGET_MS per tick while a backlog lasts.
+ * that are due (series_sync.h), within RECON_SERIES_BUDGET_MS per tick and resting
+ * RECON_SERIES_REST_FACTOR times as long between ticks while a backlog lasts.
  * Owns its own database and Redis connections. */
 #ifndef TOCSIN_RECON_H
 #define TOCSIN_RECON_H
@@ -17,8 +18,14 @@
 #include "series_sync.h"
 
 #define RECON_TICK_MS 250 /* how often it checks Redis identity and the stop flag */
-/* Time one tick may spend extending series windows; the sweep's bound grows by at most this. */
+/* Time one tick may spend extending series windows (at least one batch runs, which may take
+ * longer); the sweep's bound grows by about this. */
 #define RECON_SERIES_BUDGET_MS 50
+/* While a backlog of windows lasts, the extension rests this many times as long as it worked
+ * before it works again, so it takes at most a fifth of one database connection's time: writing
+ * hundreds of thousands of rows flat out (100,000 series re-expanded at once) took both cores of
+ * a 2-core machine and delayed deliveries by up to a second. */
+#define RECON_SERIES_REST_FACTOR 4
 
 struct recon_opts {
     const char *database_url;
