@@ -225,6 +225,19 @@ test('reauth comes 30 s before exp', T_TEST, async () => {
     await h.sql(`UPDATE signing_keys SET revoked_at = now() WHERE id = '${sk.id}'`);
 });
 
+test('a stream whose client closed its socket frees its place within seconds, not at the next heartbeat', T_TEST, async () => {
+    // A minute between heartbeats: a failed heartbeat write cannot be what notices the close.
+    const quiet = await h.startServer({ TOCSIN_STREAM_HEARTBEAT_MS: '60000', TOCSIN_STREAMS_PER_PARTICIPANT: '1' });
+    const tok = await token('peer1');
+    const s = await openLive(quiet.base, { token: tok });
+    assert.equal((await refused(quiet.base, { token: tok })).status, 429);
+    s.close();
+    await streamsOpenIs(quiet, 0, 5000);
+    const again = await openLive(quiet.base, { token: tok });
+    again.close();
+    await quiet.stop();
+});
+
 test('a participant gets at most TOCSIN_STREAMS_PER_PARTICIPANT streams; the next is 429 with Retry-After', T_TEST, async () => {
     await streamsOpenIs(srv, 0);
     const base = 0;
@@ -240,7 +253,7 @@ test('a participant gets at most TOCSIN_STREAMS_PER_PARTICIPANT streams; the nex
     assert.equal(r.headers['content-type'], 'application/problem+json');
     // Another participant is not affected.
     const other = await openLive(srv.base, { token: await token('lim2') });
-    // A closed one frees its place (the server notices at a heartbeat).
+    // A closed one frees its place.
     open.pop().close();
     await streamsOpenIs(srv, base + PER_PARTICIPANT);
     open.push(await openLive(srv.base, { token: tok }));
