@@ -37,8 +37,14 @@ _Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are o
 #define STOP_SLACK_MS 1000  /* stopping: in-flight requests get their timeout plus this */
 
 /* A receiver: the unit of isolation (one webhook). */
+/* A receiver's key: a webhook id, a push service's origin (the longest) or "smtp". A shorter
+ * buffer cut origins such as https://updates.push.services.mozilla.com, whose key then matched
+ * no receiver: each of its rows made a new one, and its share and circuit never applied. */
+#define RECEIVER_KEY_MAX WEBPUSH_ORIGIN_MAX
+_Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver key");
+
 struct receiver {
-    char key[MEETING_ID_LEN + 1];
+    char key[RECEIVER_KEY_MAX + 1];
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */

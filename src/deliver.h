@@ -1,6 +1,7 @@
 /* deliver.h -- delivery: worker threads that lease due outbox rows (any replica's, once their
- * lease ran out) and keep many signed POSTs in flight at once (outbound.h), each worker with its
- * own PostgreSQL connection. A receiver (a webhook) gets at most its share of a worker's in-flight
+ * lease ran out) and keep many requests in flight at once (outbound.h: signed webhook POSTs, Web
+ * Push messages, emails), each worker with its own PostgreSQL connection. A receiver (a webhook, a
+ * push service's origin, the SMTP server) gets at most its share of a worker's in-flight
  * slots, and after repeated failures its circuit opens: its rows wait, without spending attempts,
  * while the other receivers' deliveries go on. Each answer is recorded within a few milliseconds
  * (delivered, retried later with exponential backoff and jitter, honouring Retry-After, or failed

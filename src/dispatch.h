@@ -16,7 +16,7 @@
 #include "mirror.h"
 
 #define DISPATCH_QUEUE_MAX 131072 /* occurrences waiting; a full queue refuses more */
-#define DISPATCH_BATCH_MAX 1024   /* occurrences per claim pipeline and fire statement */
+#define DISPATCH_BATCH_MAX 1024   /* occurrences per round: claimed in pipelines, one fire */
 #define DISPATCH_DEFER_MAX 4096   /* early occurrences held until due */
 #define DISPATCH_DEFER_HORIZON_MS                                                                  \
     60000                            /* an occurrence due later than this is dropped, not held     \

@@ -1,5 +1,5 @@
-/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c, recon.c and,
- * later, expiry.c). One key per pending occurrence: "<prefix>:rem:<reminder_id>:<fire_at_ms>",
+/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c, recon.c and
+ * expiry.c). One key per pending occurrence: "<prefix>:rem:<reminder_id>:<fire_at_ms>",
  * empty value, PXAT fire_at_ms. This is the only code that writes reminder keys. A struct mirror
  * belongs to one thread. Redis being down never blocks a caller for long: commands time out after
  * MIRROR_COMMAND_TIMEOUT_MS and a failed connect is not retried for MIRROR_RECONNECT_BACKOFF_MS. */
