@@ -321,6 +321,15 @@ watch_peer(struct hub *h, struct hub_stream *s)
     s->watched = h->epfd >= 0 && fd >= 0 && epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
+/* Takes s's socket out of that set (before its connection closes). h->mu held. */
+static void
+unwatch_peer(struct hub *h, struct hub_stream *s)
+{
+    if (s->watched)
+        epoll_ctl(h->epfd, EPOLL_CTL_DEL, s->ops->fd(s->conn), NULL);
+    s->watched = false;
+}
+
 static void
 stream_unref(struct hub_stream *s)
 {
@@ -457,8 +466,7 @@ hub_stream_close(struct hub_stream *s)
     struct hub *h = s->hub;
 
     pthread_mutex_lock(&h->mu);
-    if (s->watched)
-        epoll_ctl(h->epfd, EPOLL_CTL_DEL, s->ops->fd(s->conn), NULL);
+    unwatch_peer(h, s);
     pthread_mutex_lock(&s->mu);
     s->conn_gone = true;
     pthread_mutex_unlock(&s->mu);
@@ -988,16 +996,20 @@ static void
 check_peers(struct hub *h)
 {
     struct epoll_event ev[HUB_PEER_EVENTS_MAX];
-    int n;
+    int n = HUB_PEER_EVENTS_MAX;
 
-    if (h->epfd < 0 || (n = epoll_wait(h->epfd, ev, HUB_PEER_EVENTS_MAX, 0)) <= 0)
-        return;
-    for (int i = 0; i < n; i++) {
-        struct hub_stream *s = ev[i].data.ptr;
-        pthread_mutex_lock(&s->mu);
-        if (!s->conn_gone && !s->cut)
-            cut_locked(s);
-        pthread_mutex_unlock(&s->mu);
+    /* A reported socket leaves the set at once: the set is level-triggered, so a stream cut but
+     * not closed yet would be reported again and again and crowd out the others. */
+    while (h->epfd >= 0 && n == HUB_PEER_EVENTS_MAX &&
+           (n = epoll_wait(h->epfd, ev, HUB_PEER_EVENTS_MAX, 0)) > 0) {
+        for (int i = 0; i < n; i++) {
+            struct hub_stream *s = ev[i].data.ptr;
+            unwatch_peer(h, s);
+            pthread_mutex_lock(&s->mu);
+            if (!s->conn_gone && !s->cut)
+                cut_locked(s);
+            pthread_mutex_unlock(&s->mu);
+        }
     }
 }
 
@@ -1049,7 +1061,7 @@ run(void *arg)
          * the hub for each commit). */
         now = mono_ms();
         if (now >= h->next_timers_ms || now >= h->next_heartbeat_ms) {
-            h->next_timers_ms = now + HUB_TICK_MS;
+            h->next_timers_ms = now + HUB_TIMERS_MS;
             timers(h, now);
         }
         if (now >= h->next_peer_check_ms) {

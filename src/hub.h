@@ -23,7 +23,8 @@
 #define HUB_REAUTH_LEAD_MS 30000  /* event: reauth this long before the token expires */
 #define HUB_MAX_AGE_JITTER_PCT 20 /* a stream's lifetime is spread by up to this percentage */
 #define HUB_TENANT_IDLE_MS 300000 /* a tenant without streams is forgotten after this */
-#define HUB_TICK_MS 250           /* timers (reauth, ends) are checked at least this often */
+#define HUB_TICK_MS 250           /* the thread wakes at least this often */
+#define HUB_TIMERS_MS 500         /* every stream's timers (reauth, end, heartbeat) walked */
 #define HUB_PEER_CHECK_MS 1000    /* streams' sockets: checked for a closed peer */
 #define HUB_PEER_EVENTS_MAX 256   /* closed peers one check cuts; the rest at the next */
 #define HUB_DRAIN_CUT_MS 2000     /* after the grace, how long cut streams get to close */
