@@ -15,26 +15,26 @@ _Static_assert(OCCURRENCE_ID_MAX <= WEBHOOK_ID_MAX, "an occurrence id fits a web
 
 static char *
 email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
-              const struct meeting *m, int64_t now_ms, const char **why)
+              const struct meeting *m, const struct codec_people *people, int64_t now_ms,
+              const char **why)
 {
-    char *name = NULL;
+    const char *name = NULL;
 
     if (it->recipient == NULL || it->address == NULL ||
-        codec_participant_name(m, it->recipient, &name) != 0) {
+        !codec_people_participant(people, it->recipient, &name)) {
         *why = "the participant is no longer in the meeting";
         return NULL;
     }
     struct mail_input in = {
         m,     {it->reminder_id, it->fire_at_ms, 0}, it->recipient, name, it->address, o->smtp_from,
         now_ms};
-    char *text = mail_message(&in, why);
-    free(name);
-    return text;
+    return mail_message(&in, why);
 }
 
 char *
 channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
-                const struct meeting *m, int64_t now_ms, const char **why)
+                const struct meeting *m, const struct codec_people *people, int64_t now_ms,
+                const char **why)
 {
     struct occurrence occ = {it->reminder_id, it->fire_at_ms, 0};
     char *text = NULL;
@@ -45,14 +45,18 @@ channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
         text = codec_notification_encode(m, &occ, now_ms);
         break;
     case CHANNEL_PUSH:
-        if (!codec_meeting_has_person(m, it->recipient ? it->recipient : "")) {
+        if (people == NULL)
+            return NULL;
+        if (!codec_people_has(people, it->recipient ? it->recipient : "")) {
             *why = "the participant is no longer in the meeting";
             return NULL;
         }
         text = codec_push_payload(m, &occ);
         break;
     case CHANNEL_EMAIL:
-        text = email_payload(o, it, m, now_ms, why);
+        if (people == NULL)
+            return NULL;
+        text = email_payload(o, it, m, people, now_ms, why);
         break;
     default:
         *why = "a channel this version does not deliver";

@@ -52,10 +52,14 @@ enum channel_verdict {
 };
 
 /* The row's payload, built from its meeting as it is now: the webhook body, the push message or
- * the email. Malloc'ed text, or NULL with a reason in *why (static text) when the row must give
- * up (its participant left the meeting, an address unusable in a header) or out of memory. */
+ * the email. people is m's (codec_people_parse), asked whether the row's participant is still in
+ * the meeting; a webhook row does not look (NULL will do). Malloc'ed text, or NULL with a reason
+ * in *why (static text) when the row must give up (its participant left the meeting, an address
+ * unusable in a header) or out of memory. */
+struct codec_people;
 char *channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
-                      const struct meeting *m, int64_t now_ms, const char **why);
+                      const struct meeting *m, const struct codec_people *people, int64_t now_ms,
+                      const char **why);
 /* Starts the row's request on out, tagged tag. 0, or -1 with the reason in err (the attempt
  * failed; *give_up tells whether it can never work). */
 int channel_start(const struct channel_opts *o, struct outbound *out,

@@ -788,49 +788,6 @@ codec_push_starts_at(const char *payload, int64_t *ms)
     return rc;
 }
 
-int
-codec_participant_name(const struct meeting *m, const char *person_id, char **name)
-{
-    json_t *list = m->participants_json ? json_loads(m->participants_json, 0, NULL) : NULL, *p;
-    size_t i;
-    int rc = -1;
-
-    *name = NULL;
-    json_array_foreach(list, i, p)
-    {
-        const char *id = json_string_value(json_object_get(p, "id"));
-        const char *n = json_string_value(json_object_get(p, "name"));
-        if (rc != 0 && id != NULL && strcmp(id, person_id) == 0) {
-            rc = 0;
-            *name = n != NULL ? strdup(n) : NULL;
-        }
-    }
-    json_decref(list);
-    return rc;
-}
-
-bool
-codec_meeting_has_person(const struct meeting *m, const char *person_id)
-{
-    json_t *list, *p;
-    size_t i;
-    bool found = false;
-
-    if (m->organizer_id != NULL && strcmp(m->organizer_id, person_id) == 0)
-        return true;
-    if (m->participants_json == NULL ||
-        (list = json_loads(m->participants_json, JSON_DECODE_ANY, NULL)) == NULL)
-        return false;
-    json_array_foreach(list, i, p)
-    {
-        const char *id = json_string_value(json_object_get(p, "id"));
-        if (id != NULL && strcmp(id, person_id) == 0)
-            found = true;
-    }
-    json_decref(list);
-    return found;
-}
-
 static int
 cmp_str(const void *a, const void *b)
 {

@@ -141,10 +141,19 @@ char *codec_notification_encode(const struct meeting *m, const struct occurrence
 char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
 /* The "starts_at" of a payload codec_push_payload made, in ms into *ms: 0, or -1. */
 int codec_push_starts_at(const char *payload, int64_t *ms);
-/* The name of m's participant person_id into *name (malloc'ed; NULL when it has none) and 0, or
- * -1 when m has no such participant. */
-int codec_participant_name(const struct meeting *m, const char *person_id, char **name);
-/* True when person_id is m's organizer or the id of one of its participants. */
+/* ---- people (codec_people.c): a meeting's participants parsed once, for many lookups ---- */
+struct codec_people;
+/* m's participants (and organizer) for lookup; NULL when out of memory or participants_json is
+ * not JSON. Borrows m's organizer_id: m must outlive it. */
+struct codec_people *codec_people_parse(const struct meeting *m);
+void codec_people_free(struct codec_people *ps);
+/* True when person_id is one of the participants; *name (when name is not NULL) is then its
+ * name, borrowed from ps, or NULL when it has none. */
+bool codec_people_participant(const struct codec_people *ps, const char *person_id,
+                              const char **name);
+/* True when person_id is the organizer or one of the participants. */
+bool codec_people_has(const struct codec_people *ps, const char *person_id);
+/* The same for one question about m (parses m's participants each call). */
 bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
 /* Parses a JSON array of strings into *out: n malloc'ed strings in a malloc'ed array, sorted by
  * strcmp (free with codec_string_list_free). 0, or -1 for anything else or out of memory. */

@@ -52,9 +52,10 @@ struct config {
     int64_t delivery_timeout_ms;    /* TOCSIN_DELIVERY_TIMEOUT_MS 100..60000, default 10000 */
     int64_t delivery_max_attempts;  /* TOCSIN_DELIVERY_MAX_ATTEMPTS 1..50, default 15 */
     int delivery_workers;           /* TOCSIN_DELIVERY_WORKERS 1..64, default 2 */
-    int delivery_concurrency;  /* TOCSIN_DELIVERY_CONCURRENCY 1..4096, default 256 per worker */
-    int delivery_per_receiver; /* TOCSIN_DELIVERY_RECEIVER_CONCURRENCY 1..4096, default 16 */
-    int webhook_allow_private; /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
+    int delivery_concurrency;      /* TOCSIN_DELIVERY_CONCURRENCY 1..4096, default 256 per worker */
+    int delivery_per_receiver;     /* TOCSIN_DELIVERY_RECEIVER_CONCURRENCY 1..4096, default 16 */
+    int delivery_per_push_service; /* TOCSIN_DELIVERY_PUSH_SERVICE_CONCURRENCY 1..4096, 64 */
+    int webhook_allow_private;     /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
     /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
     struct netguard_allow webhook_allow;
     int64_t shutdown_grace_ms; /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */

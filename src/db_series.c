@@ -647,48 +647,91 @@ db_series_extend(struct db *db, struct db_series_extension *ext, size_t n, size_
 /* ---- reads ------------------------------------------------------------------------------------
  */
 
-enum db_status
-db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids, size_t n,
-                        struct db_meeting_list *out)
+/* Numbers the distinct (ids[i], rids[i]) pairs in order of first appearance: at[i] is the
+ * number of pair i, first[j] the first i of number j. The number of distinct pairs, or 0 when
+ * out of memory (n > 0). An open-addressed table of twice n slots (n <= DB_GET_MANY_MAX). */
+static size_t
+distinct_pairs(const char *const *ids, const int64_t *rids, size_t n, size_t *at, size_t *first)
+{
+    size_t cap = 2, d = 0;
+
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slot = calloc(cap, sizeof *slot); /* a pair's number + 1; 0 = empty */
+    if (slot == NULL)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = 14695981039346656037ULL ^ (uint64_t)rids[i];
+        for (const char *c = ids[i]; *c != '\0'; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ULL; /* FNV-1a */
+        size_t s = h & (cap - 1);
+        while (slot[s] != 0 && (rids[first[slot[s] - 1]] != rids[i] ||
+                                strcmp(ids[first[slot[s] - 1]], ids[i]) != 0))
+            s = (s + 1) & (cap - 1);
+        if (slot[s] == 0) {
+            first[d] = i;
+            slot[s] = ++d;
+        }
+        at[i] = slot[s] - 1;
+    }
+    free(slot);
+    return d;
+}
+
+/* Reads the meetings of the pairs first[0..d) into out->m[0..d): one row per distinct pair, so
+ * the 500 rows of one reminder to 500 participants parse their meeting once, not 500 times. */
+static enum db_status
+get_distinct_for(struct db *db, const char *const *ids, const int64_t *rids, const size_t *first,
+                 size_t d, struct db_meeting_list *out)
 {
     struct strbuf a = {0}, b = {0};
     PGresult *res;
     enum db_status st = DB_ONE_RESULT;
 
-    memset(out, 0, sizeof *out);
-    if (n > DB_GET_MANY_MAX)
-        return oom(db, "loading meetings: too many");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < d; j++) {
+        const char *id = ids[first[j]];
         /* Only valid ids go into the literal; an invalid one names no meeting. */
-        tb_item(&a, "%s",
-                meeting_id_valid(ids[i]) ? ids[i] : "00000000-0000-0000-0000-000000000000");
-        tb_item(&b, "%lld", (long long)rids[i]);
+        tb_item(&a, "%s", meeting_id_valid(id) ? id : "00000000-0000-0000-0000-000000000000");
+        tb_item(&b, "%lld", (long long)rids[first[j]]);
     }
     const char *params[] = {tb_done(&a), tb_done(&b)};
-    out->m = calloc(n ? n : 1, sizeof *out->m);
+    out->m = calloc(d, sizeof *out->m);
     if (params[0] == NULL || params[1] == NULL || out->m == NULL) {
         strbuf_fini(&a);
         strbuf_fini(&b);
-        free(out->m);
-        out->m = NULL;
         return oom(db, "loading meetings");
     }
-    for (out->n = 0; out->n < n; out->n++)
+    for (out->n = 0; out->n < d; out->n++)
         meeting_init(&out->m[out->n]);
     st = db_exec(db, STMT_MEETING_GET_MANY_FOR, get_many_for_sql, 2, params, &res);
     strbuf_fini(&a);
     strbuf_fini(&b);
-    if (st != DB_ONE_RESULT) {
-        db_meeting_list_fini(out);
+    if (st != DB_ONE_RESULT)
         return st;
-    }
     for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++) {
         int64_t k = db_get_i64(res, row, COL_ORIGINAL_START + 1);
-        if (k < 1 || (size_t)k > n || db_meeting_fill(res, row, &out->m[k - 1]) != 0)
+        if (k < 1 || (size_t)k > d || db_meeting_fill(res, row, &out->m[k - 1]) != 0)
             st = oom(db, "loading meetings (or a malformed row)");
     }
     PQclear(res);
-    if (st != DB_ONE_RESULT)
+    return st;
+}
+
+enum db_status
+db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids, size_t n,
+                        struct db_meeting_list *out, size_t *at)
+{
+    size_t first[DB_GET_MANY_MAX], d;
+    enum db_status st;
+
+    memset(out, 0, sizeof *out);
+    if (n > DB_GET_MANY_MAX)
+        return oom(db, "loading meetings: too many");
+    if (n == 0)
+        return DB_ONE_RESULT;
+    if ((d = distinct_pairs(ids, rids, n, at, first)) == 0)
+        return oom(db, "loading meetings");
+    if ((st = get_distinct_for(db, ids, rids, first, d, out)) != DB_ONE_RESULT)
         db_meeting_list_fini(out);
     return st;
 }

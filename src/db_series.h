@@ -95,13 +95,13 @@ struct db_series_extension {
 enum db_status db_series_extend(struct db *db, struct db_series_extension *ext, size_t n,
                                 size_t *written, size_t *skipped);
 
-/* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[i] is the
- * meeting (a single one, as db_meeting_get_many reads it) or, for a reminder of a series'
+/* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[at[i]] is
+ * the meeting (a single one, as db_meeting_get_many reads it) or, for a reminder of a series'
  * occurrence, that occurrence (is_occurrence set; starts_at, ends_at and title with its override
- * applied; reminders: the occurrence's). An absent meeting leaves out->m[i].id "". n <=
- * DB_GET_MANY_MAX. */
+ * applied; reminders: the occurrence's). Equal pairs share one entry, read once. An absent
+ * meeting leaves its entry's id "". n <= DB_GET_MANY_MAX; at has n entries. */
 enum db_status db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids,
-                                       size_t n, struct db_meeting_list *out);
+                                       size_t n, struct db_meeting_list *out, size_t *at);
 
 /* The reminder rows of meeting_id's occurrences at originals[0..n) (n <= DB_GET_MANY_MAX). */
 struct db_occurrence_reminder {

@@ -45,6 +45,7 @@ _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver k
 
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
+    size_t share; /* requests it may have in flight (deliver_opts) */
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
@@ -111,7 +112,7 @@ struct deliver {
     char *database_url, *instance_id;
     struct channel_opts channel; /* borrowed strings: the configuration outlives delivery */
     int64_t retry_base_ms, timeout_ms;
-    int max_attempts, concurrency, per_receiver;
+    int max_attempts, concurrency, per_receiver, per_push_service;
     int n_workers;
     struct worker *workers;
 };
@@ -140,15 +141,20 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
+/* The receiver of a row: its key names one channel's receiver (a push service's origin is never
+ * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
-receiver_get(struct worker *w, const char *key)
+receiver_get(struct worker *w, const struct db_outbox_item *it)
 {
-    struct receiver **r = &w->receivers[bucket(key)];
+    struct receiver **r = &w->receivers[bucket(it->receiver)];
 
-    while (*r != NULL && strcmp((*r)->key, key) != 0)
+    while (*r != NULL && strcmp((*r)->key, it->receiver) != 0)
         r = &(*r)->next;
-    if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL)
-        snprintf((*r)->key, sizeof(*r)->key, "%s", key);
+    if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL) {
+        snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
+        (*r)->share =
+            (size_t)(it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver);
+    }
     return *r;
 }
 
@@ -161,13 +167,13 @@ circuit_open(const struct receiver *r, int64_t now)
 /* Room for one more request now: a closed circuit under the receiver's share, or a half-open one
  * with no probe out yet. */
 static bool
-may_send(const struct worker *w, const struct receiver *r, int64_t now)
+may_send(const struct receiver *r, int64_t now)
 {
     if (circuit_open(r, now))
         return false;
     if (r->open_until_ms != 0) /* half open */
         return !r->probing && r->sending == 0;
-    return r->sending < (size_t)w->d->per_receiver;
+    return r->sending < r->share;
 }
 
 /* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. */
@@ -179,7 +185,7 @@ excluded(struct worker *w, int64_t now, const char **out, size_t max)
     for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
         for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
             if (circuit_open(r, now) ||
-                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : (size_t)w->d->per_receiver))
+                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->share))
                 out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
     return n;
 }
@@ -502,7 +508,7 @@ start_ready(struct worker *w, int64_t now)
 
     while (*link != NULL) {
         struct receiver *r = *link;
-        while (r->queued > 0 && may_send(w, r, now)) {
+        while (r->queued > 0 && may_send(r, now)) {
             if (r->open_until_ms != 0)
                 r->probing = true; /* half open: this request decides */
             start(w, dequeue(r));
@@ -516,38 +522,55 @@ start_ready(struct worker *w, int64_t now)
     }
 }
 
+/* The payload of one new job from its meeting m; people[x] is m's participants, parsed on the
+ * first row that asks (push and email rows do, webhook rows not). */
+static void
+build_body(struct worker *w, struct job *j, const struct meeting *m, struct codec_people **people,
+           int64_t now)
+{
+    if (m->id[0] == '\0') {
+        j->why = "meeting deleted before delivery";
+        return;
+    }
+    if (*people == NULL && j->it.channel != CHANNEL_WEBHOOK)
+        *people = codec_people_parse(m);
+    if ((j->it.payload = channel_payload(&w->d->channel, &j->it, m, *people, now, &j->why)) != NULL)
+        j->body_new = true;
+}
+
 /* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
  * shows them now, in one round trip: a reminder of a series' occurrence sees that occurrence
- * (db_meeting_get_many_for). A job whose payload cannot be built keeps none and says why (its
- * meeting is gone, ...). 0, or -1 on database trouble. */
+ * (db_meeting_get_many_for). The rows of one reminder share its meeting, read and parsed once. A
+ * job whose payload cannot be built keeps none and says why (its meeting is gone, ...). 0, or -1
+ * on database trouble. */
 static int
 build_bodies(struct worker *w, struct job **j, size_t n)
 {
     const char **ids = w->texts; /* scratch: before any failure is queued */
     int64_t *rids = w->ids;      /* scratch, as texts */
     struct db_meeting_list ms;
-    size_t k = 0;
+    struct codec_people *people[DB_OUTBOX_CLAIM_MAX] = {0};
+    size_t k = 0, at[DB_OUTBOX_CLAIM_MAX];
     int64_t now = timefmt_now_ms();
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) /* n <= DB_OUTBOX_CLAIM_MAX: one lease */
         if (j[i]->it.payload == NULL) {
             ids[k] = j[i]->it.meeting_id;
             rids[k++] = j[i]->it.reminder_id;
         }
     if (k == 0)
         return 0;
-    if (db_meeting_get_many_for(w->db, ids, rids, k, &ms) != DB_ONE_RESULT)
+    if (db_meeting_get_many_for(w->db, ids, rids, k, &ms, at) != DB_ONE_RESULT)
         return -1;
-    for (size_t i = 0, at = 0; i < n; i++) {
-        if (j[i]->it.payload != NULL)
+    for (size_t i = 0, x = 0; i < n; i++, x++) {
+        if (j[i]->it.payload != NULL) {
+            x--;
             continue;
-        const struct meeting *m = &ms.m[at++];
-        if (m->id[0] == '\0')
-            j[i]->why = "meeting deleted before delivery";
-        else if ((j[i]->it.payload =
-                      channel_payload(&w->d->channel, &j[i]->it, m, now, &j[i]->why)) != NULL)
-            j[i]->body_new = true;
+        }
+        build_body(w, j[i], &ms.m[at[x]], &people[at[x]], now);
     }
+    for (size_t d = 0; d < ms.n; d++)
+        codec_people_free(people[d]);
     db_meeting_list_fini(&ms);
     return 0;
 }
@@ -568,7 +591,7 @@ take_rows(struct worker *w, size_t n)
 
     for (size_t i = 0; i < n; i++) {
         struct job *j = calloc(1, sizeof *j);
-        if (j == NULL || (j->rcv = receiver_get(w, w->claimed[i].receiver)) == NULL) {
+        if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL) {
             free(j);
             db_outbox_item_fini(&w->claimed[i]); /* the lease runs out: retried then */
             continue;
@@ -829,6 +852,7 @@ deliver_start(const struct deliver_opts *opts)
     d->max_attempts = opts->max_attempts;
     d->concurrency = opts->concurrency;
     d->per_receiver = opts->per_receiver;
+    d->per_push_service = opts->per_push_service;
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
     d->workers = calloc((size_t)opts->workers, sizeof *d->workers);

@@ -162,6 +162,7 @@ serve(const struct config *cfg)
                                 .workers = cfg->delivery_workers,
                                 .concurrency = cfg->delivery_concurrency,
                                 .per_receiver = cfg->delivery_per_receiver,
+                                .per_push_service = cfg->delivery_per_push_service,
                                 .retry_base_ms = cfg->delivery_retry_base_ms,
                                 .timeout_ms = cfg->delivery_timeout_ms,
                                 .max_attempts = (int)cfg->delivery_max_attempts,

@@ -14,6 +14,7 @@ chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
 {
     const char *ids[DB_GET_MANY_MAX];
     int64_t rids[DB_GET_MANY_MAX];
+    size_t at[DB_GET_MANY_MAX];
     struct db_meeting_list ms;
     enum db_status st;
 
@@ -21,10 +22,10 @@ chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
         ids[i] = ev[i].meeting_id;
         rids[i] = ev[i].reminder_id;
     }
-    if ((st = db_meeting_get_many_for(db, ids, rids, n, &ms)) != DB_ONE_RESULT)
+    if ((st = db_meeting_get_many_for(db, ids, rids, n, &ms, at)) != DB_ONE_RESULT)
         return st;
     for (size_t i = 0; i < n; i++) {
-        const struct meeting *m = &ms.m[i];
+        const struct meeting *m = &ms.m[at[i]];
         struct occurrence o = {ev[i].reminder_id, ev[i].fire_at_ms, ev[i].fired_at_ms};
 
         if (m->id[0] == '\0')

@@ -3,9 +3,10 @@
 // private key and its VAPID JWT verified with `jose` (k = the key of /v1/push/vapid-public-key,
 // aud = the endpoint's origin, exp at most 24 h ahead); TTL, Urgency and Topic right; 410 tried
 // once, then the subscription is gone; 429 with Retry-After: 2 retried after 2 s, not before; a
-// rescheduled reminder sends its new time under the same Topic; the subscription endpoints'
-// validation, limit, scopes, deletion and isolation; one VAPID key across replicas; a push-only
-// reminder calls no webhook.
+// rescheduled reminder sends its new time under the same Topic; a push service is held to its own
+// share of requests in flight, not a webhook's; the subscription endpoints' validation, limit,
+// scopes, deletion and isolation; one VAPID key across replicas; a push-only reminder calls no
+// webhook.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -19,6 +20,7 @@ const GRACE_MS = 60000; // TOCSIN_MISSED_GRACE_MS's default: part of the TTL
 const SUBJECT = 'mailto:ops@tocsin.test';
 
 const h = await harness('push');
+const hShare = await harness('push_share'); // a database of its own: no other replica leases its rows
 let ps;
 let srv;
 let second;
@@ -170,6 +172,33 @@ test('a push-only reminder calls no webhook, and a webhook-only one sends no pus
     assert.equal(sub.got.length, 1);
     assert.equal(sub.got[0].message.title, 'Push');
     assert.equal(calls.length, 1);
+});
+
+test('a push service has a share of its own: TOCSIN_DELIVERY_PUSH_SERVICE_CONCURRENCY in flight, not the webhook share', async (t) => {
+    const SHARE = 3, N = 9;
+    const slow = await pushService();
+    t.after(() => slow.stop());
+    // One worker, one request at a time for a webhook: the push service alone may have SHARE.
+    const one = await hShare.startServer({ TOCSIN_WEBPUSH_ALLOW_PRIVATE: '1', TOCSIN_VAPID_SUBJECT: SUBJECT,
+        TOCSIN_DELIVERY_WORKERS: '1', TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1',
+        TOCSIN_DELIVERY_PUSH_SERVICE_CONCURRENCY: String(SHARE) });
+    t.after(() => one.stop());
+    const k = await one.createKey('push-share');
+    const ids = [];
+    for (let i = 0; i < N; i++) {
+        const sub = slow.subscribe(() => ({ status: 201, delayMs: 600 }));
+        const tok = (await one.req('POST', '/v1/browser-tokens', { key: k, json: { sub: `p${i}`, scope: 'push' } })).json.token;
+        const r = await one.req('POST', '/v1/push/subscriptions', { key: tok, json: sub.json });
+        assert.equal(r.status, 201, r.text);
+        ids.push(`p${i}`);
+    }
+    const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
+    const m = await one.req('POST', '/v1/meetings', { key: k, json: { title: 'Share', starts_at: starts.toISOString(),
+        participants: ids.map((id) => ({ id })), reminders: [{ minutes_before: 5, channels: ['push'] }] } });
+    assert.equal(m.status, 201, m.text);
+    assert.ok(await waitFor(() => slow.all.length >= N && slow.open === 0, BOUND_MS), `${slow.all.length} of ${N} pushes`);
+    assert.equal(slow.all.length, N, 'one request each');
+    assert.equal(slow.maxOpen, SHARE, 'requests open at once at the push service');
 });
 
 test('subscriptions: validation, scopes, re-subscribe, the limit of 10, deletion and isolation', async () => {

@@ -4,7 +4,8 @@
 // endpoint it records the headers and the time, decrypts the body with the npm `http_ece` library
 // using the subscriber's private key, and verifies the VAPID Authorization with `jose` (ES256, the
 // key from k=, aud = this origin, exp at most 24 h ahead). Each endpoint answers as the test
-// programs it: 201 by default, or any status (with Retry-After), or never. With deferChecks (for
+// programs it: 201 by default, or any status (with Retry-After, after a delay), or never; the
+// most requests open at once is kept in maxOpen. With deferChecks (for
 // benchmarks: node checks about 2,000 messages a second on one core, slower than tocsin sends
 // them) each request is answered at once and checked later by checkAll(), every one of them.
 import http from 'node:http';
@@ -40,6 +41,8 @@ export class PushService {
         this.subs = new Map(); // n -> { ecdh, auth, plan, got: [] }
         this.serial = 0;
         this.all = []; // every request to any endpoint, in arrival order
+        this.open = 0; // requests received and not answered yet
+        this.maxOpen = 0;
         this.server = http.createServer((req, res) => this.#handle(req, res));
     }
 
@@ -54,7 +57,8 @@ export class PushService {
     }
 
     // A browser-side subscription: what PushSubscription.toJSON() gives, plus its record.
-    // plan(n) answers the n-th request (from 1): a status, { status, retryAfter }, or 'hang'.
+    // plan(n) answers the n-th request (from 1): a status, { status, retryAfter, delayMs }, or
+    // 'hang'.
     subscribe(plan = () => 201) {
         const n = ++this.serial;
         const ecdh = createECDH('prime256v1');
@@ -106,6 +110,7 @@ export class PushService {
         }
         const body = Buffer.concat(chunks);
         const rec = { at, headers: req.headers, size: body.length, body, sub };
+        this.maxOpen = Math.max(this.maxOpen, ++this.open);
         if (!this.deferChecks) await this.#check(rec);
         sub.got.push(rec);
         this.all.push(rec);
@@ -113,6 +118,8 @@ export class PushService {
         if (answer === 'hang') return; // never answers (the socket stays open until stop())
         if (typeof answer === 'number') answer = { status: answer };
         if (rec.error && answer.status < 300) answer = { status: 400 }; // what a real service does
+        if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs));
+        this.open--;
         res.writeHead(answer.status, answer.retryAfter !== undefined ? { 'Retry-After': String(answer.retryAfter) } : {}).end();
     }
 }

@@ -152,18 +152,23 @@ run(const char *url)
     int64_t rid = count("SELECT id FROM reminders WHERE meeting_id = $1 AND minutes_before = 0"
                         " ORDER BY original_start OFFSET 1 LIMIT 1",
                         m.id);
-    const char *ids[] = {m.id, m.id};
-    int64_t rids[] = {rid, 999999999};
+    /* Equal pairs share one entry (one row read), in order of first appearance. */
+    const char *ids[] = {m.id, m.id, m.id, "not-an-id", m.id};
+    int64_t rids[] = {rid, 999999999, rid, rid, 999999999};
+    size_t at[5];
     struct db_meeting_list views = {0};
-    CHECK(db_meeting_get_many_for(db, ids, rids, 2, &views) == DB_ONE_RESULT && views.n == 2,
-          "views");
-    CHECK(views.n == 2 && views.m[0].is_occurrence &&
+    CHECK(db_meeting_get_many_for(db, ids, rids, 5, &views, at) == DB_ONE_RESULT && views.n == 3,
+          "views: %zu", views.n);
+    CHECK(at[0] == 0 && at[1] == 1 && at[2] == 0 && at[3] == 2 && at[4] == 1,
+          "entries %zu %zu %zu %zu %zu", at[0], at[1], at[2], at[3], at[4]);
+    CHECK(views.n == 3 && views.m[0].is_occurrence &&
               views.m[0].starts_at_ms == m.starts_at_ms + DAY_MS &&
               views.m[0].original_start_ms == m.starts_at_ms + DAY_MS &&
               views.m[0].n_reminders == 2 && views.m[0].recurrence != NULL,
           "occurrence view");
-    CHECK(views.n == 2 && !views.m[1].is_occurrence && views.m[1].starts_at_ms == m.starts_at_ms,
+    CHECK(views.n == 3 && !views.m[1].is_occurrence && views.m[1].starts_at_ms == m.starts_at_ms,
           "an unknown reminder sees the series");
+    CHECK(views.n == 3 && views.m[2].id[0] == '\0', "an invalid id names no meeting");
     db_meeting_list_fini(&views);
 
     /* Back to a single meeting: the pending occurrences go, keys reported; the series row too. */

@@ -751,6 +751,41 @@ check_push_payload(void)
     meeting_fini(&m);
 }
 
+/* A meeting's people, parsed once: participants by id (with or without a name), the organizer
+ * only for codec_people_has, ids sorted so that lookups do not depend on the order. */
+static void
+check_people(void)
+{
+    struct meeting m;
+    const char *name = "unset";
+
+    meeting_init(&m);
+    m.participants_json = strdup("[{\"id\":\"zoe\",\"name\":\"Zo\u00eb\"},{\"id\":\"ada\"},"
+                                 "{\"id\":\"mia\",\"name\":\"Mia\"},{\"name\":\"no id\"}]");
+    m.organizer_id = strdup("org");
+    struct codec_people *ps = codec_people_parse(&m);
+    CHECK_EXPR(ps != NULL);
+    CHECK_EXPR(codec_people_participant(ps, "zoe", &name) && strcmp(name, "Zo\xc3\xab") == 0);
+    CHECK_EXPR(codec_people_participant(ps, "ada", &name) && name == NULL);
+    CHECK_EXPR(codec_people_participant(ps, "mia", NULL));
+    CHECK_EXPR(!codec_people_participant(ps, "org", &name) && name == NULL);
+    CHECK_EXPR(!codec_people_participant(ps, "no id", NULL) && !codec_people_has(ps, ""));
+    CHECK_EXPR(codec_people_has(ps, "org") && codec_people_has(ps, "ada"));
+    CHECK_EXPR(!codec_people_has(ps, "bob") && !codec_people_has(ps, "Ada"));
+    CHECK_EXPR(codec_meeting_has_person(&m, "mia") && !codec_meeting_has_person(&m, "bob"));
+    codec_people_free(ps);
+    free(m.participants_json);
+    m.participants_json = strdup("not json");
+    CHECK_EXPR(codec_people_parse(&m) == NULL && !codec_meeting_has_person(&m, "ada"));
+    free(m.participants_json);
+    m.participants_json = NULL; /* none: only the organizer */
+    ps = codec_people_parse(&m);
+    CHECK_EXPR(ps != NULL && codec_people_has(ps, "org") &&
+               !codec_people_participant(ps, "org", NULL));
+    codec_people_free(ps);
+    meeting_fini(&m);
+}
+
 int
 main(void)
 {
@@ -764,5 +799,6 @@ main(void)
     check_patch_flow();
     check_push_subscription();
     check_push_payload();
+    check_people();
     return check_summary("test_codec");
 }
