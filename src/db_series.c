@@ -644,8 +644,7 @@ db_series_extend(struct db *db, struct db_series_extension *ext, size_t n, size_
     return db_tx_run(db, extend_tx_run, &t);
 }
 
-/* ---- reads ------------------------------------------------------------------------------------
- */
+/* ---- reads -------------------------------------------------------------------------------- */
 
 enum db_status
 db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids, size_t n,
