@@ -13,8 +13,8 @@ static const char *const titles[] = {
 #undef X
 };
 
-/* Codes are the names lower-cased at build time would need a generator; a second table keeps the
- * list single-sourced while the preprocessor gives us the upper-case spelling. */
+/* A code is its name lower-cased. The preprocessor can only give the upper-case spelling, and
+ * lower-casing at build time would need a generator, so codes_fill does it once at run time. */
 static const char *const names[] = {
 #define X(name, status, title) #name,
 #include "api_errors.def"
@@ -35,9 +35,8 @@ api_error_title(enum api_error e)
     return (unsigned)e < API_E__COUNT ? titles[e] : "Internal error";
 }
 
-/* Lower-cases once into a static table; the table is filled at first use from any thread with
- * identical bytes, so a race writes the same values (benign) -- we still fill it under
- * pthread_once to keep TSan quiet. */
+/* Filled at first use, which may come from any thread: pthread_once, because two threads
+ * writing the table at once would be a data race even though both write the same bytes. */
 #include <ctype.h>
 #include <pthread.h>
 

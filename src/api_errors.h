@@ -1,5 +1,6 @@
 /* api_errors.h -- enum api_error generated from api_errors.def, plus lookups.
- * Pure data; used by codec (field validation) and http_reply (problem+json). */
+ * Pure data: codec and the HTTP layers return these codes, http_reply turns them into
+ * problem+json. */
 #ifndef TOCSIN_API_ERRORS_H
 #define TOCSIN_API_ERRORS_H
 

@@ -21,8 +21,9 @@ int apikey_parse(const char *key, size_t len, char prefix[APIKEY_PREFIX_LEN + 1]
 /* SHA-256 of the key bytes. */
 void apikey_hash(const char *key, size_t len, uint8_t out[APIKEY_HASH_LEN]);
 /* Whether name may name a tenant: 1..APIKEY_TENANT_NAME_MAX of [A-Za-z0-9_.-], like every other
- * name tocsin takes (prefixes, instance ids). `keys list` prints tenant names between tabs, one
- * key per line: a control byte in a name would forge lines there and in logs. */
+ * name tocsin takes (prefixes, instance ids). Names reach logs and `keys list` (tab-separated,
+ * one key per line), where a control byte could forge a line; that listing still escapes the
+ * names made before this check existed. */
 bool apikey_tenant_name_valid(const char *name);
 
 #endif

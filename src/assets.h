@@ -1,5 +1,6 @@
-/* assets.h -- the browser files compiled into the binary (web/: scripts, pages, styles),
- * generated at build time by cmake/embed_assets.cmake and served by handlers/assets.c. */
+/* assets.h -- the browser files compiled into the binary (web/: scripts, pages, styles). The
+ * table is generated at build time by cmake/embed_assets.cmake (assets_embedded.c in the build
+ * directory) and served by handlers/assets.c. */
 #ifndef TOCSIN_ASSETS_H
 #define TOCSIN_ASSETS_H
 

@@ -54,8 +54,8 @@ b64url_encode(const void *in, size_t n, char *out)
     return encode(url_alphabet, false, in, n, out);
 }
 
-/* The 6-bit value of c in alphabet, or INVALID. A switch on ranges, not a 256-byte table built
- * at run time: nothing to initialise, nothing shared between threads. */
+/* The 6-bit value of c in the alphabet, or INVALID. Range comparisons, not a 256-byte table
+ * built at run time: nothing to initialise, nothing shared between threads. */
 static uint8_t
 value(char c, bool url)
 {

@@ -1,7 +1,8 @@
-/* b64.h -- base64 (RFC 4648 section 4, with padding: webhook secrets) and base64url (section 5,
- * without padding: JWT segments), both without OpenSSL. Decoding is strict, so that one byte
- * string has exactly one accepted text: a character outside the alphabet, padding where none
- * belongs, an impossible length or non-zero bits after the last byte is refused. Pure. */
+/* b64.h -- base64 (RFC 4648 section 4, with padding: webhook secrets and signatures, email
+ * bodies and encoded words) and base64url (section 5, without padding: JWT segments, API keys,
+ * Web Push keys), both without OpenSSL. Decoding is strict, so that one byte string has exactly
+ * one accepted text: a character outside the alphabet, padding where none belongs, an impossible
+ * length or non-zero bits after the last byte is refused. Pure. */
 #ifndef TOCSIN_B64_H
 #define TOCSIN_B64_H
 

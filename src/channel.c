@@ -208,8 +208,9 @@ channel_verdict(unsigned channel, const struct outbound_done *d)
         return smtp_permanent(d->status) ? CHANNEL_GIVE_UP : CHANNEL_RETRY;
     if (channel != CHANNEL_PUSH)
         return CHANNEL_RETRY;
-    /* RFC 8030: 404 and 410 say the subscription is gone; 400, 401, 403 and 413 that this request
-     * (its VAPID token, its size) can never succeed; 429 and 5xx are worth retrying. */
+    /* 404 and 410 say the subscription is gone (RFC 8030); 400, 401, 403 (RFC 8292: the VAPID
+     * token) and 413 (too large) that this request can never succeed; 429, 5xx and anything
+     * else are worth retrying. */
     switch (d->status) {
     case 404:
     case 410:

@@ -30,7 +30,7 @@ struct channel_opts {
     int64_t missed_grace_ms; /* a push is kept until the meeting's start plus this */
 };
 
-/* Per request storage a started request borrows until its answer. */
+/* Per-request storage a started request borrows until its answer. */
 struct channel_req {
     char msg_id[OCCURRENCE_ID_MAX]; /* the webhook-id: the same for every retry */
     char sig[WEBHOOK_SIGNATURE_LEN + 1];

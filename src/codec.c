@@ -682,7 +682,7 @@ codec_dump(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
-/* ---- webhooks --------------------------------------------------------------------------- */
+/* ---- notification bodies ---------------------------------------------------------------- */
 
 /* The reminder of o as the meeting shows it, with the occurrence's own fire time and, when o
  * knows it, its fired state (the row may have moved on: rescheduled, fired again). */
@@ -788,6 +788,8 @@ codec_push_starts_at(const char *payload, int64_t *ms)
     return rc;
 }
 
+/* ---- stored JSON: string lists --------------------------------------------------------- */
+
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -844,6 +846,8 @@ codec_string_array(const char *const *v, size_t n)
     return text;
 }
 
+/* ---- webhooks --------------------------------------------------------------------------- */
+
 enum api_error
 codec_webhook_decode(const json_t *doc, char **url, char **description, struct codec_errors *errs)
 {
@@ -866,7 +870,7 @@ codec_webhook_decode(const json_t *doc, char **url, char **description, struct c
 
 /* ---- push subscriptions ------------------------------------------------------------------ */
 
-/* A required text member at path (for error messages) of at most max bytes: malloc'ed or NULL. */
+/* A required text member at path (for error messages) of 1..max characters: malloc'ed or NULL. */
 static char *
 req_text(const json_t *v, const char *path, size_t max, struct codec_errors *errs)
 {

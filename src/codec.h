@@ -31,10 +31,10 @@ struct codec_errors {
 #define CODEC_DEPTH_MAX 32
 json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
 
-/* Validates a meeting input document (the fields a client may write, docs/design.md section 5) into
- * m (which must be fresh from meeting_init). Reminders get minutes_before set and fire times
- * derived; ids and statuses are left for the database. Returns API_E_NONE, or API_E_VALIDATION
- * with errs filled. m must be meeting_fini'ed in both cases. */
+/* Validates a meeting input document (the fields a client may write: MeetingInput in
+ * api/openapi.yaml) into m (which must be fresh from meeting_init). Reminders get minutes_before
+ * set and fire times derived; ids and statuses are left for the database. Returns API_E_NONE, or
+ * API_E_VALIDATION with errs filled. m must be meeting_fini'ed in both cases. */
 enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m,
                                     struct codec_errors *errs);
 
@@ -81,20 +81,23 @@ json_t *codec_reminder_encode(const struct reminder *r);
 json_t *codec_time(int64_t ms);
 void codec_add_error(struct codec_errors *errs, const char *field, const char *message);
 
-#define CODEC_URL_MAX 2048                /* a webhook URL, bytes (ASCII expected) */
+/* A webhook URL or a push endpoint, in characters here; webhook.c and webpush.c bound the bytes
+ * again (WEBHOOK_URL_MAX, WEBPUSH_ENDPOINT_MAX). */
+#define CODEC_URL_MAX 2048
 #define CODEC_WEBHOOK_DESCRIPTION_MAX 500 /* characters */
 
 /* Validates a webhook input document {"url", "description"?}: shape, unknown fields, lengths,
  * control characters. The URL's meaning (scheme, host, addresses) is webhook.c's to check. On
  * API_E_NONE *url (and *description unless absent or null) are malloc'ed copies; free() them in
- * both cases. */
+ * both cases. errs must be empty on entry (this decoder does not reset it). */
 enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
                                     struct codec_errors *errs);
 
 /* POST /v1/push/subscriptions: what PushSubscription.toJSON() gives, {"endpoint",
  * "expirationTime"?: null or ms since the epoch, "keys": {"p256dh", "auth"}}; other members are
  * ignored (browsers add some). Only the JSON shape is checked here: the caller checks the URL and
- * the keys (webpush.h). Strings malloc'ed; codec_push_subscription_fini frees them. */
+ * the keys (webpush.h). Strings malloc'ed; codec_push_subscription_fini frees them. errs must be
+ * empty on entry (this decoder does not reset it). */
 #define CODEC_PUSH_KEY_TEXT_MAX 128
 struct codec_push_subscription {
     char *endpoint, *p256dh, *auth;
@@ -125,11 +128,12 @@ void codec_token_request_fini(struct codec_token_request *r);
 /* Compact, deterministic serialization (malloc'ed; free()). */
 char *codec_dump(const json_t *v);
 
-/* The body of a fired reminder on every channel (webhook, stream, inbox), malloc'ed text or NULL
- * when out of memory: {"type":"meeting.reminder","id":<occurrence id = the webhook-id>,
- * "timestamp":ts,"data":{"reminder":{...},"meeting":{...}}}. The reminder is the meeting's own,
- * with the occurrence's fire time (and fired state when o->fired_at_ms is set); null if the
- * meeting no longer has it. */
+/* The body of a fired reminder for webhooks, the stream and the inbox (push and email have their
+ * own), malloc'ed text or NULL when out of memory: {"type":"meeting.reminder","id":<occurrence id
+ * = the webhook-id>,"timestamp":ts,"data":{"reminder":{...},"meeting":{...}}}, and in "data" an
+ * "occurrence":{"original_start"} when m is an occurrence of a series. The reminder is the
+ * meeting's own, with the occurrence's fire time (and fired state when o->fired_at_ms is set);
+ * null if the meeting no longer has it. */
 char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
 /* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
  * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),

@@ -284,8 +284,7 @@ load_browser(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* A From or subject address: printable ASCII without blanks, one '@'; no byte can break a header.
- */
+/* A From or subject address: printable ASCII, no blanks, one '@': no byte can break a header. */
 static bool
 address_ok(const char *s, size_t max)
 {

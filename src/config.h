@@ -19,7 +19,7 @@
 struct config {
     char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
     int http_port;                     /* TOCSIN_HTTP_ADDR port, default 8080 */
-    int http_threads;                  /* TOCSIN_HTTP_THREADS 1..64, default 16*/
+    int http_threads;                  /* TOCSIN_HTTP_THREADS 1..64, default 16 */
     int http_connections_max;          /* TOCSIN_HTTP_CONNECTIONS_MAX 16..10000, default 1024 */
     int http_timeout_s;                /* TOCSIN_HTTP_TIMEOUT_S 1..3600, default 30 */
     int http_connections_per_addr;     /* TOCSIN_HTTP_CONNECTIONS_PER_ADDR 1..100000, default 128 */

@@ -1,5 +1,5 @@
 /* cors.h -- TOCSIN_CORS_ORIGINS: which web origins may call the API from a browser. Pure: the
- * list is parsed once at start (config.c) and consulted per request (http_server.c). An origin is
+ * list is parsed once at start (config.c) and consulted per reply (http_reply.c). An origin is
  * compared exactly, as browsers send it (scheme://host[:port], lower case); "*" allows any and is
  * echoed as "*" (no credentials are ever used: tokens travel in headers or the stream's query). */
 #ifndef TOCSIN_CORS_H

@@ -66,8 +66,8 @@ int db_migrations_current(struct db *db);
 #define TENANT_NAME_MAX 100
 enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
 /* Locks the tenant's row until the transaction ends (use inside db_tx_run): every limit checked
- * by counting rows before inserting one (webhooks per tenant, and any such limit to come) takes
- * it first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
+ * by counting rows before inserting one (webhooks, signing keys, push subscriptions) takes it
+ * first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
  * tenant does not exist. */
 enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
 enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
@@ -84,8 +84,8 @@ enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
 enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
 
 /* ---- meetings (db_meeting.c). tenant_id scopes every statement. ---- */
-/* Inserts m (m->id, version=1, created/updated and organizer set by caller) and its reminders
- * (status pending, or as the caller set them); fills each reminder's id. */
+/* Inserts m (m->id, created/updated and organizer set by the caller; m->version is set to 1) and
+ * its reminders (status pending, or as the caller set them); fills each reminder's id. */
 enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
 /* Loads a live (not deleted) meeting with its reminders. for_update locks the row (use inside
  * db_tx_run). m must be fresh from meeting_init. */

@@ -1,8 +1,8 @@
 /* db_fire.c -- the fire statement of db_fire.h: one data-modifying CTE that flips a batch of
  * pending occurrences and writes their outbox rows. In READ COMMITTED a concurrent fire of the
  * same row waits for the row lock, then re-checks status = 'pending' on the new row version and
- * skips it: two replicas (or a replica and a late Redis event) can never both fire one occurrence.
- */
+ * skips it: two replicas (or a replica and a late Redis event) can never both fire one
+ * occurrence. */
 #include "db_fire.h"
 
 #include <stdlib.h>
@@ -14,11 +14,11 @@
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
  * key lookup per row, made in SQL so that the missed decision sees the committed start (an
- * occurrence of a series carries its own start: migrations/008). Deleting
- * a meeting cancels its pending reminders (and a fire waiting on one's row lock then skips it);
- * the deleted_at test is the backstop for a pending reminder a deleted meeting still has. Time is
- * the database's (now(): the statement's start): a replica whose clock runs ahead cannot fire
- * early, and every replica's fires are stamped by one clock.
+ * occurrence of a series carries its own start: migrations/008). Deleting a meeting cancels its
+ * pending reminders (and a fire waiting on one's row lock then skips it); the deleted_at test is
+ * the backstop for a pending reminder a deleted meeting still has. Time is the database's (now():
+ * the statement's start): a replica whose clock runs ahead cannot fire early, and every replica's
+ * fires are stamped by one clock.
  * A fired occurrence gets an outbox row per target of each of its reminder's channels
  * (migrations/007): each live webhook of the tenant, each Web Push subscription of a participant
  * or the organizer, each participant with an email address when email is on ($4). On the stream

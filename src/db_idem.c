@@ -19,8 +19,8 @@ db_idem_response_fini(struct db_idem_response *r)
 }
 
 /* A transaction-scoped lock: outside db_tx_run it would be released as soon as it is taken. The
- * 64-bit hash of "tenant:key" can collide; a collision only makes an unrelated request wait for
- * the other's transaction to end (409 to retry), never mixes up stored responses. */
+ * 64-bit hash of "tenant:key" can collide; a collision only makes an unrelated request get a 409
+ * (retry later) while the other's transaction runs, and never mixes up stored responses. */
 enum db_status
 db_idem_lock(struct db *db, int64_t tenant_id, const char *key)
 {

@@ -94,9 +94,10 @@ enum db_stmt {
 #define DB_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
 
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
- * connection. Reconnects first when the connection is broken and no transaction is open.
- * Returns DB_ONE_RESULT with *res set (the caller PQclear's it; rows may be 0) or an error status
- * with *res NULL and the error in db_err/db_errmsg (not logged: the caller decides). */
+ * connection (unless pooled: then every run is unnamed, see db_set_pooled). Reconnects first when
+ * the connection is broken and no transaction is open. Returns DB_ONE_RESULT with *res set (the
+ * caller PQclear's it; rows may be 0) or an error status with *res NULL and the error in
+ * db_err/db_errmsg (not logged: the caller decides). */
 enum db_status db_exec(struct db *db, enum db_stmt id, const char *sql, int n,
                        const char *const *values, PGresult **res);
 /* db_exec for a statement that changes one row and returns none (an UPDATE or DELETE by key, an

@@ -16,7 +16,7 @@
 /* The statements read better laid out as SQL than as clang-format would wrap them. */
 /* clang-format off */
 
-/* $3..$11: the writable fields, in the order of meeting_params(). */
+/* $3..$11: the writable fields and the version, in the order of meeting_params(). */
 #define MEETING_WRITE_PARAMS \
     "$3, $4, " DB_TS("$5") ", " DB_TS("$6") ", $7, $8, $9::json, $10::json, $11::bigint"
 
@@ -299,7 +299,7 @@ reminder_by_minutes(struct meeting *m, int minutes_before)
     return NULL;
 }
 
-/* Parameters $1..$11, shared by insert and update: the identity and the writable fields. */
+/* Parameters $1..$11, shared by insert and update: identity, writable fields and version. */
 struct meeting_params {
     const char *v[DB_PARAMS_MAX];
     char tenant[DB_I64_BUF], starts[DB_I64_BUF], ends[DB_I64_BUF], version[DB_I64_BUF];
@@ -360,7 +360,7 @@ db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting 
     const char *params[] = {id, db_i64(tenant, tenant_id)};
     PGresult *res;
 
-    /* Not a UUID cannot name a meeting; asking the server would only log a cast error. */
+    /* Text that is not a UUID cannot name a meeting; the server would only answer a cast error. */
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
     enum db_status st =

@@ -166,7 +166,9 @@ db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, const char *
         return st;
     for (int row = 0; row < PQntuples(res) && *n < max; row++) {
         if (fill_item(res, row, &out[*n]) != 0) {
-            db_outbox_item_fini(&out[*n]); /* out of memory: the lease runs out, retried then */
+            /* Out of memory, or a channel this version does not know: the row stays leased
+             * until the lease runs out, and is claimed again then. */
+            db_outbox_item_fini(&out[*n]);
             continue;
         }
         (*n)++;

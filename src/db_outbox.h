@@ -54,7 +54,7 @@ struct db_outbox_failure {
     int64_t id;
     int http_status;  /* 0 when there was no answer */
     int64_t retry_ms; /* the next attempt after this delay */
-    bool give_up;     /* failed for good now (webhook or meeting gone) */
+    bool give_up;     /* failed for good now (target or meeting gone, or it can never succeed) */
 };
 /* Records failed attempts (one statement): each row is retried after its delay, or becomes
  * 'failed' at attempt max_attempts or when it gives up. errors_json and bodies_json are JSON

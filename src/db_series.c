@@ -644,8 +644,7 @@ db_series_extend(struct db *db, struct db_series_extension *ext, size_t n, size_
     return db_tx_run(db, extend_tx_run, &t);
 }
 
-/* ---- reads ------------------------------------------------------------------------------------
- */
+/* ---- reads -------------------------------------------------------------------------------- */
 
 /* Numbers the distinct (ids[i], rids[i]) pairs in order of first appearance: at[i] is the
  * number of pair i, first[j] the first i of number j. The number of distinct pairs, or 0 when

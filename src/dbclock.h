@@ -6,7 +6,7 @@
  * round trip is kept. Its database time was read somewhere inside the round trip, so "now" is the
  * least the database's clock can be (as if it was read at the round trip's end): an offer is never
  * early by the database's judgement, and late by at most that round trip. The skew is the middle
- * estimate. Lock-free; any thread. */
+ * estimate. Lock-free: one thread (the reconciler) takes the samples, any thread reads. */
 #ifndef TOCSIN_DBCLOCK_H
 #define TOCSIN_DBCLOCK_H
 
