@@ -19,7 +19,7 @@ struct engine;
 
 struct engine_gauges {
     size_t dispatch_queue;     /* occurrences waiting for dispatch */
-    size_t sched_held;         /* occurrences the scheduler holds for the next window */
+    size_t sched_held;         /* occurrences due within its window the scheduler holds */
     bool subscribed;           /* the expiry listener is subscribed */
     bool redis_up;             /* the reconciler's last look at Redis got answers */
     enum expiry_notify notify; /* whether expired events arrive (the listener's probe) */
