@@ -29,27 +29,28 @@
 /* build_bodies reads the meetings of one lease's rows in one statement. */
 _Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
-#define RECEIVER_IDLE_MS                                                                           \
-    60000                   /* a receiver with nothing held and a closed circuit is forgotten      \
-                             */
+/* A receiver with nothing held, a closed circuit and no failures in a row is forgotten after
+ * this long idle. */
+#define RECEIVER_IDLE_MS 60000
 #define DB_RETRY_MS 1000    /* after a failed connect, the next try waits this */
 #define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
 #define STOP_SLACK_MS 1000  /* stopping: in-flight requests get their timeout plus this */
 
-/* A receiver: the unit of isolation (one webhook). */
-/* A receiver's key: a webhook id, a push service's origin (the longest) or "smtp". A shorter
- * buffer cut origins such as https://updates.push.services.mozilla.com, whose key then matched
- * no receiver: each of its rows made a new one, and its share and circuit never applied. */
+/* A receiver's key: a webhook id, a push service's origin (the longest) or "smtp". It must hold
+ * a whole origin such as https://updates.push.services.mozilla.com: a cut key matches no
+ * receiver, so each of its rows would make a new one and its share and circuit would never
+ * apply. */
 #define RECEIVER_KEY_MAX WEBPUSH_ORIGIN_MAX
 _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver key");
 
+/* A receiver: the unit of isolation (a webhook, a push service or the SMTP server). */
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
     size_t share; /* requests it may have in flight (deliver_opts) */
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
-    int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed */
+    int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed, passed = half open */
     int64_t open_ms;         /* how long it opened last */
     bool probing;            /* half open: one request decides */
     int64_t idle_since_ms;
@@ -91,7 +92,7 @@ struct worker {
     size_t n_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
     struct receiver *ready; /* receivers with queued jobs */
-    /* Scratch of one round, concurrency entries each. */
+    /* Scratch of one round: concurrency entries each, claimed DB_OUTBOX_CLAIM_MAX. */
     struct db_outbox_item *claimed;
     struct outbound_done *done;
     int64_t *ids;
@@ -290,7 +291,8 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
     free(bodies);
 }
 
-/* Records failed attempts f[0..n) (reasons and bodies in texts/texts2) in one statement. */
+/* Records the failed attempts w->fails[0..n) (reasons and bodies in texts/texts2) in one
+ * statement. */
 static void
 record_failed(struct worker *w, size_t n)
 {
@@ -452,7 +454,7 @@ take_answers(struct worker *w, size_t n)
 }
 
 /* Writes a push job's VAPID Authorization (its tenant's key pair, made on first use). 0, or -1
- * with the reason in err. */
+ * with the reason in err and *give_up set when the endpoint can never be signed for. */
 static int
 authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool *give_up)
 {
@@ -478,7 +480,8 @@ authorize_push(struct worker *w, struct job *j, char err[OUTBOUND_ERR_MAX], bool
     TOCSIN_UNREACHABLE("a db_status outside its enum");
 }
 
-/* Starts j's request. false when it could not start (recorded as a failed attempt). */
+/* Starts j's request. false when it could not start: the attempt is recorded as failed and j is
+ * freed. */
 static bool
 start(struct worker *w, struct job *j)
 {

@@ -25,8 +25,9 @@
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
-/* The circuit of a receiver opens after DELIVER_CIRCUIT_FAILURES failed attempts in a row (no
- * answer, 429 or 5xx), for DELIVER_CIRCUIT_OPEN_MS, doubling each time a probe fails, up to
+/* The circuit of a receiver opens after DELIVER_CIRCUIT_FAILURES failed attempts in a row that
+ * show the receiver in trouble (channel_receiver_trouble: no answer, an HTTP 429 or 5xx, an SMTP
+ * 4xx or 53x), for DELIVER_CIRCUIT_OPEN_MS, doubling each time a probe fails, up to
  * DELIVER_CIRCUIT_OPEN_MAX_MS; then one probe request decides. */
 #define DELIVER_CIRCUIT_FAILURES 5
 #define DELIVER_CIRCUIT_OPEN_MS 5000
@@ -59,8 +60,8 @@ int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
 /* Requests in flight in this process (for /metrics). Thread-safe. */
 size_t deliver_in_flight(void);
 /* Stops taking rows, gives back the rows not sent yet (another replica, or the next process,
- * sends them), lets the requests in flight finish (bounded by the request timeout) and records
- * them, joins the workers and frees d. NULL ok. */
+ * sends them), lets the requests in flight finish (bounded by the request timeout plus a second)
+ * and records them, joins the workers and frees d. NULL ok. */
 void deliver_stop(struct deliver *d);
 
 #endif

@@ -1,7 +1,8 @@
 /* dispatch.c -- the dispatch thread of dispatch.h. Each round: take due deferred occurrences and
- * a batch from the queue, dedupe, hold back the early ones, claim the rest in one Redis pipeline,
- * fire the winners in one PostgreSQL statement (db_fire.c), retry that statement with backoff
- * while the database is away, then hand the outbox ids to delivery. */
+ * a batch from the queue, dedupe, hold back the early ones, claim the rest in Redis pipelines
+ * (mirror_claim.h), fire the winners in one PostgreSQL statement (db_fire.c), retry that statement
+ * with backoff while the database is away, then hand the outbox ids to delivery, remove the
+ * batch's Redis keys and wake the stream hubs. */
 #include "dispatch.h"
 
 #include <pthread.h>

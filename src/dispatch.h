@@ -18,9 +18,9 @@
 #define DISPATCH_QUEUE_MAX 131072 /* occurrences waiting; a full queue refuses more */
 #define DISPATCH_BATCH_MAX 1024   /* occurrences per round: claimed in pipelines, one fire */
 #define DISPATCH_DEFER_MAX 4096   /* early occurrences held until due */
-#define DISPATCH_DEFER_HORIZON_MS                                                                  \
-    60000                            /* an occurrence due later than this is dropped, not held     \
-                                      */
+/* An occurrence due later than this is dropped, not held: its key, the scheduler or the sweep
+ * brings it back when due. */
+#define DISPATCH_DEFER_HORIZON_MS 60000
 #define DISPATCH_BACKOFF_MIN_MS 50   /* first wait after a failed fire statement */
 #define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
 #define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
@@ -36,7 +36,7 @@ typedef void (*dispatch_streamed_fn)(void *arg, const struct stream_head *heads,
 struct dispatch_opts {
     const char *database_url;
     struct mirror_opts mirror;
-    const char *instance_id;    /* claim value and outbox lease owner */
+    const char *instance_id;    /* the value of this replica's claim keys */
     int64_t claim_ttl_ms;       /* how long a claim blocks other replicas */
     int64_t missed_grace_ms;    /* fired later than meeting start + this: recorded missed */
     bool email;                 /* write email outbox rows (an SMTP server is configured) */

@@ -1,9 +1,9 @@
 /* engine.h -- the reminder engine of one replica, wired in one place: the dispatch thread (claim +
  * fire), the precision scheduler, the expiry listener and the reconciler, each with its own
  * connections, the membership heartbeat that shares the shards among the live replicas, and
- * retention (retention.h), which purges old rows on one of them. The
- * HTTP layer sees only this interface: it reports reminders it wrote and mirror
- * writes that failed, and reads the engine's state for /readyz and /metrics. */
+ * retention (retention.h), which purges old rows on one of them. The HTTP layer sees only this
+ * interface: it reports reminders it wrote and mirror writes that failed, and reads the engine's
+ * state for /readyz and /metrics. */
 #ifndef TOCSIN_ENGINE_H
 #define TOCSIN_ENGINE_H
 
@@ -19,7 +19,7 @@ struct engine;
 
 struct engine_gauges {
     size_t dispatch_queue;     /* occurrences waiting for dispatch */
-    size_t sched_held;         /* occurrences the scheduler holds for the next window */
+    size_t sched_held;         /* occurrences due within its window the scheduler holds */
     bool subscribed;           /* the expiry listener is subscribed */
     bool redis_up;             /* the reconciler's last look at Redis got answers */
     enum expiry_notify notify; /* whether expired events arrive (the listener's probe) */
@@ -39,7 +39,7 @@ struct engine_hooks {
 };
 
 /* Starts the threads (dispatch first, so the others have somewhere to send). cfg and hooks must
- * outlive the engine. NULL when a thread cannot start. */
+ * outlive the engine. NULL when out of memory or a thread cannot start. */
 struct engine *engine_start(const struct config *cfg, const struct engine_hooks *hooks);
 /* Reminder occurrences just committed (created or moved): the scheduler takes those due soon. */
 void engine_reminders_changed(struct engine *e, const struct reminder_key *k, size_t n);
@@ -47,8 +47,9 @@ void engine_reminders_changed(struct engine *e, const struct reminder_key *k, si
 void engine_mirror_failed(struct engine *e);
 /* A snapshot of the engine's state. Thread-safe; zeroes for NULL. */
 void engine_gauges(struct engine *e, struct engine_gauges *out);
-/* Stops the producers (scheduler, listener, reconciler), then lets dispatch fire what is queued
- * (bounded), and frees e. What is left stays pending in PostgreSQL. Accepts NULL. */
+/* Stops retention, leaves the membership (the other replicas take this one's shards), stops the
+ * producers (listener, scheduler, reconciler), then lets dispatch fire what is queued (bounded),
+ * and frees e. What is left stays pending in PostgreSQL. Accepts NULL. */
 void engine_stop(struct engine *e);
 
 #endif

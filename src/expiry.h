@@ -35,7 +35,7 @@ typedef void (*expiry_connect_fn)(void *arg);
 typedef void (*expiry_stream_fn)(void *arg, const struct stream_head *h);
 
 struct expiry_opts {
-    struct mirror_opts mirror;    /* host, port, db, password, prefix */
+    struct mirror_opts mirror;    /* the Redis connection and key prefix (mirror.h) */
     const char *instance_id;      /* names this replica's probe key; copied */
     struct dispatch *dispatch;    /* borrowed; must outlive the listener */
     struct members *members;      /* events of other shards are dropped; NULL: none are */

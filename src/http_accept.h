@@ -6,9 +6,9 @@
 
 #include <stdbool.h>
 
-/* Whether a client sending this Accept value takes application/json (every body tocsin sends is
- * JSON or problem+json). NULL (no header) accepts anything; a range with q=0 is a refusal. One
- * pass over accept: O(strlen(accept)). */
+/* Whether a client sending this Accept value takes application/json (the routes that ask answer
+ * JSON or problem+json; those with other bodies are ROUTE_ANY_ACCEPT). NULL (no header) accepts
+ * anything; a range with q=0 is a refusal. One pass over accept: O(strlen(accept)). */
 bool http_accept_json(const char *accept);
 
 #endif

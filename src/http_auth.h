@@ -10,9 +10,9 @@
 
 #define TOKEN_LEEWAY_S 30          /* clock skew allowed on a token's exp, iat and nbf */
 #define TOKEN_LIFETIME_MAX_S 86400 /* exp - iat of a token in a header */
-#define TOKEN_URL_LIFETIME_MAX_S                                                                   \
-    900 /* of a token in a URL (?access_token=), which gets logged by                              \
-           proxies and kept in histories */
+/* exp - iat of a token in a URL (?access_token=), kept short: proxies log URLs and browsers keep
+ * them in their history. */
+#define TOKEN_URL_LIFETIME_MAX_S 900
 
 /* Authenticates rq from its Authorization header or, on routes that allow it and when there is
  * no header, its ?access_token=. Returns API_E_NONE with rq->tenant_id and rq->who set, or the
@@ -22,7 +22,8 @@
 enum api_error http_authenticate(struct request *rq);
 /* Whether rq->who may call rq's route: API_E_NONE or API_E_INSUFFICIENT_SCOPE. */
 enum api_error http_authorize(const struct request *rq);
-/* Whether a browser token may see meeting_id by its mtg claim (API keys: always). */
+/* Whether a browser token may see meeting_id by its mtg claim (API keys, and tokens without
+ * that claim: always). */
 bool http_meeting_allowed(const struct request *rq, const char *meeting_id);
 
 #endif

@@ -1,7 +1,8 @@
 /* http_metrics.c -- the counters of http_metrics.h in fixed arrays indexed by route, method and
  * status slot. A route is counted under the first entry of http_routes with its pattern, so GET
  * and POST /v1/meetings are one route label with two methods. The status slots are every status
- * api_errors.def can give, the successes the handlers send, and one per class for the rest. */
+ * api_errors.def can give, the others the handlers send (200, 201, 204, 304), and one per class
+ * for the rest. */
 #include "http_metrics.h"
 
 #include <stdarg.h>

@@ -15,8 +15,8 @@
 #define HTTP_METRICS_ROUTES_MAX 48 /* route table entries counted; past them, "unmatched" */
 
 /* Counts one finished request. route: an entry of http_routes whose pattern the path matched
- * (any method), or NULL. duration_ns: from its first byte of head to its last byte of answer (for
- * a stream, the stream's life). Thread-safe. */
+ * (any method), or NULL. duration_ns: from its request line (MHD's first callback) to its
+ * completion (for a stream, the stream's life). Thread-safe. */
 void http_metrics_observe(const struct route *route, const char *method, unsigned status,
                           int64_t duration_ns);
 /* Both families in the Prometheus text format; series never observed are left out. Returns a

@@ -1,4 +1,5 @@
-/* http_reply.c -- builds and queues every HTTP response. Handlers never touch MHD responses. */
+/* http_reply.c -- queues every HTTP response and builds all but the streams' (http_stream.c).
+ * Handlers never touch MHD responses. */
 #include "http_reply.h"
 
 #include <microhttpd.h>
@@ -21,8 +22,9 @@
 #define CORS_EXPOSE_HEADERS "ETag, Location, Retry-After, WWW-Authenticate"
 #define CORS_MAX_AGE "7200" /* seconds: Chromium's cap */
 
-/* The CORS headers of a /v1/ reply: Vary always (the reply depends on Origin), the rest only for
- * an allowed origin. Returns whether the origin was allowed. */
+/* The CORS headers of a /v1/ reply when TOCSIN_CORS_ORIGINS is set: Vary always (the reply
+ * depends on Origin), the rest only for an allowed origin. Returns whether the origin was
+ * allowed. */
 static bool
 add_cors(struct request *rq, struct MHD_Response *resp)
 {
@@ -108,7 +110,8 @@ problem_new(enum api_error e, const char *detail)
     json_object_set_new(p, "type", json_string(type));
     json_object_set_new(p, "title", json_string(api_error_title(e)));
     json_object_set_new(p, "status", json_integer(api_error_status(e)));
-    /* detail is ours or truncated client text; json_stringn keeps invalid bytes out. */
+    /* detail is ours or cut client text: json_string refuses invalid UTF-8 (a sequence cut at
+     * PROBLEM_DETAIL_MAX included), and the title stands in for it. */
     char d[PROBLEM_DETAIL_MAX];
     snprintf(d, sizeof(d), "%s", detail ? detail : api_error_title(e));
     json_t *ds = json_string(d);
@@ -257,7 +260,6 @@ http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
     snprintf(out, HTTP_ETAG_MAX, "\"%.32s\"", hex);
 }
 
-/* Walks a comma-separated list of entity tags. */
 int
 http_etag_matches(const char *header, const char *etag, int weak_ok)
 {

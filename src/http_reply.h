@@ -1,7 +1,8 @@
-/* http_reply.h -- the only code that builds MHD responses: JSON, problem+json (RFC 9457), empty,
- * 304. Each function queues the response and returns the MHD result for the access handler to
- * return. Headers common to all replies (Cache-Control, X-Content-Type-Options, the CORS headers
- * of docs/design.md section 7 on /v1/ paths) are added here. */
+/* http_reply.h -- the only code that queues MHD responses, and that builds them but for the
+ * streams' (http_stream.c): JSON, problem+json (RFC 9457), empty, 304. Each function queues the
+ * response and returns the MHD result for the access handler to return. Headers common to all
+ * replies (X-Request-Id, Cache-Control, X-Content-Type-Options, the CORS headers of docs/design.md
+ * section 7 on /v1/ paths) are added here. */
 #ifndef TOCSIN_HTTP_REPLY_H
 #define TOCSIN_HTTP_REPLY_H
 

@@ -36,9 +36,10 @@
 /* libmicrohttpd's memory per connection: it holds the request line and headers, and about half
  * of it is touched for every connection, so it is most of what each of thousands of idle streams
  * costs (bench/stream.sh: 128 KiB made 76 KiB a stream, 16 KiB 20.6, 14 KiB 19.6 with 4,000
- * streams and 20.1 with 10,000). A request whose line and headers do not fit in it (about 12 KB; a
- * browser token is at most 8 KB, a URL 2 KB) is answered by libmicrohttpd itself, 414 or 431 with
- * its own short HTML body, not problem+json: 0.9.75 has no hook for those answers. */
+ * streams and 20.1 with 10,000, over the goal of 20 KiB: hence 13). A request whose line and
+ * headers do not fit in it (about 12 KB; a browser token is at most 8 KB, a URL 2 KB) is answered
+ * by libmicrohttpd itself, 414 or 431 with its own short HTML body, not problem+json: 0.9.75 has no
+ * hook for those answers. */
 #define CONNECTION_MEMORY_MAX (13 * 1024)
 #define DRAIN_POLL_MS 10 /* how often shutdown checks for in-flight requests */
 #define FD_HEADROOM 256  /* descriptors beyond the connections: database, Redis, files, logs */

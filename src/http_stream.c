@@ -2,8 +2,9 @@
  * own thread: MHD_resume_connection is safe from any thread, and shutdown(2) on the socket makes
  * the connection's next read or write fail so that MHD closes it in its own thread. Both happen
  * under the stream's lock, and never after hub_stream_close, which runs when MHD frees the
- * response, before it closes the socket; so the hub may also poll the socket (MHD does not watch
- * a suspended connection, and would notice a client that went away only at the next write). */
+ * response, before it closes the socket; so the hub may also keep the socket in its epoll set (MHD
+ * does not watch a suspended connection, and would notice a client that went away only at the next
+ * write). */
 #include "http_stream.h"
 
 #include <microhttpd.h>

@@ -1,7 +1,8 @@
 /* http_stream.h -- the libmicrohttpd side of a live stream (GET /v1/stream): the response whose
  * content reader takes bytes from the hub (hub.h), suspending the connection while there are none
  * (never a spinning callback), resumed by the hub when it appends; the hub's cut closes the socket.
- * The connection's idle timeout is off: the hub's heartbeats find dead peers. */
+ * The connection's idle timeout is off: the hub finds clients that closed their socket (its peer
+ * check) and those that vanished (a heartbeat write fails). */
 #ifndef TOCSIN_HTTP_STREAM_H
 #define TOCSIN_HTTP_STREAM_H
 

@@ -30,9 +30,9 @@
 #define TENANT_BUCKETS 1024
 #define PERSON_BUCKETS 4096
 #define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
-#define CONTROL_FRAME_MAX                                                                          \
-    (CONTROL_DATA_MAX + 64) /* a whole hello, reset, reauth or id-only frame */
-#define DB_RETRY_MS 1000    /* after a failed connect or statement, the next try waits this */
+/* A whole hello, reset, reauth or id-only frame. */
+#define CONTROL_FRAME_MAX (CONTROL_DATA_MAX + 64)
+#define DB_RETRY_MS 1000 /* after a failed connect or statement, the next try waits this */
 
 _Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
 _Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
@@ -54,7 +54,7 @@ struct tenant {
     int64_t last_seen;      /* every event up to here has been fanned out */
     int64_t purged_through; /* retention removed every event up to here */
     int64_t hint;           /* a wake-up's seq: read up to here */
-    bool poll;              /* read the head at the next poll */
+    bool poll;              /* read the head in the next round */
     struct event *ring;     /* HUB_RING_MAX slots by seq; NULL until the first event */
     size_t ring_n;          /* the ring holds seqs last_seen - ring_n + 1 .. last_seen */
     struct hub_stream *streams;
@@ -373,7 +373,8 @@ person_put(struct hub *h, struct person *p)
     free(p);
 }
 
-/* A stream's lifetime: the token's exp, or the maximum age spread by the jitter, earlier first. */
+/* A stream's lifetime: the token's exp or the maximum age spread by the jitter, whichever comes
+ * first; and when its reauth warning is due. */
 static void
 stream_times(struct hub *h, struct hub_stream *s, int64_t now)
 {
@@ -988,10 +989,11 @@ timers(struct hub *h, int64_t mono)
 
 /* Cuts the streams whose client closed its socket: libmicrohttpd does not watch a suspended
  * connection, so without this a closed stream would hold its slot (and its participant's) until a
- * heartbeat write failed, 20 to 40 s later. Each stream's socket is in one epoll set from open to
- * close, so a check costs what has closed, not what is open (a poll(2) over 10,000 idle streams
- * every second was a core's 1 to 2 percent). The sockets stay open while h->mu is held
- * (hub_stream_close takes it, and leaves the set, before the connection closes). */
+ * heartbeat write failed, 20 to 40 s later at the default TOCSIN_STREAM_HEARTBEAT_MS. Each stream's
+ * socket is in one epoll set from open to close, so a check costs what has closed, not what is open
+ * (a poll(2) over 10,000 idle streams every second was a core's 1 to 2 percent). The sockets stay
+ * open while h->mu is held (hub_stream_close takes it, and leaves the set, before the connection
+ * closes). */
 static void
 check_peers(struct hub *h)
 {

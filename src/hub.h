@@ -3,11 +3,13 @@
  * fans them out to the open streams that may see them; it also serves each new stream its
  * backlog after the client's cursor (from a ring of recent events, or from PostgreSQL), and
  * writes the heartbeats, the reauth warnings and the ends. The HTTP layer (http_stream.c) owns the
- * connections: the hub only appends bytes to a stream's buffer and asks the connection, through
- * struct hub_conn_ops, to resume (its reader had suspended) or to be cut.
+ * connections: the hub only appends bytes to a stream's buffer, watches its socket for a closed
+ * peer, and asks the connection, through struct hub_conn_ops, to resume (its reader had
+ * suspended) or to be cut.
  *
- * Threads: hub_notify from any thread; hub_stream_open/read/close from the HTTP threads;
- * everything else is the hub's own. Lock order: the hub's lock, then a stream's lock. */
+ * Threads: hub_notify and hub_streams from any thread; hub_stream_open/read/close from the HTTP
+ * threads; hub_start, hub_drain and hub_stop from the thread that wires the replica (main.c).
+ * Lock order: the hub's lock, then a stream's lock. */
 #ifndef TOCSIN_HUB_H
 #define TOCSIN_HUB_H
 
@@ -24,9 +26,9 @@
 #define HUB_MAX_AGE_JITTER_PCT 20 /* a stream's lifetime is spread by up to this percentage */
 #define HUB_TENANT_IDLE_MS 300000 /* a tenant without streams is forgotten after this */
 #define HUB_TICK_MS 250           /* the thread wakes at least this often */
-#define HUB_TIMERS_MS 500         /* every stream's timers (reauth, end, heartbeat) walked */
-#define HUB_PEER_CHECK_MS 1000    /* streams' sockets: checked for a closed peer */
-#define HUB_PEER_EVENTS_MAX 256   /* closed peers one check cuts; the rest at the next */
+#define HUB_TIMERS_MS 500         /* stream timers (reauth, end, heartbeat) are walked this often */
+#define HUB_PEER_CHECK_MS 1000    /* streams' sockets are checked for a closed peer this often */
+#define HUB_PEER_EVENTS_MAX 256   /* closed peers per epoll_wait; a check reads until fewer */
 #define HUB_DRAIN_CUT_MS 2000     /* after the grace, how long cut streams get to close */
 #define HUB_MTG_MAX 100           /* meeting ids a token may limit a stream to */
 #define HUB_SUB_MAX 200           /* characters of a participant id (PARTICIPANT_ID_MAX) */
@@ -43,12 +45,12 @@ struct hub_opts {
     size_t buffer_max; /* bytes waiting for a reader: past this the stream is cut */
 };
 
-/* The connection side of a stream. Called with the stream's lock held, never after
- * hub_stream_close returned; must not block. */
+/* The connection side of a stream. resume and cut are called with the stream's lock held, fd
+ * with the hub's; none after hub_stream_close returned; none may block. */
 struct hub_conn_ops {
     void (*resume)(void *conn); /* the reader suspended; there is data or an end now */
-    void (*cut)(void *conn);    /* close now: a slow reader, or shutdown past its grace */
-    int (*fd)(void *conn);      /* the socket, polled while the reader is suspended */
+    void (*cut)(void *conn); /* close now: a slow reader, a closed peer, shutdown past its grace */
+    int (*fd)(void *conn);   /* the socket, watched for a closed peer from open to close */
 };
 
 enum hub_cursor { HUB_CURSOR_NONE, HUB_CURSOR_SET, HUB_CURSOR_BAD };
@@ -72,13 +74,16 @@ enum hub_open_status { HUB_OPENED, HUB_FULL, HUB_PARTICIPANT_FULL, HUB_STOPPING,
 struct hub;
 struct hub_stream;
 
-/* Starts the hub thread (connecting lazily). opts strings are copied. NULL when out of memory. */
+/* Starts the hub thread (connecting lazily). opts strings are copied. NULL when out of memory or
+ * the thread cannot start. */
 struct hub *hub_start(const struct hub_opts *opts);
-/* Ends every stream (hub_drain must have run), stops the thread and frees h. NULL ok. */
+/* Stops the thread and frees h. No stream may be open: http_server_stop ends them (hub_drain,
+ * then MHD_stop_daemon closes what is left). NULL ok. */
 void hub_stop(struct hub *h);
 
 /* Registers a stream for conn; the hub writes its first frames soon after. HUB_OPENED with *out,
- * or why not: the replica's or the participant's limit, stopping, out of memory. */
+ * or why not: the replica's or the participant's limit, stopping, out of memory (HUB_NOMEM also
+ * for a subscriber past HUB_MTG_MAX or HUB_SUB_BYTES_MAX). */
 enum hub_open_status hub_stream_open(struct hub *h, const struct hub_subscriber *who,
                                      const struct hub_conn_ops *ops, void *conn,
                                      struct hub_stream **out);

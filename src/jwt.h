@@ -13,10 +13,10 @@
 #include "meeting.h"
 
 /* Longest token accepted, bytes. 4096 would be too few: a token carrying JWT_MTG_MAX meeting
- * ids needs about 5.3 KiB for them alone (100 x 39 bytes of JSON, times 4/3 for base64url), and
+ * ids needs about 5.1 KiB for them alone (100 x 39 bytes of JSON, times 4/3 for base64url), and
  * the largest token jwt_mint can make (that plus a sub of 200 4-byte characters, a 64-byte kid
- * and a 128-byte audience) takes 6,951; jwt.c asserts at compile time that its bound fits. Such a
- * token travels in an Authorization header, not in a URL. */
+ * and a 128-byte audience) takes at most 6,954; jwt.c asserts at compile time that its bound fits.
+ * Such a token travels in an Authorization header, not in a URL. */
 #define JWT_TOKEN_MAX 8192
 #define JWT_KID_MAX 64                      /* kid: 1..64 of [A-Za-z0-9_-] */
 #define JWT_SUB_MAX PARTICIPANT_ID_MAX      /* sub: 1..200 characters (code points), no controls */

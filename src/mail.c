@@ -19,9 +19,12 @@
 #define LINE_MAX_B64 76 /* characters of a base64 body line (RFC 2045) */
 #define WORD_RAW_MAX 45 /* bytes per encoded-word: 60 base64 characters, under 75 in all */
 #define ICS_LINE_MAX 75 /* octets of an iCalendar line before it is folded (RFC 5545) */
-#define TEXT_MAX 16384  /* bytes of the plain text or the calendar before encoding */
-#define SUBJECT_MAX                                                                                \
-    1024 /* "Reminder: ", a title of 200 characters (800 bytes), the time and zone */
+/* The plain text and the calendar may each take TEXT_MAX * 4 bytes before encoding: room for a
+ * meeting's title, location and description (5,700 characters) even in 4-byte UTF-8, escaped and
+ * folded. */
+#define TEXT_MAX 16384
+/* "Reminder: ", a title of 200 characters (800 bytes), the time and zone. */
+#define SUBJECT_MAX 1024
 
 /* Bytes of the participant's SHA-256 in the Message-ID: enough to tell a meeting's participants
  * apart, and the id stays short. */

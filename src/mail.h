@@ -30,7 +30,7 @@ int mail_address_ok(const char *s);
 /* The message for in, with CRLF line ends, as a malloc'ed NUL-terminated string (free() it); its
  * Message-ID is stable for (occurrence, participant), so a retry is recognisably the same
  * message. NULL with a reason in why (static text) when an address is not usable, the zone is
- * unknown, or out of memory. */
+ * unknown, the message would be too large, or out of memory. */
 char *mail_message(const struct mail_input *in, const char **why);
 /* The Message-ID's local part for (occurrence, participant) into out (MAIL_ID_MAX bytes). */
 #define MAIL_ID_MAX 96

@@ -1,5 +1,6 @@
-/* meeting.c -- the domain: lifetime of struct meeting, fire-time rules, pending keys, ids and
- * reminder status names. Pure except meeting_new_id, which takes random bytes from crypto.c. */
+/* meeting.c -- the domain: lifetime of struct meeting, fire-time rules, pending keys, ids,
+ * reminder status names and channel names. Pure except meeting_new_id, which takes random bytes
+ * from crypto.c. */
 #include "meeting.h"
 
 #include <inttypes.h>

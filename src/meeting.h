@@ -1,5 +1,6 @@
 /* meeting.h -- the domain: a meeting, its reminders, their limits and fire-time rules.
- * Pure: no I/O and no library types. codec.c fills these structs from JSON, db*.c from rows. */
+ * Pure (but meeting_new_id's random bytes): no I/O and no library types. codec.c fills these
+ * structs from JSON, db*.c from rows. */
 #ifndef TOCSIN_MEETING_H
 #define TOCSIN_MEETING_H
 
@@ -84,7 +85,8 @@ struct meeting {
 };
 
 /* One firing of a reminder: the reminder and the fire time it had then. Its id names the
- * notification on every channel (the webhook-id, the stream event's "id", the push Topic). */
+ * notification on every channel (the webhook-id, the "id" of the JSON a stream event or a push
+ * carries, the email's Message-ID); the push Topic names the reminder instead (channel.c). */
 struct occurrence {
     int64_t reminder_id;
     int64_t fire_at_ms;
@@ -133,8 +135,8 @@ int meeting_new_id(char out[MEETING_ID_LEN + 1]);
 bool meeting_id_valid(const char *s);
 
 /* "webhook" | "stream" | "push" | "email" for one bit (NULL for anything else); and back
- * (returns 0 for an unknown name). channel_at(i), i < CHANNEL_COUNT, is the i-th bit in that order.
- */
+ * (returns 0 for an unknown name). channel_at(i), i < CHANNEL_COUNT, is the i-th bit in that
+ * order. */
 const char *channel_name(unsigned channel);
 unsigned channel_parse(const char *name);
 unsigned channel_at(unsigned i);

@@ -14,7 +14,7 @@ enum metric {
     METRIC_CLAIMS_LOST,      /* items another replica (or an earlier attempt) had claimed */
     METRIC_EXPIRED_EVENTS,   /* Redis expired events for reminder keys */
     METRIC_DISPATCH_ERRORS,  /* failed fire statements (each retry counts) */
-    METRIC_QUEUE_DROPPED,    /* items refused by a full dispatch queue (repaired by recon) */
+    METRIC_QUEUE_DROPPED,    /* items refused by a full or closed queue (repaired by recon) */
     METRIC_DELIVERED,        /* deliveries recorded delivered, every channel */
     METRIC_DELIVERY_RETRIED, /* failed attempts with another one scheduled */
     METRIC_DELIVERY_FAILED,  /* deliveries recorded failed (last attempt, target or meeting gone) */
@@ -56,7 +56,7 @@ uint64_t metrics_channel_get(unsigned channel, enum metric_outcome o);
 void metrics_retention_add(unsigned kind, uint64_t n);
 uint64_t metrics_retention_get(unsigned kind);
 
-/* Every counter and the histogram in the Prometheus text exposition format. Returns a malloc'ed
+/* Every counter and histogram above in the Prometheus text exposition format. Returns a malloc'ed
  * string the caller frees with free(), or NULL when out of memory. */
 char *metrics_render(void);
 
