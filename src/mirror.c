@@ -194,8 +194,8 @@ mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder
     return mirror_occurrence_key(buf, buflen, prefix, "rem", reminder_id, fire_at_ms);
 }
 
-/* Parses [s, end) as a canonical non-negative decimal: digits only, no leading zero, no overflow.
- */
+/* Parses [s, end) as a canonical non-negative decimal: digits only, no leading zero, no
+ * overflow. */
 static int
 parse_num(const char *s, const char *end, int64_t *out)
 {
@@ -512,7 +512,7 @@ mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1])
     return call(mi, 2, argv, reply_run_id, out);
 }
 
-/* Accessors for mirror_claim.c (mirror_internal.h). */
+/* Accessors for mirror_claim.c, mirror_stream.c and expiry.c (mirror_internal.h). */
 struct redisContext *
 mirror_conn(struct mirror *mi)
 {

@@ -1,8 +1,9 @@
-/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c, recon.c and
+/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c and
  * expiry.c). One key per pending occurrence: "<prefix>:rem:<reminder_id>:<fire_at_ms>",
  * empty value, PXAT fire_at_ms. This is the only code that writes reminder keys. A struct mirror
- * belongs to one thread. Redis being down never blocks a caller for long: commands time out after
- * MIRROR_COMMAND_TIMEOUT_MS and a failed connect is not retried for MIRROR_RECONNECT_BACKOFF_MS. */
+ * belongs to one thread. Redis being down never blocks a caller for long: connects and commands
+ * time out (after MIRROR_CONNECT_TIMEOUT_MS and MIRROR_COMMAND_TIMEOUT_MS, or the one timeout of
+ * the options) and a failed connect is not retried for MIRROR_RECONNECT_BACKOFF_MS. */
 #ifndef TOCSIN_MIRROR_H
 #define TOCSIN_MIRROR_H
 
@@ -17,8 +18,8 @@
 #define MIRROR_CONNECT_TIMEOUT_MS 500
 #define MIRROR_COMMAND_TIMEOUT_MS 1000
 /* For the HTTP threads: a Redis that hangs (stopped, swapping, a dead link without RST) costs a
- * request at most this, once per MIRROR_RECONNECT_BACKOFF_MS; a healthy one answers in well under
- * a millisecond. */
+ * request at most this, once per MIRROR_RECONNECT_BACKOFF_MS on each thread (every thread has its
+ * own connection); a healthy one answers in well under a millisecond. */
 #define MIRROR_API_TIMEOUT_MS 200
 #define MIRROR_RECONNECT_BACKOFF_MS 1000
 #define MIRROR_RUN_ID_MAX 64

@@ -1,6 +1,6 @@
-/* mirror_internal.h -- what mirror.c lends to mirror_claim.c and expiry.c (the other Redis users):
- * the connection with its lazy connect and reconnect backoff, and the key prefix. Only those files
- * include this; the caller must include hiredis.h to use the context. */
+/* mirror_internal.h -- what mirror.c lends to mirror_claim.c, mirror_stream.c and expiry.c (the
+ * other Redis users): the connection with its lazy connect and reconnect backoff, and the key
+ * prefix. Only those files include this; the caller must include hiredis.h to use the context. */
 #ifndef TOCSIN_MIRROR_INTERNAL_H
 #define TOCSIN_MIRROR_INTERNAL_H
 

@@ -2,10 +2,10 @@
  * loopback, RFC 1918, CGNAT (100.64/10), link-local, multicast, broadcast and the other IPv4
  * special-purpose blocks that are not globally reachable (RFC 6890 and the IANA registry); in
  * IPv6 everything outside global unicast 2000::/3 (::, ::1, ULA fc00::/7, link-local fe80::/10,
- * site-local fec0::/10, multicast ff00::/8, discard-only 100::/64, SRv6 5f00::/16, ...), and in it
- * the IETF protocol assignments 2001::/23, documentation 2001:db8::/32 and 3fff::/20, and
- * local-use NAT64 64:ff9b:1::/48; IPv4 addresses embedded in IPv6 (mapped, compatible, NAT64
- * well-known prefix, 6to4 2002::/16, Teredo 2001::/32 with both its server and its client
+ * site-local fec0::/10, multicast ff00::/8, discard-only 100::/64, local-use NAT64
+ * 64:ff9b:1::/48, SRv6 5f00::/16, ...), and in it the IETF protocol assignments 2001::/23 and
+ * documentation 2001:db8::/32 and 3fff::/20; IPv4 addresses embedded in IPv6 (mapped, compatible,
+ * NAT64 well-known prefix, 6to4 2002::/16, Teredo 2001::/32 with both its server and its client
  * address) are judged as IPv4. Pure.
  *
  * An allow-list (TOCSIN_WEBHOOK_ALLOW_NETS) opens chosen private targets: networks in CIDR form

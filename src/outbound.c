@@ -1,7 +1,7 @@
 /* outbound.c -- the multi-interface transfers of outbound.h. Each request is one easy handle with
- * its own small state (response status, Retry-After, bytes read, a refused address); finished
- * handles are kept in a free list so their buffers are reused, while the connection cache lives in
- * the multi handle and outlives them. */
+ * its own small state (Retry-After, bytes read, a refused address); finished handles are kept in
+ * a free list so their buffers are reused, while the connection cache lives in the multi handle
+ * and outlives them. */
 #include "outbound.h"
 
 #include <curl/curl.h>

@@ -1,9 +1,10 @@
-/* outbound.h -- outgoing requests (libcurl lives only here and in webhook.c's URL check): many
- * POSTs in flight at once on one thread through libcurl's multi interface, connections kept alive
- * and reused per receiver. The address guard runs where the connection is made (libcurl's
- * open-socket callback), on every address libcurl tries, so neither a DNS answer that changed
- * since registration nor a proxy setting in the environment can lead a request to a private
- * address; proxies are never used. An outbound belongs to one thread, except outbound_wakeup. */
+/* outbound.h -- outgoing requests (libcurl lives only here and in the URL parsing of webhook.c and
+ * redis_url.c): many POSTs in flight at once on one thread through libcurl's multi interface,
+ * connections kept alive and reused per receiver. The address guard runs where the connection is
+ * made (libcurl's open-socket callback), on every address libcurl tries, so neither a DNS answer
+ * that changed since registration nor a proxy setting in the environment can lead a request to a
+ * private address; proxies are never used. An outbound belongs to one thread, except
+ * outbound_wakeup. */
 #ifndef TOCSIN_OUTBOUND_H
 #define TOCSIN_OUTBOUND_H
 
@@ -47,8 +48,8 @@ struct outbound_mail {
 
 struct outbound_done {
     void *tag;
-    bool ok;                    /* a 2xx answer */
-    long status;                /* the HTTP status, 0 when there was none */
+    bool ok;                    /* a 2xx answer (mail: the server took the message) */
+    long status;                /* the HTTP status (mail: the SMTP reply code), 0 when none */
     int64_t retry_after_s;      /* from a Retry-After of seconds, 0 when none */
     char err[OUTBOUND_ERR_MAX]; /* why not ok */
 };

@@ -1,9 +1,8 @@
-/* panic.h -- TOCSIN_ASSERT(expr) and TOCSIN_UNREACHABLE(why): the branches that cannot happen,
- * said out loud. A false expression writes "file:line: assertion failed: expr" to stderr in one
- * write(2) and aborts, in
- * every build (it does not look at NDEBUG): a broken invariant is a crash with a place, not
- * silent corruption. For internal invariants only; input from outside is validated and refused,
- * never asserted. */
+/* panic.h -- TOCSIN_ASSERT(expr) and TOCSIN_UNREACHABLE(why): the branches that cannot happen, said
+ * out loud. A false expression writes "file:line: assertion failed: expr" to stderr in one write(2)
+ * and aborts, in every build (it does not look at NDEBUG): a broken invariant is a crash with a
+ * place, not silent corruption. For internal invariants only; input from outside is validated and
+ * refused, never asserted. */
 #ifndef TOCSIN_PANIC_H
 #define TOCSIN_PANIC_H
 

@@ -124,7 +124,8 @@ entry_get(struct push_keys *k, struct db *db, int64_t tenant_id, struct entry **
     return DB_ONE_RESULT;
 }
 
-/* The kept header for audience, or a new one signed at now_s in a free or the oldest slot. */
+/* The kept header for audience (renewed in its slot when near its exp), or a new one signed at
+ * now_s in the next slot in turn (e->next_aud: free slots first, then round robin). */
 static const char *
 header_get(struct push_keys *k, struct entry *e, const char *audience, int64_t now_s)
 {

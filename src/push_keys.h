@@ -18,8 +18,7 @@
 #define PUSH_AUTHORIZATION_HEADER_MAX (sizeof "Authorization: " - 1 + WEBPUSH_AUTHORIZATION_MAX)
 
 /* The tenant's public key as text into out, making and storing the pair when it has none.
- * DB_ONE_RESULT, a database error, or DB_HARD_ERROR when no key could be made or the stored one
- * is unusable. */
+ * DB_ONE_RESULT, a database error, or DB_HARD_ERROR when no key could be made. */
 enum db_status push_keys_public(struct db *db, int64_t tenant_id,
                                 char out[WEBPUSH_VAPID_PUBLIC_TEXT_LEN + 1]);
 

@@ -1,5 +1,6 @@
-/* queue.h -- a bounded, blocking, multi-producer multi-consumer queue of fixed-size items,
- * the only way threads hand work to each other. Items are copied in and out. */
+/* queue.h -- a bounded, blocking, multi-producer multi-consumer queue of fixed-size items; it
+ * carries due reminder keys from the scheduler, the expiry listener and the reconciler's sweep to
+ * the dispatch thread. Items are copied in and out. */
 #ifndef TOCSIN_QUEUE_H
 #define TOCSIN_QUEUE_H
 

@@ -5,9 +5,10 @@
  * short pass arms only the slice that entered the horizon since the last pass, so the periodic
  * cost does not grow with the number of pending reminders. Every interval it also sweeps overdue
  * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
- * the scheduler fail: interval_ms + one sweep + one fire. A failed pass is retried next tick; an
- * outage is logged once when it starts and once when it ends, never per tick. Recurring meetings'
- * windows are extended after each tick (extend_series). */
+ * the scheduler fail: interval_ms + one sweep + one fire. A failed full pass is retried next tick,
+ * a failed short pass next interval (from where the last complete one ended); an outage is logged
+ * once when it starts and once when it ends, never per tick. Recurring meetings' windows are
+ * extended after each tick (extend_series). */
 #include "recon.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@
 #include "members.h"
 #include "timefmt.h"
 
-#define RECON_PASS_PAGE 1000 /* keys per repair page: one Redis pipeline */
+#define RECON_PASS_PAGE 1000 /* keys per repair page: one database read */
 _Static_assert(RECON_PASS_PAGE <= DB_DUE_BATCH_MAX, "a repair page fits r->batch");
 
 struct recon {
@@ -137,8 +138,8 @@ redis_lost(struct recon *r)
     return known && (changed || created == 1);
 }
 
-/* Fetches the batch of owned shards strictly after (after_at, after_id). Returns the row count or
- * -1. */
+/* Fetches the next page of pending reminders of the owned shards: strictly after (after_at,
+ * after_id) in (fire_at, id) order, due by until. Returns the row count or -1. */
 static long
 fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
 {
@@ -162,7 +163,7 @@ fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
 
 /* Arms the pending reminders due in (from, now + horizon] (from clamped to now), batch by batch;
  * a full pass starts at now. Adds the number of keys it had to write to *rearmed. Returns 0 when
- * complete, -1 when the database or Redis failed or we are stopping (retried next tick). */
+ * complete, -1 when the database or Redis failed or we are stopping (tick retries it). */
 static int
 pass(struct recon *r, int64_t from, size_t *rearmed)
 {
@@ -227,9 +228,6 @@ sweep(struct recon *r)
     } while (n == DB_DUE_BATCH_MAX && !stopping(r));
 }
 
-/* One tick: decides whether a pass is owed, and which, and runs it. *full and *lost persist
- * across ticks so a failed pass is retried and a data loss is still reported when the repair
- * finally succeeds. */
 /* A sample of the database's clock for dbclock.h, every DBCLOCK_SAMPLE_MS. */
 static void
 sample_clock(struct recon *r, int64_t mono)
@@ -244,6 +242,9 @@ sample_clock(struct recon *r, int64_t mono)
         dbclock_observe(before, db_ms, timefmt_now_ms());
 }
 
+/* One tick: decides whether a pass is owed, and which, and runs it. *full and *lost persist
+ * across ticks so a failed pass is retried and a data loss is still reported when the repair
+ * finally succeeds. */
 static void
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
@@ -278,7 +279,8 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
 }
 
 /* Extends the windows of the due series of the owned shards, batch after batch while a backlog
- * lasts (a full batch) and the tick's budget allows; then waits an interval. Rows it writes lie
+ * lasts (a full batch) and the tick's budget allows; then rests RECON_SERIES_REST_FACTOR times as
+ * long as it worked while the backlog lasts, or an interval once it is gone. Rows it writes lie
  * beyond the mirror's horizon (series_window_ms), so the short pass and the scheduler's reads
  * pick them up as they come near, like any reminder. */
 static void

@@ -138,9 +138,11 @@ split(const char *text, struct parts *p, char why[RECUR_WHY_MAX])
     }
 }
 
-/* Calls item(i, s, len) for each comma-separated item of part k; refuses empty items and more
- * than RECUR_LIST_MAX. */
+/* Checks one list item: 0 with *key set (equal keys are the same value), or -1. */
 typedef int (*item_fn)(const struct parts *p, const char *s, size_t len, int *key);
+
+/* Calls item(p, s, len, &key) for each comma-separated item of part k; refuses empty items, more
+ * than RECUR_LIST_MAX and repeated values. */
 static int
 each_item(const struct parts *p, enum part k, item_fn item, char why[RECUR_WHY_MAX])
 {

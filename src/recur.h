@@ -1,7 +1,7 @@
-/* recur.h -- recurrence rules (RFC 5545 RRULE text without "RRULE:") in the subset tocsin
- * accepts, and their expansion on local wall-clock times by libical. libical lives only here and
- * in tz.c; this module never deals with zones or UTC: series.c resolves what it generates with
- * tz_resolve. libical's recurrence code keeps no zone state, but it reports errors through a
+/* recur.h -- recurrence rules (RFC 5545 RRULE text without "RRULE:") in the subset tocsin accepts,
+ * and their expansion on local wall-clock times by libical. libical lives only here (tz.c reads
+ * zones itself); this module never deals with zones or UTC: series.c resolves what it generates
+ * with tz_resolve. libical's recurrence code keeps no zone state, but it reports errors through a
  * library-wide errno, so every call into it is serialised by this module's mutex. */
 #ifndef TOCSIN_RECUR_H
 #define TOCSIN_RECUR_H
@@ -45,7 +45,8 @@ struct recur_iter;
  * recur_iter_free. */
 struct recur_iter *recur_iter_new(const char *text, const struct tz_wall *dtstart);
 /* Moves a fresh iterator (no COUNT) so that it generates from `from` on, skipping what lies
- * before without walking it. -1 when the rule has a COUNT (it must be walked to be counted). */
+ * before without walking it. -1 when the rule has a COUNT (it must be walked to be counted) or
+ * libical cannot move it. */
 int recur_iter_skip_to(struct recur_iter *it, const struct tz_wall *from);
 /* The next wall-clock time the rule generates, in order: 1 with *out set, 0 at the end (COUNT
  * reached, or the rule has no further time libical can compute). */

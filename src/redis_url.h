@@ -1,6 +1,6 @@
-/* redis_url.h -- TOCSIN_REDIS_URL parsed by libcurl's URL API (the only libcurl use outside
- * webhook*.c): redis://[[user]:password@]host[:port][/db], percent-decoded, IPv6 hosts in
- * brackets. rediss:// is refused: hiredis 0.14 has no TLS. Pure: no I/O, no logging. */
+/* redis_url.h -- TOCSIN_REDIS_URL parsed by libcurl's URL API (the only libcurl use besides
+ * outbound.c and webhook.c): redis://[[user]:password@]host[:port][/db], percent-decoded, IPv6
+ * hosts in brackets. rediss:// is refused: hiredis 0.14 has no TLS. Pure: no I/O, no logging. */
 #ifndef TOCSIN_REDIS_URL_H
 #define TOCSIN_REDIS_URL_H
 

@@ -4,8 +4,8 @@
 #include <string.h>
 
 /* Does path match pattern? Captures {params} into m. Segments are compared whole, so
- * "/v1/meetingsX" never matches "/v1/meetings" and an empty or over-long segment matches nothing.
- */
+ * "/v1/meetingsX" never matches "/v1/meetings", and an empty or over-long segment matches
+ * nothing. */
 static int
 match_path(const char *pattern, const char *path, struct route_match *m)
 {

@@ -25,7 +25,7 @@
 struct sched {
     pthread_t thread;
     pthread_mutex_t mu; /* guards stop, inbox, n_inbox, inbox_lost */
-    pthread_cond_t cv;  /* signalled by sched_note and sched_stop; waits on CLOCK_MONOTONIC */
+    pthread_cond_t cv;  /* signalled by sched_note, sched_reshard, sched_stop; CLOCK_MONOTONIC */
     bool stop;
     struct reminder_key inbox[SCHED_INBOX_MAX];
     size_t n_inbox;
@@ -73,8 +73,9 @@ db_ready(struct sched *s)
     return false;
 }
 
-/* Submits out[0..n) in dispatch batches, starting at a random batch and wrapping around. Every
- * replica holds the same occurrences in the same order; when many fall due at once, different
+/* Submits out[0..n) in dispatch batches, starting at a random batch and wrapping around. Replicas
+ * that hold the same occurrences (one wrote them through its API and another owns their shard, or
+ * a shard is changing owner) hold them in the same order; when many fall due at once, different
  * starting points let each replica claim whole batches of its own instead of all of them fighting
  * over the same ones, so the fire statements stay full and the burst is shared. */
 static void
@@ -164,7 +165,8 @@ poll_db(struct sched *s, bool full)
     }
 }
 
-/* Takes what sched_note brought; returns true when a full read is owed (the inbox overflowed). */
+/* Takes what sched_note brought; returns true when a full read is owed (the inbox overflowed, the
+ * heap was full, or sched_reshard asked for one). */
 static bool
 take_news(struct sched *s)
 {

@@ -60,7 +60,8 @@ is_exdate(const struct meeting_recurrence *rec, int64_t t)
     return false;
 }
 
-/* The rule's next instant into g->rule_next (INT64_MAX at its end or past UNTIL). */
+/* The rule's next instant into g->rule_next (INT64_MAX at its end, past UNTIL or once
+ * SERIES_WALK_MAX rule times were walked). */
 static int
 rule_advance(struct series_gen *g)
 {

@@ -120,11 +120,12 @@ int series_rows_build(const struct meeting *m, const struct series_override *ov,
                       int64_t lo, int64_t hi, bool ensure_next, int64_t now,
                       struct series_rows *out, int64_t *covered_to);
 
-/* How far ahead of now the occurrences of m are materialised: the configured window, or twice
- * m's longest reminder offset plus the mirror horizon when that is more. The reconciler extends a
- * series once less than three quarters of its window is left (series_needs_extending), so a row
- * is written at least half a window, which is at least that offset plus the horizon, before it
- * fires: before the mirror's horizon reaches it. */
+/* How far ahead of now the occurrences of m are materialised: the configured window, or twice the
+ * sum of m's longest reminder offset and the mirror horizon when that is more. The reconciler
+ * extends a series once less than three quarters of its window is left (series_needs_extending),
+ * so a row is written at least three quarters of a window before its occurrence starts, which is
+ * more than its offset plus the horizon: the row exists before the mirror's horizon reaches its
+ * fire time. */
 int64_t series_window_ms(const struct meeting *m, int64_t window_ms, int64_t horizon_ms);
 /* Whether a series materialised up to covered_to, with window window_ms, is due for extension. */
 bool series_needs_extending(int64_t covered_to, int64_t now, int64_t window_ms);

@@ -1,4 +1,5 @@
-/* timefmt.h -- RFC 3339 time stamps <-> milliseconds since the Unix epoch (UTC). Pure. */
+/* timefmt.h -- RFC 3339 time stamps <-> milliseconds since the Unix epoch (UTC). Pure but for
+ * the two clock reads at the end. */
 #ifndef TOCSIN_TIMEFMT_H
 #define TOCSIN_TIMEFMT_H
 
@@ -21,8 +22,8 @@ int timefmt_parse(const char *s, size_t len, int64_t *ms_out);
 /* Writes ms as "YYYY-MM-DDTHH:MM:SS.mmmZ" into buf (TIMEFMT_BUF bytes). Returns buf. */
 char *timefmt_format(int64_t ms, char buf[TIMEFMT_BUF]);
 
-/* The proleptic Gregorian calendar, for modules that count wall-clock days (tz.c, recur.c):
- * days from 1970-01-01 to y-m-d, its inverse, and the length of a month (1..12). */
+/* The proleptic Gregorian calendar, for modules that count wall-clock days (tz.c, tzfile.c,
+ * recur.c): days from 1970-01-01 to y-m-d, its inverse, and the length of a month (1..12). */
 int64_t timefmt_days_from_civil(int64_t y, int m, int d);
 void timefmt_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 int timefmt_days_in_month(int64_t y, int m);

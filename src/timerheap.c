@@ -55,7 +55,7 @@ set_remove(struct timerheap *h, const struct reminder_key *k)
 {
     size_t hole = find(h, k), i = hole;
 
-    TOCSIN_ASSERT(h->set[hole].reminder_id != 0); /* a retired key stays in the set until now */
+    TOCSIN_ASSERT(h->set[hole].reminder_id != 0); /* a retired key is in the set until forgotten */
     for (;;) {
         i = (i + 1) & h->set_mask;
         if (h->set[i].reminder_id == 0)

@@ -88,7 +88,7 @@ trace_parent_for(const char *key, char out[TRACE_PARENT_LEN + 1])
     if (n < 0 || crypto_random_bytes(span, sizeof span) != 0)
         return -1;
     crypto_sha256(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, digest);
-    not_zero(digest, TRACE_ID_LEN / 2); /* all-zero ids are invalid */
+    not_zero(digest, TRACE_ID_LEN / 2);
     not_zero(span, sizeof span);
     hex_encode(digest, TRACE_ID_LEN / 2, trace_hex);
     hex_encode(span, sizeof span, span_hex);

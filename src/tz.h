@@ -23,8 +23,9 @@ struct tz_wall {
  * (one that codec.c would refuse, or whose file is missing or unreadable). */
 int tz_local(const char *zone, int64_t utc_ms, struct tz_local *out);
 /* Whether name is a zone tocsin can use: segments of [A-Za-z0-9_+-] joined by '/' (so no name
- * leaves the zoneinfo directory), at most 64 bytes, not an alias of the host's own setting or a
- * leap-second variant, and a TZif file under $TZDIR or the system zoneinfo that parses. */
+ * leaves the zoneinfo directory), at most 64 bytes, not the host's own setting (localtime,
+ * posixrules) nor under posix/ or right/ (copies and leap-second variants), and a TZif file under
+ * $TZDIR or the system zoneinfo that parses. */
 bool tz_known(const char *name);
 
 /* The UTC offset (local minus UTC, seconds) of zone at the instant utc_s (seconds since the

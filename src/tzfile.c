@@ -320,9 +320,9 @@ rule_day(const struct tzfile_day *d, int64_t y)
     return days * SECONDS_PER_DAY;
 }
 
-/* Summer starts at its local standard time and ends at its local summer time. Transitions of the
- * year of t and the years either side, in order; the offset is the one after the last at or
- * before t. */
+/* Summer starts at its local standard time and ends at its local summer time. Of the transitions
+ * of the year of t and the years either side (in no particular order: a southern summer ends
+ * before it starts), the latest at or before t gives the offset. */
 int
 tzfile_rule_offset(const struct tzfile_rule *r, int64_t t)
 {

@@ -27,7 +27,7 @@ int webhook_url_check(const char *url, bool allow_private, char *why, size_t why
 int webhook_target_check(const char *url, const struct netguard_allow *allow, char *why,
                          size_t whylen);
 /* The host of url as libcurl connects to it (an IPv6 literal without brackets) into host: 0, or
- * -1 when url is not one webhook_url_check would take. */
+ * -1 when url is not one webhook_url_check would take or the host does not fit in hostlen. */
 int webhook_host(const char *url, char *host, size_t hostlen);
 
 struct webhook_message {

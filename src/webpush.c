@@ -67,7 +67,7 @@ webpush_p256dh_valid(const uint8_t *p, size_t len)
 
 /* Decodes one key text into out (want bytes). Padding is taken only as RFC 4648 writes it: to a
  * whole quantum, one '=' after 3 characters, two after 2. Returns 0, -1 for a text that is not
- * base64url, or -2 for one that decodes to another length. */
+ * base64url, or -2 for one over WEBPUSH_KEY_TEXT_MAX or that decodes to another length. */
 static int
 decode_key(const char *text, size_t len, uint8_t *out, size_t want)
 {
@@ -208,7 +208,8 @@ webpush_encrypt(const struct webpush_subscriber *to, const void *plaintext, size
 
     if (len > WEBPUSH_PLAINTEXT_MAX)
         return WEBPUSH_E_TOO_LONG;
-    /* A new sender key and salt per message: RFC 8291 section 2 forbids reusing either. */
+    /* A new sender key and salt per message, as RFC 8291 section 2 has it: messages to one
+     * subscriber that shared both would share the AES-GCM key and nonce. */
     if (crypto_random_bytes(salt, sizeof salt) != 0 || (sender = crypto_ec_key_generate()) == NULL)
         return WEBPUSH_E_INTERNAL;
     e = encrypt_from(to, salt, sender, plaintext, len, body, body_len);

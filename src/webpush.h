@@ -129,10 +129,10 @@ enum webpush_error webpush_encrypt_with(const struct webpush_subscriber *to,
                                         const void *plaintext, size_t len,
                                         uint8_t body[WEBPUSH_BODY_MAX], size_t *body_len);
 
-/* The key schedule of RFC 8291 section 3.4 and RFC 8188 section 2.2, shared by encryption and
- * by decryptors: from the ECDH secret, the subscriber's auth secret and public key, the sender's
- * public key and the salt, the 16-byte content-encryption key and the 12-byte nonce (of the
- * first and only record). Returns 0, or -1 when OpenSSL fails (cek and nonce then wiped). */
+/* The key schedule of RFC 8291 section 3.4 and RFC 8188 sections 2.2 and 2.3, shared by encryption
+ * and by decryptors: from the ECDH secret, the subscriber's auth secret and public key, the
+ * sender's public key and the salt, the 16-byte content-encryption key and the 12-byte nonce (of
+ * the first and only record). Returns 0, or -1 when OpenSSL fails (cek and nonce then wiped). */
 int webpush_derive_keys(const uint8_t ecdh_secret[CRYPTO_P256_SECRET_LEN],
                         const uint8_t auth[WEBPUSH_AUTH_LEN],
                         const uint8_t ua_public[WEBPUSH_P256DH_LEN],
@@ -167,12 +167,12 @@ int webpush_vapid_export(const struct webpush_vapid *v,
 /* The public key of v as text, borrowed from v (valid until webpush_vapid_free). */
 const char *webpush_vapid_public_key(const struct webpush_vapid *v);
 
-/* Writes into out (NUL-terminated) the VAPID JWT of v: header {"typ":"JWT","alg":"ES256"},
- * claims {"aud":audience,"exp":now_s + lifetime_s,"sub":subject}, ES256 signature as r || s.
- * audience must be a canonical origin (what webpush_origin writes); subject "mailto:" or
- * "https:" and at least one more byte, at most WEBPUSH_SUBJECT_MAX bytes of printable ASCII
- * without space, quote or backslash; lifetime_s 1..WEBPUSH_JWT_LIFETIME_MAX (12 h, as common
- * libraries use, leaves room for clock skew); now_s 0..WEBPUSH_NOW_MAX. Returns WEBPUSH_OK, or
+/* Writes into out (NUL-terminated) the VAPID JWT of v: header {"typ":"JWT","alg":"ES256"}, claims
+ * {"aud":audience,"exp":now_s + lifetime_s,"sub":subject}, ES256 signature as r || s. audience must
+ * be a canonical origin (what webpush_origin writes); subject "mailto:" or "https:" and at least
+ * one more byte, at most WEBPUSH_SUBJECT_MAX bytes of printable ASCII without space, quote or
+ * backslash; lifetime_s 1..WEBPUSH_JWT_LIFETIME_MAX (push_keys.c asks for 12 h, as common libraries
+ * do, which leaves room for clock skew); now_s 0..WEBPUSH_NOW_MAX. Returns WEBPUSH_OK, or
  * WEBPUSH_E_AUDIENCE, _SUBJECT, _LIFETIME or _INTERNAL (out is then ""). A token may be reused for
  * its audience until shortly before exp. */
 enum webpush_error webpush_vapid_jwt(const struct webpush_vapid *v, const char *audience,
