@@ -268,7 +268,7 @@ db_lost(struct worker *w, const char *what)
     w->db_down = true;
 }
 
-/* Records the delivered jobs ok[0..n) in one statement. */
+/* Records the delivered jobs ok[0..n) in one statement. Overwrites w->ids and w->texts. */
 static void
 record_delivered(struct worker *w, struct job **ok, size_t n)
 {
@@ -445,10 +445,12 @@ take_answers(struct worker *w, size_t n)
                         w->verdicts[i] != CHANNEL_RETRY);
         }
     }
-    if (n_ok > 0)
-        record_delivered(w, ok, n_ok);
+    /* Failures first: their reasons wait in w->texts, which record_delivered reuses for bodies
+     * (the other order recorded delivered rows' bodies as the failures' errors). */
     if (n_fail > 0)
         record_failed(w, n_fail);
+    if (n_ok > 0)
+        record_delivered(w, ok, n_ok);
     for (size_t i = 0; i < n; i++)
         job_drop(w, w->done[i].tag);
 }

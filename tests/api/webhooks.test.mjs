@@ -180,6 +180,53 @@ test('a receiver that always fails: failed after the last attempt, with the last
     assert.equal(counter('tocsin_deliveries_failed_total'), 1, text);
 });
 
+test('failures answered in the same round as deliveries are recorded with their own error, once', async (t) => {
+    // Two receivers, N webhooks on each: every request waits until all 2N are in, then all are
+    // answered together and alternately, so one worker takes answers of both kinds in one round.
+    // Such a round once wrote the deliveries' bodies as the failures' reasons: the database
+    // refused them, the failed attempts went unrecorded, and the rows were sent again.
+    const N = 20;
+    let arrived = 0;
+    const waiting = { 204: [], 500: [] };
+    const hits = new Map(); // path on the failing receiver -> requests
+    const release = () => {
+        while (waiting[204].length + waiting[500].length > 0) {
+            for (const q of [waiting[204], waiting[500]]) q.shift()?.();
+        }
+    };
+    const servers = [];
+    for (const status of [204, 500]) {
+        const server = http.createServer((req, res) => {
+            if (status === 500) hits.set(req.url, (hits.get(req.url) ?? 0) + 1);
+            req.resume();
+            req.on('end', () => {
+                waiting[status].push(() => res.writeHead(status).end());
+                if (++arrived >= 2 * N) release(); // and later ones (retries) at once
+            });
+        });
+        await new Promise((r) => server.listen(0, '127.0.0.1', r));
+        t.after(() => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }));
+        servers.push(server);
+    }
+    const k = await open.createKey('hooks-mixed');
+    for (const server of servers) {
+        for (let i = 0; i < N; i++) await register(open, k, `http://127.0.0.1:${server.address().port}/hook${i}`);
+    }
+    const m = await dueSoon(open, k);
+    // `open` makes three attempts: every failing row ends failed after exactly three requests.
+    const d = await deliveriesWhen(open, k, m.id,
+        (items) => items.length === 2 * N && items.every((x) => x.status !== 'pending'));
+    const bad = d.json.items.filter((x) => x.status === 'failed');
+    assert.equal(bad.length, N, d.text);
+    for (const x of bad) {
+        assert.equal(x.attempts, 3, d.text);
+        assert.equal(x.last_status, 500, d.text);
+        assert.equal(x.last_error, 'HTTP 500', d.text);
+    }
+    assert.deepEqual([...hits.values()], Array(N).fill(3), 'requests per failing webhook');
+    assert.doesNotMatch(open.log, /not recorded/);
+});
+
 test('receiver down, tocsin restarted: the pending delivery resumes and arrives once', async (t) => {
     const srv = await hRestart.startServer({ TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '1000' });
     const k = await srv.createKey('hooks-restart');
