@@ -870,10 +870,13 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
         send_reset(t, s, "cursor_expired");
         return true;
     }
-    for (long i = 0; i < got; i++)
-        if (matches(s, &h->evbuf[i]) && n <= HUB_BACKLOG_MAX)
-            pick[n < HUB_BACKLOG_MAX ? n : 0] = &h->evbuf[i], n++;
-    if (n > HUB_BACKLOG_MAX)
+    /* A full read was cut: events after it were never read, so what it matched cannot end at
+     * the head (a token limited to some meetings may match few of them). */
+    bool cut = got > HUB_BACKLOG_MAX;
+    for (long i = 0; i < got && !cut; i++)
+        if (matches(s, &h->evbuf[i]))
+            pick[n++] = &h->evbuf[i];
+    if (cut)
         send_reset(t, s, "too_far_behind");
     else
         send_backlog(t, s, pick, n);

@@ -182,6 +182,49 @@ test('garbage, purged and future cursors get reset with the head as id', T_TEST,
     s.close();
 });
 
+test('a resume more than 1,000 events behind is a reset, also when a meeting-limited token would match few of them', T_TEST, async () => {
+    // A tenant of its own with 1,100 events of participant `far` written as the fire writes them:
+    // 1,095 of meeting a, then 5 of meeting b. A token limited to b matches 5 of them, but the
+    // database read of a resume stops after 1,001: replaying what that read matched and moving the
+    // cursor to the head once lost b's 5 events.
+    const k = await srv.createKey('stream-far');
+    const tid = await tenantIdOf(h, 'stream-far');
+    const mk = async (title) => {
+        const r = await srv.req('POST', '/v1/meetings', { key: k, json: { title, starts_at: '2099-01-01T10:00:00Z', participants: [{ id: 'far' }] } });
+        assert.equal(r.status, 201, r.text);
+        return r.json;
+    };
+    const a = await mk('a');
+    const b = await mk('b');
+    const base = await dbHead(h, tid);
+    await h.sql(`BEGIN;
+        INSERT INTO stream_events (tenant_id, seq, reminder_id, fire_at, fired_at, meeting_id, audience)
+        SELECT ${tid}, x, 1, now(), now(), CASE WHEN x <= ${base} + 1095 THEN '${a.id}' ELSE '${b.id}' END::uuid, ARRAY['far']
+        FROM generate_series(${base} + 1, ${base} + 1100) AS x;
+        INSERT INTO stream_heads (tenant_id, seq) VALUES (${tid}, ${base} + 1100)
+        ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq;
+        COMMIT`);
+    const head = base + 1100;
+    const first = async (opts) => {
+        const s = await openLive(srv.base, { token: (await mintToken(srv, k, opts.claims)).token, lastEventId: opts.cursor });
+        const f = s.frames[0];
+        s.close();
+        return f;
+    };
+    for (const claims of [{ sub: 'far' }, { sub: 'far', mtg: [b.id] }]) {
+        const f = await first({ claims, cursor: base });
+        assert.equal(f.event, 'reset', `${JSON.stringify(claims)}: ${JSON.stringify(f)}`);
+        assert.deepEqual(JSON.parse(f.data), { reason: 'too_far_behind', head });
+    }
+    // 1,000 behind is not too far: b's 5 events come back (from the database or the ring).
+    const s = await openLive(srv.base, { token: (await mintToken(srv, k, { sub: 'far', mtg: [b.id] })).token, lastEventId: base + 100 });
+    assert.deepEqual(JSON.parse(s.frames[0].data), { seq: head, resumed: true, replayed: 5 });
+    await s.until((x) => x.frames.some((f2) => f2.id === String(head) && f2.event === null), 5000, 'the head as id');
+    assert.deepEqual(s.frames.filter((f2) => f2.event === 'reminder').map((f2) => Number(f2.id)),
+        [head - 4, head - 3, head - 2, head - 1, head]);
+    s.close();
+});
+
 test('token expiry: reauth before exp, the stream ends at exp, a new token resumes with nothing lost', T_TEST, async () => {
     const sub = 'exp1';
     const minted = await mintToken(srv, key, { sub, ttl_s: 6 });
