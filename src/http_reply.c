@@ -57,7 +57,8 @@ queue(struct request *rq, unsigned status, struct MHD_Response *resp)
         return MHD_NO;
     add_request_id(rq, resp);
     add_cors(rq, resp);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (MHD_get_response_header(resp, "Cache-Control") == NULL)
+        MHD_add_response_header(resp, "Cache-Control", "no-store"); /* API data is private */
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     rq->status = status;
     rq->answered = true;
@@ -83,6 +84,8 @@ http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len
     }
     if (meta != NULL && meta->service_worker_allowed != NULL)
         MHD_add_response_header(resp, "Service-Worker-Allowed", meta->service_worker_allowed);
+    if (meta != NULL && meta->cache_control != NULL)
+        MHD_add_response_header(resp, "Cache-Control", meta->cache_control);
     return queue(rq, status, resp);
 }
 
@@ -240,11 +243,13 @@ http_reply_empty(struct request *rq, unsigned status)
 }
 
 int
-http_reply_not_modified(struct request *rq, const char *etag)
+http_reply_not_modified(struct request *rq, const struct http_reply_meta *meta)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (resp != NULL)
-        MHD_add_response_header(resp, "ETag", etag);
+    if (resp != NULL && meta->etag != NULL)
+        MHD_add_response_header(resp, "ETag", meta->etag);
+    if (resp != NULL && meta->cache_control != NULL)
+        MHD_add_response_header(resp, "Cache-Control", meta->cache_control);
     return queue(rq, MHD_HTTP_NOT_MODIFIED, resp);
 }
 

@@ -22,6 +22,7 @@ struct http_reply_meta {
     const char *etag;                   /* full quoted value, or NULL */
     const char *location;               /* or NULL */
     const char *service_worker_allowed; /* the Service-Worker-Allowed header, or NULL */
+    const char *cache_control;          /* or NULL: no-store, for everything but the assets */
 };
 
 /* Replies with a body already serialized (copied). content_type NULL means application/json. */
@@ -50,7 +51,8 @@ int http_reply_query(struct request *rq, const char *param, const char *message)
 /* 400 validation problem with an errors[] array. */
 int http_reply_validation(struct request *rq, const struct codec_errors *errs);
 int http_reply_empty(struct request *rq, unsigned status);
-int http_reply_not_modified(struct request *rq, const char *etag);
+/* 304 with meta's ETag and Cache-Control (the ones its 200 would carry). */
+int http_reply_not_modified(struct request *rq, const struct http_reply_meta *meta);
 
 /* Strong ETag of a serialized representation: a quoted hash, into out (HTTP_ETAG_MAX bytes). */
 void http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX]);

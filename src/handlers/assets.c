@@ -1,7 +1,8 @@
 /* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import, from any
  * origin), GET /v1/sw.js (the service worker part of Web Push, for a web app's own worker to
  * importScripts(), or registered as it is) and, with TOCSIN_DEMO=1, GET /demo (a participant's
- * page built on them). Served from the binary with a strong ETag; If-None-Match gives 304. */
+ * page built on them). Served from the binary with a strong ETag and Cache-Control: no-cache;
+ * If-None-Match gives 304. */
 #include <microhttpd.h>
 #include <string.h>
 
@@ -14,7 +15,9 @@ serve(struct request *rq, const char *name, const char *sw_allowed)
 {
     const struct asset *a = asset_find(name);
     const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    struct http_reply_meta meta = {a ? a->etag : NULL, NULL, sw_allowed};
+    /* Revalidated on every use: a page gets the current module after an upgrade, and a 304
+     * while it is unchanged (no-store would make the ETag useless to a browser). */
+    struct http_reply_meta meta = {a ? a->etag : NULL, NULL, sw_allowed, "no-cache"};
     int ret;
 
     if (a == NULL)
@@ -22,7 +25,7 @@ serve(struct request *rq, const char *name, const char *sw_allowed)
     if (handler_no_query(rq, &ret) != 0)
         return ret;
     if (inm != NULL && http_etag_matches(inm, a->etag, 1))
-        return http_reply_not_modified(rq, a->etag);
+        return http_reply_not_modified(rq, &meta);
     return http_reply_raw(rq, MHD_HTTP_OK, a->body, a->len, a->content_type, &meta);
 }
 

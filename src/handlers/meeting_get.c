@@ -30,9 +30,9 @@ handle_meeting_get(struct request *rq)
         ret = http_reply_problem(rq, API_E_INTERNAL, NULL);
     } else {
         const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
-        struct http_reply_meta meta = {etag, NULL, NULL};
+        struct http_reply_meta meta = {etag, NULL, NULL, NULL};
         if (inm != NULL && http_etag_matches(inm, etag, 1))
-            ret = http_reply_not_modified(rq, etag);
+            ret = http_reply_not_modified(rq, &meta);
         else
             ret = http_reply_raw(rq, MHD_HTTP_OK, body, strlen(body), NULL, &meta);
     }

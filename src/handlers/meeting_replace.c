@@ -193,7 +193,7 @@ with_dropped(const char *body, const struct series_dropped *d)
 static int
 reply(struct request *rq, struct replace_tx *t, enum db_status st)
 {
-    struct http_reply_meta meta = {t->etag, NULL, NULL};
+    struct http_reply_meta meta = {t->etag, NULL, NULL, NULL};
     if (st == DB_ONE_RESULT) {
         if (!t->unchanged) {
             handler_mirror_sync(rq, &t->gone, &t->next);

@@ -118,7 +118,7 @@ post_tx_run(struct db *db, void *arg)
 static int
 reply_outcome(struct request *rq, struct post_tx *t)
 {
-    struct http_reply_meta meta = {t->etag, t->location, NULL};
+    struct http_reply_meta meta = {t->etag, t->location, NULL, NULL};
     switch (t->outcome) {
     case POST_CREATED:
         handler_mirror_sync(rq, NULL, t->m);

@@ -106,7 +106,7 @@ store(struct request *rq, struct db_push_subscription *s)
         return handler_db_failure(rq, st, API_E_PUSH_SUBSCRIPTION_LIMIT,
                                   "a participant may have at most 10 push subscriptions");
     snprintf(location, sizeof location, "/v1/push/subscriptions/%s", s->id);
-    struct http_reply_meta meta = {NULL, location, NULL};
+    struct http_reply_meta meta = {NULL, location, NULL, NULL};
     return http_reply_json(rq, s->replaced ? MHD_HTTP_OK : MHD_HTTP_CREATED,
                            json_pack("{s:s}", "id", s->id), &meta);
 }

@@ -72,7 +72,7 @@ handle_signing_keys_post(struct request *rq)
         return handler_db_failure(rq, st, API_E_SIGNING_KEY_LIMIT,
                                   "revoke one of the two live keys first");
     snprintf(location, sizeof location, "/v1/signing-keys/%s", k.id);
-    struct http_reply_meta meta = {NULL, location, NULL};
+    struct http_reply_meta meta = {NULL, location, NULL, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(&k, true), &meta);
 }
 

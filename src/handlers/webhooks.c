@@ -44,7 +44,7 @@ create(struct request *rq, struct db_webhook *w)
         return handler_db_failure(rq, st, API_E_WEBHOOK_LIMIT,
                                   "a tenant may register at most 100 webhooks");
     snprintf(location, sizeof location, "/v1/webhooks/%s", w->id);
-    struct http_reply_meta meta = {NULL, location, NULL};
+    struct http_reply_meta meta = {NULL, location, NULL, NULL};
     return http_reply_json(rq, MHD_HTTP_CREATED, encode(w, secret), &meta);
 }
 

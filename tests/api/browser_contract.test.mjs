@@ -280,15 +280,19 @@ test('CORS: preflight and responses for allowed origins only', async () => {
     assert.equal(none.header('access-control-allow-origin'), null);
 });
 
-test('the client module and the demo page are the files of web/, with ETag and 304', async () => {
+test('the client module and the demo page are the files of web/, with ETag, no-cache and 304', async () => {
     for (const [path, file, type] of [['/v1/client.js', 'client.js', 'text/javascript'], ['/demo', 'demo.html', 'text/html']]) {
         const want = fs.readFileSync(fileURLToPath(new URL(`../../web/${file}`, import.meta.url)), 'utf8');
         const r = await srv.req('GET', path, { headers: { Origin: ORIGIN } });
         assert.equal(r.status, 200, path);
         assert.equal(r.contentType, `${type}; charset=utf-8`);
         assert.equal(r.text, want, `${path} serves web/${file} byte for byte`);
+        // no-cache (revalidate): no-store would keep a browser from ever sending If-None-Match.
+        assert.equal(r.header('cache-control'), 'no-cache', path);
         const again = await srv.req('GET', path, { headers: { 'If-None-Match': r.header('etag') } });
         assert.equal(again.status, 304);
+        assert.equal(again.header('cache-control'), 'no-cache', path);
+        assert.equal(again.header('etag'), r.header('etag'), path);
     }
     const off = await h.startServer({ TOCSIN_DEMO: '0' });
     const r = await off.req('GET', '/demo');

@@ -104,6 +104,8 @@ test('GET returns the same representation and ETag; If-None-Match gives 304 with
     assert.equal(nm.status, 304);
     assert.equal(nm.text, '');
     assert.equal(nm.header('etag'), etag);
+    assert.equal(nm.header('cache-control'), 'no-store', 'API data stays out of caches');
+    assert.equal(g.header('cache-control'), 'no-store');
 
     const star = await get(id, { headers: { 'If-None-Match': '*' } });
     assert.equal(star.status, 304);
