@@ -187,7 +187,9 @@ codec_recurrence_encode(const struct meeting_recurrence *rec)
                      date_list(rec->rdates, rec->n_rdates));
 }
 
-/* The reminder d of an occurrence: its row among rows, or as it will be when it has none. */
+/* The reminder d of an occurrence: its row among rows, or as it will be when it has none. d is
+ * the meeting's reminder, carrying the id, status and fired_at of the series' next firing
+ * (db_meeting_sql.h), another occurrence's row: none of the three is this one's, so all null. */
 static json_t *
 occurrence_reminder(const struct reminder *d, const struct series_occurrence *o,
                     const struct reminder *rows, size_t n_rows)
@@ -199,7 +201,8 @@ occurrence_reminder(const struct reminder *d, const struct series_occurrence *o,
     r.fire_at_ms = o->starts_at_ms - d->minutes_before * 60000LL;
     json_t *v = codec_reminder_encode(&r);
     if (v != NULL && (json_object_set_new(v, "id", json_null()) != 0 ||
-                      json_object_set_new(v, "status", json_null()) != 0)) {
+                      json_object_set_new(v, "status", json_null()) != 0 ||
+                      json_object_set_new(v, "fired_at", json_null()) != 0)) {
         json_decref(v);
         return NULL;
     }

@@ -1107,8 +1107,8 @@ export interface components {
         /**
          * @description A reminder of one occurrence. Rows exist for the occurrences within the materialised
          *     window ahead (`TOCSIN_SERIES_WINDOW_S`, and at least the next occurrence); for the others
-         *     the reminder is shown as it will be, with `id` and `status` null. Its id names the
-         *     notification of this occurrence on every channel (`rem_<id>_<fire_at ms>`).
+         *     the reminder is shown as it will be, with `id`, `status` and `fired_at` null. Its id names
+         *     the notification of this occurrence on every channel (`rem_<id>_<fire_at ms>`).
          */
         OccurrenceReminder: {
             id: components["schemas"]["Reminder"]["id"] | null;

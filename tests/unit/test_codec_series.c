@@ -128,6 +128,12 @@ check_occurrence_and_override(void)
                                                   "{'minutes_before':0}]");
     meeting_init(&m);
     CHECK(codec_meeting_decode(doc, &m, &errs) == API_E_NONE, "decode");
+    /* A stored series' reminders carry the state of its next firing, another occurrence's. */
+    for (size_t i = 0; i < m.n_reminders; i++) {
+        m.reminders[i].id = 7;
+        m.reminders[i].status = REMINDER_FIRED;
+        m.reminders[i].fired_at_ms = at("2027-01-04T07:50:00.010Z");
+    }
     struct series_override ov = {
         at("2027-01-05T08:00:00Z"), true, false, at("2027-01-05T12:00:00Z"), 0, NULL, false};
     struct series_occurrence o;
@@ -144,7 +150,8 @@ check_occurrence_and_override(void)
                                "\"2027-01-05T12:00:00.000Z\",\"ends_at\":\"2027-01-05T12:30:00."
                                "000Z\",\"title\":\"t\",\"cancelled\":false") != NULL,
           "occurrence: %s", text ? text : "(null)");
-    /* The 10-minute reminder has no row: shown ahead with id and status null. */
+    /* The 10-minute reminder has no row: shown ahead with id, status and fired_at null, whatever
+     * the meeting's reminder says. */
     CHECK(text && strstr(text, "{\"id\":null,\"minutes_before\":10,\"channels\":[\"webhook\","
                                "\"stream\",\"push\"],\"fire_at\":\"2027-01-05T11:50:00.000Z\","
                                "\"status\":null,\"fired_at\":null}") != NULL,
