@@ -41,8 +41,9 @@
  * by libmicrohttpd itself, 414 or 431 with its own short HTML body, not problem+json: 0.9.75 has no
  * hook for those answers. */
 #define CONNECTION_MEMORY_MAX (13 * 1024)
-#define DRAIN_POLL_MS 10 /* how often shutdown checks for in-flight requests */
-#define FD_HEADROOM 256  /* descriptors beyond the connections: database, Redis, files, logs */
+#define DRAIN_POLL_MS 10   /* how often shutdown checks for in-flight requests */
+#define FD_HEADROOM 256    /* descriptors beyond the connections: database, Redis, files, logs */
+#define BODY_DETAIL_MAX 64 /* the 413 detail with any int */
 
 struct http_server {
     struct MHD_Daemon *daemon;
@@ -159,6 +160,16 @@ body_append(struct request *rq, const char *data, size_t n)
     return 0;
 }
 
+/* 413, its detail naming the bound as HTTP_BODY_MAX says it, whatever it becomes. */
+static int
+reply_body_too_large(struct request *rq)
+{
+    char detail[BODY_DETAIL_MAX];
+
+    snprintf(detail, sizeof(detail), "request bodies are limited to %d bytes", HTTP_BODY_MAX);
+    return http_reply_problem(rq, API_E_BODY_TOO_LARGE, detail);
+}
+
 /* Checks that can be made from the request line and headers alone. Returns 1 when answered. */
 static int
 early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
@@ -175,8 +186,7 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
         return 1;
     }
     if (cl != NULL && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
-        *ret = (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
-                                                   "request bodies are limited to 65536 bytes");
+        *ret = (enum MHD_Result)reply_body_too_large(rq);
         return 1;
     }
     return 0;
@@ -200,8 +210,7 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
         break;
     }
     if (rq->body_too_large)
-        return (enum MHD_Result)http_reply_problem(rq, API_E_BODY_TOO_LARGE,
-                                                   "request bodies are limited to 65536 bytes");
+        return (enum MHD_Result)reply_body_too_large(rq);
     if (!(rq->match.route->flags & ROUTE_ANY_ACCEPT) &&
         !http_accept_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,

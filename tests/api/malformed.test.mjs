@@ -218,11 +218,15 @@ test('content types: wrong or missing -> 415', async () => {
     await srv.req('DELETE', `/v1/meetings/${ok.json.id}`, { key });
 });
 
+// The 413 detail names the bound (HTTP_BODY_MAX), the one api/openapi.yaml states.
+const BODY_DETAIL = 'request bodies are limited to 65536 bytes';
+
 test('body over 64 KiB -> 413', async () => {
     for (const size of [65537, 70000]) {
         const body = with_({ description: 'd'.repeat(size) });
         const r = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': J } });
         expectProblem(r, `${size}-byte body`, 413, 'body_too_large');
+        assert.equal(r.json.detail, BODY_DETAIL, `${size}-byte body: detail`);
     }
 });
 
@@ -321,6 +325,7 @@ test('raw sockets: lying and huge Content-Length, chunked floods', async () => {
     const huge = await srv.raw(rawHead('POST', '/v1/meetings', [auth, `Content-Type: ${J}`, 'Content-Length: 10000000000']));
     checkResponse('POST', '/v1/meetings', huge);
     expectProblem(huge, 'huge Content-Length', 413, 'body_too_large');
+    assert.equal(huge.json.detail, BODY_DETAIL, 'huge Content-Length: detail');
     assert.ok(Date.now() - t0 < 3000, 'answered without waiting for the body');
 
     // Announces fewer bytes than sent: the truncated body is not JSON.
