@@ -10,13 +10,13 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "db_signing_key.h"
 #include "meeting.h"
 #include "route.h"
 #include "trace.h"
 
-#define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
-#define HTTP_URL_MAX 2048   /* request targets above this get 414 */
-#define HTTP_HEADER_VALUE_MAX 4096
+#define HTTP_BODY_MAX 65536    /* request bodies above this get 413 */
+#define HTTP_URL_MAX 2048      /* request targets above this get 414 */
 #define HTTP_LOCATION_MAX 128  /* "/v1/meetings/<uuid>" and the like */
 #define AUTH_CACHE_SLOTS 64    /* API keys, per thread */
 #define SIGNING_CACHE_SLOTS 16 /* signing keys of browser tokens, per thread */
@@ -55,8 +55,8 @@ struct auth_cache_slot {
 };
 
 struct signing_cache_slot {
-    char kid[65];
-    char secret[65];
+    char kid[SIGNING_KEY_ID_MAX + 1];
+    char secret[SIGNING_KEY_SECRET_MAX + 1];
     int64_t tenant_id;
     int64_t expires_ms; /* monotonic */
 };
