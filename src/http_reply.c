@@ -11,6 +11,7 @@
 #include "crypto.h"
 #include "db.h"
 #include "log.h"
+#include "timefmt.h"
 
 #define PROBLEM_DETAIL_MAX 300
 #define RETRY_AFTER_MAX 16
@@ -20,7 +21,10 @@
 #define CORS_ALLOW_HEADERS                                                                         \
     "Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, Last-Event-ID"
 #define CORS_EXPOSE_HEADERS "ETag, Location, Retry-After, WWW-Authenticate"
-#define CORS_MAX_AGE "7200" /* seconds: Chromium's cap */
+#define CORS_MAX_AGE "7200"             /* seconds: Chromium's cap */
+#define CORS_REFUSED_LOG_EVERY_MS 60000 /* refused preflights: one log line at most this often */
+#define CORS_ORIGIN_LOG_MAX 200         /* bytes of the Origin a refusal's line shows */
+#define CORS_REFUSED_MORE_MAX 96        /* its " (and N more ...)" */
 
 /* The CORS headers of a /v1/ reply when TOCSIN_CORS_ORIGINS is set: Vary always (the reply
  * depends on Origin), the rest only for an allowed origin. Returns whether the origin was
@@ -184,6 +188,31 @@ http_reply_problem_retry(struct request *rq, enum api_error e, const char *detai
     return reply_problem_json(rq, e, problem_new(e, detail));
 }
 
+/* A refused preflight is logged at info, but at most once per CORS_REFUSED_LOG_EVERY_MS with the
+ * count of those not logged. Info, not debug: it is the one sign on the server side of a web app
+ * whose origin TOCSIN_CORS_ORIGINS misses (its users only see a CORS error in their browser), so
+ * an operator should see it at the default level, with the origin to add. Throttled: any client
+ * can send preflights without credentials, and a line for each would let it add log lines at
+ * will; each request still has its access line. */
+static void
+log_refused_preflight(struct request *rq)
+{
+    static struct log_throttle refused = LOG_THROTTLE_INIT(CORS_REFUSED_LOG_EVERY_MS);
+    const char *origin = http_header(rq, "Origin");
+    unsigned long unlogged;
+    int64_t since_ms;
+    char more[CORS_REFUSED_MORE_MAX] = "";
+
+    if (!log_enabled(LOG_LEVEL_INFO) ||
+        !log_throttle_take(&refused, timefmt_mono_ms(), &unlogged, &since_ms))
+        return;
+    if (unlogged > 0)
+        snprintf(more, sizeof more, " (and %lu more refused in the last %lld s)", unlogged,
+                 (long long)since_ms / 1000);
+    LOG_INFO("cors: preflight for %s from origin %.*s refused: not in TOCSIN_CORS_ORIGINS%s",
+             rq->path, CORS_ORIGIN_LOG_MAX, origin ? origin : "(none)", more);
+}
+
 int
 http_reply_preflight(struct request *rq)
 {
@@ -197,7 +226,7 @@ http_reply_preflight(struct request *rq)
         MHD_add_response_header(resp, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
         MHD_add_response_header(resp, "Access-Control-Max-Age", CORS_MAX_AGE);
     } else {
-        LOG_INFO("cors: preflight for %s from an origin not in TOCSIN_CORS_ORIGINS", rq->path);
+        log_refused_preflight(rq);
     }
     rq->status = MHD_HTTP_NO_CONTENT;
     rq->answered = true;

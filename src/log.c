@@ -36,6 +36,27 @@ struct line {
     size_t len; /* <= LOG_BODY_MAX until the end is written */
 };
 
+bool
+log_throttle_take(struct log_throttle *t, int64_t now_ms, unsigned long *unlogged,
+                  int64_t *since_ms)
+{
+    bool take;
+
+    pthread_mutex_lock(&t->lock);
+    take = !t->logged || now_ms - t->logged_ms >= t->every_ms;
+    if (take) {
+        *unlogged = t->unlogged;
+        *since_ms = t->logged ? now_ms - t->logged_ms : 0;
+        t->logged = true;
+        t->logged_ms = now_ms;
+        t->unlogged = 0;
+    } else {
+        t->unlogged++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return take;
+}
+
 void
 log_set_level(enum log_level level)
 {

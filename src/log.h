@@ -5,8 +5,10 @@
 #ifndef TOCSIN_LOG_H
 #define TOCSIN_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
@@ -49,6 +51,26 @@ size_t log_escape(char *dst, size_t cap, const char *src, size_t n);
  * and always a valid JSON string body, whatever the input. Stops before an escape that would not
  * fit. Returns the length written. */
 size_t log_json_escape(char *dst, size_t cap, const char *src, size_t n);
+
+/* At most one line per every_ms for one kind of event that anyone can cause (a client, a peer),
+ * from any thread, with the count of those not logged: the first event logs, then one per
+ * interval. Define one with LOG_THROTTLE_INIT(every_ms) as a static. */
+struct log_throttle {
+    pthread_mutex_t lock;
+    int64_t every_ms;
+    bool logged; /* a line was logged, at logged_ms (monotonic) */
+    int64_t logged_ms;
+    unsigned long unlogged; /* events since then that were not logged */
+};
+#define LOG_THROTTLE_INIT(every)                                                                   \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, (every), false, 0, 0                                            \
+    }
+/* An event at now_ms (monotonic): true when it may be logged, with *unlogged the events not
+ * logged since the last line and *since_ms the time since that line (both 0 for the first);
+ * false when it is only counted. */
+bool log_throttle_take(struct log_throttle *t, int64_t now_ms, unsigned long *unlogged,
+                       int64_t *since_ms);
 
 #define LOG_ERROR(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define LOG_WARN(...) log_write(LOG_LEVEL_WARN, __VA_ARGS__)

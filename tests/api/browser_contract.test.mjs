@@ -280,6 +280,23 @@ test('CORS: preflight and responses for allowed origins only', async () => {
     assert.equal(none.header('access-control-allow-origin'), null);
 });
 
+test('CORS: refused preflights are logged once a minute, not once each', async () => {
+    const logged = await h.startServer({ TOCSIN_CORS_ORIGINS: ORIGIN, TOCSIN_LOG_LEVEL: 'info' });
+    const refused = 20;
+    for (let i = 0; i < refused; i++) {
+        const r = await logged.req('OPTIONS', '/v1/meetings', { headers: { Origin: 'http://evil.test' } });
+        assert.equal(r.status, 204);
+    }
+    const allowed = await logged.req('OPTIONS', '/v1/meetings', { headers: { Origin: ORIGIN } });
+    assert.equal(allowed.header('access-control-allow-origin'), ORIGIN);
+    await logged.stop();
+    const lines = logged.log.split('\n').filter((l) => / cors: preflight /.test(l));
+    assert.equal(lines.length, 1, `one line for ${refused} refusals:\n${lines.join('\n')}`);
+    assert.match(lines[0], /^\S+ INFO cors: preflight for \/v1\/meetings from origin http:\/\/evil\.test refused/);
+    const access = logged.log.split('\n').filter((l) => / INFO http OPTIONS \/v1\/meetings 204 /.test(l));
+    assert.equal(access.length, refused + 1, 'each preflight still has its access line');
+});
+
 test('the client module and the demo page are the files of web/, with ETag, no-cache and 304', async () => {
     for (const [path, file, type] of [['/v1/client.js', 'client.js', 'text/javascript'], ['/demo', 'demo.html', 'text/html']]) {
         const want = fs.readFileSync(fileURLToPath(new URL(`../../web/${file}`, import.meta.url)), 'utf8');

@@ -2,7 +2,8 @@
  * one, break a JSON line or reach a terminal as an escape sequence; printable ASCII passes
  * unchanged; valid UTF-8 keeps its characters in JSON, invalid bytes become U+FFFD; truncation
  * never cuts an escape in half. Then whole lines in both formats, read back from stderr: one line
- * each, the request context and the fields in them, and every JSON line parsed by jansson. */
+ * each, the request context and the fields in them, and every JSON line parsed by jansson. Last,
+ * log_throttle's one line per interval and its count of the events not logged. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,27 @@ lines(void)
     free(text);
 }
 
+/* log_throttle: the first event logs, the rest of its interval are counted, the first event of
+ * the next interval logs with that count and the time since the last line. */
+static void
+throttle(void)
+{
+    static struct log_throttle t = LOG_THROTTLE_INIT(60000);
+    unsigned long unlogged = 99;
+    int64_t since_ms = 99;
+
+    CHECK(log_throttle_take(&t, 1000, &unlogged, &since_ms) && unlogged == 0 && since_ms == 0,
+          "the first event logs");
+    for (int i = 0; i < 5; i++)
+        CHECK(!log_throttle_take(&t, 1000 + i * 1000, &unlogged, &since_ms), "event %d counted", i);
+    CHECK(!log_throttle_take(&t, 60999, &unlogged, &since_ms), "59.999 s later: counted");
+    CHECK(log_throttle_take(&t, 61000, &unlogged, &since_ms) && unlogged == 6 && since_ms == 60000,
+          "60 s later: logs with 6 not logged (got %lu, %lld ms)", unlogged, (long long)since_ms);
+    CHECK(log_throttle_take(&t, 200000, &unlogged, &since_ms) && unlogged == 0 &&
+              since_ms == 139000,
+          "a quiet interval: logs with none (got %lu)", unlogged);
+}
+
 int
 main(void)
 {
@@ -301,6 +323,7 @@ main(void)
     json_every_byte();
     json_truncation();
     lines();
+    throttle();
     printf("test_log: %s\n", fails ? "FAILED" : "ok");
     return fails != 0;
 }
