@@ -1,12 +1,41 @@
 /* cors.c -- the origin list of cors.h. */
 #include "cors.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
 
+#define WHY_ORIGIN "each entry must be * or an origin such as https://app.example.com"
+#define WHY_IPV6                                                                                   \
+    "an IPv6 host must be a lower-case IPv6 address in brackets, such as http://[::1]:8080"
+
+/* The length of the bracketed IPv6 literal at s (s[0] == '[', n bytes), brackets included, or 0
+ * when the brackets do not hold a lower-case IPv6 address: an origin that no browser sends would
+ * otherwise be accepted and never match. */
+static size_t
+ipv6_literal(const char *s, size_t n)
+{
+    const char *close = memchr(s, ']', n);
+    char text[INET6_ADDRSTRLEN]; /* the longest text form and its NUL */
+    struct in6_addr addr;
+
+    if (close == NULL)
+        return 0;
+    size_t len = (size_t)(close - s) - 1;
+    if (len == 0 || len >= sizeof text)
+        return 0;
+    memcpy(text, s + 1, len);
+    text[len] = '\0';
+    if (strspn(text, "0123456789abcdef:.") != len || inet_pton(AF_INET6, text, &addr) != 1)
+        return 0;
+    return len + 2;
+}
+
 /* scheme://host[:port]: a lower-case host of letters, digits, '-', '.' (or a bracketed IPv6
- * literal), an optional decimal port of 1..5 digits, nothing after it. */
-static bool
-origin_valid(const char *s, size_t n)
+ * address), an optional decimal port of 1..5 digits, nothing after it. Returns NULL, or why not
+ * (a static string). */
+static const char *
+origin_problem(const char *s, size_t n)
 {
     size_t skip;
 
@@ -15,30 +44,32 @@ origin_valid(const char *s, size_t n)
     else if (n > 7 && strncmp(s, "http://", 7) == 0)
         skip = 7;
     else
-        return false;
+        return WHY_ORIGIN;
     s += skip;
     n -= skip;
     size_t host;
     if (s[0] == '[') {
-        const char *close = memchr(s, ']', n);
-        if (close == NULL || close == s + 1)
-            return false;
-        host = (size_t)(close - s) + 1;
+        host = ipv6_literal(s, n);
+        if (host == 0)
+            return WHY_IPV6;
     } else {
         host = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.");
         if (host == 0 || host > n)
-            return false;
+            return WHY_ORIGIN;
     }
     if (host == n)
-        return true;
-    if (s[host] != ':' || n - host < 2 || n - host > 6)
-        return false;
-    return strspn(s + host + 1, "0123456789") == n - host - 1;
+        return NULL;
+    if (s[host] != ':' || n - host < 2 || n - host > 6 ||
+        strspn(s + host + 1, "0123456789") != n - host - 1)
+        return WHY_ORIGIN;
+    return NULL;
 }
 
 int
 cors_origins_parse(const char *s, struct cors_origins *out, const char **why)
 {
+    const char *bad;
+
     memset(out, 0, sizeof *out);
     while (s != NULL && *s != '\0') {
         s += strspn(s, " \t,");
@@ -52,8 +83,11 @@ cors_origins_parse(const char *s, struct cors_origins *out, const char **why)
         } else if (out->n == CORS_ORIGINS_MAX) {
             *why = "at most 32 origins";
             return -1;
-        } else if (n > CORS_ORIGIN_MAX || !origin_valid(s, n)) {
-            *why = "each entry must be * or an origin such as https://app.example.com";
+        } else if (n > CORS_ORIGIN_MAX) {
+            *why = WHY_ORIGIN;
+            return -1;
+        } else if ((bad = origin_problem(s, n)) != NULL) {
+            *why = bad;
             return -1;
         } else {
             memcpy(out->origin[out->n], s, n);

@@ -18,8 +18,9 @@ struct cors_origins {
 };
 
 /* Parses a comma-separated list ("" = no browser access). Entries are trimmed of blanks; each is
- * "*" or http(s)://host[:port] with a lower-case host, no path, query, user or trailing slash.
- * Returns 0, or -1 with a reason in why (a static string). */
+ * "*" or http(s)://host[:port] with a lower-case host name or a lower-case IPv6 address in
+ * brackets, no path, query, user or trailing slash. Returns 0, or -1 with a reason in why (a
+ * static string). */
 int cors_origins_parse(const char *s, struct cors_origins *out, const char **why);
 /* Whether a request's Origin header value may have CORS headers. "null" never does. */
 bool cors_origin_allowed(const struct cors_origins *c, const char *origin);

@@ -79,6 +79,8 @@ static const struct {
     {"TOCSIN_SMTP_URL", "ftp://mail", 0},
     {"TOCSIN_SMTP_URL", "smtp://mail", 0}, /* TOCSIN_SMTP_FROM is then required */
     {"TOCSIN_DB_POOLED", "1", 0},          /* needs TOCSIN_MIGRATE_ON_START=0 */
+    {"TOCSIN_CORS_ORIGINS", "https://app.example.com, http://[::1]:8080", 1},
+    {"TOCSIN_CORS_ORIGINS", "http://[anything]", 0}, /* test_cors.c has the rest */
 };
 
 int
