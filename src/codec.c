@@ -1,7 +1,8 @@
 /* codec.c -- JSON <-> struct meeting (jansson). Handlers call codec_parse on the body, then
  * codec_meeting_decode, which validates every writable field and collects one error per field
  * problem; codec_meeting_encode writes the output representation. Error texts never quote more
- * than ECHO_MAX bytes of client input (only unknown member names are quoted, in field paths). */
+ * than CODEC_ECHO_MAX bytes of client input (only unknown member names are quoted, in field
+ * paths). */
 #include "codec.h"
 
 #include <stdarg.h>
@@ -13,7 +14,6 @@
 #include "timefmt.h"
 #include "tz.h"
 
-#define ECHO_MAX 40         /* bytes of client input an error may quote */
 #define PARSE_TEXT_MAX 96   /* bytes of jansson's own message kept in a parse error */
 #define INT_TEXT_MAX 24     /* a 64-bit integer in decimal plus NUL */
 #define CODEC_SCOPE_MAX 100 /* characters of a scope text (all four names need 47) */
@@ -102,15 +102,16 @@ add_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Bytes of s to quote: at most ECHO_MAX, cut on a UTF-8 boundary so the quote stays valid. */
+/* Bytes of s to quote: at most CODEC_ECHO_MAX, cut on a UTF-8 boundary so the quote stays
+ * valid. */
 static int
 echo_len(const char *s)
 {
     size_t n = strlen(s);
 
-    if (n <= ECHO_MAX)
+    if (n <= CODEC_ECHO_MAX)
         return (int)n;
-    n = ECHO_MAX;
+    n = CODEC_ECHO_MAX;
     while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
         n--;
     return (int)n;
@@ -584,6 +585,13 @@ void
 codec_add_error(struct codec_errors *errs, const char *field, const char *message)
 {
     add_error(errs, field, "%s", message);
+}
+
+void
+codec_unknown_fields(const json_t *obj, const char *const *known, const char *prefix,
+                     struct codec_errors *errs)
+{
+    unknown_fields(obj, known, prefix, errs);
 }
 
 /* Adds the writable fields, in contract order, to o. full selects the output form of reminders. */

@@ -14,6 +14,9 @@
 #define CODEC_FIELD_ERRORS_MAX 16 /* further problems are dropped; the first ones say enough */
 #define CODEC_FIELD_NAME_MAX 64
 #define CODEC_MESSAGE_MAX 160
+/* Bytes of client input an error may quote: only an unknown member's name is, in its field path
+ * (cut on a UTF-8 boundary), by codec.c and codec_series.c alike. */
+#define CODEC_ECHO_MAX 40
 
 struct codec_field_error {
     char field[CODEC_FIELD_NAME_MAX]; /* JSON path, e.g. "reminders[2].minutes_before" */
@@ -76,10 +79,14 @@ json_t *codec_override_doc(const struct series_override *ov);
 enum api_error codec_override_decode(const json_t *doc, int64_t original_ms,
                                      struct series_override *out, struct codec_errors *errs);
 
-/* For codec_series.c: the output form of a reminder and of a time, and a field error. */
+/* For codec_series.c: the output form of a reminder and of a time, a field error, and an
+ * "unknown field" error for each member of obj not in known (NULL-terminated), its field prefix
+ * and the name cut to CODEC_ECHO_MAX bytes. */
 json_t *codec_reminder_encode(const struct reminder *r);
 json_t *codec_time(int64_t ms);
 void codec_add_error(struct codec_errors *errs, const char *field, const char *message);
+void codec_unknown_fields(const json_t *obj, const char *const *known, const char *prefix,
+                          struct codec_errors *errs);
 
 /* A webhook URL or a push endpoint, in characters here; webhook.c and webpush.c bound the bytes
  * again (WEBHOOK_URL_MAX, WEBPUSH_ENDPOINT_MAX). */

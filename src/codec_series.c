@@ -11,8 +11,6 @@
 #include "recur.h"
 #include "timefmt.h"
 
-#define FIELD_ECHO_MAX 32 /* bytes of an unknown member's name put in a field path */
-
 static void __attribute__((format(printf, 3, 4)))
 field_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
 {
@@ -32,34 +30,6 @@ has_error(const struct codec_errors *errs, const char *field)
         if (strcmp(errs->e[i].field, field) == 0)
             return true;
     return false;
-}
-
-/* Members of obj not in known, each reported as prefix + its name (cut short, on a UTF-8
- * boundary). */
-static void
-unknown_members(const json_t *obj, const char *const *known, const char *prefix,
-                struct codec_errors *errs)
-{
-    const char *key;
-    json_t *v;
-
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        size_t k = 0, len = strlen(key);
-        char field[CODEC_FIELD_NAME_MAX];
-
-        while (known[k] != NULL && strcmp(known[k], key) != 0)
-            k++;
-        if (known[k] != NULL)
-            continue;
-        if (len > FIELD_ECHO_MAX) {
-            len = FIELD_ECHO_MAX;
-            while (len > 0 && ((unsigned char)key[len] & 0xc0) == 0x80)
-                len--;
-        }
-        snprintf(field, sizeof field, "%s%.*s", prefix, (int)len, key);
-        codec_add_error(errs, field, "unknown field");
-    }
 }
 
 static int
@@ -140,7 +110,7 @@ codec_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors 
         codec_add_error(errs, "recurrence", "out of memory");
         return;
     }
-    unknown_members(v, known, "recurrence.", errs);
+    codec_unknown_fields(v, known, "recurrence.", errs);
     const json_t *rule = json_object_get(v, "rrule");
     if (rule == NULL)
         codec_add_error(errs, "recurrence.rrule", "is required");
@@ -296,7 +266,7 @@ codec_override_decode(const json_t *doc, int64_t original_ms, struct series_over
         codec_add_error(errs, "", "the body must be a JSON object");
         return API_E_VALIDATION;
     }
-    unknown_members(doc, known, "", errs);
+    codec_unknown_fields(doc, known, "", errs);
     out->has_starts_at = opt_time(doc, "starts_at", &out->starts_at_ms, errs);
     out->has_ends_at = opt_time(doc, "ends_at", &out->ends_at_ms, errs);
     opt_title(doc, out, errs);

@@ -1,7 +1,8 @@
 /* test_codec_series.c -- the JSON of recurring meetings: the recurrence member (a table of
- * inputs, the field each refusal names), its output and input forms, an occurrence's output with
- * rows and without, the override document and its validation; and series_page's order with moved
- * and cancelled occurrences and its keyset position. */
+ * inputs, the field each refusal names, the unknown names they quote), its output and input
+ * forms, an occurrence's output with rows and without, the override document and its
+ * validation; and series_page's order with moved and cancelled occurrences and its keyset
+ * position. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,41 @@ check_decode(void)
         meeting_fini(&m);
         json_decref(doc);
     }
+}
+
+/* An unknown member's name is quoted in its field path up to CODEC_ECHO_MAX bytes, the bound
+ * codec.c uses too, cut on a UTF-8 boundary: in the recurrence member and in an override. */
+static void
+check_echo(void)
+{
+    char name[2 * CODEC_ECHO_MAX], want[CODEC_FIELD_NAME_MAX];
+    struct codec_errors errs;
+    struct series_override out;
+    struct meeting m;
+
+    memset(name, 'q', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    json_t *doc = doc_q("{'rrule':'FREQ=DAILY'}", NULL);
+    json_object_set_new(json_object_get(doc, "recurrence"), name, json_integer(1));
+    meeting_init(&m);
+    snprintf(want, sizeof want, "recurrence.%.*s", CODEC_ECHO_MAX, name);
+    CHECK(codec_meeting_decode(doc, &m, &errs) == API_E_VALIDATION && errs.n == 1 &&
+              strcmp(errs.e[0].field, want) == 0,
+          "recurrence: want %s, got %s", want, errs.n ? errs.e[0].field : "(accepted)");
+    meeting_fini(&m);
+    json_decref(doc);
+    /* "a" then two-byte characters: byte CODEC_ECHO_MAX is inside one, so one byte less. */
+    char utf8[1 + 2 * CODEC_ECHO_MAX + 1] = "a";
+    for (int i = 0; i < CODEC_ECHO_MAX; i++)
+        memcpy(utf8 + 1 + 2 * i, "\xc3\xa9", 2);
+    utf8[sizeof utf8 - 1] = '\0';
+    json_t *ov = json_pack("{s:i}", utf8, 1);
+    snprintf(want, sizeof want, "%.*s", CODEC_ECHO_MAX - 1, utf8);
+    CHECK(codec_override_decode(ov, 0, &out, &errs) == API_E_VALIDATION && errs.n == 1 &&
+              strcmp(errs.e[0].field, want) == 0,
+          "override: want %s, got %s", want, errs.n ? errs.e[0].field : "(accepted)");
+    series_override_fini(&out);
+    json_decref(ov);
 }
 
 static void
@@ -237,6 +273,7 @@ int
 main(void)
 {
     check_decode();
+    check_echo();
     check_round_trip();
     check_occurrence_and_override();
     check_page();
