@@ -65,19 +65,35 @@ channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
     return text;
 }
 
-static int
-start_webhook(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
-              struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+/* Signs the row's payload and lays out its request in req and r. NULL, or why it cannot be sent
+ * (no retry would help). */
+static const char *
+webhook_prepare(const struct channel_opts *o, const struct db_outbox_item *it,
+                struct channel_req *req, struct outbound_request *r)
 {
-    struct outbound_request r;
     int64_t ts = timefmt_now_ms() / 1000;
     struct webhook_message m = {it->url,  req->msg_id, ts,
                                 req->sig, it->payload, strlen(it->payload)};
 
     meeting_occurrence_id(it->reminder_id, it->fire_at_ms, req->msg_id);
-    if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0 ||
-        webhook_request(&m, &req->hdr, &r, o->timeout_ms) != 0) {
-        snprintf(err, OUTBOUND_ERR_MAX, "webhook secret unusable");
+    if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0)
+        return "webhook secret unusable";
+    /* Not expected: an occurrence id is shorter than WEBHOOK_ID_MAX (above), and the header
+     * lines fit any such id (webhook.c). */
+    if (webhook_request(&m, &req->hdr, r, o->timeout_ms) != 0)
+        return "webhook request headers do not fit";
+    return NULL;
+}
+
+static int
+start_webhook(const struct channel_opts *o, struct outbound *out, const struct db_outbox_item *it,
+              struct channel_req *req, void *tag, char err[OUTBOUND_ERR_MAX], bool *give_up)
+{
+    struct outbound_request r;
+    const char *why = webhook_prepare(o, it, req, &r);
+
+    if (why != NULL) {
+        snprintf(err, OUTBOUND_ERR_MAX, "%s", why);
         *give_up = true;
         return -1;
     }

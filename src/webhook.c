@@ -124,6 +124,17 @@ webhook_host(const char *url, char *host, size_t hostlen)
     return 0;
 }
 
+/* The header lines fit any id shorter than WEBHOOK_ID_MAX (an occurrence id is, channel.c), any
+ * int64 timestamp and a signature; a longer id may be signed and still not fit its line. */
+#define INT64_TEXT_MAX 20 /* "-9223372036854775808" */
+#define BUF_FITS(member, prefix, text_max)                                                         \
+    _Static_assert(sizeof(((struct webhook_request_buf *)0)->member) >=                            \
+                       sizeof(prefix) + (text_max),                                                \
+                   "a " prefix "line fits")
+BUF_FITS(id, "webhook-id: ", WEBHOOK_ID_MAX - 1);
+BUF_FITS(timestamp, "webhook-timestamp: ", INT64_TEXT_MAX);
+BUF_FITS(signature, "webhook-signature: ", WEBHOOK_SIGNATURE_LEN);
+
 int
 webhook_request(const struct webhook_message *m, struct webhook_request_buf *b,
                 struct outbound_request *r, int64_t timeout_ms)

@@ -1,7 +1,8 @@
 /* test_webhook.c -- the pure parts of delivery: Standard Webhooks signatures (the specification's
  * published example, and secrets that must be refused), new secrets, the stable message id, the
- * public-address guard over a table of addresses, URL checks on literal addresses (no DNS), and
- * the retry backoff with its cap and jitter. */
+ * request's header lines (a traceparent, an id too long for its line), the public-address guard
+ * over a table of addresses, URL checks on literal addresses (no DNS), and the retry backoff with
+ * its cap and jitter. */
 #include "check.h"
 #include "deliver.h"
 #include "netguard.h"
@@ -244,6 +245,25 @@ test_request_traceparent(void)
     }
 }
 
+/* An id webhook_sign takes may still be too long for its header line: webhook_request says so
+ * (-1), a failure of its own that channel.c reports apart from an unusable secret. */
+static void
+test_request_id_too_long(void)
+{
+    char id[WEBHOOK_ID_MAX + 8], sig[WEBHOOK_SIGNATURE_LEN + 1];
+    struct webhook_request_buf b;
+    struct outbound_request r;
+
+    memset(id, 'i', sizeof id - 1);
+    id[sizeof id - 1] = '\0';
+    struct webhook_message m = {"http://127.0.0.1:9/", id, 1, sig, "{}", 2};
+    CHECK(webhook_sign("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id, 1, "{}", 2, sig) == 0,
+          "the id is signed");
+    CHECK(webhook_request(&m, &b, &r, 1000) == -1, "its header line does not fit");
+    id[WEBHOOK_ID_MAX - 1] = '\0';
+    CHECK(webhook_request(&m, &b, &r, 1000) == 0, "an id shorter than WEBHOOK_ID_MAX fits");
+}
+
 static void
 test_backoff(void)
 {
@@ -278,6 +298,7 @@ main(void)
     test_url_check();
     test_target_check();
     test_request_traceparent();
+    test_request_id_too_long();
     test_backoff();
     return check_summary("test_webhook");
 }
