@@ -54,10 +54,21 @@ add_codings(struct http_framing *f, const char *v, size_t n)
     }
 }
 
+/* The leading decimal digits of v[0..n): v is not NUL-terminated, so no strspn. */
+static size_t
+digits(const char *v, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && v[i] >= '0' && v[i] <= '9')
+        i++;
+    return i;
+}
+
 static void
 add_length(struct http_framing *f, const char *v, size_t n)
 {
-    if (n == 0 || n >= sizeof(f->length) || strspn(v, "0123456789") < n) {
+    if (n == 0 || n >= sizeof(f->length) || digits(v, n) < n) {
         f->length_conflict = true;
         return;
     }

@@ -1,7 +1,9 @@
-/* test_http_framing.c -- the RFC 9112 framing verdicts over tables of request heads, and the %00
- * test of raw request targets. The HTTP-level cases (raw sockets) are in
- * tests/api/malformed.test.mjs. */
+/* test_http_framing.c -- the RFC 9112 framing verdicts over tables of request heads, a value
+ * that is not NUL-terminated, and the %00 test of raw request targets. The HTTP-level cases (raw
+ * sockets) are in tests/api/malformed.test.mjs. */
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "http_framing.h"
@@ -75,6 +77,34 @@ static const struct {
     {"/%20%00", true},
 };
 
+/* A field value is value_len bytes, not a C string: a Content-Length whose digits end the last
+ * readable byte before an unmapped page is judged without a read past them (the crash of a read
+ * to a NUL). */
+static void
+check_unterminated(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *p =
+        mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    CHECK(p != MAP_FAILED, "mmap");
+    if (p == MAP_FAILED)
+        return;
+    CHECK(mprotect(p + page, (size_t)page, PROT_NONE) == 0, "guard page");
+    char *v = p + page - 2;
+    memcpy(v, "12", 2);
+    struct http_framing f = {0};
+    const char *detail = NULL;
+    http_framing_field(&f, "Host", 4, "x", 1);
+    http_framing_field(&f, "Content-Length", 14, v, 2);
+    CHECK(http_framing_verdict(&f, false, &detail) == API_E_NONE && strcmp(f.length, "12") == 0,
+          "unterminated length: %s", detail ? detail : f.length);
+    memcpy(v, "1x", 2);
+    http_framing_field(&f, "Content-Length", 14, v, 2);
+    CHECK(f.length_conflict, "unterminated \"1x\" refused");
+    munmap(p, 2 * (size_t)page);
+}
+
 int
 main(void)
 {
@@ -95,5 +125,6 @@ main(void)
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
         CHECK(http_framing_target_has_nul(targets[i].target) == targets[i].nul, "%s",
               targets[i].target);
+    check_unterminated();
     return check_summary("test_http_framing");
 }
