@@ -1,7 +1,7 @@
 /* cond.h -- condition variables whose timed waits run on CLOCK_MONOTONIC, so that a step of the
  * wall clock (NTP, an operator) neither stretches nor cuts a thread's sleep. Every thread that
- * sleeps on a condition variable with a timeout (queue, scheduler, recon, members, hub, the HTTP
- * limits sweeper) sets it up and computes its deadline here. */
+ * sleeps on a condition variable with a timeout (queue, scheduler, recon, members, hub,
+ * retention, the HTTP limits sweeper) sets it up and computes its deadline here. */
 #ifndef TOCSIN_COND_H
 #define TOCSIN_COND_H
 

@@ -44,7 +44,9 @@ enum db_status db_clock_ms(struct db *db, int64_t *ms);
  * constraint we did not expect) and its text, one line (valid until the next call on the
  * handle). Meaningful right after a call returned an error status. The db layer logs nothing:
  * the thread that owns the handle logs an outage once when it starts and once when it ends,
- * and a hard error as the bug it is. */
+ * and a hard error as the bug it is. Two exceptions, neither an error a caller could report:
+ * server notices at debug (libpq hands them to a callback, not to a call), and db_migrate's
+ * lines (below). */
 enum db_status db_err(const struct db *db);
 const char *db_errmsg(const struct db *db);
 
@@ -56,7 +58,11 @@ enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
 
 /* ---- migrations (db_migrate.c) ---- */
 /* Applies pending embedded migrations under a session advisory lock. An applied migration whose
- * checksum differs from the embedded one is an error. Returns 0, or -1 with err filled. */
+ * checksum differs from the embedded one is an error. Returns 0, or -1 with err filled. The one
+ * db function that logs: a line per migration as it commits (the progress of a step that may
+ * take minutes, run once on the main thread before any other starts, like a command's output)
+ * and a failed release of the lock, which does not fail the migration (a lost connection
+ * releases the lock by itself) and so has no error to return. */
 int db_migrate(struct db *db, char *err, size_t errlen);
 /* 0 when every embedded migration is applied with a matching checksum; -1 otherwise. */
 int db_migrations_current(struct db *db);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "db_meeting_sql.h"
-#include "log.h"
 #include "shard.h"
 #include "strbuf.h"
 
@@ -231,11 +230,21 @@ tb_free(struct strbuf *b, size_t n)
         strbuf_fini(&b[i]);
 }
 
+/* The db layer logs nothing (db.h): these keep the failure on the handle, as db_exec keeps
+ * PostgreSQL's, for the caller to report. */
 static enum db_status
 oom(struct db *db, const char *what)
 {
     db_set_err(db, "%s: out of memory", what);
-    LOG_ERROR("database: %s", db_errmsg(db));
+    return DB_HARD_ERROR;
+}
+
+/* db_meeting_fill cannot tell running out of memory from a value it cannot parse: both named. */
+static enum db_status
+unreadable(struct db *db, const char *what, const PGresult *res, int row)
+{
+    db_set_err(db, "%s: cannot read the row of meeting %s (out of memory or malformed)", what,
+               PQgetvalue(res, row, COL_ID));
     return DB_HARD_ERROR;
 }
 
@@ -709,8 +718,13 @@ get_distinct_for(struct db *db, const char *const *ids, const int64_t *rids, con
         return st;
     for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++) {
         int64_t k = db_get_i64(res, row, COL_ORIGINAL_START + 1);
-        if (k < 1 || (size_t)k > d || db_meeting_fill(res, row, &out->m[k - 1]) != 0)
-            st = oom(db, "loading meetings (or a malformed row)");
+        if (k < 1 || (size_t)k > d) {
+            db_set_err(db, "loading meetings: a row numbered %lld, outside 1..%zu", (long long)k,
+                       d);
+            st = DB_HARD_ERROR;
+        } else if (db_meeting_fill(res, row, &out->m[k - 1]) != 0) {
+            st = unreadable(db, "loading meetings", res, row);
+        }
     }
     PQclear(res);
     return st;
@@ -724,8 +738,10 @@ db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *ri
     enum db_status st;
 
     memset(out, 0, sizeof *out);
-    if (n > DB_GET_MANY_MAX)
-        return oom(db, "loading meetings: too many");
+    if (n > DB_GET_MANY_MAX) {
+        db_set_err(db, "loading meetings: %zu pairs (allowed 0..%d)", n, DB_GET_MANY_MAX);
+        return DB_HARD_ERROR;
+    }
     if (n == 0)
         return DB_ONE_RESULT;
     if ((d = distinct_pairs(ids, rids, n, at, first)) == 0)
@@ -797,7 +813,7 @@ append_rows(struct db *db, PGresult *res, struct db_meeting_list *out)
     for (size_t i = 0; i < rows; i++) {
         meeting_init(&out->m[out->n]);
         if (db_meeting_fill(res, (int)i, &out->m[out->n++]) != 0)
-            return oom(db, "listing meetings (or a malformed row)");
+            return unreadable(db, "listing meetings", res, (int)i);
     }
     return DB_ONE_RESULT;
 }

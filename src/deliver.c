@@ -607,6 +607,7 @@ take_rows(struct worker *w, size_t n)
         fresh[k++] = j;
     }
     if (build_bodies(w, fresh, k) != 0) {
+        db_lost(w, "cannot read the meetings of leased rows (given back)");
         for (size_t i = 0; i < k; i++)
             w->ids[i] = fresh[i]->it.id;
         if (db_outbox_release(w->db, w->owner, w->ids, k, 0) != DB_ONE_RESULT)

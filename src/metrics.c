@@ -30,7 +30,8 @@ static const struct {
     [METRIC_DISPATCH_ERRORS] = {"tocsin_dispatch_errors_total",
                                 "Failed fire statements (database errors), retries included."},
     [METRIC_QUEUE_DROPPED] = {"tocsin_dispatch_queue_dropped_total",
-                              "Items refused by a full dispatch queue (left to the reconciler)."},
+                              "Occurrences the dispatch queue refused, full or closed at shutdown "
+                              "(left to the reconciler)."},
     [METRIC_DELIVERED] = {"tocsin_deliveries_delivered_total",
                           "Deliveries recorded delivered (every channel)."},
     [METRIC_DELIVERY_RETRIED] =

@@ -313,32 +313,46 @@ mirror_arm(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t
     return mirror_arm_count(mi, keys, n, now_ms, only_missing, NULL);
 }
 
+/* Queues one DEL. */
+static int
+append_del(struct mirror *mi, const struct reminder_key *k)
+{
+    char key[MIRROR_KEY_MAX];
+    const char *argv[] = {"DEL", key};
+    size_t lens[2] = {3, 0};
+
+    lens[1] = mirror_key_format(key, sizeof key, mi->prefix, k->reminder_id, k->fire_at_ms);
+    if (redisAppendCommandArgv(mi->c, 2, argv, lens) != REDIS_OK) {
+        drop(mi);
+        return -1;
+    }
+    return 0;
+}
+
+/* As in mirror_arm_count, an error reply in one chunk does not stop the others: a key left
+ * behind is only stale (its expired event finds nothing to fire) but costs memory and a wasted
+ * claim, so every chunk that can still be sent is; only a lost connection ends the call. */
 int
 mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n)
 {
     size_t i = 0, ok = 0;
+    int rc = 0;
 
     while (i < n) {
         size_t queued = 0;
 
         if (connected(mi) != 0)
             return -1;
-        for (; i < n && queued < MIRROR_PIPELINE_MAX; i++, queued++) {
-            char key[MIRROR_KEY_MAX];
-            const char *argv[] = {"DEL", key};
-            size_t lens[2] = {3, 0};
-
-            lens[1] = mirror_key_format(key, sizeof key, mi->prefix, keys[i].reminder_id,
-                                        keys[i].fire_at_ms);
-            if (redisAppendCommandArgv(mi->c, 2, argv, lens) != REDIS_OK) {
-                drop(mi);
+        for (; i < n && queued < MIRROR_PIPELINE_MAX; i++, queued++)
+            if (append_del(mi, &keys[i]) != 0)
                 return -1;
-            }
+        if (collect(mi, queued, &ok) != 0) {
+            rc = -1;
+            if (mi->c == NULL)
+                break;
         }
-        if (collect(mi, queued, &ok) != 0)
-            return -1;
     }
-    return 0;
+    return rc;
 }
 
 static int

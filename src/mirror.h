@@ -63,7 +63,8 @@ int mirror_arm(struct mirror *mi, const struct reminder_key *keys, size_t n, int
  * those that were missing). recon.c uses it to report how much Redis had lost. */
 int mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t n, int64_t now_ms,
                      int only_missing, size_t *n_set);
-/* DEL of each key (pipelined). 0 or -1. */
+/* DEL of each key (pipelined), every chunk sent even after an error reply in an earlier one.
+ * Returns 0 when every command succeeded, -1 otherwise (Redis down, an error reply). */
 int mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n);
 
 /* PING. 0 when Redis answers. */

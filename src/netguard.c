@@ -89,8 +89,6 @@ v6_embeds_v4(const uint8_t *b)
 static bool
 v6_public(const uint8_t *b)
 {
-    static const uint8_t local_nat64[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
-
     if (v6_embeds_v4(b))
         return v4_public(v4_at(b + 12));
     /* 2002::/16 6to4 (RFC 3056): a relay sends to the IPv4 address in bits 16..47. */
@@ -100,9 +98,10 @@ v6_public(const uint8_t *b)
      * the last 32 bits; either could be reached, so both must be public. */
     if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
         return v4_public(v4_at(b + 4)) && v4_public(~v4_at(b + 12));
-    if (prefix_match(b, local_nat64, 48)) /* 64:ff9b:1::/48 local-use NAT64 (RFC 8215) */
-        return false;
-    if ((b[0] & 0xe0) != 0x20) /* outside 2000::/3: none of it is a public unicast address */
+    /* Outside 2000::/3 none of it is a public unicast address. That includes the local-use NAT64
+     * prefix 64:ff9b:1::/48 (RFC 8215), refused whole: its translators are a network's own and
+     * the IPv4 address may sit at any of RFC 6052's offsets, so it cannot be judged as IPv4. */
+    if ((b[0] & 0xe0) != 0x20)
         return false;
     for (size_t i = 0; i < sizeof v6_refused / sizeof v6_refused[0]; i++)
         if (prefix_match(b, v6_refused[i].net, v6_refused[i].bits))

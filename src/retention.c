@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cond.h"
 #include "db.h"
 #include "log.h"
 #include "members.h"
@@ -44,13 +45,8 @@ stopping(struct retention *r)
 static bool
 wait_ms(struct retention *r, int64_t ms)
 {
-    struct timespec ts;
+    struct timespec ts = cond_deadline(ms);
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&r->mu);
     while (!r->stop && pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
         ;
@@ -131,7 +127,6 @@ struct retention *
 retention_start(const struct retention_opts *opts)
 {
     struct retention *r = calloc(1, sizeof *r);
-    pthread_condattr_t ca;
 
     if (r == NULL)
         return NULL;
@@ -139,10 +134,7 @@ retention_start(const struct retention_opts *opts)
     if (r->o.batch > DB_RETENTION_BATCH_MAX)
         r->o.batch = DB_RETENTION_BATCH_MAX;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&r->cv);
     if ((r->database_url = strdup(opts->database_url)) == NULL ||
         pthread_create(&r->thread, NULL, run, r) != 0) {
         pthread_cond_destroy(&r->cv);

@@ -38,6 +38,9 @@ struct sched {
     /* Below: the thread's own. */
     struct db *db;
     bool db_down;
+    unsigned long full_reads; /* reads that found the heap full since it last had room; 0: room */
+    int64_t full_at, full_id; /* the lowest keyset position where one of them stopped */
+    int64_t full_since_ms;    /* monotonic: when the first of them did */
     struct timerheap h;
     int64_t read_at, read_id; /* keyset position up to which the window has been read */
     int64_t next_poll_ms;     /* monotonic */
@@ -56,6 +59,36 @@ hold(struct sched *s, const struct reminder_key *k, size_t n)
         if (timerheap_add(&s->h, &k[i]) < 0)
             return -1;
     return 0;
+}
+
+/* A read stopped at a full heap at keyset position (at, id): what lies from there waits for a
+ * read that starts there or before to find room. Said once when that starts, as an outage is:
+ * under sustained overload every poll stops here. */
+static void
+heap_full(struct sched *s, int64_t at, int64_t id)
+{
+    if (s->full_reads++ == 0 || at < s->full_at || (at == s->full_at && id < s->full_id)) {
+        s->full_at = at;
+        s->full_id = id;
+    }
+    if (s->full_reads > 1)
+        return;
+    s->full_since_ms = timefmt_mono_ms();
+    LOG_WARN("sched: %d occurrences held (the heap is full); the rest of the window waits for "
+             "room, read again every poll",
+             SCHED_HEAP_MAX);
+}
+
+/* A read from (at, id) went through to its end: when it started where the heap was found full,
+ * or before, the overload is over. */
+static void
+heap_room(struct sched *s, int64_t at, int64_t id)
+{
+    if (s->full_reads == 0 || at > s->full_at || (at == s->full_at && id > s->full_id))
+        return;
+    LOG_INFO("sched: room in the heap again, after %lu reads found it full over %lld ms",
+             s->full_reads, (long long)(timefmt_mono_ms() - s->full_since_ms));
+    s->full_reads = 0;
 }
 
 static bool
@@ -116,6 +149,7 @@ static int
 read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
 {
     struct shard_set owned;
+    int64_t from_at = at, from_id = id;
     size_t n;
 
     members_shards(s->members, &owned);
@@ -132,8 +166,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
             LOG_INFO("sched: database available again");
         s->db_down = false;
         if (hold(s, s->page, n) != 0) {
-            LOG_WARN("sched: %d occurrences held; the rest waits for the next poll",
-                     SCHED_HEAP_MAX);
+            heap_full(s, at, id);
             return -1;
         }
         hand_out_due(s, dbclock_now_ms()); /* what fell due meanwhile waits one page, not all */
@@ -143,8 +176,10 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
             s->read_at = s->page[n - 1].fire_at_ms;
             s->read_id = s->page[n - 1].reminder_id;
         }
-        if (n < DB_DUE_BATCH_MAX)
+        if (n < DB_DUE_BATCH_MAX) {
+            heap_room(s, from_at, from_id);
             return 0;
+        }
         at = s->page[n - 1].fire_at_ms;
         id = s->page[n - 1].reminder_id;
     }

@@ -101,9 +101,11 @@ list(struct request *rq, struct db *db, struct meeting *m, const struct handler_
     const char *id = m->id;
     bool more = false;
     long n = -1;
+    enum db_status st = DB_ONE_RESULT; /* the last database call's: a failure there is a 503 */
     int ret;
 
-    if (occ != NULL && originals != NULL && db_override_list(db, &id, 1, &ol) == DB_ONE_RESULT &&
+    if (occ != NULL && originals != NULL &&
+        (st = db_override_list(db, &id, 1, &ol)) == DB_ONE_RESULT &&
         (ov = calloc(ol.n ? ol.n : 1, sizeof *ov)) != NULL) {
         for (size_t i = 0; i < ol.n; i++)
             ov[i] = ol.o[i].ov;
@@ -112,10 +114,12 @@ list(struct request *rq, struct db *db, struct meeting *m, const struct handler_
     for (long i = 0; i < n; i++)
         originals[i] = occ[i].original_start_ms;
     json_t *items = NULL;
-    if (n >= 0 && db_occurrence_reminders(db, m->id, originals, (size_t)n, &rows) == DB_ONE_RESULT)
+    if (n >= 0 &&
+        (st = db_occurrence_reminders(db, m->id, originals, (size_t)n, &rows)) == DB_ONE_RESULT)
         items = page_items(m, occ, (size_t)n, &rows);
     if (items == NULL) {
-        ret = http_reply_problem(rq, n < 0 ? API_E_INTERNAL : API_E_DB_UNAVAILABLE, NULL);
+        ret = http_reply_problem(rq, st != DB_ONE_RESULT ? API_E_DB_UNAVAILABLE : API_E_INTERNAL,
+                                 NULL);
     } else {
         char cursor[CURSOR_MAX + 1] = "";
         if (more && n > 0)

@@ -3,7 +3,8 @@
 // does not delay another tenant; a replica killed with kill -9 in a burst loses nothing and repeats
 // on the wire at most what it could have had in flight; replicas joining and leaving under a steady
 // load lose nothing and fire nothing twice, and settle on owning the 256 shards between them; a
-// replica whose clock runs ahead (libfaketime) never fires early and reports its skew.
+// replica whose clock runs ahead (libfaketime) never fires early and reports its skew; a scheduler
+// whose heap fills says so once when it starts and once when it ends, not at every poll.
 // Reminders are written straight into PostgreSQL with exact fire times (the engine reads what any
 // writer committed); webhooks are registered through the API, and receipts are timed at local
 // receivers by the same clock as the database's.
@@ -235,6 +236,7 @@ const hIso = await harness('scale_isolation');
 const hKill = await harness('scale_kill');
 const hChurn = await harness('scale_churn');
 const hSkew = await harness('scale_skew');
+const hHeap = await harness('scale_heap');
 
 test('a tenant with a black-hole and a 500-ing receiver delays no other tenant; their circuits open', async (t) => {
     const hh = hIso;
@@ -471,4 +473,70 @@ test('a replica whose clock runs 5 s ahead never fires early and reports the ske
     // Both replicas fired some: the one ahead owns shards and fired on the database's clock.
     const firedAhead = (await metrics(ahead))('tocsin_reminders_fired_total');
     assert.ok(firedAhead > 0, `the replica ahead fired ${firedAhead} of ${N}`);
+});
+
+// More occurrences due within the window than the scheduler's heap holds (SCHED_HEAP_MAX): every
+// poll stops at the full heap, and that is said once when it starts and once when it ends, as an
+// outage is, not once per poll. The rows are one meeting's occurrence rows (unique by original
+// start), all due at one whole millisecond (as tocsin writes them: the scheduler's keyset is in
+// ms) 2 s past the window's end when written: a poll reads them when the window reaches them,
+// every later poll starts before where the heap filled, and none falls due during the test. The
+// reconciler is kept away (its passes an hour apart) so that Redis is not loaded with their keys.
+const SCHED_HEAP_MAX = 131072; // src/scheduler.h
+
+test('more occurrences due in the window than the scheduler holds: one line when its heap fills, one when it has room', async (t) => {
+    const hh = hHeap;
+    hh.prefix = `heap${process.pid}`;
+    const WINDOW_S = 600;
+    const POLL_MS = 100;
+    const FULL_FOR_MS = 3000; // about 30 polls find the heap full
+    const N = SCHED_HEAP_MAX + 2000;
+    const [srv] = await replicas(hh, 1, {
+        TOCSIN_LOG_LEVEL: 'info',
+        TOCSIN_SCHED_WINDOW_MS: String(WINDOW_S * 1000),
+        TOCSIN_SCHED_POLL_MS: String(POLL_MS),
+        TOCSIN_RECON_INTERVAL_MS: '3600000',
+        TOCSIN_RECON_FULL_INTERVAL_MS: '86400000',
+    });
+    t.after(() => srv.stop());
+    const lines = [];
+    let partial = '';
+    srv.proc.child.stderr.on('data', (d) => {
+        const parts = (partial + d.toString()).split('\n');
+        partial = parts.pop();
+        lines.push(...parts);
+    });
+    const tn = await tenant(hh, srv, 'heap');
+    await hh.sql(`
+        WITH m AS (
+            INSERT INTO meetings (id, tenant_id, title, starts_at, participants, version, created_at, updated_at)
+            VALUES (gen_random_uuid(), ${tn.id}, 'heap',
+                    date_trunc('milliseconds', now() + interval '${WINDOW_S + 2} seconds'), '[]'::json, 1, now(), now())
+            RETURNING id, tenant_id, starts_at)
+        INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, original_start, starts_at)
+        SELECT m.id, m.tenant_id, 0, m.starts_at, 'pending', m.starts_at + i * interval '1 day',
+               m.starts_at + i * interval '1 day'
+        FROM m, generate_series(0, ${N - 1}) AS i`);
+    const full = () => lines.filter((l) => /sched: .*occurrences held/.test(l));
+    const room = () => lines.filter((l) => /sched: room in the heap again/.test(l));
+    const dump = () => lines.filter((l) => /sched: /.test(l)).join('\n');
+    // A poll picks the rows up once the window reaches them.
+    assert.ok(await waitFor(() => full().length > 0, 15000, 100), `the heap never filled:\n${dump()}`);
+    let held = 0;
+    assert.ok(await waitFor(async () => (held = (await metrics(srv))('tocsin_sched_held')) === SCHED_HEAP_MAX, 5000, 100),
+        `tocsin_sched_held ${held}`);
+    await sleep(FULL_FOR_MS);
+    assert.equal(full().length, 1, `one line while every poll finds the heap full:\n${dump()}`);
+    assert.equal(room().length, 0, dump());
+
+    // Once the rows are gone the next read goes through: one line, with the count.
+    await hh.sql(`DELETE FROM reminders WHERE tenant_id = ${tn.id}`);
+    assert.ok(await waitFor(() => room().length > 0, 10000, 100), `no line when the heap had room:\n${dump()}`);
+    await sleep(1000);
+    assert.equal(full().length, 1, dump());
+    assert.equal(room().length, 1, dump());
+    t.diagnostic(dump());
+    const reads = Number(/after (\d+) reads/.exec(room()[0])?.[1]);
+    assert.ok(reads >= FULL_FOR_MS / POLL_MS / 2, `the end line counts the reads that found it full: ${room()[0]}`);
+    assert.ok(lines.every((l) => !/ ERROR /.test(l)), dump());
 });

@@ -1,7 +1,8 @@
 /* itest_mirror.c -- mirror.c against a real Redis (7.0+, for PEXPIRETIME). Needs
  * TOCSIN_TEST_REDIS_URL=redis://host:port/db and fails, never skips, without it. Each run uses its
- * own key prefix. Checks exact expiry times, the horizon, NX, DEL, the notify setting, run_id, and
- * that a Redis that is not there costs callers almost nothing. Uses hiredis directly to look. */
+ * own key prefix. Checks exact expiry times, the horizon, NX, DEL (going on past a refused round),
+ * the notify setting, run_id, and that a Redis that is not there costs callers almost nothing.
+ * Uses hiredis directly to look. */
 #include "fixture_redis.h"
 #include "mirror.h"
 
@@ -159,6 +160,50 @@ test_many(struct mirror *mi)
     CHECK(wrong == 0, "%zu keys left after disarm", wrong);
 }
 
+/* An error reply in one pipeline round does not stop the others: an ACL user that may touch only
+ * the keys of ids 2xxx disarms keys of ids 1xxx (refused, NOPERM) then 2xxx, more than a round
+ * each. Every 2xxx key goes, every 1xxx key stays, and the call reports the failure. */
+static void
+test_disarm_goes_on(struct mirror *mi)
+{
+    enum { HALF = 300 };
+    static struct reminder_key keys[2 * HALF];
+    char user[64], pattern[MIRROR_PREFIX_MAX + 16];
+    const char *setuser[] = {"ACL", "SETUSER", user, "on", ">disarm-pw", pattern, "+@all"};
+    const char *deluser[] = {"ACL", "DELUSER", user};
+    int64_t now = now_ms();
+    size_t left[2] = {0, 0};
+
+    snprintf(user, sizeof user, "itest_mirror_%ld", (long)getpid());
+    snprintf(pattern, sizeof pattern, "~%s:rem:2*", prefix);
+    for (size_t i = 0; i < HALF; i++) {
+        keys[i] = (struct reminder_key){1000 + (int64_t)i, now + 60000};
+        keys[HALF + i] = (struct reminder_key){2000 + (int64_t)i, now + 60000};
+    }
+    redisReply *r = redisCommandArgv(fixture_redis, 7, setuser, NULL);
+    CHECK(r != NULL && r->type == REDIS_REPLY_STATUS, "ACL SETUSER failed");
+    if (r != NULL)
+        freeReplyObject(r);
+    struct mirror_opts o = {.host = fixture_redis_host,
+                            .port = fixture_redis_port,
+                            .db = fixture_redis_db,
+                            .user = user,
+                            .password = "disarm-pw",
+                            .prefix = prefix,
+                            .horizon_ms = HORIZON_MS};
+    struct mirror *limited = mirror_new(&o);
+    CHECK(mirror_arm(mi, keys, 2 * HALF, now, 0) == 0, "arm failed");
+    CHECK(limited != NULL && mirror_disarm(limited, keys, 2 * HALF) == -1,
+          "a disarm with refused keys must report it");
+    for (size_t i = 0; i < 2 * HALF; i++)
+        left[i / HALF] += pexpiretime(&keys[i]) != -2;
+    CHECK(left[0] == HALF && left[1] == 0, "left after disarm: %zu refused of %d, %zu allowed",
+          left[0], HALF, left[1]);
+    mirror_free(limited);
+    CHECK(mirror_disarm(mi, keys, 2 * HALF) == 0, "cleanup disarm failed");
+    raw_int(3, deluser);
+}
+
 static void
 test_notify(struct mirror *mi)
 {
@@ -266,6 +311,7 @@ main(void)
     test_arm(mi);
     test_nx(mi);
     test_many(mi);
+    test_disarm_goes_on(mi);
     test_notify(mi);
     test_dead();
     mirror_free(mi);

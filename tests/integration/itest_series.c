@@ -3,8 +3,8 @@
  * reminder, the write repeated changing nothing (same ids, no keys), the reconciler's extension
  * when due and not before, two connections extending one series at once (each row once), a batch
  * read before a writer's change skipped, a deleted meeting's series dropped, a series turned back
- * into a single meeting leaving no pending occurrence, and the notification view of an
- * occurrence. */
+ * into a single meeting leaving no pending occurrence, the notification view of an occurrence,
+ * and a read of too many of those refused with its own message and nothing logged. */
 #include <pthread.h>
 #include <time.h>
 
@@ -55,6 +55,37 @@ sync_write(struct db *db, int64_t tenant, const struct meeting *m, bool was, int
            struct db_key_list *gone, struct db_key_list *fresh)
 {
     return series_sync_write(db, tenant, m, was, &params, now, gone, fresh, NULL);
+}
+
+/* A read of more (meeting, reminder) pairs than one statement takes is refused with a message
+ * that says so (not "out of memory"), and the db layer logs nothing (db.h): stderr, where log.c
+ * writes, goes to a temporary file meanwhile and must stay empty. */
+static void
+check_too_many(struct db *db, const char *id)
+{
+    static const char *ids[DB_GET_MANY_MAX + 1];
+    static int64_t rids[DB_GET_MANY_MAX + 1];
+    static size_t at[DB_GET_MANY_MAX + 1];
+    struct db_meeting_list l;
+    char path[] = "/tmp/itest_series_XXXXXX", logged[512] = "", said[32];
+    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+
+    for (size_t i = 0; i <= DB_GET_MANY_MAX; i++) {
+        ids[i] = id;
+        rids[i] = (int64_t)i + 1;
+    }
+    unlink(path);
+    dup2(fd, STDERR_FILENO);
+    enum db_status st = db_meeting_get_many_for(db, ids, rids, DB_GET_MANY_MAX + 1, &l, at);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    ssize_t n = pread(fd, logged, sizeof logged - 1, 0);
+    close(fd);
+    CHECK(st == DB_HARD_ERROR && db_err(db) == DB_HARD_ERROR, "too many pairs: %d", (int)st);
+    snprintf(said, sizeof said, "%d pairs", DB_GET_MANY_MAX + 1);
+    CHECK(strstr(db_errmsg(db), said) != NULL && strstr(db_errmsg(db), "out of memory") == NULL,
+          "the error says what went wrong: %s", db_errmsg(db));
+    CHECK(n == 0, "the db layer logged: %s", logged);
 }
 
 struct racer {
@@ -170,6 +201,7 @@ run(const char *url)
           "an unknown reminder sees the series");
     CHECK(views.n == 3 && views.m[2].id[0] == '\0', "an invalid id names no meeting");
     db_meeting_list_fini(&views);
+    check_too_many(db, m.id);
 
     /* Back to a single meeting: the pending occurrences go, keys reported; the series row too. */
     free(m.recurrence->rrule);

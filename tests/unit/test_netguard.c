@@ -37,6 +37,7 @@ test_ranges(void)
         {"64:ff9b::a00:1", false},     /* 64:ff9b::/96 with a private IPv4 */
         {"64:ff9b::102:304", true},    /* ... with a public one */
         {"64:ff9b:1::1", false},       /* 64:ff9b:1::/48 local-use NAT64 */
+        {"64:ff9b:1::102:304", false}, /* ... refused whole, even with a public IPv4 */
         {"64:ff9b:2::1", false},       /* outside 2000::/3 */
         {"100::1", false},             /* 100::/64 discard-only */
         {"100:0:0:1::1", false},       /* 100:0:0:1::/64 dummy prefix */
