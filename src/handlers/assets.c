@@ -1,8 +1,8 @@
-/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import, from any
- * origin), GET /v1/sw.js (the service worker part of Web Push, for a web app's own worker to
- * importScripts(), or registered as it is) and, with TOCSIN_DEMO=1, GET /demo (a participant's
- * page built on them). Served from the binary with a strong ETag and Cache-Control: no-cache;
- * If-None-Match gives 304. */
+/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import; from another
+ * origin only one TOCSIN_CORS_ORIGINS allows, as module scripts use CORS), GET /v1/sw.js (the
+ * service worker part of Web Push, for a web app's own worker to importScripts(), or registered as
+ * it is) and, with TOCSIN_DEMO=1, GET /demo (a participant's page built on them). Served from the
+ * binary with a strong ETag and Cache-Control: no-cache; If-None-Match gives 304. */
 #include <microhttpd.h>
 #include <string.h>
 

@@ -17,8 +17,9 @@
 
 #define CONTENT_TYPE_MAX 128
 
-/* Compares the media type (before ';', spaces trimmed, case-insensitive) and accepts only a
- * utf-8 charset parameter: JSON is UTF-8 by definition and anything else is a client bug. */
+/* Compares the media type (before ';', trailing spaces and tabs trimmed, case-insensitive) and
+ * accepts only a utf-8 charset parameter: JSON is UTF-8 by definition and anything else is a
+ * client bug. */
 static int
 type_matches(const char *h, const char *want)
 {

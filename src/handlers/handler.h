@@ -12,8 +12,8 @@
 #include "http_request.h"
 #include "meeting.h"
 
-/* 0 when Content-Type's media type equals want (parameters allowed: charset must be utf-8);
- * otherwise replies 415 and returns -1 (with *ret set to the MHD result). */
+/* 0 when Content-Type's media type is want (case-insensitive) and its only parameter, if any, is
+ * charset=utf-8; otherwise replies 415 and returns -1 (with *ret set to the MHD result). */
 int handler_require_type(struct request *rq, const char *want, int *ret);
 /* 0 when the request has no query arguments; otherwise replies 400 and returns -1. */
 int handler_no_query(struct request *rq, int *ret);
@@ -28,7 +28,7 @@ const char *handler_meeting_id(struct request *rq, int *ret);
 struct db *handler_db(struct request *rq, int *ret);
 /* Replies for a failed database status st: 503 for errors; for NO_RESULTS the problem
  * no_results (a missing resource, a limit reached) with detail (NULL for its title). st must be
- * a failure (a success is asserted away). */
+ * a failure: a success is a caller bug and panics. */
 int handler_db_failure(struct request *rq, enum db_status st, enum api_error no_results,
                        const char *detail);
 /* handler_db_failure for a meeting: 404 meeting_not_found for NO_RESULTS. */
@@ -37,8 +37,10 @@ int handler_db_problem(struct request *rq, enum db_status st);
 int handler_reply_items(struct request *rq, enum db_status st, json_t *items_steal);
 /* Encodes m into *body (malloc'ed) and its ETag; 0 or -1 (out of memory). */
 int handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_MAX]);
-/* After a commit: deletes the keys in gone, arms m's pending reminders. Redis failures are
- * logged and left to the reconciler. */
+/* After a commit: deletes the keys in gone, arms m's pending reminders and tells the engine of
+ * them (either may be NULL). A Redis failure is logged and asks the reconciler for a full pass,
+ * which arms what is missing; a stale key left behind expires into an event that finds no pending
+ * row. */
 void handler_mirror_sync(struct request *rq, const struct reminder_keys *gone,
                          const struct meeting *m);
 struct db_signing_key;
@@ -60,13 +62,13 @@ int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch
 /* ---- recurring meetings (series_handler.c) ---- */
 struct db_key_list;
 /* After a commit that wrote a series' occurrence rows: deletes the keys in gone, arms fresh
- * (those within the mirror horizon) and tells the engine. Redis failures are left to the
- * reconciler. Either may be NULL. */
+ * (those within the mirror horizon) and tells the engine. Redis failures are handled as in
+ * handler_mirror_sync. Either may be NULL. */
 void handler_series_keys(struct request *rq, const struct db_key_list *gone,
                          const struct db_key_list *fresh);
-/* A new series, or a series whose rule, dates, start or zone changed, must have an occurrence in
- * the next SERIES_UPCOMING_YEARS: false with the field error added to errs otherwise. cur is the
- * meeting before the change (NULL for a new one). */
+/* A new series (or a single meeting made one), or a series whose rule, dates, start or zone
+ * changed, must have an occurrence in the next SERIES_UPCOMING_YEARS: false with errs set to that
+ * one field error otherwise. cur is the meeting before the change (NULL for a new one). */
 bool handler_series_upcoming(const struct meeting *cur, const struct meeting *next,
                              struct codec_errors *errs);
 /* The body of a meeting after a series write: m re-read in the same transaction (a series'
