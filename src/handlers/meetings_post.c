@@ -3,9 +3,9 @@
  * Idempotency-Key the insert and the stored response share one transaction, serialized per key by a
  * try-lock: a concurrent duplicate gets 409 instead of waiting, a finished one is replayed byte for
  * byte, a different body with the same key is 422. The stored response is read before the try-lock
- * is taken: replays of a finished request never contend for the lock (parallel replays used to get
- * 409 from each other), and after the lock it is read again, for a first request that committed in
- * between. */
+ * is taken, so that replays of a finished request never contend for the lock (parallel replays
+ * would otherwise get 409 from each other); after the lock it is read again, for a first request
+ * that committed in between. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>

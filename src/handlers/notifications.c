@@ -1,7 +1,8 @@
 /* notifications.c -- GET /v1/me/notifications?after=&limit=: the participant's inbox, the same
  * events with the same ids as the stream (docs/design.md section 7), and the tenant's head, so that
  * a page can load what it missed and then open the stream at the head with nothing lost between.
- * Without after: the newest limit events; with it: the events after it, oldest first. */
+ * Without after: the newest limit events; with it: the first limit events after it. Either way
+ * oldest first. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>

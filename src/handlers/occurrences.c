@@ -47,7 +47,8 @@ cursor_encode(const struct series_occurrence *last, char out[CURSOR_MAX + 1])
     hex_encode(raw, strlen(raw), out);
 }
 
-/* The reminder rows of the occurrences of a page (rows of one occurrence are adjacent). */
+/* The page's items: each occurrence encoded with its own reminder rows (those of rows with its
+ * original start). NULL when out of memory. */
 static json_t *
 page_items(const struct meeting *m, const struct series_occurrence *occ, size_t n,
            const struct db_occurrence_reminders *rows)
@@ -176,7 +177,7 @@ struct patch_tx {
     struct meeting m;
     struct series_override ov;
     struct codec_errors errs;
-    enum api_error refusal; /* for PATCH_NOT_FOUND */
+    enum api_error refusal; /* the problem for PATCH_NOT_FOUND: 404s, or 403 not_organizer */
     enum patch_outcome outcome;
     struct series_params series;
     struct db_key_list gone, fresh;

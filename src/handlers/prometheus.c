@@ -1,6 +1,7 @@
 /* prometheus.c -- GET /metrics: the process's counters and fire-lateness histogram (metrics.c),
  * the HTTP requests by route (http_metrics.c), plus gauges read now: the engine's queues, the
- * subscriber, Redis as the engine last saw it, the build, and the outbox backlog from PostgreSQL
+ * subscriber, shards and replicas, open streams, deliveries in flight, the clock skew, Redis as
+ * the engine last saw it, the build, and the outbox backlog from PostgreSQL
  * (omitted when the database is down, so a scrape still works in an outage). Prometheus text
  * format 0.0.4. Public, like /healthz: it holds counts, never tenant data. */
 #include <inttypes.h>

@@ -1,8 +1,9 @@
 /* stream.c -- GET /v1/stream: a participant's live reminders as Server-Sent Events (docs/design.md
  * section 7). The browser token (header, or ?access_token= for EventSource, which cannot send
- * headers) was checked by the dispatcher; here the resume cursor is read (Last-Event-ID wins over
- * ?last_event_id=) and the stream is handed to the hub. A cursor that is not a sequence number is
- * not an error: the stream opens and says reset, which every SSE client can act on. */
+ * headers) was checked before the handler runs (http_server.c, http_auth.c); here the resume cursor
+ * is read (Last-Event-ID wins over ?last_event_id=) and the stream is handed to the hub. A cursor
+ * that is not a sequence number is not an error: the stream opens and says reset, which every SSE
+ * client can act on. */
 #include <microhttpd.h>
 #include <string.h>
 

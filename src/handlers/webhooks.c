@@ -1,7 +1,8 @@
 /* webhooks.c -- POST /v1/webhooks, GET /v1/webhooks, DELETE /v1/webhooks/{id}: a tenant's
  * receivers. The secret is made here and shown once, in the 201 answer; lists never carry it.
- * The URL is checked for shape and, unless TOCSIN_WEBHOOK_ALLOW_PRIVATE=1, for the addresses it
- * resolves to (delivery checks again: DNS answers change). */
+ * The URL is checked for shape and for the addresses it resolves to: each must be public or in a
+ * network of TOCSIN_WEBHOOK_ALLOW_NETS (a host name listed there passes whatever it resolves to;
+ * TOCSIN_WEBHOOK_ALLOW_PRIVATE=1 allows any). Delivery checks again, as DNS answers change. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,8 @@
 #include "webhook.h"
 #include "webhook_sign.h"
 
-/* webhook.h says so: a URL's rejection reason is a field error's message as it stands, and the
- * URL the codec accepts is one webhook_url_check takes. */
+/* As webhook.h promises: a URL's rejection reason fits a field error's message, and a URL within
+ * the codec's bound is within webhook_target_check's. */
 _Static_assert(WEBHOOK_ERR_MAX == CODEC_MESSAGE_MAX, "a webhook reason fits a field error");
 _Static_assert(WEBHOOK_URL_MAX == CODEC_URL_MAX, "one bound for webhook URLs");
 
