@@ -20,6 +20,12 @@
 /* Compares the media type (before ';', trailing spaces and tabs trimmed, case-insensitive) and
  * accepts only a utf-8 charset parameter: JSON is UTF-8 by definition and anything else is a
  * client bug. */
+static bool
+param_is(const char *p, size_t len, const char *want)
+{
+    return len == strlen(want) && strncasecmp(p, want, len) == 0;
+}
+
 static int
 type_matches(const char *h, const char *want)
 {
@@ -32,9 +38,11 @@ type_matches(const char *h, const char *want)
     while (*p == ';') {
         p++;
         p += strspn(p, " \t");
-        size_t plen = strcspn(p, ";");
-        if (plen > 0 && strncasecmp(p, "charset=utf-8", plen) != 0 &&
-            strncasecmp(p, "charset=\"utf-8\"", plen) != 0)
+        size_t plen = strcspn(p, ";"), len = plen;
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        /* The whole parameter: comparing only its own length took prefixes ("c", "charset=utf"). */
+        if (len > 0 && !param_is(p, len, "charset=utf-8") && !param_is(p, len, "charset=\"utf-8\""))
             return 0;
         p += plen;
     }

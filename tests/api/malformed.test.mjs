@@ -198,6 +198,10 @@ test('content types: wrong or missing -> 415', async () => {
         ['POST', '/v1/meetings', 'application/jsonx'],
         ['POST', '/v1/meetings', 'application/x-www-form-urlencoded'],
         ['POST', '/v1/meetings', 'multipart/form-data; boundary=x'],
+        // Prefixes of the one parameter allowed, once taken for it.
+        ['POST', '/v1/meetings', 'application/json; c'],
+        ['POST', '/v1/meetings', 'application/json; charset=utf'],
+        ['POST', '/v1/meetings', 'application/json; charset="utf-8'],
         ['POST', '/v1/meetings', ''],
         ['PUT', `/v1/meetings/${target.meeting.id}`, 'text/plain'],
         ['PUT', `/v1/meetings/${target.meeting.id}`, null],
@@ -213,9 +217,11 @@ test('content types: wrong or missing -> 415', async () => {
         expectProblem(r, `${method} content type ${ct}`, 415, 'unsupported_media_type');
     }
     // A charset parameter is fine.
-    const ok = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': 'application/json; charset=utf-8' } });
-    assert.equal(ok.status, 201, ok.text);
-    await srv.req('DELETE', `/v1/meetings/${ok.json.id}`, { key });
+    for (const ct of ['application/json; charset=utf-8', 'application/json;charset="UTF-8" ', 'application/json;']) {
+        const ok = await srv.req('POST', '/v1/meetings', { key, body, headers: { 'Content-Type': ct } });
+        assert.equal(ok.status, 201, `${ct}: ${ok.text}`);
+        await srv.req('DELETE', `/v1/meetings/${ok.json.id}`, { key });
+    }
 });
 
 // The 413 detail names the bound (HTTP_BODY_MAX), the one api/openapi.yaml states.
