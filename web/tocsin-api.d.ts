@@ -1480,7 +1480,7 @@ export interface components {
         };
         /**
          * @description Any other error, e.g. 404 `not_found` (unknown path), 405 `method_not_allowed` (with `Allow`),
-         *     414 `uri_too_long`, 431 `headers_too_large`.
+         *     414 `uri_too_long`.
          */
         OtherProblem: {
             headers: {
