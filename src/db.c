@@ -56,6 +56,18 @@ db_set_err(struct db *db, const char *fmt, ...)
         db->err[--n] = '\0';
 }
 
+void
+db_note_error(struct db *db, const char *fmt, ...)
+{
+    char msg[DB_ERR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    db_set_err(db, "%s", msg);
+}
+
 /* Server notices ("relation already exists, skipping") would go to stderr unformatted. */
 static void
 on_notice(void *arg, const char *message)

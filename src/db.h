@@ -49,6 +49,11 @@ enum db_status db_clock_ms(struct db *db, int64_t *ms);
  * lines (below). */
 enum db_status db_err(const struct db *db);
 const char *db_errmsg(const struct db *db);
+/* For modules that build on the db layer's results (encode what it read, allocate around it):
+ * records their own hard failure on the handle, as a statement function does, so that the
+ * caller that logs db_errmsg after a DB_HARD_ERROR logs a true message, not the previous one.
+ * Call it at every DB_HARD_ERROR such a module returns without a db call having set it. */
+void db_note_error(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef enum db_status (*db_tx_fn)(struct db *db, void *arg);
 /* BEGIN; fn; COMMIT. Rolls back when fn returns an error; retries the whole transaction up to

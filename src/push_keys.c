@@ -46,7 +46,11 @@ make(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
     }
     webpush_vapid_free(v);
     crypto_wipe(priv, sizeof priv);
-    return rc == 0 ? db_vapid_key_put(db, tenant_id, k) : DB_HARD_ERROR;
+    if (rc != 0) {
+        db_note_error(db, "tenant %lld: cannot make a VAPID key pair", (long long)tenant_id);
+        return DB_HARD_ERROR;
+    }
+    return db_vapid_key_put(db, tenant_id, k);
 }
 
 /* The tenant's key pair as stored (made first when it has none). */
@@ -110,8 +114,11 @@ entry_get(struct push_keys *k, struct db *db, int64_t tenant_id, struct entry **
     struct webpush_vapid *v = NULL;
     enum db_status st = stored(db, tenant_id, &stored_key);
     if (st == DB_ONE_RESULT &&
-        webpush_vapid_import(stored_key.private_key, stored_key.public_key, &v) != WEBPUSH_OK)
+        webpush_vapid_import(stored_key.private_key, stored_key.public_key, &v) != WEBPUSH_OK) {
+        db_note_error(db, "tenant %lld: its stored VAPID key does not import",
+                      (long long)tenant_id);
         st = DB_HARD_ERROR;
+    }
     crypto_wipe(&stored_key, sizeof stored_key);
     if (st != DB_ONE_RESULT)
         return st;
@@ -164,8 +171,10 @@ push_keys_authorization(struct push_keys *k, struct db *db, int64_t tenant_id, c
 
     if (st != DB_ONE_RESULT)
         return st;
-    if ((h = header_get(k, e, audience, now_s)) == NULL)
+    if ((h = header_get(k, e, audience, now_s)) == NULL) {
+        db_note_error(db, "tenant %lld: cannot sign a VAPID header", (long long)tenant_id);
         return DB_HARD_ERROR;
+    }
     snprintf(out, PUSH_AUTHORIZATION_HEADER_MAX + 1, "%s", h);
     return DB_ONE_RESULT;
 }

@@ -76,8 +76,10 @@ keep_overrides(struct db *db, const struct meeting *m, struct db_override_list *
     size_t n_gone = 0, kept = 0;
     enum db_status st = DB_ONE_RESULT;
 
-    if (gone == NULL)
+    if (gone == NULL) {
+        db_note_error(db, "series %s: out of memory for its overrides", m->id);
         return DB_HARD_ERROR;
+    }
     for (size_t i = 0; i < l->n; i++) {
         if (series_occurs(m, l->o[i].ov.original_start_ms)) {
             l->o[kept++] = l->o[i];
@@ -138,7 +140,7 @@ series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m, boo
     if (ov == NULL ||
         series_rows_build(m, ov, l.n, lo, now + window, true, now, &rows, &covered_to) != 0) {
         free(ov);
-        LOG_ERROR("series %s: cannot expand (out of memory, or its zone is gone)", id);
+        db_note_error(db, "series %s: cannot expand (out of memory, or its zone is gone)", id);
         st = DB_HARD_ERROR;
         goto done;
     }
@@ -227,6 +229,7 @@ series_sync_extend(struct db *db, const struct shard_set *shards, const struct s
         (st = db_override_list(db, ids, n, &ol)) != DB_ONE_RESULT)
         goto done;
     if ((all = override_array(&ol)) == NULL) {
+        db_note_error(db, "series extension: out of memory for %zu overrides", ol.n);
         st = DB_HARD_ERROR;
         goto done;
     }

@@ -31,6 +31,7 @@ chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
         if (m->id[0] == '\0')
             continue;
         if ((bodies[i] = codec_notification_encode(m, &o, ev[i].fired_at_ms)) == NULL) {
+            db_note_error(db, "stream event of meeting %s: cannot encode its notification", m->id);
             st = DB_HARD_ERROR;
             break;
         }

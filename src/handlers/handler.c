@@ -161,6 +161,16 @@ handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_M
     return 0;
 }
 
+enum db_status
+handler_meeting_body_st(struct db *db, const struct meeting *m, char **body,
+                        char etag[HTTP_ETAG_MAX])
+{
+    if (handler_meeting_body(m, body, etag) == 0)
+        return DB_ONE_RESULT;
+    db_note_error(db, "meeting %s: cannot encode its body", m->id);
+    return DB_HARD_ERROR;
+}
+
 void
 handler_mirror_sync(struct request *rq, const struct reminder_keys *gone, const struct meeting *m)
 {

@@ -37,6 +37,10 @@ int handler_db_problem(struct request *rq, enum db_status st);
 int handler_reply_items(struct request *rq, enum db_status st, json_t *items_steal);
 /* Encodes m into *body (malloc'ed) and its ETag; 0 or -1 (out of memory). */
 int handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_MAX]);
+/* The same inside database work: DB_ONE_RESULT, or DB_HARD_ERROR with why on db (db_note_error),
+ * so that the 503's log line names this failure and not the handle's previous one. */
+enum db_status handler_meeting_body_st(struct db *db, const struct meeting *m, char **body,
+                                       char etag[HTTP_ETAG_MAX]);
 /* After a commit: deletes the keys in gone, arms m's pending reminders and tells the engine of
  * them (either may be NULL). A Redis failure is logged and asks the reconciler for a full pass,
  * which arms what is missing; a stale key left behind expires into an event that finds no pending

@@ -51,8 +51,8 @@ conditional_tx_run(struct db *db, void *arg)
     t->mismatch = false;
     meeting_init(&m);
     enum db_status st = db_meeting_get(db, t->tenant_id, t->id, &m, true);
-    if (st == DB_ONE_RESULT && handler_meeting_body(&m, &body, etag) != 0)
-        st = DB_HARD_ERROR;
+    if (st == DB_ONE_RESULT)
+        st = handler_meeting_body_st(db, &m, &body, etag);
     meeting_fini(&m);
     free(body);
     if (st != DB_ONE_RESULT)

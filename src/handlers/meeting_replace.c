@@ -116,11 +116,15 @@ write_next(struct db *db, struct replace_tx *t)
 {
     enum db_status st = db_meeting_update(db, t->tenant_id, &t->next, &t->gone);
 
+    if (st == DB_NO_RESULTS) {
+        db_note_error(db, "meeting %s: its update found no row after its read for update",
+                      t->next.id);
+        return DB_HARD_ERROR;
+    }
     if (st != DB_ONE_RESULT)
-        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+        return st;
     if (t->next.recurrence == NULL && t->cur.recurrence == NULL)
-        return handler_meeting_body(&t->next, &t->body, t->etag) == 0 ? DB_ONE_RESULT
-                                                                      : DB_HARD_ERROR;
+        return handler_meeting_body_st(db, &t->next, &t->body, t->etag);
     st = series_sync_write(db, t->tenant_id, &t->next, t->cur.recurrence != NULL, &t->series,
                            timefmt_now_ms(), &t->series_gone, &t->series_fresh, &t->dropped);
     return st != DB_ONE_RESULT
@@ -152,8 +156,8 @@ replace_tx_run(struct db *db, void *arg)
         }
     }
     if (t->if_match != NULL) {
-        if (handler_meeting_body(&t->cur, &t->body, t->etag) != 0)
-            return DB_HARD_ERROR;
+        if ((st = handler_meeting_body_st(db, &t->cur, &t->body, t->etag)) != DB_ONE_RESULT)
+            return st;
         if (!http_etag_matches(t->if_match, t->etag, 0)) {
             t->outcome = REPLACE_PRECONDITION;
             return DB_NO_RESULTS;
@@ -166,8 +170,7 @@ replace_tx_run(struct db *db, void *arg)
     if (same_fields(&t->cur, &t->next)) {
         t->unchanged = true;
         free(t->body);
-        return handler_meeting_body(&t->cur, &t->body, t->etag) == 0 ? DB_ONE_RESULT
-                                                                     : DB_HARD_ERROR;
+        return handler_meeting_body_st(db, &t->cur, &t->body, t->etag);
     }
     return write_next(db, t);
 }

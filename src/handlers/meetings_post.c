@@ -72,10 +72,14 @@ insert(struct db *db, struct post_tx *t)
 {
     enum db_status st = db_meeting_insert(db, t->tenant_id, t->m);
 
+    if (st == DB_NO_RESULTS) {
+        db_note_error(db, "meeting %s: its insert returned no row", t->m->id);
+        return DB_HARD_ERROR;
+    }
     if (st != DB_ONE_RESULT)
-        return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+        return st;
     if (t->m->recurrence == NULL)
-        return handler_meeting_body(t->m, &t->body, t->etag) == 0 ? DB_ONE_RESULT : DB_HARD_ERROR;
+        return handler_meeting_body_st(db, t->m, &t->body, t->etag);
     t->fresh.n = 0;
     st = series_sync_write(db, t->tenant_id, t->m, false, &t->series, timefmt_now_ms(), NULL,
                            &t->fresh, NULL);
@@ -149,8 +153,8 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     snprintf(t.location, sizeof(t.location), "/v1/meetings/%s", m->id);
     if (key == NULL && m->recurrence == NULL) {
         st = db_meeting_insert(db, rq->tenant_id, m);
-        if (st == DB_ONE_RESULT && handler_meeting_body(m, &t.body, t.etag) != 0)
-            st = DB_HARD_ERROR;
+        if (st == DB_ONE_RESULT)
+            st = handler_meeting_body_st(db, m, &t.body, t.etag);
         t.outcome = POST_CREATED;
     } else {
         crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);

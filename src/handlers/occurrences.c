@@ -215,8 +215,10 @@ patched_override(struct db *db, struct patch_tx *t)
     json_decref(base);
     json_decref(input);
     db_override_list_fini(&ol);
-    if (e == API_E_INTERNAL)
+    if (e == API_E_INTERNAL) {
+        db_note_error(db, "meeting %s: cannot merge the override patch (out of memory)", t->m.id);
         return DB_HARD_ERROR;
+    }
     if (e != API_E_NONE)
         t->outcome = PATCH_INVALID;
     return DB_ONE_RESULT;
@@ -267,7 +269,11 @@ patch_tx_run(struct db *db, void *arg)
     series_occurrence_of(&t->m, t->original, &t->ov, &occ);
     t->body = codec_occurrence_encode(&t->m, &occ, mine, k);
     db_occurrence_reminders_fini(&rows);
-    return t->body != NULL ? DB_ONE_RESULT : DB_HARD_ERROR;
+    if (t->body == NULL) {
+        db_note_error(db, "meeting %s: cannot encode the occurrence", t->m.id);
+        return DB_HARD_ERROR;
+    }
+    return DB_ONE_RESULT;
 }
 
 /* The path's original start, exactly as the list shows it (UTC with milliseconds). */

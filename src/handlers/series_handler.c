@@ -74,8 +74,12 @@ handler_series_body(struct db *db, int64_t tenant_id, const char *id, char **bod
 
     meeting_init(&shown);
     enum db_status st = db_meeting_get(db, tenant_id, id, &shown, false);
-    if (st == DB_ONE_RESULT && handler_meeting_body(&shown, body, etag) != 0)
-        st = DB_HARD_ERROR;
+    if (st == DB_ONE_RESULT)
+        st = handler_meeting_body_st(db, &shown, body, etag);
     meeting_fini(&shown);
-    return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
+    if (st == DB_NO_RESULTS) {
+        db_note_error(db, "meeting %s: gone right after its write", id);
+        return DB_HARD_ERROR;
+    }
+    return st;
 }

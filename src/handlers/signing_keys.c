@@ -26,8 +26,11 @@ handler_signing_key_create(struct db *db, int64_t tenant_id, struct db_signing_k
     uint8_t id[KEY_ID_RANDOM], secret[KEY_SECRET_RANDOM];
 
     memset(k, 0, sizeof *k);
-    if (crypto_random_bytes(id, sizeof id) != 0 || crypto_random_bytes(secret, sizeof secret) != 0)
+    if (crypto_random_bytes(id, sizeof id) != 0 ||
+        crypto_random_bytes(secret, sizeof secret) != 0) {
+        db_note_error(db, "signing key: no random bytes");
         return DB_HARD_ERROR;
+    }
     memcpy(k->id, "sk_", 3);
     k->id[3 + b64url_encode(id, sizeof id, k->id + 3)] = '\0';
     memcpy(k->secret, "tsk_", 4);

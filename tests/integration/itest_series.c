@@ -12,6 +12,7 @@
 #include "db_series.h"
 #include "fixture.h"
 #include "series_sync.h"
+#include "stream_body.h"
 #include "timefmt.h"
 
 #define DAY_MS 86400000LL
@@ -55,6 +56,36 @@ sync_write(struct db *db, int64_t tenant, const struct meeting *m, bool was, int
            struct db_key_list *gone, struct db_key_list *fresh)
 {
     return series_sync_write(db, tenant, m, was, &params, now, gone, fresh, NULL);
+}
+
+/* Failures of the modules built on the db layer are on the handle with their own message, not
+ * the handle's previous one (here check_too_many's): a stored metadata text jansson cannot read
+ * (json keeps 1e400 as written; jansson overflows) makes the stream body unencodable, and a zone
+ * that does not exist makes the series unexpandable. */
+static void
+check_own_errors(struct db *db, int64_t tenant, const struct meeting *m, int64_t rid, int64_t now)
+{
+    struct db_stream_event ev = {1, rid, m->starts_at_ms + DAY_MS, 0, "", NULL};
+    char *body = NULL;
+
+    snprintf(ev.meeting_id, sizeof ev.meeting_id, "%s", m->id);
+    CHECK(fixture_sql("UPDATE meetings SET metadata = '{\"x\": 1e400}' WHERE id = $1", m->id, NULL,
+                      NULL) == 1,
+          "unreadable metadata");
+    CHECK(stream_bodies(db, &ev, 1, &body) == DB_HARD_ERROR && body == NULL,
+          "an unencodable stream body is a hard error");
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "cannot encode") != NULL &&
+              strstr(db_errmsg(db), m->id) != NULL,
+          "its message is its own: %s", db_errmsg(db));
+    CHECK(fixture_sql("UPDATE meetings SET metadata = NULL WHERE id = $1", m->id, NULL, NULL) == 1,
+          "metadata back");
+
+    struct meeting lost = *m;
+    lost.time_zone = "Nowhere/Gone";
+    CHECK(sync_write(db, tenant, &lost, true, now, NULL, NULL) == DB_HARD_ERROR,
+          "an unexpandable series is a hard error");
+    CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "cannot expand") != NULL,
+          "its message is its own: %s", db_errmsg(db));
 }
 
 /* A read of more (meeting, reminder) pairs than one statement takes is refused with a message
@@ -202,6 +233,7 @@ run(const char *url)
     CHECK(views.n == 3 && views.m[2].id[0] == '\0', "an invalid id names no meeting");
     db_meeting_list_fini(&views);
     check_too_many(db, m.id);
+    check_own_errors(db, tenant, &m, rid, now);
 
     /* Back to a single meeting: the pending occurrences go, keys reported; the series row too. */
     free(m.recurrence->rrule);
