@@ -12,8 +12,9 @@
 
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
- * deployment): `id = ANY($1)` leads with the primary key, and the meeting's start is one primary
- * key lookup per row, made in SQL so that the missed decision sees the committed start (an
+ * deployment): `id = ANY($1)` leads with the primary key (the pending test is a DB_FILTER, which
+ * no partial index matches), and the meeting's start is one primary key lookup per row, made in
+ * SQL so that the missed decision sees the committed start (an
  * occurrence of a series carries its own start: migrations/008). Deleting a meeting cancels its
  * pending reminders (and a fire waiting on one's row lock then skips it); the deleted_at test is
  * the backstop for a pending reminder a deleted meeting still has. Time is the database's (now():
@@ -38,7 +39,7 @@ static const char fire_sql[] =
     "   THEN 'missed' ELSE 'fired' END, fired_at = now()"
     "  FROM want w"
     "  WHERE r.id = ANY($1::bigint[]) AND r.id = w.id AND r.fire_at = " DB_TS("w.fire_ms")
-    "   AND r.status = 'pending' AND r.fire_at <= now()"
+    "   AND " DB_FILTER("r.status = 'pending' AND r.fire_at <= now()")
     "   AND (SELECT m.deleted_at IS NULL FROM meetings m WHERE m.id = r.meeting_id)"
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at, r.channels),"
     " aud AS ("

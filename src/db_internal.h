@@ -93,6 +93,15 @@ enum db_stmt {
 #define DB_TS(p) "('epoch'::timestamptz + " p "::bigint * interval '1 millisecond')"
 #define DB_MS(x) "(extract(epoch from " x ") * 1000)::bigint"
 
+/* A condition of a statement that reads a batch of rows by key, written so that the planner can
+ * match it to no partial index: with statistics that lag behind a table that grew fast (a bulk
+ * import, a burst just fired), a scan of a partial index over every pending reminder, every live
+ * meeting or every leased outbox row looks cheaper than the key lookups, and each batch then
+ * reads them all (a 50,000 burst's fire batches read the whole due set each, 127 ms a batch,
+ * measured here). The condition is still checked on every row, and rechecked after a row lock
+ * wait. */
+#define DB_FILTER(cond) "coalesce(" cond ", false)"
+
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
  * connection (unless pooled: then every run is unnamed, see db_set_pooled). Reconnects first when
  * the connection is broken and no transaction is open. Returns DB_ONE_RESULT with *res set (the

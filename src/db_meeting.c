@@ -43,7 +43,8 @@ static const char insert_sql[] =
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
 static const char get_sql[] = GET_SQL;
 static const char get_many_sql[] = "SELECT " MEETING_COLUMNS " FROM meetings m"
-                                   " WHERE m.id = ANY($1::uuid[]) AND m.deleted_at IS NULL";
+                                   " WHERE m.id = ANY($1::uuid[])"
+                                   " AND " DB_FILTER("m.deleted_at IS NULL");
 /* Locks the meeting row only: the reminders come from a subquery. Writers of a meeting's
  * reminders lock the meeting first (update, delete), so this serializes them. */
 static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";

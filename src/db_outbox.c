@@ -57,15 +57,15 @@ static const char failed_sql[] =
     "            WITH ORDINALITY AS a(id, st, retry, give_up, i)"
     "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
     "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
-    " WHERE o.id = f.id AND o.status = 'pending'"
+    " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending'")
     " RETURNING o.status";
 static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
-    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
+    " WHERE id = ANY($1::bigint[]) AND " DB_FILTER("lease_owner = $2 AND status = 'pending'");
 static const char renew_sql[] =
     "UPDATE outbox SET next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
-    " WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND status = 'pending'";
+    " WHERE id = ANY($1::bigint[]) AND " DB_FILTER("lease_owner = $2 AND status = 'pending'");
 /* Counted along the partial index outbox_pending_due: the cost is the backlog, not the history. */
 static const char backlog_sql[] = "SELECT count(*) FROM outbox WHERE status = 'pending'";
 static const char deliveries_sql[] =

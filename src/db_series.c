@@ -118,10 +118,11 @@ static const char load_sql[] =
     "  FROM unnest(s.reminder_minutes, s.reminder_channels) AS d(mb, ch)),"
     " m.organizer_id, " MEETING_RECURRENCE("m.id")
     " FROM meetings m JOIN series s ON s.meeting_id = m.id"
-    " WHERE m.id = ANY ($1::uuid[]) AND m.deleted_at IS NULL";
+    " WHERE m.id = ANY ($1::uuid[]) AND " DB_FILTER("m.deleted_at IS NULL");
 
 static const char lock_sql[] =
-    "SELECT id, version FROM meetings WHERE id = ANY ($1::uuid[]) AND deleted_at IS NULL"
+    "SELECT id, version FROM meetings WHERE id = ANY ($1::uuid[])"
+    " AND " DB_FILTER("deleted_at IS NULL")
     " ORDER BY id FOR UPDATE";
 
 static const char extend_rows_sql[] =
@@ -157,7 +158,7 @@ static const char get_many_for_sql[] =
     " CASE WHEN r.id IS NULL THEN " MEETING_REMINDERS("m.id") " ELSE " OCCURRENCE_REMINDERS " END,"
     " m.organizer_id, " MEETING_RECURRENCE("m.id") ", " DB_MS("r.original_start") ", p.k"
     " FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS p(mid, rid, k)"
-    " JOIN meetings m ON m.id = p.mid AND m.deleted_at IS NULL"
+    " JOIN meetings m ON m.id = p.mid AND " DB_FILTER("m.deleted_at IS NULL")
     " LEFT JOIN reminders r ON r.id = p.rid AND r.meeting_id = m.id"
     "  AND r.original_start IS NOT NULL"
     " LEFT JOIN occurrence_overrides ov ON ov.meeting_id = m.id"
