@@ -137,11 +137,9 @@ struct db_meeting_list {
 enum db_status db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
                                struct db_meeting_list *out);
 void db_meeting_list_fini(struct db_meeting_list *l);
-/* Loads the live meetings among ids[0..n) (valid meeting ids, any tenants, n <= DB_GET_MANY_MAX)
- * in one round trip, in no particular order; the absent ones are deleted or never existed. */
+/* The most meetings one batched read loads in one round trip (db_meeting_get_many_for, the
+ * occurrence reminders of db_series.h). */
 #define DB_GET_MANY_MAX 1000
-enum db_status db_meeting_get_many(struct db *db, const char *const *ids, size_t n,
-                                   struct db_meeting_list *out);
 
 /* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
 #define IDEMPOTENCY_KEY_MAX 255

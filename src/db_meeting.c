@@ -42,9 +42,6 @@ static const char insert_sql[] =
     "SELECT " MEETING_COLUMNS " FROM meetings m" \
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
 static const char get_sql[] = GET_SQL;
-static const char get_many_sql[] = "SELECT " MEETING_COLUMNS " FROM meetings m"
-                                   " WHERE m.id = ANY($1::uuid[])"
-                                   " AND " DB_FILTER("m.deleted_at IS NULL");
 /* Locks the meeting row only: the reminders come from a subquery. Writers of a meeting's
  * reminders lock the meeting first (update, delete), so this serializes them. */
 static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";
@@ -571,40 +568,6 @@ db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
     if (st != DB_ONE_RESULT)
         return st;
     st = read_list(db, res, q->limit, out);
-    PQclear(res);
-    if (st != DB_ONE_RESULT)
-        db_meeting_list_fini(out);
-    return st;
-}
-
-enum db_status
-db_meeting_get_many(struct db *db, const char *const *ids, size_t n, struct db_meeting_list *out)
-{
-    char *arr = malloc(n * (MEETING_ID_LEN + 1) + 3);
-    size_t len = 0;
-    PGresult *res;
-    enum db_status st;
-
-    memset(out, 0, sizeof(*out));
-    if (arr == NULL || n > DB_GET_MANY_MAX) {
-        free(arr);
-        db_set_err(db, "loading meetings: out of memory or too many ids");
-        return DB_HARD_ERROR;
-    }
-    arr[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        if (!meeting_id_valid(ids[i])) /* only hex digits and '-' go into the literal */
-            continue;
-        len += (size_t)sprintf(arr + len, "%s%s", len > 1 ? "," : "", ids[i]);
-    }
-    arr[len++] = '}';
-    arr[len] = '\0';
-    const char *params[] = {arr};
-    st = db_exec(db, STMT_MEETING_GET_MANY, get_many_sql, 1, params, &res);
-    free(arr);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = read_list(db, res, (size_t)PQntuples(res), out);
     PQclear(res);
     if (st != DB_ONE_RESULT)
         db_meeting_list_fini(out);

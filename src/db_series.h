@@ -96,7 +96,7 @@ enum db_status db_series_extend(struct db *db, struct db_series_extension *ext, 
                                 size_t *written, size_t *skipped);
 
 /* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[at[i]] is
- * the meeting (a single one, as db_meeting_get_many reads it) or, for a reminder of a series'
+ * the meeting (a single one, as GET /v1/meetings/{id} shows it) or, for a reminder of a series'
  * occurrence, that occurrence (is_occurrence set; starts_at, ends_at and title with its override
  * applied; reminders: the occurrence's). Equal pairs share one entry, read once. An absent
  * meeting leaves its entry's id "". n <= DB_GET_MANY_MAX; at has n entries. */
