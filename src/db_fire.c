@@ -14,12 +14,11 @@
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
  * deployment): `id = ANY($1)` leads with the primary key (the pending test is a DB_FILTER, which
  * no partial index matches), and the meeting's start is one primary key lookup per row, made in
- * SQL so that the missed decision sees the committed start (an
- * occurrence of a series carries its own start: migrations/008). Deleting a meeting cancels its
- * pending reminders (and a fire waiting on one's row lock then skips it); the deleted_at test is
- * the backstop for a pending reminder a deleted meeting still has. Time is the database's (now():
- * the statement's start): a replica whose clock runs ahead cannot fire early, and every replica's
- * fires are stamped by one clock.
+ * SQL so that the missed decision sees the committed start (an occurrence of a series carries its
+ * own start: migrations/008). Deleting a meeting cancels its pending reminders (and a fire waiting
+ * on one's row lock then skips it); the deleted_at test is the backstop for a pending reminder a
+ * deleted meeting still has. Time is the database's (now(): the statement's start): a replica
+ * whose clock runs ahead cannot fire early, and every replica's fires are stamped by one clock.
  * A fired occurrence gets an outbox row per target of each of its reminder's channels
  * (migrations/007): each live webhook of the tenant, each Web Push subscription of a participant
  * or the organizer, each participant with an email address when email is on ($4). On the stream
