@@ -383,6 +383,43 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
     return st; /* the last attempt's error is on the handle */
 }
 
+/* One statement in a transaction of its own with bitmap scans off (db_exec_in_order). */
+struct in_order {
+    enum db_stmt id;
+    const char *sql;
+    int n;
+    const char *const *values;
+    PGresult *res;
+};
+
+static enum db_status
+in_order_tx(struct db *db, void *arg)
+{
+    struct in_order *o = arg;
+    enum db_status st = db_exec_simple(db, "SET LOCAL enable_bitmapscan = off");
+
+    PQclear(o->res); /* a retried transaction's first result */
+    o->res = NULL;
+    if (st != DB_ONE_RESULT)
+        return st;
+    return db_exec(db, o->id, o->sql, o->n, o->values, &o->res);
+}
+
+enum db_status
+db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+                 PGresult **res)
+{
+    struct in_order o = {id, sql, n, values, NULL};
+    enum db_status st = db_tx_run(db, in_order_tx, &o);
+
+    if (st != DB_ONE_RESULT) {
+        PQclear(o.res);
+        o.res = NULL;
+    }
+    *res = o.res;
+    return st;
+}
+
 char *
 db_array(size_t n, db_array_elem_fn fn, const void *arg)
 {

@@ -532,6 +532,94 @@ test_batch(struct db *db)
     meeting_fini(&dead);
 }
 
+/* Owned shards are read a slice of each at a time and merged up to the earliest slice cut short;
+ * paged at any size, the walk is still every owned row once, in (fire_at, id) order. Three shards
+ * of 200 rows each, interleaved and tied in time (slices of 64 are cut), and one empty one. */
+#define SLICED_ROWS 600
+#define SLICED_ID0 9011200 /* a multiple of 256: shard s is SLICED_ID0 + s */
+
+static int
+key_order(const void *a, const void *b)
+{
+    const struct reminder_key *x = a, *y = b;
+
+    if (x->fire_at_ms != y->fire_at_ms)
+        return x->fire_at_ms < y->fire_at_ms ? -1 : 1;
+    return x->reminder_id < y->reminder_id ? -1 : x->reminder_id > y->reminder_id;
+}
+
+/* Pages of size page through the owned shards from far - 1 ms; the count of rows walked. */
+static size_t
+walk_pages(struct db *db, const struct shard_set *owned, int64_t far, size_t page,
+           struct reminder_key *walked)
+{
+    struct reminder_key out[DB_DUE_BATCH_MAX];
+    int64_t at = far - 1, id = 0;
+    size_t n = 0, total = 0;
+
+    do {
+        if (db_reminder_due_batch(db, owned, at, id, far + 86400000, out, page, &n) !=
+            DB_ONE_RESULT)
+            return 0;
+        for (size_t i = 0; i < n && total < SLICED_ROWS + 1; i++)
+            walked[total++] = out[i];
+        if (n > 0) {
+            at = out[n - 1].fire_at_ms;
+            id = out[n - 1].reminder_id;
+        }
+    } while (n == page && total <= SLICED_ROWS);
+    return total;
+}
+
+static void
+test_shard_slices(struct db *db)
+{
+    static const int one[] = {10};
+    static const size_t pages[] = {1, 7, 100, DB_DUE_BATCH_MAX};
+    static struct reminder_key want[SLICED_ROWS], walked[SLICED_ROWS + 1];
+    int64_t tenant = 0, far = BASE_MS + 600LL * 86400000; /* after every other test's rows */
+    char tid[32], at[32];
+    struct shard_set owned;
+    struct meeting m;
+    size_t n = 0;
+
+    CHECK(db_tenant_ensure(db, "slicer", &tenant) == DB_ONE_RESULT, "tenant");
+    fixture_meeting(&m, "sliced", far + 86400000, one, 1);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "meeting");
+    CHECK(fixture_sql("INSERT INTO reminders (id, meeting_id, tenant_id, minutes_before, fire_at,"
+                      " status) OVERRIDING SYSTEM VALUE"
+                      " SELECT 9011200 + 256 * k + s, $1::uuid, $2::bigint, 1000 + 3 * k + s - 5,"
+                      "  'epoch'::timestamptz + ($3::bigint + CASE s WHEN 5 THEN k"
+                      "   WHEN 6 THEN 100 + 2 * k ELSE 150 END) * interval '1 millisecond',"
+                      "  'pending' FROM generate_series(0, 199) k, generate_series(5, 7) s",
+                      m.id, fixture_i64(tid, tenant), fixture_i64(at, far)) == SLICED_ROWS,
+          "sliced rows");
+    for (int64_t k = 0; k < 200; k++)
+        for (int64_t s = 5; s <= 7; s++)
+            want[n++] =
+                (struct reminder_key){SLICED_ID0 + 256 * k + s, far + (s == 5   ? k
+                                                                       : s == 6 ? 100 + 2 * k
+                                                                                : 150)};
+    qsort(want, n, sizeof want[0], key_order);
+    shard_set_clear(&owned);
+    shard_set_add(&owned, 5);
+    shard_set_add(&owned, 6);
+    shard_set_add(&owned, 7);
+    shard_set_add(&owned, 200);
+    for (size_t p = 0; p < sizeof pages / sizeof pages[0]; p++) {
+        size_t got = walk_pages(db, &owned, far, pages[p], walked);
+        size_t same = 0;
+        while (same < got && same < SLICED_ROWS && key_order(&walked[same], &want[same]) == 0)
+            same++;
+        CHECK(got == SLICED_ROWS && same == SLICED_ROWS,
+              "pages of %zu: %zu rows walked, the first %zu in order", pages[p], got, same);
+    }
+    CHECK(fixture_sql("DELETE FROM reminders WHERE id >= 9011200 AND id < 9111200", NULL, NULL,
+                      NULL) == SLICED_ROWS,
+          "sliced rows removed");
+    meeting_fini(&m);
+}
+
 /* ---- the fire statement and deleted meetings ---- */
 
 /* A reminder still pending on a deleted meeting (what a DELETE racing a PATCH used to leave, made
@@ -696,6 +784,7 @@ run(const char *url)
     test_list(a, t1);
     test_idem(a, b, t1, t2);
     test_batch(a);
+    test_shard_slices(a);
     test_fire_deleted(a);
     test_errors(a);
     test_tx(a, b);
