@@ -45,15 +45,16 @@ static const char due_shards_sql[] =
 
 #define DUE_SLICE_MIN 64 /* rows of one shard a read takes at least */
 
-/* One read of up to max rows from (at, id) into out; *cut: the read ended at a slice's cut, so
- * more rows may follow even when it returned fewer than max. */
+/* One read of up to max rows from (at, id) into out, of the shards in shards (NULL: every
+ * shard); *cut: the read ended at a slice's cut, so more rows may follow even when it returned
+ * fewer than max. */
 static enum db_status
 due_read(struct db *db, const struct shard_set *shards, int64_t at, int64_t id, int64_t until_ms,
          struct reminder_key *out, size_t max, size_t slice, size_t *n_out, bool *cut)
 {
     char after[DB_I64_BUF], after_id[DB_I64_BUF], until[DB_I64_BUF], limit[DB_I64_BUF];
     char per_shard[DB_I64_BUF], set[SHARD_SET_TEXT_MAX];
-    bool all = shards == NULL || shard_set_count(shards) == SHARD_COUNT;
+    bool all = shards == NULL;
     PGresult *res;
 
     const char *params[] = {db_ms(after, at),
@@ -90,6 +91,8 @@ db_reminder_due_batch(struct db *db, const struct shard_set *shards, int64_t aft
     *n_out = 0;
     if (owned == 0)
         return DB_ONE_RESULT; /* owns nothing: nothing to read */
+    if (owned == SHARD_COUNT)
+        shards = NULL; /* every shard: the plain read */
     if (max > DB_DUE_BATCH_MAX)
         max = DB_DUE_BATCH_MAX;
     slice = 2 * max / owned + 1;
