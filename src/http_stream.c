@@ -1,7 +1,7 @@
 /* http_stream.c -- the stream responses of http_stream.h. The hub calls resume and cut from its
- * own thread: MHD_resume_connection is safe from any thread, and shutdown(2) on the socket makes
- * the connection's next read or write fail so that MHD closes it in its own thread. Both happen
- * under the stream's lock, and never after hub_stream_close, which runs when MHD frees the
+ * own thread or from another stream's reader: MHD_resume_connection is safe from any thread, and
+ * shutdown(2) on the socket makes the connection's next read or write fail so that MHD closes it
+ * in its own thread. Neither happens after hub_stream_close, which runs when MHD frees the
  * response, before it closes the socket; so the hub may also keep the socket in its epoll set (MHD
  * does not watch a suspended connection, and would notice a client that went away only at the next
  * write). */

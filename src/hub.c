@@ -3,7 +3,8 @@
  * reader shares. The hub thread drops h->mu around every database call and works on copies
  * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
  * them when it takes the lock back. A stream the thread needs across a database call holds a
- * reference, so hub_stream_close cannot free it underneath. */
+ * reference, so hub_stream_close cannot free it underneath. Resumes go through a wake queue
+ * (wakeq.h) with a lock of its own, taken last. */
 #define _GNU_SOURCE /* EPOLLRDHUP: the peer closed its end */
 #include "hub.h"
 
@@ -26,6 +27,7 @@
 #include "sse.h"
 #include "stream_body.h"
 #include "timefmt.h"
+#include "wakeq.h"
 
 #define TENANT_BUCKETS 1024
 #define PERSON_BUCKETS 4096
@@ -33,6 +35,11 @@
 /* A whole hello, reset, reauth or id-only frame. */
 #define CONTROL_FRAME_MAX (CONTROL_DATA_MAX + 64)
 #define DB_RETRY_MS 1000 /* after a failed connect or statement, the next try waits this */
+/* Streams resumed at once (wakeq.h): enough to keep every HTTP thread busy during a fan-out, few
+ * enough that a request on one of them waits for a handful of streams, not for thousands. */
+#define WAKE_SLOTS 128
+/* A slot held this long while streams wait counts no more (wakeq_tick). */
+#define WAKE_STALL_MS 200
 
 _Static_assert(HUB_BACKLOG_MAX < DB_STREAM_EVENTS_MAX, "a backlog read must fit one statement");
 _Static_assert(HUB_READ_MAX <= DB_STREAM_EVENTS_MAX, "a read must fit one statement");
@@ -94,6 +101,7 @@ struct hub_stream {
     pthread_mutex_t mu;
     struct sse_buf buf; /* what waits for the reader; buffer_max bytes and one frame at most */
     bool suspended, ending, cut, conn_gone;
+    struct wakeq_node wake; /* its place in h->wake while its resume waits or holds a slot */
 };
 
 struct hub {
@@ -105,7 +113,8 @@ struct hub {
     bool stop, draining, work;
     size_t n_streams;
     int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
-    int epfd; /* every stream's socket, watched for a closed peer; -1 when epoll failed */
+    int epfd;          /* every stream's socket, watched for a closed peer; -1 when epoll failed */
+    struct wakeq wake; /* every resume of a stream goes through it */
     struct tenant *tenants[TENANT_BUCKETS];
     struct person *people[PERSON_BUCKETS];
     /* The thread's own. */
@@ -183,13 +192,14 @@ mono_ms(void)
 
 /* ---- stream buffers (stream lock) ------------------------------------------------------- */
 
-/* Wakes the reader if it waits. Stream lock held. */
+/* Wakes the reader if it waits: its resume is queued behind those of the streams woken before it
+ * when WAKE_SLOTS are taken. Stream lock held. */
 static void
 poke(struct hub_stream *s)
 {
     if (s->suspended && !s->conn_gone) {
         s->suspended = false;
-        s->ops->resume(s->conn);
+        wakeq_wake(&s->hub->wake, &s->wake, mono_ms());
     }
 }
 
@@ -294,6 +304,7 @@ hub_stream_read(struct hub_stream *s, char *buf, size_t max, void (*suspend)(voi
     long n;
 
     pthread_mutex_lock(&s->mu);
+    wakeq_served(&s->hub->wake, &s->wake, mono_ms()); /* its slot, if it held one */
     if (s->cut)
         n = HUB_READ_CUT;
     else if (sse_buf_pending(&s->buf) > 0)
@@ -402,6 +413,8 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     s->n_mtg = who->n_mtg;
     s->ops = ops;
     s->conn = conn;
+    s->wake.resume = ops->resume;
+    s->wake.conn = conn;
     s->cursor_kind = who->cursor_kind;
     s->cursor = who->cursor;
     s->expires_ms = who->expires_ms;
@@ -470,6 +483,7 @@ hub_stream_close(struct hub_stream *s)
     unwatch_peer(h, s);
     pthread_mutex_lock(&s->mu);
     s->conn_gone = true;
+    wakeq_forget(&h->wake, &s->wake, mono_ms());
     pthread_mutex_unlock(&s->mu);
     s->closed = true;
     struct tenant *t = s->tenant;
@@ -1073,6 +1087,10 @@ run(void *arg)
             h->next_peer_check_ms = now + HUB_PEER_CHECK_MS;
             check_peers(h);
         }
+        if (wakeq_tick(&h->wake, now) > 0)
+            LOG_INFO("stream: no resumed stream was read for %d ms while others waited; their "
+                     "slots are given to the waiting ones",
+                     WAKE_STALL_MS);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -1093,8 +1111,10 @@ hub_start(const struct hub_opts *opts)
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
     pthread_mutex_init(&h->mu, NULL);
     cond_init_monotonic(&h->cv);
+    wakeq_init(&h->wake, WAKE_SLOTS, WAKE_STALL_MS);
     if (h->database_url == NULL || h->evbuf == NULL ||
         pthread_create(&h->thread, NULL, run, h) != 0) {
+        wakeq_fini(&h->wake);
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
         if (h->epfd >= 0)
@@ -1179,6 +1199,7 @@ hub_stop(struct hub *h)
             free(p);
         }
     db_close(h->db);
+    wakeq_fini(&h->wake);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     if (h->epfd >= 0)

@@ -5,11 +5,11 @@
  * writes the heartbeats, the reauth warnings and the ends. The HTTP layer (http_stream.c) owns the
  * connections: the hub only appends bytes to a stream's buffer, watches its socket for a closed
  * peer, and asks the connection, through struct hub_conn_ops, to resume (its reader had
- * suspended) or to be cut.
+ * suspended; a bounded number at once, see wakeq.h) or to be cut.
  *
  * Threads: hub_notify and hub_streams from any thread; hub_stream_open/read/close from the HTTP
  * threads; hub_start, hub_drain and hub_stop from the thread that wires the replica (main.c).
- * Lock order: the hub's lock, then a stream's lock. */
+ * Lock order: the hub's lock, then a stream's lock, then the wake queue's. */
 #ifndef TOCSIN_HUB_H
 #define TOCSIN_HUB_H
 
@@ -45,8 +45,9 @@ struct hub_opts {
     size_t buffer_max; /* bytes waiting for a reader: past this the stream is cut */
 };
 
-/* The connection side of a stream. resume and cut are called with the stream's lock held, fd
- * with the hub's; none after hub_stream_close returned; none may block. */
+/* The connection side of a stream. cut is called with the stream's lock held, fd with the hub's,
+ * resume with the lock of the hub's wake queue (wakeq.h: perhaps from the reader of another
+ * stream); none after hub_stream_close returned; none may block. */
 struct hub_conn_ops {
     void (*resume)(void *conn); /* the reader suspended; there is data or an end now */
     void (*cut)(void *conn); /* close now: a slow reader, a closed peer, shutdown past its grace */
