@@ -1,10 +1,10 @@
 /* hub.c -- the stream hub of hub.h. One lock (h->mu) guards the tenants, their rings and stream
  * lists and the per-participant counts; each stream's own lock guards its buffer and the flags its
- * reader shares. The hub thread drops h->mu around every database call and works on copies
- * meanwhile; it is the only writer of a tenant's last_seen and ring, so those are still as it left
- * them when it takes the lock back. A stream the thread needs across a database call holds a
- * reference, so hub_stream_close cannot free it underneath. Resumes go through a wake queue
- * (wakeq.h) with a lock of its own, taken last. */
+ * reader shares. The hub thread drops h->mu around every database call and around the writes of
+ * a fan-out, and works on copies meanwhile; it is the only writer of a tenant's last_seen and ring,
+ * so those are still as it left them when it takes the lock back. A stream the thread needs while
+ * the lock is dropped holds a reference, so hub_stream_close cannot free it underneath. Resumes go
+ * through a wake queue (wakeq.h) with a lock of its own, taken last. */
 #define _GNU_SOURCE /* EPOLLRDHUP: the peer closed its end */
 #include "hub.h"
 
@@ -118,7 +118,8 @@ struct hub {
     struct tenant *tenants[TENANT_BUCKETS];
     struct person *people[PERSON_BUCKETS];
     /* The thread's own. */
-    struct event *evbuf; /* DB_STREAM_EVENTS_MAX events of one read */
+    struct event *evbuf;     /* DB_STREAM_EVENTS_MAX events of one read */
+    struct hub_stream **fan; /* streams_max: the streams one event goes to (deliver_event) */
     struct db *db;
     int64_t db_retry_ms;
     bool db_down;
@@ -657,25 +658,42 @@ read_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, cons
     return got;
 }
 
-/* ---- fan-out (h->mu held) ----------------------------------------------------------------- */
+/* ---- fan-out (h->mu held, dropped while writing) ------------------------------------------- */
 
+/* The streams an event goes to are picked under h->mu, each holding a reference, and written to
+ * without it: a stream opening meanwhile (hub_stream_open, on an HTTP thread that may also owe an
+ * API request its answer) waits for the pick, not for 10,000 writes. Only this thread writes
+ * events, so each stream still gets them in order; one that opens meanwhile is ST_NEW and gets
+ * this event from the ring when serve_new takes it. */
 static void
-deliver_event(struct tenant *t, const struct event *e)
+deliver_event(struct hub *h, struct tenant *t, const struct event *e)
 {
+    size_t n = 0;
+
     for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
         if (s->state != ST_LIVE || e->seq <= s->cursor)
             continue;
         s->cursor = e->seq;
         if (matches(s, e)) {
-            stream_write(s, e->frame, e->frame_len);
-            metrics_add(METRIC_STREAM_EVENTS, 1);
+            TOCSIN_ASSERT(n < h->o.streams_max); /* hub_stream_open refuses beyond it */
+            s->refs++;
+            h->fan[n++] = s;
         }
     }
+    if (n == 0)
+        return;
+    pthread_mutex_unlock(&h->mu);
+    for (size_t i = 0; i < n; i++)
+        stream_write(h->fan[i], e->frame, e->frame_len);
+    metrics_add(METRIC_STREAM_EVENTS, n);
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < n; i++)
+        stream_unref(h->fan[i]);
 }
 
 /* Takes events into the ring (stealing their contents) and fans each out. */
 static void
-take_events(struct tenant *t, struct event *ev, size_t n)
+take_events(struct hub *h, struct tenant *t, struct event *ev, size_t n)
 {
     if (t->ring == NULL && n > 0 && (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) == NULL) {
         for (size_t i = 0; i < n; i++)
@@ -691,7 +709,7 @@ take_events(struct tenant *t, struct event *ev, size_t n)
                     : ev[i].seq == t->last_seen + 1                           ? HUB_RING_MAX
                                                                               : 1;
         t->last_seen = ev[i].seq;
-        deliver_event(t, slot);
+        deliver_event(h, t, slot);
     }
 }
 
@@ -708,7 +726,7 @@ read_tenant(struct hub *h, struct tenant *t)
         pthread_mutex_lock(&h->mu);
         if (n < 0)
             return; /* the tick retries after DB_RETRY_MS */
-        take_events(t, h->evbuf, (size_t)n);
+        take_events(h, t, h->evbuf, (size_t)n);
         if (n < HUB_READ_MAX) {
             /* Caught up with what exists: a hint beyond it (a stray wake-up) is forgotten. */
             if (t->hint > t->last_seen)
@@ -1106,13 +1124,14 @@ hub_start(const struct hub_opts *opts)
     h->o = *opts;
     h->database_url = strdup(opts->database_url);
     h->evbuf = calloc(DB_STREAM_EVENTS_MAX, sizeof *h->evbuf);
+    h->fan = calloc(opts->streams_max > 0 ? opts->streams_max : 1, sizeof *h->fan);
     h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
     pthread_mutex_init(&h->mu, NULL);
     cond_init_monotonic(&h->cv);
     wakeq_init(&h->wake, WAKE_SLOTS, WAKE_STALL_MS);
-    if (h->database_url == NULL || h->evbuf == NULL ||
+    if (h->database_url == NULL || h->evbuf == NULL || h->fan == NULL ||
         pthread_create(&h->thread, NULL, run, h) != 0) {
         wakeq_fini(&h->wake);
         pthread_cond_destroy(&h->cv);
@@ -1120,6 +1139,7 @@ hub_start(const struct hub_opts *opts)
         if (h->epfd >= 0)
             close(h->epfd);
         free(h->evbuf);
+        free(h->fan);
         free(h->database_url);
         free(h);
         return NULL;
@@ -1205,6 +1225,7 @@ hub_stop(struct hub *h)
     if (h->epfd >= 0)
         close(h->epfd);
     free(h->evbuf);
+    free(h->fan);
     free(h->database_url);
     free(h);
 }
