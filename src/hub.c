@@ -423,6 +423,8 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     return s;
 }
 
+static bool serve_at_open(struct hub *h, struct tenant *t, struct hub_stream *s);
+
 enum hub_open_status
 hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hub_conn_ops *ops,
                 void *conn, struct hub_stream **out)
@@ -463,8 +465,10 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         t->n_new++;
         h->n_streams++;
         watch_peer(h, s);
-        h->work = true;
-        pthread_cond_broadcast(&h->cv);
+        if (!serve_at_open(h, t, s)) {
+            h->work = true;
+            pthread_cond_broadcast(&h->cv);
+        }
     } else if (p != NULL && p->n == 0) {
         person_put(h, (p->n = 1, p));
     }
@@ -954,6 +958,23 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
     else
         return resume_from_db(h, t, s);
     return true;
+}
+
+/* Serves a new stream on the thread that opens it when that needs neither the database nor a
+ * read of the head: the tenant's head is known and caught up with its wake-ups, and the cursor is
+ * none, garbage, or within the ring (what a reconnecting client has). Its first frames are then
+ * in its buffer before libmicrohttpd first asks for them, so the reader does not suspend and wait
+ * for the hub thread's round and a resume. False: the hub thread serves it (serve_new). */
+static bool
+serve_at_open(struct hub *h, struct tenant *t, struct hub_stream *s)
+{
+    if (!t->known || t->hint > t->last_seen)
+        return false;
+    if (s->cursor_kind == HUB_CURSOR_SET &&
+        (s->cursor > t->last_seen || s->cursor < t->purged_through ||
+         s->cursor < t->last_seen - (int64_t)t->ring_n))
+        return false;
+    return serve_one(h, t, s); /* none of these cases drops h->mu */
 }
 
 /* Serves the tenant's new streams; one that must wait is left for the next round. */

@@ -1,8 +1,9 @@
 /* hub.h -- the live stream hub of one replica: one thread with its own PostgreSQL connection that
  * reads each tenant's new stream events once (on a wake-up from a fire, or its catch-up poll) and
  * fans them out to the open streams that may see them; it also serves each new stream its
- * backlog after the client's cursor (from a ring of recent events, or from PostgreSQL), and
- * writes the heartbeats, the reauth warnings and the ends. The HTTP layer (http_stream.c) owns the
+ * backlog after the client's cursor (from a ring of recent events, or from PostgreSQL; from the
+ * ring hub_stream_open serves it itself, on the HTTP thread), and writes the heartbeats, the
+ * reauth warnings and the ends. The HTTP layer (http_stream.c) owns the
  * connections: the hub only appends bytes to a stream's buffer, watches its socket for a closed
  * peer, and asks the connection, through struct hub_conn_ops, to resume (its reader had
  * suspended; a bounded number at once, see wakeq.h) or to be cut.
