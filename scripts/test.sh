@@ -4,7 +4,8 @@
 # loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
 # the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
 # puppeteer-core), the Kubernetes manifest check (tests/deploy), then the integration
-# tests again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# tests and the stream suites again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips
+# that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -18,6 +19,9 @@ POOLED_TESTS=${TOCSIN_TEST_POOLED:-"tests/api/auth.test.mjs tests/api/meetings.t
 tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test.mjs
 tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
+# The API files that run a second time against the ThreadSanitizer build.
+TSAN_NODE_TESTS="tests/api/stream.test.mjs tests/api/stream_load.test.mjs
+tests/api/stream_replicas.test.mjs"
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
 NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
@@ -189,6 +193,11 @@ if [ "$TSAN" != 0 ]; then
         TSAN_OPTIONS=$TSAN_OPTIONS:suppressions=$TOCSIN_ROOT/tests/tsan.supp
     fi
     record tsan run_ctest build-tsan -L integration
+    # The stream hub's threads (its own, every HTTP thread's opens and reads, the wake queue) are
+    # only exercised by a server with streams: the stream suites again, against the TSan build.
+    if [ -d tests/api ] && [ -z "${TOCSIN_TEST_NODE:-}" ]; then
+        record tsan-streams run_node "$TSAN_NODE_TESTS"
+    fi
 fi
 
 summary
