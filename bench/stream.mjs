@@ -12,7 +12,8 @@
 //             to the first replica over BENCH_STORM_S seconds while BENCH_STORM_REMINDERS
 //             reminders fire and bench/stream_load.mjs runs a paced GET /v1/meetings/{id} load
 //             (BENCH_API_RATE per second) against that replica; the same load without the storm,
-//             just before, is the baseline.
+//             just before, is the baseline, and once more after it (the streams idle on the first
+//             replica) for the noise between two quiet windows.
 // Which replica fired an event: the bench's database gives stream_events a column whose default
 // is the inserting session's application_name, and each replica connects with its own. Receipt
 // times are taken by the client on the same machine, so both sides read one clock.
@@ -364,6 +365,10 @@ async function storm(ctx) {
     const stormNote = machineNote();
     await waitFor('every stream back with every reminder', () =>
         clients.every((c) => c.hellos.length >= 2 && c.got.size >= 1 + STORM_REMINDERS), 60000).catch((e) => log(e.message));
+    // The same load once more with the streams idle on replica 1: a second quiet window shows how
+    // far this machine's own noise moves the p99 between two windows without a storm.
+    log(`storm: after it, ${STORM_S} s of the same load with the streams idle on replica 1`);
+    const after = await runLoad(target.port, apiPath, STORM_S);
 
     const rows = await eventsAfter(tenant, head0, subs[0]);
     let lost = 0;
@@ -392,7 +397,7 @@ async function storm(ctx) {
         bySecond[Math.min(bySecond.length - 1, Math.floor((cutAt[c.tag] - t0) / 1000))].push(c.hellos[1].at - cutAt[c.tag]);
     }
     const overlaps = (x) => windows.some(([a, b]) => x[0] <= b && x[0] + x[1] >= a);
-    const base = loadStats(baseline), storm = loadStats(during);
+    const base = loadStats(baseline), storm = loadStats(during), quiet = loadStats(after);
     ctx.stormClients = clients; // open until the replicas stop: SIGTERM with them open
     const bad = lost > 0 || dups > 0 || resets > 0 || rows.length < STORM_REMINDERS || back.length < clients.length;
     const out = [
@@ -411,11 +416,13 @@ async function storm(ctx) {
         loadLine('during the storm', storm),
         loadLine('  of which overlapping a reminder\'s fan-out', loadStats(during.filter(overlaps))),
         loadLine('  the others', loadStats(during.filter((x) => !overlaps(x)))),
-        `    p99 storm / baseline: ${fmt(storm.p99 / base.p99, 2)}x; replica 1 CPU ${fmt(cpuB)} ms in the baseline, ${fmt(cpuS)} ms in the storm (${STORM_S} s each)`,
+        loadLine(`after (${STREAMS} idle streams on replica 1)`, quiet),
+        `    p99 storm / baseline: ${fmt(storm.p99 / base.p99, 2)}x (storm / after: ${fmt(storm.p99 / quiet.p99, 2)}x, after / baseline:` +
+            ` ${fmt(quiet.p99 / base.p99, 2)}x); replica 1 CPU ${fmt(cpuB)} ms in the baseline, ${fmt(cpuS)} ms in the storm (${STORM_S} s each)`,
         `  baseline ${baseNote}`,
         `  storm ${stormNote}`,
     ];
-    return { out, bad: bad || base.errors > 0 || storm.errors > 0 };
+    return { out, bad: bad || base.errors > 0 || storm.errors > 0 || quiet.errors > 0 };
 }
 
 // ------------------------------------------------------------------ main
