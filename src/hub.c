@@ -35,9 +35,11 @@
 /* A whole hello, reset, reauth or id-only frame. */
 #define CONTROL_FRAME_MAX (CONTROL_DATA_MAX + 64)
 #define DB_RETRY_MS 1000 /* after a failed connect or statement, the next try waits this */
-/* Streams resumed at once (wakeq.h): enough to keep every HTTP thread busy during a fan-out, few
- * enough that a request on one of them waits for a handful of streams, not for thousands. */
-#define WAKE_SLOTS 128
+/* Streams resumed at once (wakeq.h): enough to keep every HTTP thread busy during a fan-out and
+ * to resume in batches (each reaches a thread as one walk of its suspended connections), few
+ * enough that a request waits for its thread's share of them, 32 with 16 threads, not for
+ * thousands. */
+#define WAKE_SLOTS 512
 /* A slot held this long while streams wait counts no more (wakeq_tick). */
 #define WAKE_STALL_MS 200
 

@@ -90,12 +90,21 @@ wakeq_wake(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* Refills once half the slots are back: the resumes go out in batches, and libmicrohttpd walks a
+ * thread's suspended connections once per batch that reaches it, not once per resume. */
+static void
+refill(struct wakeq *q)
+{
+    if (q->waking <= q->max / 2)
+        fill_slots(q);
+}
+
 void
 wakeq_served(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
 {
     pthread_mutex_lock(&q->mu);
     give_back(q, n, now_ms);
-    fill_slots(q);
+    refill(q);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -106,7 +115,7 @@ wakeq_forget(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
     if (n->queued)
         unlink_node(q, n);
     give_back(q, n, now_ms);
-    fill_slots(q);
+    refill(q);
     pthread_mutex_unlock(&q->mu);
 }
 

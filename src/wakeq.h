@@ -3,8 +3,9 @@
  * that thread, so a fan-out that resumed 10,000 streams at once put a whole share of them ahead
  * of every API request on every HTTP thread. The hub resumes through a wakeq instead: at most
  * `max` connections hold a slot (resumed, their reader not called yet); the others wait in order
- * of their wake-up and are resumed as slots are given back, so each HTTP thread has a few
- * streams to serve per turn and a request waits for those, not for the fan-out.
+ * of their wake-up and are resumed, in batches, whenever half the slots have been given back, so
+ * each HTTP thread has a few streams to serve per turn and a request waits for those, not for the
+ * fan-out.
  *
  * A slot comes back when the reader runs (wakeq_served) or the connection closes (wakeq_forget).
  * A connection whose reader cannot run (its socket is full) would hold its slot for as long; when
@@ -45,7 +46,7 @@ void wakeq_fini(struct wakeq *q);
 /* Resumes n's connection now if a slot is free, else queues it. n is not queued or waking
  * already (the caller resumes a connection only once per suspension). */
 void wakeq_wake(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);
-/* n's reader ran: its slot, if it held one, goes to the oldest waiting connection. */
+/* n's reader ran: its slot, if it held one, is given back (wakeq.c: refill). */
 void wakeq_served(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);
 /* n's connection closes: out of the queue, and its slot given back. */
 void wakeq_forget(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);

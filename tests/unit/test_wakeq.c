@@ -1,7 +1,8 @@
 /* test_wakeq.c -- the bounded resume queue: at most max resumed at once, the rest in order of
- * their wake-up as slots come back (served or forgotten), a queued connection that closes is never
- * resumed, a stall forgets the slots held and late give-backs of forgotten slots change nothing,
- * and a 4-thread run in which every connection is resumed exactly once per wake-up. */
+ * their wake-up as slots come back (served or forgotten; in batches once half are back), a queued
+ * connection that closes is never resumed, a stall forgets the slots held and late give-backs of
+ * forgotten slots change nothing, and a 4-thread run in which every connection is resumed exactly
+ * once per wake-up. */
 #include "check.h"
 #include "wakeq.h"
 
@@ -82,6 +83,27 @@ test_order(void)
     CHECK(held(&q) == 0, "held %zu after both came back", held(&q));
     wakeq_wake(&q, &n[3], 7); /* a free slot, nobody waiting: at once */
     CHECK(n_order == 5 && order[4] == 3, "resumed at once");
+    wakeq_fini(&q);
+}
+
+/* With more slots, the waiting ones go out once half the slots are back, oldest first. */
+static void
+test_batches(void)
+{
+    struct wakeq q;
+    struct wakeq_node n[N];
+
+    setup(n);
+    wakeq_init(&q, 4, 100);
+    for (int i = 0; i < N; i++)
+        wakeq_wake(&q, &n[i], 0);
+    CHECK(n_order == 4, "four at once: %d", n_order);
+    wakeq_served(&q, &n[0], 1);
+    CHECK(n_order == 4 && held(&q) == 3, "one back of four: no refill yet (%d)", n_order);
+    wakeq_forget(&q, &n[1], 2);
+    CHECK(n_order == 6 && order[4] == 4 && order[5] == 5, "two back: two more, in order (%d)",
+          n_order);
+    CHECK(held(&q) == 4 && waiting(&q) == 2, "held %zu waiting %zu", held(&q), waiting(&q));
     wakeq_fini(&q);
 }
 
@@ -189,6 +211,7 @@ int
 main(void)
 {
     test_order();
+    test_batches();
     test_stall();
     test_stress();
     return check_summary("test_wakeq");
