@@ -37,9 +37,9 @@
 #define DB_RETRY_MS 1000 /* after a failed connect or statement, the next try waits this */
 /* Streams resumed at once (wakeq.h): enough to keep every HTTP thread busy during a fan-out and
  * to resume in batches (each reaches a thread as one walk of its suspended connections), few
- * enough that a request waits for its thread's share of them, 32 with 16 threads, not for
- * thousands. */
-#define WAKE_SLOTS 512
+ * enough that a request waits for its thread's share of them, 8 with 16 threads, not for
+ * thousands (512 slots made the API requests that overlap a fan-out slower: bench/stream.sh). */
+#define WAKE_SLOTS 128
 /* A slot held this long while streams wait counts no more (wakeq_tick). */
 #define WAKE_STALL_MS 200
 
