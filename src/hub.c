@@ -115,6 +115,7 @@ struct hub {
     bool stop, draining, work;
     size_t n_streams;
     int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
+    int64_t next_due_ms; /* wall clock: no stream's end or reauth is due before this */
     int epfd;          /* every stream's socket, watched for a closed peer; -1 when epoll failed */
     struct wakeq wake; /* every resume of a stream goes through it */
     struct tenant *tenants[TENANT_BUCKETS];
@@ -387,6 +388,15 @@ person_put(struct hub *h, struct person *p)
     free(p);
 }
 
+/* The earliest of s's own timers (an end, a reauth warning), wall clock; INT64_MAX: none. */
+static int64_t
+stream_due(const struct hub_stream *s)
+{
+    if (s->ended)
+        return INT64_MAX;
+    return !s->reauth_sent && s->reauth_at_ms < s->end_at_ms ? s->reauth_at_ms : s->end_at_ms;
+}
+
 /* A stream's lifetime: the token's exp or the maximum age spread by the jitter, whichever comes
  * first; and when its reauth warning is due. */
 static void
@@ -454,6 +464,8 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
+        if (stream_due(s) < h->next_due_ms)
+            h->next_due_ms = stream_due(s);
         /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
          * may be long out of date: read the head again before serving (serve_new waits for it),
          * else hello would name an old head and what fired since would follow as if new. */
@@ -1020,7 +1032,8 @@ stream_timers(struct hub_stream *s, int64_t now, bool heartbeat)
         stream_comment(s, "hb");
 }
 
-/* Timers of every stream, the heartbeat when due, and forgetting tenants idle for long. */
+/* Timers of every stream, the heartbeat when due, and forgetting tenants idle for long. Also
+ * finds when the next stream timer is due: until then only the heartbeat needs a walk. */
 static void
 timers(struct hub *h, int64_t mono)
 {
@@ -1029,12 +1042,16 @@ timers(struct hub *h, int64_t mono)
 
     if (heartbeat)
         h->next_heartbeat_ms = mono + h->o.heartbeat_ms;
+    h->next_due_ms = INT64_MAX;
     for (size_t b = 0; b < TENANT_BUCKETS; b++) {
         struct tenant **slot = &h->tenants[b];
         while (*slot != NULL) {
             struct tenant *t = *slot;
-            for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
+            for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
                 stream_timers(s, now, heartbeat);
+                if (stream_due(s) < h->next_due_ms)
+                    h->next_due_ms = stream_due(s);
+            }
             if (t->n_streams == 0 && mono - t->idle_since_ms > HUB_TENANT_IDLE_MS) {
                 *slot = t->next;
                 tenant_free(t);
@@ -1117,10 +1134,11 @@ run(void *arg)
                 read_tenant(h, t);
                 serve_new(h, t, round);
             }
-        /* Timers walk every stream: at their tick, not on every wake-up (a busy tenant wakes
-         * the hub for each commit). */
+        /* Timers walk every stream: at their tick once one is due, not on every wake-up (a
+         * busy tenant wakes the hub for each commit), and at each heartbeat. */
         now = mono_ms();
-        if (now >= h->next_timers_ms || now >= h->next_heartbeat_ms) {
+        if ((now >= h->next_timers_ms && timefmt_now_ms() >= h->next_due_ms) ||
+            now >= h->next_heartbeat_ms) {
             h->next_timers_ms = now + HUB_TIMERS_MS;
             timers(h, now);
         }
