@@ -898,6 +898,7 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 
     s->refs++;
     pthread_mutex_unlock(&h->mu);
+    metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
     long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
     /* Read after the events: a purge that committed before their read shows here (it moves
      * purged_through in the statement that deletes), so events retention removed since this
@@ -935,6 +936,61 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     return true;
 }
 
+/* Reads the events just older than the ring's into it, back to the one after cursor (within
+ * HUB_RING_MAX of the head), so that streams reconnecting with cursors from before this replica
+ * kept the tenant's events (its clients came from a replica that was lost) resume from the ring:
+ * one read for all of them, not one each. Drops h->mu around each read. False when the events
+ * are not all there (purged, or database trouble); the ring is left as it was then read. */
+static bool
+backfill_ring(struct hub *h, struct tenant *t, int64_t cursor)
+{
+    if (t->ring == NULL && (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) == NULL)
+        return false;
+    while (cursor < t->last_seen - (int64_t)t->ring_n) {
+        int64_t id = t->id, until = t->last_seen - (int64_t)t->ring_n;
+        int64_t after = until - HUB_READ_MAX > cursor ? until - HUB_READ_MAX : cursor;
+
+        pthread_mutex_unlock(&h->mu);
+        metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
+        long n = read_events(h, id, after, until, NULL, HUB_READ_MAX, h->evbuf);
+        int64_t purged = n >= 0 ? purged_now(h, id) : -1; /* as resume_from_db: after the read */
+        pthread_mutex_lock(&h->mu);
+        bool whole = n == until - after && purged >= 0 && after >= purged;
+        for (long i = 0; whole && i < n; i++)
+            whole = h->evbuf[i].seq == after + 1 + i;
+        for (long i = 0; i < n; i++) {
+            if (whole) {
+                struct event *slot = &t->ring[h->evbuf[i].seq % HUB_RING_MAX];
+                event_clear(slot);
+                *slot = h->evbuf[i];
+            } else {
+                event_clear(&h->evbuf[i]);
+            }
+        }
+        if (!whole)
+            return false;
+        t->ring_n += (size_t)n;
+    }
+    return true;
+}
+
+/* The backlog from the ring once backfill_ring has filled it back to the cursor; from PostgreSQL
+ * when it could not. */
+static bool
+resume_after_backfill(struct hub *h, struct tenant *t, struct hub_stream *s)
+{
+    s->refs++;
+    bool filled = backfill_ring(h, t, s->cursor);
+    bool closed = s->closed;
+    stream_unref(s); /* as in resume_from_db, only a closed stream can go with this reference */
+    if (closed)
+        return true;
+    if (!filled)
+        return resume_from_db(h, t, s);
+    resume_from_ring(t, s);
+    return true;
+}
+
 /* A stream's first frames. Returns false when it must wait for a later round. */
 static bool
 serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
@@ -969,6 +1025,8 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
         send_reset(t, s, "cursor_expired");
     else if (s->cursor >= t->last_seen - (int64_t)t->ring_n)
         resume_from_ring(t, s);
+    else if (t->last_seen - s->cursor <= HUB_RING_MAX)
+        return resume_after_backfill(h, t, s);
     else
         return resume_from_db(h, t, s);
     return true;

@@ -47,6 +47,9 @@ static const struct {
                               "Streams told to reset (cursor garbage, too old or ahead)."},
     [METRIC_STREAMS_CUT] = {"tocsin_streams_cut_total",
                             "Streams cut because their reader fell too far behind."},
+    [METRIC_STREAM_BACKLOG_READS] = {"tocsin_stream_backlog_reads_total",
+                                     "Reads of missed events from PostgreSQL to resume streams "
+                                     "(one per stream, or one filling the recent events for all)."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -22,6 +22,7 @@ enum metric {
     METRIC_STREAM_RESUMES,   /* streams resumed from a cursor with the events they missed */
     METRIC_STREAM_RESETS,    /* streams told to reset: cursor garbage, too old or ahead */
     METRIC_STREAMS_CUT,      /* streams cut because their reader fell behind */
+    METRIC_STREAM_BACKLOG_READS, /* reads of missed events from PostgreSQL to resume streams */
     METRIC_COUNT
 };
 

@@ -3,8 +3,9 @@
 // mid-burst resumes on another replica with exactly the missed events; the replica holding a
 // stream is killed (-9) and the client resumes on another with nothing lost or repeated; with the
 // wake-ups lost (CLIENT KILL TYPE pubsub, Redis stopped and started) events are late by at most
-// the catch-up poll. Lateness is measured from fired_at as PostgreSQL recorded it to the arrival
-// of the frame (one clock: the same machine).
+// the catch-up poll; thirty streams resuming on a replica that never held their tenant cost one
+// read of the missed events, not thirty. Lateness is measured from fired_at as PostgreSQL recorded
+// it to the arrival of the frame (one clock: the same machine).
 import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
@@ -191,4 +192,39 @@ test('kill -9 of the replica holding the stream: the client resumes on another, 
     assert.deepEqual(all.map((r) => r.seq), (await dbEvents(h, tenantId, sub)).map((e) => e.seq));
     assert.equal(all.length, 60);
     await victim.start(); // the same port, for the file's after()
+});
+
+async function metric(srv, name) {
+    const r = await srv.req('GET', '/metrics', { validate: false });
+    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(r.text);
+    assert.ok(m, `no ${name} in /metrics`);
+    return Number(m[1]);
+}
+
+test('streams resuming on a replica that never held their tenant get the missed events from one read, not one each', async () => {
+    const key2 = await reps[0].createKey('backfill'); // a tenant no replica has seen streams of
+    const subs = Array.from({ length: 30 }, (_, i) => `bf${String(i + 1).padStart(2, '0')}`);
+    const tokenOf = async (sub) => (await mintToken(reps[0], key2, { sub })).token;
+    const first = await openLive(reps[0].base, { token: await tokenOf(subs[0]) });
+    const cursor = first.lastEventId; // hello's: the tenant's head before the reminders
+    await meetingFiringNow(reps[0], key2, { participants: subs.map((id) => ({ id })), n: 3 });
+    await first.remindersAtLeast(3, EVENT_BOUND_MS);
+    first.close();
+    const target = reps[1];
+    const before = await metric(target, 'tocsin_stream_backlog_reads_total');
+    const streams = await Promise.all(subs.map(async (sub) =>
+        openLive(target.base, { token: await tokenOf(sub), lastEventId: cursor })));
+    for (const s of streams) {
+        await s.remindersAtLeast(3, EVENT_BOUND_MS);
+    }
+    await sleep(300);
+    const want = first.reminders.map((r) => r.seq);
+    for (const s of streams) {
+        assertOrderedUnique(s.reminders, 'a resume');
+        assert.deepEqual(s.reminders.map((r) => r.seq), want);
+    }
+    const reads = (await metric(target, 'tocsin_stream_backlog_reads_total')) - before;
+    // The first resume fills the replica's recent events from PostgreSQL; the others take them
+    // from there (before, each of the 30 read its own).
+    assert.ok(reads >= 1 && reads <= 2, `${reads} reads of missed events for ${subs.length} resumes`);
 });
