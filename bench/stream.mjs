@@ -13,7 +13,10 @@
 //             reminders fire and bench/stream_load.mjs runs a paced GET /v1/meetings/{id} load
 //             (BENCH_API_RATE per second) against that replica; the same load without the storm,
 //             just before, is the baseline, and once more after it (the streams idle on the first
-//             replica) for the noise between two quiet windows.
+//             replica) for the noise between two quiet windows;
+//   storm_missed: the same, but every stream is cut first, the reminders fire while they are
+//             away, and the streams reconnect over BENCH_STORM_S seconds to get them all as a
+//             resume's backlog (a replica lost, its clients back with their cursors).
 // Which replica fired an event: the bench's database gives stream_events a column whose default
 // is the inserting session's application_name, and each replica connects with its own. Receipt
 // times are taken by the client on the same machine, so both sides read one clock.
@@ -30,7 +33,7 @@ import {
 
 const env = (name, def) => process.env[name] ?? def;
 const REPLICAS = Number(env('BENCH_REPLICAS', '3'));
-const SCENARIOS = env('BENCH_SCENARIOS', 'lateness fanout storm').split(/\s+/).filter(Boolean);
+const SCENARIOS = env('BENCH_SCENARIOS', 'lateness fanout storm_missed storm').split(/\s+/).filter(Boolean);
 const DUE = Number(env('BENCH_DUE', '10000'));
 const SPREAD_S = Number(env('BENCH_SPREAD_S', '20'));
 const IDLE_S = Number(env('BENCH_IDLE_S', '60'));
@@ -284,18 +287,26 @@ function loadLine(tag, st) {
     return `    ${tag.padEnd(44)} ${String(st.n).padStart(5)}  ${fmt(st.p50, 2)}/${fmt(st.p99, 2)}/${fmt(st.max, 2)}  errors ${st.errors}`;
 }
 
-async function storm(ctx) {
+// live: the storm's reminders fire while the streams move (each reaches most streams live, on
+// whichever replica holds them); otherwise every stream is cut first, the reminders fire while
+// they are away, and they reconnect with their cursors to get them all as a resume's backlog.
+async function storm(ctx, live) {
     const { reps, tenant } = ctx;
     if (reps.length < 2) {
         die('the storm needs BENCH_REPLICAS >= 2: streams move from the others to the first');
     }
+    if (ctx.stormClients) { // the other storm's streams leave replica 1 first
+        closeAll(ctx.stormClients);
+        await waitFor('replica 1 without streams', async () => (await streamsOpen(reps[0])) === 0, HEARTBEAT_MS + 15000);
+    }
+    const tag = live ? 'storm' : 'storm (missed)';
     const np = Math.ceil(STREAMS / EACH);
     if (np > PARTICIPANTS_MAX) {
         die(`BENCH_STREAMS ${STREAMS} needs ${np} participants at ${EACH} streams each; a meeting has at most ${PARTICIPANTS_MAX}`);
     }
     const target = reps[0];
     const others = reps.slice(1);
-    const subs = subsOf('storm', np);
+    const subs = subsOf(live ? 'storm' : 'missed', np);
     const tokens = await tokensFor(target.port, subs);
     const meeting = await api(target.port, 'POST', '/v1/meetings', {
         title: 'API load', starts_at: new Date(Date.now() + 86400000).toISOString(),
@@ -307,31 +318,41 @@ async function storm(ctx) {
     for (const c of clients) {
         c.keep = true;
     }
-    log(`storm: opening ${STREAMS} streams on replica${others.length > 1 ? 's' : ''} ${others.map((r) => r.i + 1).join(', ')}`);
+    log(`${tag}: opening ${STREAMS} streams on replica${others.length > 1 ? 's' : ''} ${others.map((r) => r.i + 1).join(', ')}`);
     await openAll(clients, { window: OPEN_WINDOW });
 
     // One reminder first, so that every cursor is a reminder's id.
     let head0 = await headSeq(tenant);
     await insertDue(tenant, subs, 1, Date.now() + LEAD_MS, 0);
-    log('storm: a first reminder to every stream');
+    log(`${tag}: a first reminder to every stream`);
     await waitFor('the first reminder', () => clients.every((c) => c.got.size >= 1), LEAD_MS + SETTLE_MS);
     head0 = await headSeq(tenant);
 
     // The storm's reminders are written now (the scheduler wants them a few seconds ahead); the
-    // baseline runs meanwhile.
+    // baseline runs meanwhile. Live, they fall due during the storm; missed, just after the
+    // baseline, with every stream cut.
     const start = Date.now() + Math.max(LEAD_MS, STORM_S * 1000 + 4000);
     for (let k = 0; k < STORM_REMINDERS; k++) {
-        await insertDue(tenant, subs, 1, start + Math.round(((k + 1) * STORM_S * 1000) / (STORM_REMINDERS + 1)), 0);
+        const at = live ? start + Math.round(((k + 1) * STORM_S * 1000) / (STORM_REMINDERS + 1)) : start - 2000 + k * 100;
+        await insertDue(tenant, subs, 1, at, 0);
     }
-    log(`storm: baseline, ${STORM_S} s of GET ${apiPath} at ${API_RATE}/s on replica 1`);
+    log(`${tag}: baseline, ${STORM_S} s of GET ${apiPath} at ${API_RATE}/s on replica 1`);
     const cpuB0 = procStat(target.child.pid);
     machineNote();
     const baseline = await runLoad(target.port, apiPath, STORM_S);
     const cpuB = procStat(target.child.pid).cpuMs - cpuB0.cpuMs;
     const baseNote = machineNote();
+    if (!live) {
+        log(`${tag}: every stream cut; ${STORM_REMINDERS} reminders fire while they are away`);
+        for (const c of clients) {
+            c.cut();
+        }
+        await waitFor('the missed reminders fired', async () =>
+            (await eventsAfter(tenant, head0, subs[0])).length >= STORM_REMINDERS, LEAD_MS + SETTLE_MS);
+    }
     await sleep(start - Date.now());
 
-    log(`storm: ${STREAMS} streams cut and reconnected to replica 1 over ${STORM_S} s, same load`);
+    log(`${tag}: ${STREAMS} streams ${live ? 'cut and ' : ''}reconnected to replica 1 over ${STORM_S} s, same load`);
     const cpuS0 = procStat(target.child.pid);
     const load = runLoad(target.port, apiPath, STORM_S);
     const order = clients.map((c, k) => k);
@@ -348,7 +369,9 @@ async function storm(ctx) {
             for (; done < due; done++) {
                 const c = clients[order[done]];
                 cutAt[order[done]] = clock();
-                c.cut();
+                if (live) {
+                    c.cut();
+                }
                 c.connect(target.port);
             }
             if (done < order.length) {
@@ -367,7 +390,7 @@ async function storm(ctx) {
         clients.every((c) => c.hellos.length >= 2 && c.got.size >= 1 + STORM_REMINDERS), 60000).catch((e) => log(e.message));
     // The same load once more with the streams idle on replica 1: a second quiet window shows how
     // far this machine's own noise moves the p99 between two windows without a storm.
-    log(`storm: after it, ${STORM_S} s of the same load with the streams idle on replica 1`);
+    log(`${tag}: after it, ${STORM_S} s of the same load with the streams idle on replica 1`);
     const after = await runLoad(target.port, apiPath, STORM_S);
 
     const rows = await eventsAfter(tenant, head0, subs[0]);
@@ -386,7 +409,7 @@ async function storm(ctx) {
     const refused = sumOf(clients, (c) => c.refused.length);
     const drops = sumOf(clients, (c) => c.drops);
     const replayed = sumOf(clients, (c) => c.replayed);
-    const live = sumOf(clients, (c) => [...c.got.keys()].filter((s) => s > head0).length) - replayed;
+    const liveGot = sumOf(clients, (c) => [...c.got.keys()].filter((s) => s > head0).length) - replayed;
     // Each storm reminder's fan-out, from recorded fired to the last live receipt (not a replay
     // on a later resume): which API requests overlapped one.
     const windows = rows.map((e) => [e.fired, clients.reduce((a, c) =>
@@ -401,15 +424,17 @@ async function storm(ctx) {
     ctx.stormClients = clients; // open until the replicas stop: SIGTERM with them open
     const bad = lost > 0 || dups > 0 || resets > 0 || rows.length < STORM_REMINDERS || back.length < clients.length;
     const out = [
-        `\nreconnect storm: ${STREAMS} streams (${np} participants x ${EACH}) on replica${others.length > 1 ? 's' : ''} ${others.map((x) => x.i + 1).join(', ')},` +
-            ` each cut at a random moment of ${STORM_S} s and reconnected to replica 1 with its cursor;` +
-            ` ${STORM_REMINDERS} reminders to all of them fire during the storm`,
-        `  cuts done over ${fmt(cutsMs / 1000, 1)} s; back ${back.length} of ${clients.length}, resumed ${resumed}, the last ${fmt(lastBack / 1000, 1)} s after the first cut;` +
-            ` cut to hello p50/p99/max ${fmt(quantile(reconnectMs, 0.5), 1)}/${fmt(quantile(reconnectMs, 0.99), 1)}/${fmt(reconnectMs[reconnectMs.length - 1], 1)} ms`,
-        `  cut to hello p99 by second of the storm: ${bySecond.map((a) => fmt(quantile(Float64Array.from(a).sort(), 0.99))).join(' ')} ms;` +
-            ` fan-outs (fired to last live receipt): ${windows.map(([a, b]) => `${fmt((a - t0) / 1000, 1)} s +${fmt(b - a)} ms`).join(', ')}`,
+        `\n${live ? 'reconnect storm' : 'reconnect storm after missed reminders'}: ${STREAMS} streams (${np} participants x ${EACH}) on replica${others.length > 1 ? 's' : ''} ${others.map((x) => x.i + 1).join(', ')},` +
+            (live ? ` each cut at a random moment of ${STORM_S} s and reconnected to replica 1 with its cursor;` +
+                ` ${STORM_REMINDERS} reminders to all of them fire during the storm`
+                : ` all cut, ${STORM_REMINDERS} reminders to all of them fired while they were away, then each reconnected` +
+                ` to replica 1 with its cursor at a random moment of ${STORM_S} s`),
+        `  ${live ? 'cuts' : 'reconnects'} done over ${fmt(cutsMs / 1000, 1)} s; back ${back.length} of ${clients.length}, resumed ${resumed}, the last ${fmt(lastBack / 1000, 1)} s after the first;` +
+            ` ${live ? 'cut' : 'connect'} to hello p50/p99/max ${fmt(quantile(reconnectMs, 0.5), 1)}/${fmt(quantile(reconnectMs, 0.99), 1)}/${fmt(reconnectMs[reconnectMs.length - 1], 1)} ms`,
+        `  ${live ? 'cut' : 'connect'} to hello p99 by second of the storm: ${bySecond.map((a) => fmt(quantile(Float64Array.from(a).sort(), 0.99))).join(' ')} ms` +
+            (live ? `; fan-outs (fired to last live receipt): ${windows.map(([a, b]) => `${fmt((a - t0) / 1000, 1)} s +${fmt(b - a)} ms`).join(', ')}` : ''),
         `  storm reminders: ${rows.length} of ${STORM_REMINDERS} fired (by ${rows.map((e) => e.by).join(', ')}); lost ${lost}, duplicated ${dups} of ${rows.length * clients.length};` +
-            ` received live ${live}, replayed on resume ${replayed}; resets ${resets}, refused ${refused}, other reconnects ${drops}`,
+            ` received live ${liveGot}, replayed on resume ${replayed}; resets ${resets}, refused ${refused}, other reconnects ${drops}`,
         `  API: GET /v1/meetings/{id} on replica 1 at ${API_RATE}/s over ${API_CONNECTIONS} keep-alive connections (bench/stream_load.mjs),`,
         `  latency from each request's scheduled time, ms:                 requests  p50/p99/max`,
         loadLine(`baseline (${STREAMS} idle streams on the others)`, base),
@@ -451,7 +476,8 @@ async function main() {
     const results = [];
     const clientCpu0 = process.cpuUsage();
     try {
-        for (const [name, fn] of [['lateness', lateness], ['fanout', fanout], ['storm', storm]]) {
+        for (const [name, fn] of [['lateness', lateness], ['fanout', fanout], ['storm_missed', (c) => storm(c, false)],
+            ['storm', (c) => storm(c, true)]]) {
             if (SCENARIOS.includes(name)) {
                 results.push(await fn(ctx));
             }

@@ -5,7 +5,7 @@
 # API load (bench/stream_load.mjs) against the same load without it, in one run: a release build,
 # its own PostgreSQL and Redis under .local/bench-stream, three replicas, one Node process holding
 # every stream (bench/stream_client.mjs).
-# Environment: BENCH_SCENARIOS ("lateness fanout storm"), BENCH_REPLICAS (3), BENCH_DUE (10000),
+# Environment: BENCH_SCENARIOS ("lateness fanout storm_missed storm"), BENCH_REPLICAS (3), BENCH_DUE (10000),
 # BENCH_SPREAD_S (20), BENCH_STREAMS (10000), BENCH_STREAMS_EACH (20), BENCH_IDLE_S (60),
 # BENCH_FANOUT_FIRES (3), BENCH_STORM_S (10), BENCH_STORM_REMINDERS (3), BENCH_API_RATE (200),
 # BENCH_API_CONNECTIONS (10); TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT. Not part of CI.
