@@ -982,7 +982,8 @@ resume_after_backfill(struct hub *h, struct tenant *t, struct hub_stream *s)
     s->refs++;
     bool filled = backfill_ring(h, t, s->cursor);
     bool closed = s->closed;
-    stream_unref(s); /* as in resume_from_db, only a closed stream can go with this reference */
+    TOCSIN_ASSERT(closed || s->refs >= 2); /* as in resume_from_db */
+    stream_unref(s);
     if (closed)
         return true;
     if (!filled)
@@ -1223,7 +1224,7 @@ hub_start(const struct hub_opts *opts)
     h->o = *opts;
     h->database_url = strdup(opts->database_url);
     h->evbuf = calloc(DB_STREAM_EVENTS_MAX, sizeof *h->evbuf);
-    h->fan = calloc(opts->streams_max > 0 ? opts->streams_max : 1, sizeof *h->fan);
+    h->fan = calloc(opts->streams_max > 0 ? opts->streams_max : 1, sizeof(struct hub_stream *));
     h->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     h->next_heartbeat_ms = mono_ms() + opts->heartbeat_ms;
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
