@@ -179,6 +179,23 @@ ring_at(struct tenant *t, int64_t seq)
     return &t->ring[seq % HUB_RING_MAX];
 }
 
+/* Allocates t's ring on first use. False when out of memory. */
+static bool
+ring_alloc(struct tenant *t)
+{
+    return t->ring != NULL || (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) != NULL;
+}
+
+/* Moves e (its contents stolen) into its slot of t's ring; the caller sets ring_n. */
+static void
+ring_put(struct tenant *t, struct event *e)
+{
+    struct event *slot = &t->ring[e->seq % HUB_RING_MAX];
+
+    event_clear(slot);
+    *slot = *e;
+}
+
 static void
 tenant_free(struct tenant *t)
 {
@@ -397,6 +414,14 @@ stream_due(const struct hub_stream *s)
     return !s->reauth_sent && s->reauth_at_ms < s->end_at_ms ? s->reauth_at_ms : s->end_at_ms;
 }
 
+/* Lowers h->next_due_ms to s's own next timer. h->mu held. */
+static void
+lower_due(struct hub *h, const struct hub_stream *s)
+{
+    if (stream_due(s) < h->next_due_ms)
+        h->next_due_ms = stream_due(s);
+}
+
 /* A stream's lifetime: the token's exp or the maximum age spread by the jitter, whichever comes
  * first; and when its reauth warning is due. */
 static void
@@ -464,8 +489,7 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->person = p;
         p->n++;
         stream_times(h, s, timefmt_now_ms());
-        if (stream_due(s) < h->next_due_ms)
-            h->next_due_ms = stream_due(s);
+        lower_due(h, s);
         /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
          * may be long out of date: read the head again before serving (serve_new waits for it),
          * else hello would name an old head and what fired since would follow as if new. */
@@ -713,7 +737,7 @@ deliver_event(struct hub *h, struct tenant *t, const struct event *e)
 static void
 take_events(struct hub *h, struct tenant *t, struct event *ev, size_t n)
 {
-    if (t->ring == NULL && n > 0 && (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) == NULL) {
+    if (n > 0 && !ring_alloc(t)) {
         for (size_t i = 0; i < n; i++)
             event_clear(&ev[i]);
         return; /* out of memory: nothing is advanced, the next round reads them again */
@@ -721,8 +745,7 @@ take_events(struct hub *h, struct tenant *t, struct event *ev, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct event *slot = &t->ring[ev[i].seq % HUB_RING_MAX];
 
-        event_clear(slot);
-        *slot = ev[i];
+        ring_put(t, &ev[i]);
         t->ring_n = ev[i].seq == t->last_seen + 1 && t->ring_n < HUB_RING_MAX ? t->ring_n + 1
                     : ev[i].seq == t->last_seen + 1                           ? HUB_RING_MAX
                                                                               : 1;
@@ -944,7 +967,7 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
 static bool
 backfill_ring(struct hub *h, struct tenant *t, int64_t cursor)
 {
-    if (t->ring == NULL && (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) == NULL)
+    if (!ring_alloc(t))
         return false;
     while (cursor < t->last_seen - (int64_t)t->ring_n) {
         int64_t id = t->id, until = t->last_seen - (int64_t)t->ring_n;
@@ -959,13 +982,10 @@ backfill_ring(struct hub *h, struct tenant *t, int64_t cursor)
         for (long i = 0; whole && i < n; i++)
             whole = h->evbuf[i].seq == after + 1 + i;
         for (long i = 0; i < n; i++) {
-            if (whole) {
-                struct event *slot = &t->ring[h->evbuf[i].seq % HUB_RING_MAX];
-                event_clear(slot);
-                *slot = h->evbuf[i];
-            } else {
+            if (whole)
+                ring_put(t, &h->evbuf[i]);
+            else
                 event_clear(&h->evbuf[i]);
-            }
         }
         if (!whole)
             return false;
@@ -992,9 +1012,10 @@ resume_after_backfill(struct hub *h, struct tenant *t, struct hub_stream *s)
     return true;
 }
 
-/* A stream's first frames. Returns false when it must wait for a later round. */
+/* A stream's first frames. Returns false when it must wait for a later round, or, on the thread
+ * that opens it (!hub_thread), for the hub thread: only that one may drop h->mu for a read. */
 static bool
-serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
+serve_one(struct hub *h, struct tenant *t, struct hub_stream *s, bool hub_thread)
 {
     char data[CONTROL_DATA_MAX];
 
@@ -1026,6 +1047,8 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
         send_reset(t, s, "cursor_expired");
     else if (s->cursor >= t->last_seen - (int64_t)t->ring_n)
         resume_from_ring(t, s);
+    else if (!hub_thread)
+        return false;
     else if (t->last_seen - s->cursor <= HUB_RING_MAX)
         return resume_after_backfill(h, t, s);
     else
@@ -1035,19 +1058,13 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s)
 
 /* Serves a new stream on the thread that opens it when that needs neither the database nor a
  * read of the head: the tenant's head is known and caught up with its wake-ups, and the cursor is
- * none, garbage, or within the ring (what a reconnecting client has). Its first frames are then
- * in its buffer before libmicrohttpd first asks for them, so the reader does not suspend and wait
- * for the hub thread's round and a resume. False: the hub thread serves it (serve_new). */
+ * none, garbage, purged, or within the ring (what a reconnecting client has). Its first frames
+ * are then in its buffer before libmicrohttpd first asks for them, so the reader does not suspend
+ * and wait for the hub thread's round and a resume. False: the hub thread serves it (serve_new). */
 static bool
 serve_at_open(struct hub *h, struct tenant *t, struct hub_stream *s)
 {
-    if (!t->known || t->hint > t->last_seen)
-        return false;
-    if (s->cursor_kind == HUB_CURSOR_SET &&
-        (s->cursor > t->last_seen || s->cursor < t->purged_through ||
-         s->cursor < t->last_seen - (int64_t)t->ring_n))
-        return false;
-    return serve_one(h, t, s); /* none of these cases drops h->mu */
+    return t->known && t->hint <= t->last_seen && serve_one(h, t, s, false);
 }
 
 /* Serves the tenant's new streams; one that must wait is left for the next round. */
@@ -1062,7 +1079,7 @@ serve_new(struct hub *h, struct tenant *t, unsigned round)
             if (s->state != ST_NEW || s->round == round)
                 continue;
             s->round = round;
-            serve_one(h, t, s);
+            serve_one(h, t, s, true);
             again = true; /* the list may have changed while h->mu was dropped */
             break;
         }
@@ -1108,8 +1125,7 @@ timers(struct hub *h, int64_t mono)
             struct tenant *t = *slot;
             for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
                 stream_timers(s, now, heartbeat);
-                if (stream_due(s) < h->next_due_ms)
-                    h->next_due_ms = stream_due(s);
+                lower_due(h, s);
             }
             if (t->n_streams == 0 && mono - t->idle_since_ms > HUB_TENANT_IDLE_MS) {
                 *slot = t->next;
