@@ -379,6 +379,14 @@ export async function fireMany(servers, auth, count, { participants = [{ id: 'u1
     return made;
 }
 
+// The value of a counter or gauge without labels on a server's /metrics.
+export async function metric(srv, name) {
+    const r = await srv.req('GET', '/metrics', { validate: false });
+    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(r.text);
+    assert.ok(m, `no ${name} in /metrics`);
+    return Number(m[1]);
+}
+
 // The tenant's stream head in PostgreSQL.
 export async function dbHead(h, tenantId) {
     return Number(await h.sql(`SELECT coalesce((SELECT seq FROM stream_heads WHERE tenant_id = ${tenantId}), 0)`)) || 0;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
 import {
     openLive, openStream, follow, mintToken, signToken, createSigningKey, meetingFiringNow, dbEvents,
-    tenantIdOf, assertOrderedUnique, closeAll,
+    tenantIdOf, assertOrderedUnique, closeAll, metric,
 } from './sse.mjs';
 
 const BUFFER_MAX = 1 << 20;     // TOCSIN_STREAM_BUFFER_MAX: more than what one hub round writes here
@@ -38,13 +38,6 @@ afterEach(closeAll);
 after(async () => {
     await srv.stop();
 });
-
-async function metric(s, name) {
-    const r = await s.req('GET', '/metrics', { validate: false });
-    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(r.text);
-    assert.ok(m, `no ${name} in /metrics`);
-    return Number(m[1]);
-}
 
 // The participants of a meeting whose request body is close to the 64 KiB the API takes, so that
 // its reminder frames are about that large: the subs named, then padding people with long names

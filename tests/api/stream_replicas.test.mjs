@@ -10,7 +10,7 @@ import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
 import {
-    openLive, mintToken, meetingFiringNow, dbEvents, tenantIdOf, assertOrderedUnique, closeAll,
+    openLive, mintToken, meetingFiringNow, dbEvents, tenantIdOf, assertOrderedUnique, closeAll, metric,
 } from './sse.mjs';
 
 const REPLICAS = 3;
@@ -193,13 +193,6 @@ test('kill -9 of the replica holding the stream: the client resumes on another, 
     assert.equal(all.length, 60);
     await victim.start(); // the same port, for the file's after()
 });
-
-async function metric(srv, name) {
-    const r = await srv.req('GET', '/metrics', { validate: false });
-    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec(r.text);
-    assert.ok(m, `no ${name} in /metrics`);
-    return Number(m[1]);
-}
 
 test('streams resuming on a replica that never held their tenant get the missed events from one read, not one each', async () => {
     const key2 = await reps[0].createKey('backfill'); // a tenant no replica has seen streams of
