@@ -425,8 +425,8 @@ async function kill(ctx) {
     const killedAt = Date.now();
     victim.child.kill('SIGKILL');
     await sampler;
-    // The rows it held, in flight or queued: a worker's lease names it "<instance>/<n>", and no
-    // other replica takes them before the lease runs out.
+    // The rows it held, in flight, queued or given by its fires: a worker's lease names it
+    // "<instance>/<n>/<token>", and no other replica takes them before the lease runs out.
     const held = (await psql(`SELECT id FROM outbox WHERE status = 'pending' AND lease_owner LIKE '${victim.name}/%'`))
         .split('\n').filter(Boolean);
     const r = await collect(ctx.rx, b);

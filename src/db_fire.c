@@ -21,7 +21,9 @@
  * whose clock runs ahead cannot fire early, and every replica's fires are stamped by one clock.
  * A fired occurrence gets an outbox row per target of each of its reminder's channels
  * (migrations/007): each live webhook of the tenant, each Web Push subscription of a participant
- * or the organizer, each participant with an email address when email is on ($4). On the stream
+ * or the organizer, each participant with an email address when email is on ($4). Those rows are
+ * written owned by $5, a delivery worker of the firing replica (NULL: by nobody, for any worker's
+ * lease statement), so a burst needs no lease update per row (migrations/011). On the stream
  * channel it becomes a stream event when someone can see it (migrations/004): its tenant's head
  * moves by the number of events (the heads are locked in tenant order, so two batches never
  * deadlock, and the lock held to commit makes seq order commit order) and the events take the
@@ -49,26 +51,26 @@ static const char fire_sql[] =
     "  FROM upd u WHERE u.status = 'fired'),"
     " hooks AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
-    "                      webhook_id, next_attempt_at)"
+    "                      webhook_id, next_attempt_at, lease_owner)"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'webhook', wh.id::text, wh.id::text,"
-    "   wh.id, now()"
+    "   wh.id, now(), $5"
     "  FROM aud a JOIN webhooks wh ON wh.tenant_id = a.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE a.channels & 1 <> 0"
     "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING RETURNING id),"
     " pushes AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
-    "                      push_subscription_id, recipient, next_attempt_at)"
+    "                      push_subscription_id, recipient, next_attempt_at, lease_owner)"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'push', ps.id::text, ps.origin, ps.id,"
-    "   ps.participant_id, now()"
+    "   ps.participant_id, now(), $5"
     "  FROM aud a JOIN push_subscriptions ps ON ps.tenant_id = a.tenant_id"
     "   AND ps.participant_id = ANY (a.audience)"
     "  WHERE a.channels & 4 <> 0 AND (ps.expires_at IS NULL OR ps.expires_at > now())"
     "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING RETURNING id),"
     " mails AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
-    "                      recipient, address, next_attempt_at)"
+    "                      recipient, address, next_attempt_at, lease_owner)"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'email', p ->> 'id', 'smtp', p ->> 'id',"
-    "   p ->> 'email', now()"
+    "   p ->> 'email', now(), $5"
     "  FROM aud a, json_array_elements((SELECT m.participants FROM meetings m"
     "                                   WHERE m.id = a.meeting_id)) AS p"
     "  WHERE a.channels & 8 <> 0 AND $4::bool AND p ->> 'email' IS NOT NULL"
@@ -153,7 +155,8 @@ collect(PGresult *res, struct db_fire_result *out)
 
 enum db_status
 db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                       int64_t missed_grace_ms, bool email, struct db_fire_result *out)
+                       int64_t missed_grace_ms, bool email, const char *owner,
+                       struct db_fire_result *out)
 {
     char grace[DB_I64_BUF];
     PGresult *res = NULL;
@@ -166,12 +169,13 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
         return DB_HARD_ERROR;
     }
     char *ids = db_array(n, key_id, k), *fires = db_array(n, key_fire_at, k);
-    const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms), email ? "true" : "false"};
+    const char *params[] = {ids, fires, db_i64(grace, missed_grace_ms), email ? "true" : "false",
+                            owner};
     if (ids == NULL || fires == NULL) {
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 4, params, &res);
+    st = db_exec(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, &res);
     if (st == DB_ONE_RESULT && collect(res, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");

@@ -35,7 +35,8 @@ struct db_fire_result {
  * database's now() (never early, whatever this replica's clock says) and whose meeting is not
  * deleted becomes 'missed' when now() is past the meeting's start plus missed_grace_ms, else
  * 'fired', with fired_at = now(). Each fired one gets an outbox row per target of its reminder's
- * channels, due now and free for any replica's delivery workers: each live webhook of its tenant,
+ * channels, due now and owned by the delivery worker owner names (db_outbox.h; NULL: free for any
+ * replica's delivery workers): each live webhook of its tenant,
  * each push subscription of its participants and organizer, each participant with an email
  * address (only when email is true); on the stream channel, when its meeting has participants or
  * an organizer, a stream event with the next sequence number of its tenant (out->stream: the
@@ -45,7 +46,7 @@ struct db_fire_result {
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
 enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                                      int64_t missed_grace_ms, bool email,
+                                      int64_t missed_grace_ms, bool email, const char *owner,
                                       struct db_fire_result *out);
 /* Frees out->outbox_ids and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);

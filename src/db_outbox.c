@@ -1,8 +1,9 @@
-/* db_outbox.c -- the statements of db_outbox.h. The claim leases a batch by id through a small
- * SKIP LOCKED subquery over the due range of outbox_pending_due; a lease is next_attempt_at moved
- * to its end (see db_outbox_claim). Batches keep the index churn per row small (a row-at-a-time
- * SKIP LOCKED claim queue slowed from 9.1k to 2.2k rows/s within 30 s here as dead index entries
- * piled up). Texts travel as JSON arrays (bodies, errors), numbers as array literals, zipped by
+/* db_outbox.c -- the statements of db_outbox.h. The claim takes a batch by id through small
+ * SKIP LOCKED subqueries (the due range of outbox_pending_due, a lapsed owner's rows in
+ * outbox_held); a lease is the owner's, one row in delivery_owners, so holding a row costs no
+ * write after it was taken. Batches keep the index churn per row small (a row-at-a-time SKIP
+ * LOCKED claim queue slowed from 9.1k to 2.2k rows/s within 30 s here as dead index entries piled
+ * up). Texts travel as JSON arrays (bodies, errors), numbers as array literals, zipped by
  * unnest ... WITH ORDINALITY. */
 #include "db_outbox.h"
 
@@ -13,33 +14,62 @@
 #include "db_internal.h"
 
 /* clang-format off */
-/* A dead replica's rows first (a lease that ran out: lease_owner set, next_attempt_at passed,
- * found through the small index outbox_leased), then the due rows in order: after a kill in a
- * burst its rows would otherwise wait behind the whole backlog. The target's details come along:
- * a webhook's URL and secret, a push subscription's endpoint and keys, an email's address. A
- * target that is gone (webhook deleted, subscription removed) comes back with gone = 1, so
- * delivery records the row failed instead of sending. */
+/* Three sources, in this order, up to $2 rows: the rows of owners with no live lease (a dead
+ * replica's: first, so that they never wait behind a backlog), found by walking the distinct
+ * owners of held rows through outbox_held (a loose index scan: one probe per owner, however many
+ * rows each holds); the rows the owner $1 was given and does not hold yet ($4: the ids it holds),
+ * read without a write; then due rows nobody holds, in order along outbox_pending_due. The first
+ * and the last become $1's. Each source skips the receivers in $3. The rows go
+ * back with their target's details: a webhook's URL and secret, a push subscription's endpoint and
+ * keys, an email's address; a target that is gone (webhook deleted, subscription removed) comes
+ * back with gone = 1, so delivery records the row failed instead of sending. Rows are fetched by
+ * key (`= ANY (ARRAY(...))`): joined instead, the planner may hash the whole outbox. */
 static const char claim_sql[] =
-    "WITH orphans AS (SELECT id FROM outbox"
-    "           WHERE status = 'pending' AND lease_owner IS NOT NULL AND next_attempt_at <= now()"
-    "           AND receiver <> ALL ($4::text[])"
-    "           ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED),"
-    " due AS (SELECT id FROM outbox"
-    "           WHERE status = 'pending' AND lease_owner IS NULL AND next_attempt_at <= now()"
-    "           AND receiver <> ALL ($4::text[])"
-    "           ORDER BY next_attempt_at, id LIMIT $3::int FOR UPDATE SKIP LOCKED),"
-    " c AS (SELECT id FROM orphans"
-    "       UNION ALL (SELECT id FROM due LIMIT $3::int - (SELECT count(*) FROM orphans))),"
-    " l AS (UPDATE outbox o SET lease_owner = $1,"
-    "         next_attempt_at = now() + $2::bigint * interval '1 millisecond'"
-    "       FROM c WHERE o.id = c.id RETURNING o.*)"
-    " SELECT l.id, l.tenant_id, l.meeting_id, l.reminder_id, " DB_MS("l.fire_at") ", l.attempts,"
-    "  l.payload, l.channel, l.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
-    "  CASE l.channel WHEN 'webhook' THEN (w.deleted_at IS NOT NULL)::int"
+    "WITH RECURSIVE holders AS ("
+    "  (SELECT lease_owner AS o FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL"
+    "   ORDER BY lease_owner LIMIT 1)"
+    "  UNION ALL SELECT (SELECT lease_owner FROM outbox WHERE status = 'pending'"
+    "   AND lease_owner IS NOT NULL AND lease_owner > h.o ORDER BY lease_owner LIMIT 1)"
+    "  FROM holders h WHERE h.o IS NOT NULL),"
+    " dead AS (SELECT h.o FROM holders h WHERE h.o IS NOT NULL AND h.o <> $1 AND NOT EXISTS"
+    "   (SELECT 1 FROM delivery_owners d WHERE d.owner = h.o AND d.lease_until > now())),"
+    " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
+    "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
+    "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
+    " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
+    "   AND receiver <> ALL ($3::text[]) AND id <> ALL ($4::bigint[])"
+    "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
+    " due AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
+    "   AND next_attempt_at <= now() AND receiver <> ALL ($3::text[])"
+    "   ORDER BY next_attempt_at, id LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+    " c AS (SELECT id FROM orphans UNION ALL (SELECT id FROM due"
+    "   LIMIT $2::int - (SELECT count(*) FROM mine) - (SELECT count(*) FROM orphans))),"
+    " l AS (UPDATE outbox o SET lease_owner = $1 WHERE o.id = ANY (ARRAY(SELECT id FROM c))"
+    "   RETURNING o.*),"
+    " r AS (SELECT l.*, false AS given FROM l UNION ALL"
+    "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
+    " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
+    "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
+    "  CASE r.channel WHEN 'webhook' THEN (w.deleted_at IS NOT NULL)::int"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
-    "  p.p256dh, p.auth, l.recipient, l.address, " DB_MS("p.expires_at") ", l.target"
-    " FROM l LEFT JOIN webhooks w ON w.id = l.webhook_id"
-    " LEFT JOIN push_subscriptions p ON p.id = l.push_subscription_id";
+    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
+    " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
+    " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
+/* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing. */
+static const char owner_register_sql[] =
+    "WITH gone AS (DELETE FROM delivery_owners d"
+    "  WHERE d.lease_until < now() - interval '1 hour' AND NOT EXISTS (SELECT 1 FROM outbox o"
+    "   WHERE o.status = 'pending' AND o.lease_owner = d.owner))"
+    " INSERT INTO delivery_owners (owner, lease_until)"
+    " VALUES ($1, now() + $2::bigint * interval '1 millisecond')"
+    " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until";
+static const char owner_renew_sql[] =
+    "UPDATE delivery_owners SET lease_until = now() + $2::bigint * interval '1 millisecond'"
+    " WHERE owner = $1 AND lease_until > now() RETURNING 1";
+static const char owner_leave_sql[] =
+    "WITH back AS (UPDATE outbox SET lease_owner = NULL"
+    "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
+    " DELETE FROM delivery_owners WHERE owner = $1";
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL,"
@@ -63,11 +93,11 @@ static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
     " WHERE id = ANY($1::bigint[]) AND " DB_FILTER("lease_owner = $2 AND status = 'pending'");
-static const char renew_sql[] =
-    "UPDATE outbox SET next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
-    " WHERE id = ANY($1::bigint[]) AND " DB_FILTER("lease_owner = $2 AND status = 'pending'");
-/* Counted along the partial index outbox_pending_due: the cost is the backlog, not the history. */
-static const char backlog_sql[] = "SELECT count(*) FROM outbox WHERE status = 'pending'";
+/* Counted along the partial indexes outbox_pending_due and outbox_held: the cost is the backlog,
+ * not the history. */
+static const char backlog_sql[] =
+    "SELECT (SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NULL)"
+    " + (SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL)";
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
@@ -102,7 +132,8 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .attempts = (int)db_get_i64(res, row, 5),
                                   .channel = channel_parse(PQgetvalue(res, row, 7)),
                                   .target_gone = db_get_i64(res, row, 11) != 0,
-                                  .expires_at_ms = db_get_i64(res, row, 16)};
+                                  .expires_at_ms = db_get_i64(res, row, 16),
+                                  .given = PQgetvalue(res, row, 18)[0] == 't'};
     copy_id(it->meeting_id, res, row, 2);
     if (opt_str(res, row, 6, &it->payload) != 0 || opt_str(res, row, 8, &it->receiver) != 0 ||
         opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
@@ -144,34 +175,37 @@ text_array(const char *const *v, size_t n)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, const char *const *exclude,
-                size_t n_exclude, struct db_outbox_item *out, size_t max, size_t *n)
+db_outbox_claim(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
+                const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max,
+                size_t *n)
 {
-    char lease[DB_I64_BUF], limit[DB_I64_BUF];
+    char limit[DB_I64_BUF];
     char *ex =
         text_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
+    char *hd = db_array_i64(held, n_held);
     const char *params[] = {
-        owner, db_i64(lease, lease_ms),
-        db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex};
+        owner, db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex,
+        hd};
     PGresult *res;
+    enum db_status st = DB_HARD_ERROR;
 
     *n = 0;
-    if (ex == NULL) {
-        db_set_err(db, "out of memory");
-        return DB_HARD_ERROR;
-    }
     /* In order: statistics describe the outbox at rest, a few rows due; planned on them, the
      * due rows were read whole through a bitmap and sorted on every lease, 50,000 of them each
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
-    enum db_status st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 4, params, &res);
+    if (ex != NULL && hd != NULL)
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 4, params, &res);
+    else
+        db_set_err(db, "out of memory");
     free(ex);
+    free(hd);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res) && *n < max; row++) {
         if (fill_item(res, row, &out[*n]) != 0) {
-            /* Out of memory, or a channel this version does not know: the row stays leased
-             * until the lease runs out, and is claimed again then. */
+            /* Out of memory, or a channel this version does not know: the row stays with this
+             * owner until it lapses or leaves, and is taken again then. */
             db_outbox_item_fini(&out[*n]);
             continue;
         }
@@ -179,6 +213,54 @@ db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms, const char *
     }
     PQclear(res);
     return DB_ONE_RESULT;
+}
+
+/* Runs an owner statement: $1 owner, $2 milliseconds (absent when ms < 0). */
+static enum db_status
+exec_owner(struct db *db, enum db_stmt id, const char *sql, const char *owner, int64_t ms,
+           PGresult **res)
+{
+    char m[DB_I64_BUF];
+    const char *params[] = {owner, db_i64(m, ms)};
+
+    return db_exec(db, id, sql, ms < 0 ? 1 : 2, params, res);
+}
+
+enum db_status
+db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms)
+{
+    PGresult *res;
+    enum db_status st =
+        exec_owner(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, owner, lease_ms, &res);
+
+    if (st == DB_ONE_RESULT)
+        PQclear(res);
+    return st;
+}
+
+enum db_status
+db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms)
+{
+    PGresult *res;
+    enum db_status st =
+        exec_owner(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, owner, lease_ms, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+    PQclear(res);
+    return st;
+}
+
+enum db_status
+db_outbox_owner_leave(struct db *db, const char *owner)
+{
+    PGresult *res;
+    enum db_status st = exec_owner(db, STMT_OUTBOX_OWNER_LEAVE, owner_leave_sql, owner, -1, &res);
+
+    if (st == DB_ONE_RESULT)
+        PQclear(res);
+    return st;
 }
 
 void
@@ -319,12 +401,6 @@ enum db_status
 db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t delay_ms)
 {
     return exec_on_held(db, STMT_OUTBOX_RELEASE, release_sql, ids, n, owner, delay_ms);
-}
-
-enum db_status
-db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t lease_ms)
-{
-    return exec_on_held(db, STMT_OUTBOX_RENEW, renew_sql, ids, n, owner, lease_ms);
 }
 
 enum db_status

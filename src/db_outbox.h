@@ -30,18 +30,34 @@ struct db_outbox_item {
     char *target;          /* the webhook id, push subscription id or participant id */
     int64_t expires_at_ms; /* push: the subscription's expiry, 0 = none */
     bool target_gone;      /* webhook deleted or subscription removed: record failed, never send */
+    bool given;            /* the owner was given it (fire statement), not leased by this claim */
 };
 
-/* Leases up to max (<= DB_OUTBOX_CLAIM_MAX) due pending rows to owner for lease_ms, skipping the
- * rows of the receivers in exclude[0..n_exclude) (their circuits are open or their share of the
- * in-flight slots is taken). A lease moves next_attempt_at to its end, so a held row is simply
- * not due: the claim's index range on (next_attempt_at, id) holds only rows anyone may take,
- * however many are leased (filtering leased rows instead made each claim walk past all of them:
- * quadratic in a burst). Rows whose lease ran out (their owner died) come first, so a killed
- * replica's rows do not wait behind a backlog. *n rows into out; free each with
- * db_outbox_item_fini. */
-enum db_status db_outbox_claim(struct db *db, const char *owner, int64_t lease_ms,
-                               const char *const *exclude, size_t n_exclude,
+/* Delivery leases belong to owners (migrations/011): a worker is an owner, named
+ * "<instance>/<worker>/<token>" (a token per registration, so an owner that lapsed never comes
+ * back to life under the same name), with one lease row renewed while it runs. A row it holds
+ * names it in lease_owner. */
+#define DB_OUTBOX_OWNER_MAX 160
+/* Registers owner with a lease of lease_ms, and forgets owners lapsed for an hour that hold
+ * nothing. */
+enum db_status db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms);
+/* Extends owner's lease to lease_ms from now: ONE_RESULT, or NO_RESULTS when it had lapsed (its
+ * rows may be another worker's already; it must register under a new name). */
+enum db_status db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms);
+/* Gives back every row owner still holds (due at once, no attempt counted) and ends its lease:
+ * a worker stopping with nothing in flight. */
+enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
+
+/* Takes up to max (<= DB_OUTBOX_CLAIM_MAX) rows for owner, skipping the rows of the receivers in
+ * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken):
+ * first rows of owners whose lease lapsed (a dead replica's, so they do not wait behind a
+ * backlog), then the rows owner was given and does not hold yet (not in held[0..n_held): written
+ * owned by the fire statement, read without a write), then due rows nobody holds, in order. The
+ * first and the last become owner's. A held row is outside the due range's index
+ * (outbox_pending_due), so that range holds only rows anyone may take, however many are held. *n
+ * rows into out; free each with db_outbox_item_fini. */
+enum db_status db_outbox_claim(struct db *db, const char *owner, const char *const *exclude,
+                               size_t n_exclude, const int64_t *held, size_t n_held,
                                struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt; bodies_json is
@@ -63,9 +79,6 @@ struct db_outbox_failure {
 enum db_status db_outbox_failed(struct db *db, const struct db_outbox_failure *f, size_t n,
                                 const char *errors_json, const char *bodies_json, int max_attempts,
                                 size_t *n_failed);
-/* Extends the lease of rows ids[0..n) that owner still holds to lease_ms from now. */
-enum db_status db_outbox_renew(struct db *db, const char *owner, const int64_t *ids, size_t n,
-                               int64_t lease_ms);
 /* Gives back rows owner holds and did not send: due again after delay_ms (0: at once, for any
  * worker of any replica), no attempt counted. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n,

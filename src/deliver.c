@@ -1,8 +1,8 @@
-/* deliver.c -- the delivery workers of deliver.h. Each worker runs one loop: renew its leases when
- * due, lease due rows for the receivers that have room (outbox rows of full or broken receivers
- * are left to wait in PostgreSQL), build the bodies of rows sent for the first time (their meetings
- * in one round trip), start requests up to each receiver's share, wait on libcurl for answers, and
- * record every answer that came back before waiting again. */
+/* deliver.c -- the delivery workers of deliver.h. Each worker runs one loop: renew its lease when
+ * due, load the rows it was given or can lease for the receivers that have room (outbox rows of
+ * full or broken receivers are left to wait in PostgreSQL), build the bodies of rows sent for the
+ * first time (their meetings in one round trip), start requests up to each receiver's share, wait
+ * on libcurl for answers, and record every answer that came back before waiting again. */
 #include "deliver.h"
 
 #include <pthread.h>
@@ -25,7 +25,6 @@
 #include "timefmt.h"
 #include "trace.h"
 
-#define OWNER_MAX 160
 /* build_bodies reads the meetings of one lease's rows in one statement. */
 _Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
@@ -79,7 +78,15 @@ struct worker {
     pthread_t thread;
     int index;
     bool started;
-    char owner[OWNER_MAX];
+    char owner[DB_OUTBOX_OWNER_MAX + 1]; /* its name while registered */
+    bool registered;                     /* its lease row exists and was live at renewed_ms */
+    int64_t token;                       /* of the last name it registered */
+    /* What the dispatch thread sees (deliver_owner_for): the name under pub_mu, whether it may be
+     * given rows, and about how many it was given and has not loaded yet. */
+    pthread_mutex_t pub_mu;
+    char pub_owner[DB_OUTBOX_OWNER_MAX + 1];
+    atomic_bool live;
+    atomic_size_t given;
     struct db *db;
     int64_t db_retry_ms;
     bool db_down;
@@ -646,9 +653,11 @@ claim(struct worker *w, int64_t now)
 
     if (room > DB_OUTBOX_CLAIM_MAX)
         room = DB_OUTBOX_CLAIM_MAX;
-    if (room == 0)
+    if (room == 0 || !w->registered)
         return 0;
-    if (db_outbox_claim(w->db, w->owner, DELIVER_LEASE_MS, exclude, n_ex, w->claimed, room, &n) !=
+    for (size_t i = 0; i < w->n_held; i++)
+        w->ids[i] = w->held[i]->it.id;
+    if (db_outbox_claim(w->db, w->owner, exclude, n_ex, w->ids, w->n_held, w->claimed, room, &n) !=
         DB_ONE_RESULT) {
         db_lost(w, "cannot lease outbox rows");
         return 0;
@@ -656,32 +665,90 @@ claim(struct worker *w, int64_t now)
     if (w->db_down)
         LOG_INFO("deliver: database available again");
     w->db_down = false;
-    if (w->n_held == 0) /* all it holds now was leased by a statement that started after now */
-        w->renewed_ms = now;
+    size_t given = 0;
+    for (size_t i = 0; i < n; i++)
+        given += w->claimed[i].given;
+    for (size_t was = atomic_load(&w->given);
+         !atomic_compare_exchange_weak(&w->given, &was, was > given ? was - given : 0);)
+        ;
     take_rows(w, n);
     return n;
 }
 
-/* Renews the lease of everything held, every DELIVER_RENEW_MS. When that fails the queued rows are
- * dropped: once their lease may have run out, another worker may be sending them. */
+/* Drops the rows queued and not sent: their lease may be gone, so another worker may send them. */
 static void
-renew(struct worker *w, int64_t now)
+drop_queued(struct worker *w)
 {
-    if (w->n_held == 0 || now - w->renewed_ms < DELIVER_RENEW_MS)
-        return;
-    for (size_t i = 0; i < w->n_held; i++)
-        w->ids[i] = w->held[i]->it.id;
-    if (w->db != NULL &&
-        db_outbox_renew(w->db, w->owner, w->ids, w->n_held, DELIVER_LEASE_MS) == DB_ONE_RESULT) {
-        w->renewed_ms = now;
-        return;
-    }
-    db_lost(w, "cannot renew leases; dropping the rows not sent yet");
     for (struct receiver *r = w->ready; r != NULL; r = r->next_ready) {
         struct job *j;
         while ((j = dequeue(r)) != NULL)
             job_drop(w, j);
     }
+}
+
+/* Makes the name the dispatch thread gives rows to (NULL: none, no rows given). */
+static void
+publish(struct worker *w, const char *owner)
+{
+    pthread_mutex_lock(&w->pub_mu);
+    snprintf(w->pub_owner, sizeof w->pub_owner, "%s", owner != NULL ? owner : "");
+    atomic_store(&w->given, 0);
+    atomic_store(&w->live, owner != NULL);
+    pthread_mutex_unlock(&w->pub_mu);
+}
+
+/* Registers the worker under a new name: the rows of an earlier name are orphans once it lapsed,
+ * taken by whoever looks first (this worker included). */
+static void
+register_owner(struct worker *w, int64_t now)
+{
+    int64_t token = timefmt_now_ms();
+
+    w->token = token > w->token ? token : w->token + 1;
+    snprintf(w->owner, sizeof w->owner, "%s/%d/%lld", w->d->instance_id, w->index,
+             (long long)w->token);
+    if (db_outbox_owner_register(w->db, w->owner, DELIVER_LEASE_MS) != DB_ONE_RESULT) {
+        db_lost(w, "cannot register a delivery lease");
+        return;
+    }
+    w->registered = true;
+    w->renewed_ms = now;
+    publish(w, w->owner);
+}
+
+/* Renews the worker's lease every DELIVER_RENEW_MS: one row, however many rows it holds. When it
+ * had lapsed (the worker stalled for DELIVER_LEASE_MS), the rows it holds may be another worker's
+ * now: the queued ones are dropped and it starts again under a new name. When the renewal fails,
+ * the queued rows are dropped too, and no rows are given to it until it works again. */
+static void
+renew(struct worker *w, int64_t now)
+{
+    if (!w->registered) {
+        register_owner(w, now);
+        return;
+    }
+    if (now - w->renewed_ms < DELIVER_RENEW_MS)
+        return;
+    switch (db_outbox_owner_renew(w->db, w->owner, DELIVER_LEASE_MS)) {
+    case DB_ONE_RESULT:
+        w->renewed_ms = now;
+        return;
+    case DB_NO_RESULTS:
+        LOG_WARN("deliver: the lease of %s lapsed; its rows go to whoever takes them first",
+                 w->owner);
+        publish(w, NULL);
+        drop_queued(w);
+        w->registered = false;
+        register_owner(w, now);
+        return;
+    case DB_SOFT_ERROR:
+    case DB_HARD_ERROR:
+        break;
+    }
+    db_lost(w, "cannot renew the delivery lease; dropping the rows not sent yet");
+    if (now - w->renewed_ms >= DELIVER_LEASE_MS)
+        publish(w, NULL);
+    drop_queued(w);
 }
 
 static bool
@@ -708,7 +775,7 @@ wait_ms(struct worker *w, int64_t now)
 {
     int64_t until = w->next_claim_ms;
 
-    if (w->n_held > 0 && w->renewed_ms + DELIVER_RENEW_MS < until)
+    if (w->registered && w->renewed_ms + DELIVER_RENEW_MS < until)
         until = w->renewed_ms + DELIVER_RENEW_MS;
     return until > now ? until - now : 0;
 }
@@ -751,6 +818,10 @@ wind_down(struct worker *w)
         if (n > 0)
             take_answers(w, n);
     }
+    publish(w, NULL);
+    if (w->registered && w->db != NULL && outbound_active(w->out) == 0 &&
+        db_outbox_owner_leave(w->db, w->owner) != DB_ONE_RESULT)
+        db_lost(w, "rows not given back (they go to others once the lease lapses)");
 }
 
 static void *
@@ -798,6 +869,7 @@ worker_fini(struct worker *w)
     free(w->fail_final);
     free(w->jobs);
     free(w->verdicts);
+    pthread_mutex_destroy(&w->pub_mu);
 }
 
 static int
@@ -807,9 +879,11 @@ worker_init(struct deliver *d, struct worker *w, int i)
 
     w->d = d;
     w->index = i;
+    pthread_mutex_init(&w->pub_mu, NULL);
     w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
-    snprintf(w->owner, sizeof w->owner, "%s/%d", d->instance_id, i);
     atomic_init(&w->woken, false);
+    atomic_init(&w->live, false);
+    atomic_init(&w->given, 0);
     w->out = outbound_new();
     w->keys = push_keys_new(d->channel.vapid_subject);
     /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
@@ -878,8 +952,29 @@ deliver_start(const struct deliver_opts *opts)
     return d;
 }
 
+int
+deliver_owner_for(void *arg, char *out, size_t cap)
+{
+    struct deliver *d = arg;
+    struct worker *best = NULL;
+
+    for (int i = 0; d != NULL && i < d->n_workers; i++) {
+        struct worker *w = &d->workers[i];
+        size_t given = atomic_load(&w->given);
+        if (atomic_load(&w->live) && given < DELIVER_GIVEN_MAX &&
+            (best == NULL || given < atomic_load(&best->given)))
+            best = w;
+    }
+    if (best == NULL)
+        return -1;
+    pthread_mutex_lock(&best->pub_mu);
+    int ok = atomic_load(&best->live) && (size_t)snprintf(out, cap, "%s", best->pub_owner) < cap;
+    pthread_mutex_unlock(&best->pub_mu);
+    return ok ? 0 : -1;
+}
+
 void
-deliver_notify(void *arg, const int64_t *outbox_ids, size_t n)
+deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n)
 {
     struct deliver *d = arg;
 
@@ -887,8 +982,16 @@ deliver_notify(void *arg, const int64_t *outbox_ids, size_t n)
     if (d == NULL || n == 0)
         return;
     for (int i = 0; i < d->n_workers; i++) {
-        atomic_store(&d->workers[i].woken, true);
-        outbound_wakeup(d->workers[i].out);
+        struct worker *w = &d->workers[i];
+        pthread_mutex_lock(&w->pub_mu);
+        bool mine = owner != NULL && strcmp(owner, w->pub_owner) == 0;
+        if (mine)
+            atomic_fetch_add(&w->given, n);
+        pthread_mutex_unlock(&w->pub_mu);
+        if (owner != NULL && !mine)
+            continue; /* given to another worker: nothing for this one */
+        atomic_store(&w->woken, true);
+        outbound_wakeup(w->out);
     }
 }
 

@@ -16,12 +16,16 @@
 
 #include "channel.h"
 
-/* A worker leases rows for DELIVER_LEASE_MS and renews the lease of every row it holds (queued or
- * in flight) every DELIVER_RENEW_MS: the rows of a killed replica are due again within
+/* A worker holds its rows under one lease of DELIVER_LEASE_MS (db_outbox.h), renewed every
+ * DELIVER_RENEW_MS whatever it holds: the rows of a killed replica are anyone's again within
  * DELIVER_LEASE_MS, and an idle worker looks every DELIVER_POLL_MS, so they move on within the
  * sum (under 2 s). */
 #define DELIVER_LEASE_MS 1500
 #define DELIVER_RENEW_MS 500
+/* Rows the fire statement may give one worker beyond what it loaded: past this, a replica's fires
+ * are written for any worker of any replica, so a replica whose receivers are slow does not
+ * hoard a burst the others could send. */
+#define DELIVER_GIVEN_MAX 16384
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
@@ -51,9 +55,13 @@ struct deliver;
 /* Starts opts->workers threads (connecting lazily). NULL when out of memory or a thread cannot
  * start. */
 struct deliver *deliver_start(const struct deliver_opts *opts);
-/* Wakes the workers: rows were just written (a dispatch_fired_fn; arg is the struct deliver).
- * Thread-safe, never blocks. */
-void deliver_notify(void *arg, const int64_t *outbox_ids, size_t n);
+/* The owner to give a fire's outbox rows to (a dispatch_owner_fn; arg is the struct deliver): the
+ * registered worker that was given the fewest rows it has not loaded, under DELIVER_GIVEN_MAX.
+ * Thread-safe, never blocks for long. */
+int deliver_owner_for(void *arg, char *out, size_t cap);
+/* Wakes the worker given the rows, or every worker when they were written for anyone (a
+ * dispatch_fired_fn; arg is the struct deliver). Thread-safe, never blocks for long. */
+void deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n);
 /* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped,
  * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
 int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);

@@ -1,8 +1,8 @@
 /* dispatch.c -- the dispatch thread of dispatch.h. Each round: take due deferred occurrences and
  * a batch from the queue, dedupe, hold back the early ones, claim the rest in Redis pipelines
  * (mirror_claim.h), fire the winners in one PostgreSQL statement (db_fire.c), retry that statement
- * with backoff while the database is away, then hand the outbox ids to delivery, remove the
- * batch's Redis keys and wake the stream hubs. */
+ * with backoff while the database is away (their outbox rows owned by a local delivery worker),
+ * then hand the outbox ids to delivery, remove the batch's Redis keys and wake the stream hubs. */
 #include "dispatch.h"
 
 #include <pthread.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "db_fire.h"
+#include "db_outbox.h"
 #include "dbclock.h"
 #include "log.h"
 #include "metrics.h"
@@ -37,6 +38,7 @@ struct dispatch {
     int64_t claim_ttl_ms, missed_grace_ms;
     bool email; /* outbox rows for the email channel (SMTP configured) */
     dispatch_fired_fn on_fired;
+    dispatch_owner_fn owner_for;
     void *on_fired_arg;
     dispatch_streamed_fn on_streamed;
     void *on_streamed_arg;
@@ -49,6 +51,7 @@ struct dispatch {
     struct reminder_key defer[DISPATCH_DEFER_MAX];
     unsigned char won[DISPATCH_BATCH_MAX];
     struct db_fire_result res;
+    char owner[DB_OUTBOX_OWNER_MAX + 1]; /* of the batch being fired; "" = nobody */
 };
 
 static int
@@ -176,7 +179,8 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
     metrics_add(METRIC_MISSED, d->res.n - fired);
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
     if (d->on_fired != NULL && d->res.n_outbox > 0)
-        d->on_fired(d->on_fired_arg, d->res.outbox_ids, d->res.n_outbox);
+        d->on_fired(d->on_fired_arg, d->owner[0] != '\0' ? d->owner : NULL, d->res.outbox_ids,
+                    d->res.n_outbox);
     /* The batch's keys are spent (fired, missed, or stale): removed now, they never expire into
      * an event that every replica would receive and claim. Best effort: a key left behind
      * expires into an event that changes nothing. */
@@ -198,7 +202,11 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n, char why[D
 {
     if (d->db == NULL && (d->db = db_open(d->database_url, why, DB_ERR_MAX)) == NULL)
         return DB_SOFT_ERROR;
-    enum db_status st = db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email, &d->res);
+    /* Asked per attempt: a worker whose lease lapsed meanwhile has a new name. */
+    if (d->owner_for == NULL || d->owner_for(d->on_fired_arg, d->owner, sizeof d->owner) != 0)
+        d->owner[0] = '\0';
+    enum db_status st = db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email,
+                                               d->owner[0] != '\0' ? d->owner : NULL, &d->res);
     if (st == DB_HARD_ERROR || st == DB_SOFT_ERROR)
         snprintf(why, DB_ERR_MAX, "%s", db_errmsg(d->db));
     return st;
@@ -307,6 +315,7 @@ dispatch_start(const struct dispatch_opts *opts)
     d->missed_grace_ms = opts->missed_grace_ms;
     d->email = opts->email;
     d->on_fired = opts->on_fired;
+    d->owner_for = opts->owner_for;
     d->on_fired_arg = opts->on_fired_arg;
     d->on_streamed = opts->on_streamed;
     d->on_streamed_arg = opts->on_streamed_arg;

@@ -25,9 +25,17 @@
 #define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
 #define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
 
-/* Called on the dispatch thread after a fire statement committed, with the outbox row ids it
- * created (borrowed for the call). Must not block for long: the next batch waits for it. */
-typedef void (*dispatch_fired_fn)(void *arg, const int64_t *outbox_ids, size_t n);
+/* Called on the dispatch thread before each fire statement: writes into out (cap bytes) the
+ * delivery owner its outbox rows are written to (db_outbox.h), and returns 0; or returns -1 when
+ * no local worker takes more, and the rows are written for any worker of any replica. Must not
+ * block. */
+typedef int (*dispatch_owner_fn)(void *arg, char *out, size_t cap);
+
+/* Called on the dispatch thread after a fire statement committed, with the owner its rows were
+ * given (NULL: nobody) and the outbox row ids it created (borrowed for the call). Must not block
+ * for long: the next batch waits for it. */
+typedef void (*dispatch_fired_fn)(void *arg, const char *owner, const int64_t *outbox_ids,
+                                  size_t n);
 
 /* Called on the dispatch thread after a fire statement committed stream events: the newest seq
  * per tenant (borrowed for the call). Must not block for long. */
@@ -36,11 +44,12 @@ typedef void (*dispatch_streamed_fn)(void *arg, const struct stream_head *heads,
 struct dispatch_opts {
     const char *database_url;
     struct mirror_opts mirror;
-    const char *instance_id;    /* the value of this replica's claim keys */
-    int64_t claim_ttl_ms;       /* how long a claim blocks other replicas */
-    int64_t missed_grace_ms;    /* fired later than meeting start + this: recorded missed */
-    bool email;                 /* write email outbox rows (an SMTP server is configured) */
-    dispatch_fired_fn on_fired; /* NULL = nobody to hand rows to (delivery's poller finds them) */
+    const char *instance_id;     /* the value of this replica's claim keys */
+    int64_t claim_ttl_ms;        /* how long a claim blocks other replicas */
+    int64_t missed_grace_ms;     /* fired later than meeting start + this: recorded missed */
+    bool email;                  /* write email outbox rows (an SMTP server is configured) */
+    dispatch_fired_fn on_fired;  /* NULL = nobody to hand rows to (delivery's poller finds them) */
+    dispatch_owner_fn owner_for; /* NULL = rows for any worker; gets on_fired_arg */
     void *on_fired_arg;
     dispatch_streamed_fn on_streamed; /* NULL = no local stream hub (others poll or get PUBLISH) */
     void *on_streamed_arg;

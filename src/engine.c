@@ -70,8 +70,9 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     struct dispatch_opts dopt = {cfg->database_url,    mo,
                                  cfg->instance_id,     cfg->claim_ttl_ms,
                                  cfg->missed_grace_ms, cfg->smtp_url[0] != '\0',
-                                 hooks->on_fired,      hooks->fired_arg,
-                                 hooks->on_streamed,   hooks->streamed_arg};
+                                 hooks->on_fired,      hooks->owner_for,
+                                 hooks->fired_arg,     hooks->on_streamed,
+                                 hooks->streamed_arg};
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
     struct recon_opts ropt = {cfg->database_url,           mo,          cfg->recon_interval_ms,

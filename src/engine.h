@@ -30,7 +30,8 @@ struct engine_gauges {
 
 /* Where the engine reports what it fired. Any pointer may be NULL. */
 struct engine_hooks {
-    dispatch_fired_fn on_fired; /* outbox ids of each committed fire (delivery) */
+    dispatch_fired_fn on_fired;  /* outbox ids of each committed fire (delivery) */
+    dispatch_owner_fn owner_for; /* who owns a fire's outbox rows (delivery) */
     void *fired_arg;
     /* Stream heads: this replica's fires (n >= 1), the other replicas' wake-ups (n == 1), and an
      * empty call (n == 0) after each resubscribe, when wake-ups may have been missed. */

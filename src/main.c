@@ -177,7 +177,7 @@ serve(const struct config *cfg)
                             (size_t)cfg->stream_buffer_max};
     struct deliver *deliver = outbound_global_init() == 0 ? deliver_start(&dopt) : NULL;
     struct hub *hub = deliver ? hub_start(&hopt) : NULL;
-    struct engine_hooks hooks = {deliver_notify, deliver, hub_notify, hub};
+    struct engine_hooks hooks = {deliver_notify, deliver_owner_for, deliver, hub_notify, hub};
     struct engine *engine = hub ? engine_start(cfg, &hooks) : NULL;
     struct http_server *srv = engine ? http_server_start(cfg, engine, hub, err, sizeof(err)) : NULL;
     if (srv == NULL) {

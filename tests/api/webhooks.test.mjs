@@ -303,7 +303,8 @@ test('SIGTERM mid-delivery: the request in flight finishes and is recorded, the 
     const rows = (await hStop.sql(`SELECT status || ':' || coalesce(lease_owner, '-') FROM outbox ORDER BY id`)).split('\n');
     assert.equal(rows.length, 3, rows.join(' '));
     assert.equal(rows.filter((r) => r === 'delivered:-').length, rx.got.length, `in flight finished: ${rows.join(' ')}`);
-    // Rows a worker held and did not send were given back (a worker's lease names it "<id>/<n>").
+    // Rows a worker held, queued or given and did not send were given back (a worker's lease names
+    // it "<id>/<n>/<token>").
     assert.ok(rows.every((r) => r === 'delivered:-' || (r.startsWith('pending:') && !r.includes('/'))),
         `no worker lease kept: ${rows.join(' ')}`);
     await srv.start();

@@ -3,8 +3,9 @@
  * fire the same batch at once), missed past the grace, nothing for a stale fire time or a deleted
  * meeting, one outbox row per webhook and one stream event per occurrence with consecutive seqs in
  * commit order; and the outbox statements delivery lives on (db_outbox.c): lease with exclusions,
- * renew, release with a delay, delivered, failed and retried, the backlog, a dead replica's rows
- * taken first. */
+ * release with a delay, delivered, failed and retried, the backlog, a dead replica's rows taken
+ * first, and owners: rows the fire statement gives a worker, read once without a write and kept
+ * from the others while its lease lives, anyone's once it lapsed, given back when it leaves. */
 #include <pthread.h>
 
 #include "db.h"
@@ -65,8 +66,8 @@ test_fire_rules(struct db *db)
     meeting_due(db, &gone, now + 5 * FIXTURE_MIN_MS - 1000, 5, &k[3]);   /* deleted below */
     k[4] = (struct reminder_key){k[0].reminder_id, k[0].fire_at_ms - 1}; /* stale fire time */
     CHECK(db_meeting_delete(db, tenant, gone.id, &cancelled) == DB_ONE_RESULT, "delete");
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT, "fire: %s",
-          db_errmsg(db));
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT,
+          "fire: %s", db_errmsg(db));
     CHECK(res.n == 2, "changed %zu occurrences, want 2 (due + missed)", res.n);
     for (size_t i = 0; i < res.n; i++) {
         bool is_due = res.item[i].reminder_id == k[0].reminder_id;
@@ -88,8 +89,8 @@ test_fire_rules(struct db *db)
           "one stream event for the fired one");
     db_fire_result_fini(&res);
     /* Firing the same occurrences again changes nothing. */
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, &res) == DB_ONE_RESULT && res.n == 0 &&
-              res.n_outbox == 0 && res.n_streams == 0,
+    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
+              res.n == 0 && res.n_outbox == 0 && res.n_streams == 0,
           "second fire changed %zu", res.n);
     db_fire_result_fini(&res);
     meeting_fini(&due);
@@ -124,7 +125,7 @@ test_channels(struct db *db)
         m.reminders[0].channels = cases[c];
         CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
         k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
-        CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, true, &res) == DB_ONE_RESULT &&
+        CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, true, NULL, &res) == DB_ONE_RESULT &&
                   res.n == 1,
               "fire channels %u", cases[c]);
         long long want[] = {(cases[c] & CHANNEL_WEBHOOK) != 0, (cases[c] & CHANNEL_STREAM) != 0,
@@ -164,7 +165,7 @@ race(void *arg)
     struct db_fire_result res = {0};
 
     pthread_barrier_wait(r->start);
-    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, false, &res) == DB_ONE_RESULT)
+    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT)
         r->fired = res.n;
     db_fire_result_fini(&res);
     return NULL;
@@ -234,21 +235,24 @@ test_outbox(struct db *db)
 
     CHECK(db_outbox_backlog(db, &backlog) == DB_ONE_RESULT && backlog > 0, "backlog %lld",
           (long long)backlog);
+    CHECK(db_outbox_owner_register(db, "w/0", 60000) == DB_ONE_RESULT &&
+              db_outbox_owner_register(db, "w/1", 60000) == DB_ONE_RESULT,
+          "owners");
     /* Excluding every receiver leases nothing; excluding the others leases the webhook's. */
-    CHECK(db_outbox_claim(db, "w/0", 60000, exclude, 3, it, 10, &n) == DB_ONE_RESULT && n == 0,
+    CHECK(db_outbox_claim(db, "w/0", exclude, 3, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
           "claimed %zu with every receiver excluded", n);
-    CHECK(db_outbox_claim(db, "w/0", 60000, exclude + 1, 2, it, 3, &n) == DB_ONE_RESULT && n == 3,
+    CHECK(db_outbox_claim(db, "w/0", exclude + 1, 2, NULL, 0, it, 3, &n) == DB_ONE_RESULT && n == 3,
           "claimed %zu of 3", n);
     for (size_t i = 0; i < n; i++) {
         ids[i] = it[i].id;
         CHECK(strcmp(it[i].receiver, hook) == 0 && it[i].channel == CHANNEL_WEBHOOK &&
-                  it[i].payload == NULL && it[i].attempts == 0 &&
+                  it[i].payload == NULL && it[i].attempts == 0 && !it[i].given &&
                   strcmp(it[i].url, "http://127.0.0.1:9/") == 0,
               "row %zu as leased", i);
     }
     size_t again = 0;
     struct db_outbox_item more[DB_OUTBOX_CLAIM_MAX];
-    CHECK(db_outbox_claim(db, "w/1", 60000, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
+    CHECK(db_outbox_claim(db, "w/1", NULL, 0, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
               DB_ONE_RESULT,
           "second claim");
     for (size_t i = 0; i < again; i++) {
@@ -257,7 +261,7 @@ test_outbox(struct db *db)
         db_outbox_item_fini(&more[i]);
     }
     /* The second worker's rows go back at once: due again. */
-    CHECK(db_outbox_renew(db, "w/0", ids, n, 60000) == DB_ONE_RESULT, "renew");
+    CHECK(db_outbox_owner_renew(db, "w/0", 60000) == DB_ONE_RESULT, "renew");
     CHECK(db_outbox_release(db, "w/0", &ids[2], 1, 3600000) == DB_ONE_RESULT, "release later");
     char b[32];
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner IS NULL AND "
@@ -308,11 +312,12 @@ test_orphans(struct db *db)
                       "interval '1 millisecond' WHERE id = $1",
                       fixture_i64(b, orphan), NULL, NULL) == 1,
           "a lease that just ran out");
-    CHECK(db_outbox_claim(db, "w/2", 60000, NULL, 0, it, 1, &n) == DB_ONE_RESULT && n == 1 &&
+    CHECK(db_outbox_owner_register(db, "w/2", 60000) == DB_ONE_RESULT, "owner");
+    CHECK(db_outbox_claim(db, "w/2", NULL, 0, NULL, 0, it, 1, &n) == DB_ONE_RESULT && n == 1 &&
               it[0].id == orphan,
           "the orphan first: got %lld, want %lld", n ? (long long)it[0].id : -1LL, orphan);
-    CHECK(db_outbox_claim(db, "w/2", 60000, NULL, 0, next, 1, &m) == DB_ONE_RESULT && m == 1 &&
-              next[0].id != orphan,
+    CHECK(db_outbox_claim(db, "w/2", NULL, 0, &it[0].id, 1, next, 1, &m) == DB_ONE_RESULT &&
+              m == 1 && next[0].id != orphan,
           "then the backlog");
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'w/2'",
                       fixture_i64(b, orphan), NULL, NULL) == 1,
@@ -321,6 +326,87 @@ test_orphans(struct db *db)
         db_outbox_item_fini(&it[i]);
     for (size_t i = 0; i < m; i++)
         db_outbox_item_fini(&next[i]);
+}
+
+/* The rows of id list ids[0..n) that claim returned in it[0..got), flagged given or not. */
+static size_t
+claimed_of(const struct db_outbox_item *it, size_t got, const int64_t *ids, size_t n, bool given)
+{
+    size_t found = 0;
+
+    for (size_t i = 0; i < got; i++)
+        for (size_t j = 0; j < n; j++)
+            found += it[i].id == ids[j] && it[i].given == given;
+    return found;
+}
+
+/* Rows written owned by a worker: its own on the next claim without a write, nobody else's while
+ * its lease lives, anyone's once it lapsed; leaving gives back what it still holds. */
+static void
+test_owners(struct db *db)
+{
+    struct meeting m[3];
+    struct reminder_key k[3];
+    struct db_fire_result res = {0};
+    struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
+    size_t n = 0;
+    int64_t now = timefmt_now_ms(), given[8];
+
+    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
+                      NULL) >= 0,
+          "an empty backlog");
+    CHECK(db_outbox_owner_register(db, "r/0/1", 60000) == DB_ONE_RESULT &&
+              db_outbox_owner_register(db, "r/1/1", 60000) == DB_ONE_RESULT,
+          "owners");
+    for (int i = 0; i < 3; i++)
+        meeting_due(db, &m[i], now + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
+    /* One row per webhook of the tenant (the tests above added more than one). */
+    CHECK(db_reminder_fire_batch(db, k, 3, GRACE_MS, false, "r/0/1", &res) == DB_ONE_RESULT &&
+              res.n_outbox >= 3 && res.n_outbox <= 8,
+          "fired with an owner: %zu outbox rows", res.n_outbox);
+    for (size_t i = 0; i < res.n_outbox && i < 8; i++)
+        given[i] = res.outbox_ids[i];
+    size_t n_given = res.n_outbox < 8 ? res.n_outbox : 8;
+    db_fire_result_fini(&res);
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner = "
+                      "'r/0/1'",
+                      NULL, NULL, NULL) == (long long)n_given,
+          "the fire statement wrote them owned");
+    CHECK(db_outbox_claim(db, "r/1/1", NULL, 0, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
+          "another live owner takes none: %zu", n);
+    /* Its own: read without a write; one it holds already is not read again. */
+    CHECK(db_outbox_claim(db, "r/0/1", NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
+              n == n_given - 1 && claimed_of(it, n, given + 1, n_given - 1, true) == n,
+          "its own not held: %zu", n);
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+    /* Lapsed: renewing says so, and the rows are anyone's. */
+    CHECK(fixture_sql("UPDATE delivery_owners SET lease_until = now() - interval '1 second' "
+                      "WHERE owner = 'r/0/1'",
+                      NULL, NULL, NULL) == 1,
+          "lapse");
+    CHECK(db_outbox_owner_renew(db, "r/0/1", 60000) == DB_NO_RESULTS,
+          "a lapsed lease is not renewed");
+    CHECK(db_outbox_claim(db, "r/1/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 2 &&
+              claimed_of(it, n, given, n_given, false) == 2,
+          "a lapsed owner's rows are taken over: %zu", n);
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner = "
+                      "'r/1/1'",
+                      NULL, NULL, NULL) == 2,
+          "now the taker's");
+    /* Leaving gives back what it holds: due for anyone, no attempt spent. */
+    CHECK(db_outbox_owner_leave(db, "r/1/1") == DB_ONE_RESULT, "leave");
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
+                      " AND attempts = 0",
+                      NULL, NULL, NULL) == 2,
+          "given back");
+    CHECK(fixture_sql("SELECT count(*) FROM delivery_owners WHERE owner = 'r/1/1'", NULL, NULL,
+                      NULL) == 0,
+          "its lease is gone");
+    for (int i = 0; i < 3; i++)
+        meeting_fini(&m[i]);
 }
 
 static void
@@ -345,6 +431,7 @@ run(const char *url)
     test_concurrent_fire(a, b);
     test_outbox(a);
     test_orphans(a);
+    test_owners(a);
 out:
     db_close(a);
     db_close(b);

@@ -224,8 +224,8 @@ static void
 test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
 {
     struct recon_opts o = *base;
-    struct dispatch_opts dopts = {url,   base->mirror, "itest-recon", 30000, 3600000,
-                                  false, NULL,         NULL,          NULL,  NULL};
+    struct dispatch_opts dopts = {url,  base->mirror, "itest-recon", 30000, 3600000, false,
+                                  NULL, NULL,         NULL,          NULL,  NULL};
     struct reminder_key k;
     struct dispatch *d;
     struct recon *r;
