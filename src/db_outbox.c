@@ -70,13 +70,11 @@ static const char owner_leave_sql[] =
     "WITH back AS (UPDATE outbox SET lease_owner = NULL"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
     " DELETE FROM delivery_owners WHERE owner = $1";
+/* A delivered row keeps no body it did not have: only a retry needs the bytes again. */
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
-    "  last_status = d.st, last_error = NULL, lease_owner = NULL,"
-    "  payload = coalesce(o.payload, d.body)"
-    " FROM unnest($1::bigint[], $2::int[], ARRAY(SELECT e FROM json_array_elements_text($3::json)"
-    "      WITH ORDINALITY AS t(e, i) ORDER BY i)) AS d(id, st, body)"
-    " WHERE o.id = d.id";
+    "  last_status = d.st, last_error = NULL, lease_owner = NULL"
+    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st) WHERE o.id = d.id";
 static const char failed_sql[] =
     "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
     "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"
@@ -322,15 +320,14 @@ failure_give_up(const void *arg, size_t i, char buf[DB_I64_BUF])
 }
 
 enum db_status
-db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
-                    const char *bodies_json)
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n)
 {
     char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status);
-    const char *params[] = {a, b, bodies_json};
+    const char *params[] = {a, b};
     enum db_status st = DB_HARD_ERROR;
 
     if (a != NULL && b != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 3, params);
+        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params);
     else
         db_set_err(db, "out of memory");
     free(a);

@@ -60,10 +60,10 @@ enum db_status db_outbox_claim(struct db *db, const char *owner, const char *con
                                size_t n_exclude, const int64_t *held, size_t n_held,
                                struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
-/* Marks rows delivered (one statement), with the HTTP status of their last attempt; bodies_json is
- * a JSON array of the n bodies sent, stored where the row has none yet (its first attempt). */
-enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
-                                   const char *bodies_json);
+/* Marks rows delivered (one statement), with the HTTP status of their last attempt. The body sent
+ * is not stored: a body is kept only for retries (db_outbox_failed), which must send the same
+ * bytes. */
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
 
 /* One failed attempt to record. */
 struct db_outbox_failure {

@@ -66,7 +66,7 @@ struct job {
     struct db_outbox_item it;
     struct receiver *rcv;
     bool sending;
-    bool body_new;   /* built by this worker: stored with the attempt's record */
+    bool body_new;   /* built by this worker: stored with a failed attempt's record */
     const char *why; /* when the payload could not be built: why the row gives up */
     size_t slot;     /* index in the worker's held array */
     struct channel_req req;
@@ -275,17 +275,13 @@ db_lost(struct worker *w, const char *what)
     w->db_down = true;
 }
 
-/* Records the delivered jobs ok[0..n) in one statement. Overwrites w->ids and w->texts. */
+/* Records the delivered jobs ok[0..n) in one statement. Overwrites w->ids. */
 static void
 record_delivered(struct worker *w, struct job **ok, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         w->ids[i] = ok[i]->it.id;
-        w->texts[i] = ok[i]->body_new ? ok[i]->it.payload : NULL;
-    }
-    char *bodies = codec_string_array(w->texts, n);
-    if (bodies == NULL || w->db == NULL ||
-        db_outbox_delivered(w->db, w->ids, w->statuses, n, bodies) != DB_ONE_RESULT) {
+    if (w->db == NULL || db_outbox_delivered(w->db, w->ids, w->statuses, n) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
     } else {
         int64_t now = timefmt_now_ms();
@@ -295,7 +291,6 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
             metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
         }
     }
-    free(bodies);
 }
 
 /* Records the failed attempts w->fails[0..n) (reasons and bodies in texts/texts2) in one
@@ -452,8 +447,7 @@ take_answers(struct worker *w, size_t n)
                         w->verdicts[i] != CHANNEL_RETRY);
         }
     }
-    /* Failures first: their reasons wait in w->texts, which record_delivered reuses for bodies
-     * (the other order recorded delivered rows' bodies as the failures' errors). */
+    /* The failed attempts, then the deliveries: one statement each. */
     if (n_fail > 0)
         record_failed(w, n_fail);
     if (n_ok > 0)

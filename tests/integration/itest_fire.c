@@ -269,12 +269,11 @@ test_outbox(struct db *db)
                       fixture_i64(b, ids[2]), NULL, NULL) == 1,
           "a release with a delay is due after it, unleased, without an attempt");
     status[0] = 204;
-    CHECK(db_outbox_delivered(db, ids, status, 1, "[\"{\\\"b\\\":1}\"]") == DB_ONE_RESULT,
-          "delivered");
+    CHECK(db_outbox_delivered(db, ids, status, 1) == DB_ONE_RESULT, "delivered");
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
-                "attempts = 1 AND payload = '{\"b\":1}'",
+                "attempts = 1 AND last_status = 204 AND lease_owner IS NULL AND payload IS NULL",
                 ids[0]) == 1,
-          "delivered row");
+          "delivered row (no body kept: nothing will send it again)");
     struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false}, {ids[2], 0, 0, true}};
     CHECK(db_outbox_failed(db, f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]", 15,
                            &failed) == DB_ONE_RESULT &&
@@ -284,6 +283,12 @@ test_outbox(struct db *db)
                 "1 AND last_status = 503 AND payload = '{}'",
                 ids[1]) == 1,
           "retried row");
+    status[0] = 200;
+    CHECK(db_outbox_delivered(db, &ids[1], status, 1) == DB_ONE_RESULT &&
+              count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
+                    "attempts = 2 AND last_status = 200 AND payload = '{}'",
+                    ids[1]) == 1,
+          "a retry delivered keeps the body its first attempt stored");
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'failed' AND "
                 "last_error = 'webhook deleted' AND payload IS NULL",
                 ids[2]) == 1,
