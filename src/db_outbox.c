@@ -19,9 +19,9 @@
  * owners of held rows through outbox_held (a loose index scan: one probe per owner, however many
  * rows each holds); the rows the owner $1 was given and does not hold yet ($4: the ids it holds),
  * read without a write; then due rows nobody holds, in order along outbox_pending_due. The first
- * and the last become $1's. Each source skips the receivers in $3. The rows go
- * back with their target's details: a webhook's URL and secret, a push subscription's endpoint and
- * keys, an email's address; a target that is gone (webhook deleted, subscription removed) comes
+ * and the last become $1's. Each source skips the receivers in $3. The rows go back with their
+ * target's details: a webhook's URL and secret, a push subscription's endpoint and keys, an
+ * email's address; a target that is gone (webhook deleted or missing, subscription removed) comes
  * back with gone = 1, so delivery records the row failed instead of sending. Rows are fetched by
  * key (`= ANY (ARRAY(...))`): joined instead, the planner may hash the whole outbox. */
 static const char claim_sql[] =
@@ -50,7 +50,7 @@ static const char claim_sql[] =
     "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
     " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
     "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
-    "  CASE r.channel WHEN 'webhook' THEN (w.deleted_at IS NOT NULL)::int"
+    "  CASE r.channel WHEN 'webhook' THEN (w.id IS NULL OR w.deleted_at IS NOT NULL)::int"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
     "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"

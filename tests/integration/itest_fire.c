@@ -414,6 +414,31 @@ test_owners(struct db *db)
         meeting_fini(&m[i]);
 }
 
+/* A webhook row whose webhook row is missing (no foreign key since migration 012) comes back gone:
+ * recorded failed, never sent to a URL it does not have. */
+static void
+test_missing_webhook(struct db *db)
+{
+    struct db_outbox_item it[2];
+    size_t n = 0;
+
+    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
+                      NULL) >= 0,
+          "an empty backlog");
+    CHECK(fixture_sql("INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel,"
+                      " target, receiver, webhook_id) SELECT tenant_id, meeting_id, reminder_id,"
+                      " fire_at + interval '1 millisecond', 'webhook', 'x', 'x', gen_random_uuid()"
+                      " FROM outbox LIMIT 1",
+                      NULL, NULL, NULL) == 1,
+          "a row of a missing webhook");
+    CHECK(db_outbox_owner_register(db, "m/0/1", 60000) == DB_ONE_RESULT, "owner");
+    CHECK(db_outbox_claim(db, "m/0/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 1 &&
+              it[0].target_gone,
+          "taken as gone: %zu", n);
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+}
+
 static void
 run(const char *url)
 {
@@ -437,6 +462,7 @@ run(const char *url)
     test_outbox(a);
     test_orphans(a);
     test_owners(a);
+    test_missing_webhook(a);
 out:
     db_close(a);
     db_close(b);
