@@ -432,7 +432,10 @@ take_answers(struct worker *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct job *j = w->done[i].tag;
         j->sending = false;
-        j->rcv->sending--;
+        /* A receiver that was at its share with nothing queued has a slot again: rows for it are
+         * leased now, not at the next poll, or the slot idles until then. */
+        if (j->rcv->sending-- == j->rcv->share && j->rcv->queued == 0)
+            w->next_claim_ms = now;
         atomic_fetch_sub(&in_flight, 1);
         circuit_note(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]), now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
