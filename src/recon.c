@@ -5,7 +5,8 @@
  * short pass arms only the slice that entered the horizon since the last pass, so the periodic
  * cost does not grow with the number of pending reminders. Every interval it also sweeps overdue
  * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
- * the scheduler fail: interval_ms + one sweep + one fire. A failed full pass is retried next tick,
+ * the scheduler fail: interval_ms + one sweep + one fire (while dispatch is busy, a sweep waits
+ * for its queue to drain, RECON_SWEEP_DEFER_MS at most). A failed full pass is retried next tick,
  * a failed short pass next interval (from where the last complete one ended); an outage is logged
  * once when it starts and once when it ends, never per tick. Recurring meetings' windows are
  * extended after each tick (extend_series). */
@@ -54,6 +55,7 @@ struct recon {
     int64_t clock_sampled_ms; /* monotonic: the last dbclock sample (0: none yet) */
     struct series_params series;
     int64_t series_next_ms; /* monotonic: when series windows are looked at next */
+    int64_t swept_ms;       /* monotonic: the last sweep */
 };
 
 static int64_t
@@ -198,16 +200,22 @@ pass(struct recon *r, int64_t from, size_t *rearmed)
 
 /* Hands every overdue pending reminder to dispatch (which claims, fires once, and drops what is
  * stale or already fired). The read walks the partial index of pending reminders from its start,
- * so it costs what is overdue, not what is pending. */
+ * so it costs what is overdue, not what is pending. While dispatch has occurrences queued, the
+ * sweep waits (RECON_SWEEP_DEFER_MS at most): in a burst every occurrence is overdue by a few
+ * milliseconds until its batch is fired, and a sweep then read again what the scheduler had just
+ * handed out and queued each a second time, on the thread that fires them. */
 static void
 sweep(struct recon *r)
 {
-    int64_t now = dbclock_now_ms(), at = INT64_MIN, id = 0;
+    int64_t now = dbclock_now_ms(), at = INT64_MIN, id = 0, mono = clock_ms(CLOCK_MONOTONIC);
     struct shard_set owned;
     size_t n;
 
     if (r->d == NULL || r->db == NULL)
         return;
+    if (dispatch_depth(r->d) > 0 && mono - r->swept_ms < RECON_SWEEP_DEFER_MS)
+        return;
+    r->swept_ms = mono;
     members_shards(r->members, &owned);
     do {
         if (db_reminder_due_batch(r->db, &owned, at, id, now, r->batch, DB_DUE_BATCH_MAX, &n) !=

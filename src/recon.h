@@ -18,6 +18,9 @@
 #include "series_sync.h"
 
 #define RECON_TICK_MS 250 /* how often it checks Redis identity and the stop flag */
+/* A sweep waits while dispatch has a queue (what it would find is mostly queued already), at most
+ * this long after the last one. */
+#define RECON_SWEEP_DEFER_MS 3000
 /* Time one tick may spend extending series windows (at least one batch runs, which may take
  * longer); the sweep's bound grows by about this. */
 #define RECON_SERIES_BUDGET_MS 50
