@@ -383,7 +383,8 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
     return st; /* the last attempt's error is on the handle */
 }
 
-/* One statement in a transaction of its own with bitmap scans off (db_exec_in_order). */
+/* One statement in a transaction of its own with bitmap and sequential scans off
+ * (db_exec_in_order). */
 struct in_order {
     enum db_stmt id;
     const char *sql;
@@ -396,7 +397,8 @@ static enum db_status
 in_order_tx(struct db *db, void *arg)
 {
     struct in_order *o = arg;
-    enum db_status st = db_exec_simple(db, "SET LOCAL enable_bitmapscan = off");
+    enum db_status st =
+        db_exec_simple(db, "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
 
     PQclear(o->res); /* a retried transaction's first result */
     o->res = NULL;

@@ -122,10 +122,12 @@ enum db_status db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int 
                            const char *const *values, int64_t *out);
 /* Runs constant SQL without parameters (BEGIN, session setup, a whole migration file). */
 enum db_status db_exec_simple(struct db *db, const char *sql);
-/* db_exec in a transaction of its own (db_tx_run: not inside one) with bitmap scans off, for a
- * statement whose point is an index walked in order and left at its LIMIT. Statistics that
- * expect few matching rows (a table at rest before a burst) make the planner trade that walk for
- * a bitmap that reads every matching row, then a sort: every due row on every read. */
+/* db_exec in a transaction of its own (db_tx_run: not inside one) with bitmap and sequential
+ * scans off, for a statement whose point is an index walked in order and left at its LIMIT.
+ * Statistics that expect few matching rows (a table at rest before a burst) make the planner
+ * trade that walk for a bitmap that reads every matching row, then a sort: every due row on every
+ * read; statistics of a table still small (a fresh deployment's first burst) made it read the
+ * whole table instead, once per probe of a loose index scan. */
 enum db_status db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n,
                                 const char *const *values, PGresult **res);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */

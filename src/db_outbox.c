@@ -15,9 +15,9 @@
 
 /* clang-format off */
 /* Three sources, in this order, up to $2 rows: the rows of owners with no live lease (a dead
- * replica's: first, so that they never wait behind a backlog), found by walking the distinct
- * owners of held rows through outbox_held (a loose index scan: one probe per owner, however many
- * rows each holds); the rows the owner $1 was given and does not hold yet ($4: the ids it holds),
+ * replica's: first, so that they never wait behind a backlog; looked for only when $5), found by
+ * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
+ * owner, however many rows each holds); the rows the owner $1 was given and does not hold yet ($4: the ids it holds),
  * read without a write; then due rows nobody holds, in order along outbox_pending_due. The first
  * and the last become $1's. Each source skips the receivers in $3. The rows go back with their
  * target's details: a webhook's URL and secret, a push subscription's endpoint and keys, an
@@ -26,8 +26,8 @@
  * key (`= ANY (ARRAY(...))`): joined instead, the planner may hash the whole outbox. */
 static const char claim_sql[] =
     "WITH RECURSIVE holders AS ("
-    "  (SELECT lease_owner AS o FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL"
-    "   ORDER BY lease_owner LIMIT 1)"
+    "  (SELECT lease_owner AS o FROM outbox WHERE $5::bool AND status = 'pending'"
+    "   AND lease_owner IS NOT NULL ORDER BY lease_owner LIMIT 1)"
     "  UNION ALL SELECT (SELECT lease_owner FROM outbox WHERE status = 'pending'"
     "   AND lease_owner IS NOT NULL AND lease_owner > h.o ORDER BY lease_owner LIMIT 1)"
     "  FROM holders h WHERE h.o IS NOT NULL),"
@@ -173,9 +173,9 @@ text_array(const char *const *v, size_t n)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
-                const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max,
-                size_t *n)
+db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *const *exclude,
+                size_t n_exclude, const int64_t *held, size_t n_held, struct db_outbox_item *out,
+                size_t max, size_t *n)
 {
     char limit[DB_I64_BUF];
     char *ex =
@@ -183,7 +183,7 @@ db_outbox_claim(struct db *db, const char *owner, const char *const *exclude, si
     char *hd = db_array_i64(held, n_held);
     const char *params[] = {
         owner, db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex,
-        hd};
+        hd, orphans ? "true" : "false"};
     PGresult *res;
     enum db_status st = DB_HARD_ERROR;
 
@@ -193,7 +193,7 @@ db_outbox_claim(struct db *db, const char *owner, const char *const *exclude, si
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
     if (ex != NULL && hd != NULL)
-        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 4, params, &res);
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, &res);
     else
         db_set_err(db, "out of memory");
     free(ex);

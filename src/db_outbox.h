@@ -51,14 +51,15 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
 /* Takes up to max (<= DB_OUTBOX_CLAIM_MAX) rows for owner, skipping the rows of the receivers in
  * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken):
  * first rows of owners whose lease lapsed (a dead replica's, so they do not wait behind a
- * backlog), then the rows owner was given and does not hold yet (not in held[0..n_held): written
- * owned by the fire statement, read without a write), then due rows nobody holds, in order. The
- * first and the last become owner's. A held row is outside the due range's index
- * (outbox_pending_due), so that range holds only rows anyone may take, however many are held. *n
- * rows into out; free each with db_outbox_item_fini. */
-enum db_status db_outbox_claim(struct db *db, const char *owner, const char *const *exclude,
-                               size_t n_exclude, const int64_t *held, size_t n_held,
-                               struct db_outbox_item *out, size_t max, size_t *n);
+ * backlog; looked for only when orphans is true: a probe per owner of held rows), then the rows
+ * owner was given and does not hold yet (not in held[0..n_held): written owned by the fire
+ * statement, read without a write), then due rows nobody holds, in order. The first and the last
+ * become owner's. A held row is outside the due range's index (outbox_pending_due), so that range
+ * holds only rows anyone may take, however many are held. *n rows into out; free each with
+ * db_outbox_item_fini. */
+enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
+                               const char *const *exclude, size_t n_exclude, const int64_t *held,
+                               size_t n_held, struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt. The body sent
  * is not stored: a body is kept only for retries (db_outbox_failed), which must send the same

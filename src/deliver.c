@@ -95,7 +95,8 @@ struct worker {
     atomic_bool woken;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
-    struct job **held; /* concurrency slots */
+    int64_t orphans_ms; /* when its lease statement last looked for orphans */
+    struct job **held;  /* concurrency slots */
     size_t n_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
     struct receiver *ready; /* receivers with queued jobs */
@@ -654,8 +655,13 @@ claim(struct worker *w, int64_t now)
         return 0;
     for (size_t i = 0; i < w->n_held; i++)
         w->ids[i] = w->held[i]->it.id;
-    if (db_outbox_claim(w->db, w->owner, exclude, n_ex, w->ids, w->n_held, w->claimed, room, &n) !=
-        DB_ONE_RESULT) {
+    /* Orphans at most once a poll: a dead replica's rows wait DELIVER_POLL_MS at most for some
+     * worker's look, and a worker that leases often does not probe every owner each time. */
+    bool orphans = now - w->orphans_ms >= DELIVER_POLL_MS;
+    if (orphans)
+        w->orphans_ms = now;
+    if (db_outbox_claim(w->db, w->owner, orphans, exclude, n_ex, w->ids, w->n_held, w->claimed,
+                        room, &n) != DB_ONE_RESULT) {
         db_lost(w, "cannot lease outbox rows");
         return 0;
     }

@@ -239,9 +239,11 @@ test_outbox(struct db *db)
               db_outbox_owner_register(db, "w/1", 60000) == DB_ONE_RESULT,
           "owners");
     /* Excluding every receiver leases nothing; excluding the others leases the webhook's. */
-    CHECK(db_outbox_claim(db, "w/0", exclude, 3, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
+    CHECK(db_outbox_claim(db, "w/0", true, exclude, 3, NULL, 0, it, 10, &n) == DB_ONE_RESULT &&
+              n == 0,
           "claimed %zu with every receiver excluded", n);
-    CHECK(db_outbox_claim(db, "w/0", exclude + 1, 2, NULL, 0, it, 3, &n) == DB_ONE_RESULT && n == 3,
+    CHECK(db_outbox_claim(db, "w/0", true, exclude + 1, 2, NULL, 0, it, 3, &n) == DB_ONE_RESULT &&
+              n == 3,
           "claimed %zu of 3", n);
     for (size_t i = 0; i < n; i++) {
         ids[i] = it[i].id;
@@ -252,7 +254,7 @@ test_outbox(struct db *db)
     }
     size_t again = 0;
     struct db_outbox_item more[DB_OUTBOX_CLAIM_MAX];
-    CHECK(db_outbox_claim(db, "w/1", NULL, 0, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
+    CHECK(db_outbox_claim(db, "w/1", true, NULL, 0, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
               DB_ONE_RESULT,
           "second claim");
     for (size_t i = 0; i < again; i++) {
@@ -318,10 +320,10 @@ test_orphans(struct db *db)
                       fixture_i64(b, orphan), NULL, NULL) == 1,
           "a lease that just ran out");
     CHECK(db_outbox_owner_register(db, "w/2", 60000) == DB_ONE_RESULT, "owner");
-    CHECK(db_outbox_claim(db, "w/2", NULL, 0, NULL, 0, it, 1, &n) == DB_ONE_RESULT && n == 1 &&
-              it[0].id == orphan,
+    CHECK(db_outbox_claim(db, "w/2", true, NULL, 0, NULL, 0, it, 1, &n) == DB_ONE_RESULT &&
+              n == 1 && it[0].id == orphan,
           "the orphan first: got %lld, want %lld", n ? (long long)it[0].id : -1LL, orphan);
-    CHECK(db_outbox_claim(db, "w/2", NULL, 0, &it[0].id, 1, next, 1, &m) == DB_ONE_RESULT &&
+    CHECK(db_outbox_claim(db, "w/2", true, NULL, 0, &it[0].id, 1, next, 1, &m) == DB_ONE_RESULT &&
               m == 1 && next[0].id != orphan,
           "then the backlog");
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'w/2'",
@@ -377,10 +379,11 @@ test_owners(struct db *db)
                       "'r/0/1'",
                       NULL, NULL, NULL) == (long long)n_given,
           "the fire statement wrote them owned");
-    CHECK(db_outbox_claim(db, "r/1/1", NULL, 0, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
+    CHECK(db_outbox_claim(db, "r/1/1", true, NULL, 0, NULL, 0, it, 10, &n) == DB_ONE_RESULT &&
+              n == 0,
           "another live owner takes none: %zu", n);
     /* Its own: read without a write; one it holds already is not read again. */
-    CHECK(db_outbox_claim(db, "r/0/1", NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
+    CHECK(db_outbox_claim(db, "r/0/1", true, NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
               n == n_given - 1 && claimed_of(it, n, given + 1, n_given - 1, true) == n,
           "its own not held: %zu", n);
     for (size_t i = 0; i < n; i++)
@@ -392,8 +395,8 @@ test_owners(struct db *db)
           "lapse");
     CHECK(db_outbox_owner_renew(db, "r/0/1", 60000) == DB_NO_RESULTS,
           "a lapsed lease is not renewed");
-    CHECK(db_outbox_claim(db, "r/1/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 2 &&
-              claimed_of(it, n, given, n_given, false) == 2,
+    CHECK(db_outbox_claim(db, "r/1/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
+              n == 2 && claimed_of(it, n, given, n_given, false) == 2,
           "a lapsed owner's rows are taken over: %zu", n);
     for (size_t i = 0; i < n; i++)
         db_outbox_item_fini(&it[i]);
@@ -432,8 +435,8 @@ test_missing_webhook(struct db *db)
                       NULL, NULL, NULL) == 1,
           "a row of a missing webhook");
     CHECK(db_outbox_owner_register(db, "m/0/1", 60000) == DB_ONE_RESULT, "owner");
-    CHECK(db_outbox_claim(db, "m/0/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 1 &&
-              it[0].target_gone,
+    CHECK(db_outbox_claim(db, "m/0/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
+              n == 1 && it[0].target_gone,
           "taken as gone: %zu", n);
     for (size_t i = 0; i < n; i++)
         db_outbox_item_fini(&it[i]);
