@@ -17,9 +17,9 @@
 /* Three sources, in this order, up to $2 rows: the rows of owners with no live lease (a dead
  * replica's: first, so that they never wait behind a backlog; looked for only when $5), found by
  * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
- * owner, however many rows each holds); the rows the owner $1 was given and does not hold yet ($4: the ids it holds),
- * read without a write; then due rows nobody holds, in order along outbox_pending_due. The first
- * and the last become $1's. Each source skips the receivers in $3. The rows go back with their
+ * owner, however many rows each holds); the rows the owner $1 was given and does not hold yet
+ * ($4: the ids it holds), read without a write; then due rows nobody holds, in order along
+ * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3. The rows go back with their
  * target's details: a webhook's URL and secret, a push subscription's endpoint and keys, an
  * email's address; a target that is gone (webhook deleted or missing, subscription removed) comes
  * back with gone = 1, so delivery records the row failed instead of sending. Rows are fetched by
@@ -65,7 +65,7 @@ static const char owner_register_sql[] =
     " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until";
 static const char owner_renew_sql[] =
     "UPDATE delivery_owners SET lease_until = now() + $2::bigint * interval '1 millisecond'"
-    " WHERE owner = $1 AND lease_until > now() RETURNING 1";
+    " WHERE owner = $1 AND lease_until > now()";
 static const char owner_leave_sql[] =
     "WITH back AS (UPDATE outbox SET lease_owner = NULL"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
@@ -213,54 +213,6 @@ db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *cons
     return DB_ONE_RESULT;
 }
 
-/* Runs an owner statement: $1 owner, $2 milliseconds (absent when ms < 0). */
-static enum db_status
-exec_owner(struct db *db, enum db_stmt id, const char *sql, const char *owner, int64_t ms,
-           PGresult **res)
-{
-    char m[DB_I64_BUF];
-    const char *params[] = {owner, db_i64(m, ms)};
-
-    return db_exec(db, id, sql, ms < 0 ? 1 : 2, params, res);
-}
-
-enum db_status
-db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms)
-{
-    PGresult *res;
-    enum db_status st =
-        exec_owner(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, owner, lease_ms, &res);
-
-    if (st == DB_ONE_RESULT)
-        PQclear(res);
-    return st;
-}
-
-enum db_status
-db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms)
-{
-    PGresult *res;
-    enum db_status st =
-        exec_owner(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, owner, lease_ms, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
-}
-
-enum db_status
-db_outbox_owner_leave(struct db *db, const char *owner)
-{
-    PGresult *res;
-    enum db_status st = exec_owner(db, STMT_OUTBOX_OWNER_LEAVE, owner_leave_sql, owner, -1, &res);
-
-    if (st == DB_ONE_RESULT)
-        PQclear(res);
-    return st;
-}
-
 void
 db_outbox_item_fini(struct db_outbox_item *it)
 {
@@ -285,6 +237,32 @@ exec_no_rows(struct db *db, enum db_stmt id, const char *sql, int n, const char 
     if (st == DB_ONE_RESULT)
         PQclear(res);
     return st;
+}
+
+enum db_status
+db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms)
+{
+    char ms[DB_I64_BUF];
+    const char *params[] = {owner, db_i64(ms, lease_ms)};
+
+    return exec_no_rows(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, 2, params);
+}
+
+enum db_status
+db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms)
+{
+    char ms[DB_I64_BUF];
+    const char *params[] = {owner, db_i64(ms, lease_ms)};
+
+    return db_exec_one_row(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, 2, params);
+}
+
+enum db_status
+db_outbox_owner_leave(struct db *db, const char *owner)
+{
+    const char *params[] = {owner};
+
+    return exec_no_rows(db, STMT_OUTBOX_OWNER_LEAVE, owner_leave_sql, 1, params);
 }
 
 /* Elements for db_array: an int array, and the columns of a failure array. */

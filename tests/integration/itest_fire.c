@@ -225,6 +225,13 @@ test_concurrent_fire(struct db *a, struct db *b)
 /* ---- the outbox statements ---- */
 
 static void
+items_fini(struct db_outbox_item *it, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        db_outbox_item_fini(&it[i]);
+}
+
+static void
 test_outbox(struct db *db)
 {
     struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
@@ -295,8 +302,7 @@ test_outbox(struct db *db)
                 "last_error = 'webhook deleted' AND payload IS NULL",
                 ids[2]) == 1,
           "given-up row");
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&it[i]);
+    items_fini(it, n);
 }
 
 /* A row whose lease ran out (its replica died) is taken before a backlog due long before it. */
@@ -329,10 +335,8 @@ test_orphans(struct db *db)
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'w/2'",
                       fixture_i64(b, orphan), NULL, NULL) == 1,
           "the orphan is leased to its new owner");
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&it[i]);
-    for (size_t i = 0; i < m; i++)
-        db_outbox_item_fini(&next[i]);
+    items_fini(it, n);
+    items_fini(next, m);
 }
 
 /* The rows of id list ids[0..n) that claim returned in it[0..got), flagged given or not. */
@@ -386,8 +390,7 @@ test_owners(struct db *db)
     CHECK(db_outbox_claim(db, "r/0/1", true, NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
               n == n_given - 1 && claimed_of(it, n, given + 1, n_given - 1, true) == n,
           "its own not held: %zu", n);
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&it[i]);
+    items_fini(it, n);
     /* Lapsed: renewing says so, and the rows are anyone's. */
     CHECK(fixture_sql("UPDATE delivery_owners SET lease_until = now() - interval '1 second' "
                       "WHERE owner = 'r/0/1'",
@@ -398,8 +401,7 @@ test_owners(struct db *db)
     CHECK(db_outbox_claim(db, "r/1/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
               n == 2 && claimed_of(it, n, given, n_given, false) == 2,
           "a lapsed owner's rows are taken over: %zu", n);
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&it[i]);
+    items_fini(it, n);
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner = "
                       "'r/1/1'",
                       NULL, NULL, NULL) == 2,
@@ -438,8 +440,7 @@ test_missing_webhook(struct db *db)
     CHECK(db_outbox_claim(db, "m/0/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
               n == 1 && it[0].target_gone,
           "taken as gone: %zu", n);
-    for (size_t i = 0; i < n; i++)
-        db_outbox_item_fini(&it[i]);
+    items_fini(it, n);
 }
 
 static void
