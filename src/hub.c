@@ -186,16 +186,14 @@ ring_alloc(struct tenant *t)
     return t->ring != NULL || (t->ring = calloc(HUB_RING_MAX, sizeof *t->ring)) != NULL;
 }
 
-/* Moves e (its contents stolen) into its slot of t's ring and returns the slot; the caller sets
- * ring_n. */
-static struct event *
+/* Moves e (its contents stolen) into its slot of t's ring; the caller sets ring_n. */
+static void
 ring_put(struct tenant *t, struct event *e)
 {
-    struct event *slot = ring_at(t, e->seq);
+    struct event *slot = &t->ring[e->seq % HUB_RING_MAX];
 
     event_clear(slot);
     *slot = *e;
-    return slot;
 }
 
 static void
@@ -745,8 +743,9 @@ take_events(struct hub *h, struct tenant *t, struct event *ev, size_t n)
         return; /* out of memory: nothing is advanced, the next round reads them again */
     }
     for (size_t i = 0; i < n; i++) {
-        struct event *slot = ring_put(t, &ev[i]);
+        struct event *slot = &t->ring[ev[i].seq % HUB_RING_MAX];
 
+        ring_put(t, &ev[i]);
         t->ring_n = ev[i].seq == t->last_seen + 1 && t->ring_n < HUB_RING_MAX ? t->ring_n + 1
                     : ev[i].seq == t->last_seen + 1                           ? HUB_RING_MAX
                                                                               : 1;
