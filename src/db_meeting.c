@@ -66,6 +66,7 @@ static const char update_sql[] =
     " d AS (DELETE FROM reminders r USING m"
     "       WHERE r.meeting_id = m.id AND r.original_start IS NULL"
     "       AND r.minutes_before <> ALL ($13::int[]) RETURNING r.id),"
+    " dx AS (DELETE FROM outbox x USING d WHERE x.reminder_id = d.id),"
     " u AS (UPDATE reminders r SET fire_at = " DB_TS("w.fa") ","
     "         status = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN 'pending' ELSE r.status END,"
     "         fired_at = CASE WHEN r.fire_at <> " DB_TS("w.fa") " THEN NULL ELSE r.fired_at END,"

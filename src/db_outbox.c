@@ -96,11 +96,18 @@ static const char release_sql[] =
 static const char backlog_sql[] =
     "SELECT (SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NULL)"
     " + (SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL)";
+/* A meeting's rows, found through its reminders (outbox_occurrence_target leads with the
+ * reminder): a single meeting's along reminders_single, a series' along reminders_occurrence, one
+ * partial index each, hence the two branches (migrations/013). */
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
     "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id, o.channel, o.recipient"
-    " FROM meetings m LEFT JOIN outbox o ON o.meeting_id = m.id"
+    " FROM meetings m LEFT JOIN ((SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
+    "                             AND r.original_start IS NULL"
+    "                            UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
+    "                             AND r.original_start IS NOT NULL) r"
+    "                           JOIN outbox o ON o.reminder_id = r.id) ON true"
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
     " ORDER BY o.id";
 /* clang-format on */

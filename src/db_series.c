@@ -52,6 +52,7 @@ static const char sync_sql[] =
     "       AND o.status IN ('pending', 'cancelled') AND NOT EXISTS (SELECT 1 FROM w"
     "        WHERE " DB_TS("w.os") " = o.original_start AND w.mb = o.mb)"
     "       RETURNING r.id),"
+    " dx AS (DELETE FROM outbox x USING d WHERE x.reminder_id = d.id),"
     " up AS (INSERT INTO reminders AS r (meeting_id, tenant_id, minutes_before, fire_at, status,"
     "                                    channels, original_start, starts_at)"
     "       SELECT $1::uuid, $2::bigint, w.mb, " DB_TS("w.fa") ","

@@ -443,6 +443,28 @@ test_missing_webhook(struct db *db)
     items_fini(it, n);
 }
 
+/* A reminder removed from its meeting takes its outbox rows along (migrations/013: no key
+ * cascades it any more). */
+static void
+test_removed_reminder(struct db *db)
+{
+    struct meeting m;
+    struct reminder_key k;
+    struct reminder_keys gone = {0};
+    struct db_fire_result res = {0};
+
+    meeting_due(db, &m, timefmt_now_ms() + 5 * FIXTURE_MIN_MS, 5, &k);
+    CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
+              res.n_outbox >= 1,
+          "fire: %zu outbox rows", res.n_outbox);
+    db_fire_result_fini(&res);
+    m.n_reminders = 0;
+    CHECK(db_meeting_update(db, tenant, &m, &gone) == DB_ONE_RESULT, "update: %s", db_errmsg(db));
+    CHECK(count("SELECT count(*) FROM outbox WHERE reminder_id = $1", k.reminder_id) == 0,
+          "the removed reminder's outbox rows must go with it");
+    meeting_fini(&m);
+}
+
 static void
 run(const char *url)
 {
@@ -467,6 +489,7 @@ run(const char *url)
     test_orphans(a);
     test_owners(a);
     test_missing_webhook(a);
+    test_removed_reminder(a);
 out:
     db_close(a);
     db_close(b);
