@@ -589,7 +589,7 @@ function report(results) {
             console.log(`\n${r.tag}: ${checks(r)}`);
             console.log(`  killed ${r.killedAfterMs} ms after the due instant with ${fmt(r.inFlight)} requests in flight (its /metrics ${fmt(r.sampleAgeMs)} ms before); ` +
                 `${r.repeats} requests repeated on the wire; max lateness ${fmt(r.late[r.late.length - 1])} ms (lateness ${lat(r)})`);
-            console.log(`  (requests out, as the gauge counts them, leave out answers taken and not yet recorded; what a replica can repeat is bounded by its TOCSIN_DELIVERY_WORKERS x TOCSIN_DELIVERY_RECEIVER_CONCURRENCY, 2 x 16 by default, for one receiver)`);
+            console.log(`  (requests out, as the gauge counts them: sent and not recorded yet, answered ones included until they are recorded, 5 ms at most; what a replica can repeat is bounded by its TOCSIN_DELIVERY_WORKERS x TOCSIN_DELIVERY_RECEIVER_CONCURRENCY, 2 x 16 by default, for one receiver)`);
             console.log(`  the ${r.held} rows it held (leased, in flight or queued) were all delivered ${fmt(r.recoveredMs)} ms after the kill`);
             console.log(`  the same burst with no kill, just before: max lateness ${fmt(r.base.late[r.base.late.length - 1])} ms (lateness ${lat(r.base)}; ${checks(r.base)})`);
         } else if (r.tag.startsWith('lateness')) {

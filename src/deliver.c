@@ -2,7 +2,8 @@
  * due, load the rows it was given or can lease for the receivers that have room (outbox rows of
  * full or broken receivers are left to wait in PostgreSQL), build the bodies of rows sent for the
  * first time (their meetings in one round trip), start requests up to each receiver's share, wait
- * on libcurl for answers, and record every answer that came back before waiting again. */
+ * on libcurl for answers, record failed attempts at once and deliveries in groups
+ * (flush_delivered). */
 #include "deliver.h"
 
 #include <pthread.h>
@@ -104,16 +105,23 @@ struct worker {
     struct db_outbox_item *claimed;
     struct outbound_done *done;
     int64_t *ids;
-    int *statuses;
     const char **texts, **texts2;
     struct db_outbox_failure *fails;
     unsigned *fail_channels; /* the channel of each failure */
     bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
     enum channel_verdict *verdicts;
+    /* Delivered answers not recorded yet (concurrency entries): recorded together once
+     * DELIVER_RECORD_MAX are in or the oldest, taken at answered_ms, is DELIVER_RECORD_LINGER_MS
+     * old. Their jobs keep their slots until then. */
+    struct job **answered;
+    int *answered_status;
+    size_t n_answered;
+    int64_t answered_ms;
 };
 
-/* Requests in flight in this process, for /metrics. */
+/* Requests in flight in this process, for /metrics: sent and not answered, or answered and not
+ * recorded yet (what a kill would send again). */
 static atomic_size_t in_flight;
 
 struct deliver {
@@ -276,13 +284,31 @@ db_lost(struct worker *w, const char *what)
     w->db_down = true;
 }
 
-/* Records the delivered jobs ok[0..n) in one statement. Overwrites w->ids. */
+/* Gives back the receiver slot of j, whose answer was taken (a failure) or recorded (a
+ * delivery): until then it counts against the receiver's share, so that a kill repeats at most
+ * a share per receiver and worker. */
 static void
-record_delivered(struct worker *w, struct job **ok, size_t n)
+slot_back(struct worker *w, struct job *j, int64_t now)
 {
+    /* A receiver that was at its share with nothing queued has a slot again: rows for it are
+     * leased now, not at the next poll, or the slot idles until then. */
+    if (j->rcv->sending-- == j->rcv->share && j->rcv->queued == 0)
+        w->next_claim_ms = now;
+}
+
+/* Records the delivered answers waiting in w->answered in one statement and frees their jobs.
+ * Overwrites w->ids. */
+static void
+record_delivered(struct worker *w)
+{
+    size_t n = w->n_answered;
+    struct job **ok = w->answered;
+    int64_t mono = timefmt_mono_ms();
+
     for (size_t i = 0; i < n; i++)
         w->ids[i] = ok[i]->it.id;
-    if (w->db == NULL || db_outbox_delivered(w->db, w->ids, w->statuses, n) != DB_ONE_RESULT) {
+    if (w->db == NULL ||
+        db_outbox_delivered(w->db, w->ids, w->answered_status, n) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
     } else {
         int64_t now = timefmt_now_ms();
@@ -292,6 +318,24 @@ record_delivered(struct worker *w, struct job **ok, size_t n)
             metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
         }
     }
+    atomic_fetch_sub(&in_flight, n);
+    w->n_answered = 0;
+    for (size_t i = 0; i < n; i++) {
+        slot_back(w, ok[i], mono);
+        job_drop(w, ok[i]);
+    }
+}
+
+/* Records the delivered answers once enough wait, the oldest has waited long enough or no
+ * other answer can join them (nothing in flight), and always when force: one statement for many
+ * answers costs PostgreSQL a fraction of one per answer. */
+static void
+flush_delivered(struct worker *w, int64_t now, bool force)
+{
+    if (w->n_answered > 0 &&
+        (force || w->n_answered >= DELIVER_RECORD_MAX || outbound_active(w->out) == 0 ||
+         now - w->answered_ms >= DELIVER_RECORD_LINGER_MS))
+        record_delivered(w);
 }
 
 /* Records the failed attempts w->fails[0..n) (reasons and bodies in texts/texts2) in one
@@ -421,43 +465,40 @@ circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 
 /* ---- one round ------------------------------------------------------------------------------ */
 
-/* Records the answers done[0..n) and frees their jobs: the deliveries in one statement, the
- * failed attempts in another. */
+/* Takes the answers done[0..n): failed attempts are recorded in one statement and their jobs
+ * freed; deliveries wait in w->answered for flush_delivered. */
 static void
 take_answers(struct worker *w, size_t n)
 {
-    struct job **ok = w->jobs;
-    size_t n_ok = 0, n_fail = 0;
+    size_t n_fail = 0, n_failed = 0;
+    struct job **failed = w->jobs;
     int64_t now = timefmt_mono_ms();
 
     for (size_t i = 0; i < n; i++) {
         struct job *j = w->done[i].tag;
         j->sending = false;
-        /* A receiver that was at its share with nothing queued has a slot again: rows for it are
-         * leased now, not at the next poll, or the slot idles until then. */
-        if (j->rcv->sending-- == j->rcv->share && j->rcv->queued == 0)
-            w->next_claim_ms = now;
-        atomic_fetch_sub(&in_flight, 1);
         circuit_note(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]), now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
-            w->statuses[n_ok] = (int)w->done[i].status;
-            ok[n_ok++] = j;
-        } else {
-            if (w->verdicts[i] == CHANNEL_GONE)
-                target_gone(w, j);
-            warn_failure(j, w->done[i].err);
-            add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
-                        w->verdicts[i] != CHANNEL_RETRY);
+            if (w->n_answered == 0)
+                w->answered_ms = now;
+            w->answered_status[w->n_answered] = (int)w->done[i].status;
+            w->answered[w->n_answered++] = j;
+            continue;
         }
+        slot_back(w, j, now);
+        atomic_fetch_sub(&in_flight, 1);
+        if (w->verdicts[i] == CHANNEL_GONE)
+            target_gone(w, j);
+        warn_failure(j, w->done[i].err);
+        add_failure(w, &n_fail, j, w->done[i].status, w->done[i].retry_after_s, w->done[i].err,
+                    w->verdicts[i] != CHANNEL_RETRY);
+        failed[n_failed++] = j;
     }
-    /* The failed attempts, then the deliveries: one statement each. */
     if (n_fail > 0)
         record_failed(w, n_fail);
-    if (n_ok > 0)
-        record_delivered(w, ok, n_ok);
-    for (size_t i = 0; i < n; i++)
-        job_drop(w, w->done[i].tag);
+    for (size_t i = 0; i < n_failed; i++)
+        job_drop(w, failed[i]);
 }
 
 /* Writes a push job's VAPID Authorization (its tenant's key pair, made on first use). 0, or -1
@@ -780,6 +821,8 @@ wait_ms(struct worker *w, int64_t now)
 
     if (w->registered && w->renewed_ms + DELIVER_RENEW_MS < until)
         until = w->renewed_ms + DELIVER_RENEW_MS;
+    if (w->n_answered > 0 && w->answered_ms + DELIVER_RECORD_LINGER_MS < until)
+        until = w->answered_ms + DELIVER_RECORD_LINGER_MS;
     return until > now ? until - now : 0;
 }
 
@@ -804,6 +847,7 @@ round_of(struct worker *w)
         outbound_run(w->out, wait_ms(w, timefmt_mono_ms()), w->done, (size_t)w->d->concurrency);
     if (n > 0)
         take_answers(w, n);
+    flush_delivered(w, timefmt_mono_ms(), false);
 }
 
 /* Stopping: the queued rows go back at once, the requests in flight finish (bounded) and are
@@ -821,6 +865,7 @@ wind_down(struct worker *w)
         if (n > 0)
             take_answers(w, n);
     }
+    flush_delivered(w, timefmt_mono_ms(), true);
     publish(w, NULL);
     if (w->registered && w->db != NULL && outbound_active(w->out) == 0 &&
         db_outbox_owner_leave(w->db, w->owner) != DB_ONE_RESULT)
@@ -864,13 +909,14 @@ worker_fini(struct worker *w)
     free(w->claimed);
     free(w->done);
     free(w->ids);
-    free(w->statuses);
     free(w->texts);
     free(w->texts2);
     free(w->fails);
     free(w->fail_channels);
     free(w->fail_final);
     free(w->jobs);
+    free(w->answered);
+    free(w->answered_status);
     free(w->verdicts);
     pthread_mutex_destroy(&w->pub_mu);
 }
@@ -894,7 +940,6 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->claimed = calloc(DB_OUTBOX_CLAIM_MAX, sizeof *w->claimed);
     w->done = calloc(c, sizeof *w->done);
     w->ids = calloc(c, sizeof *w->ids);
-    w->statuses = calloc(c, sizeof *w->statuses);
     w->texts = calloc(c, sizeof *w->texts);
     w->texts2 = calloc(c, sizeof *w->texts2);
     w->fails = calloc(c, sizeof *w->fails);
@@ -902,9 +947,11 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->fail_final = calloc(c, sizeof *w->fail_final);
     w->jobs = calloc(c, sizeof *w->jobs); // NOLINT(bugprone-sizeof-expression)
     w->verdicts = calloc(c, sizeof *w->verdicts);
-    return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->statuses &&
-                   w->texts && w->texts2 && w->fails && w->fail_channels && w->fail_final &&
-                   w->jobs && w->verdicts
+    w->answered = calloc(c, sizeof *w->answered); // NOLINT(bugprone-sizeof-expression)
+    w->answered_status = calloc(c, sizeof *w->answered_status);
+    return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->texts &&
+                   w->texts2 && w->fails && w->fail_channels && w->fail_final && w->jobs &&
+                   w->verdicts && w->answered && w->answered_status
                ? 0
                : -1;
 }
