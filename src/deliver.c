@@ -933,7 +933,7 @@ worker_init(struct deliver *d, struct worker *w, int i)
     atomic_init(&w->woken, false);
     atomic_init(&w->live, false);
     atomic_init(&w->given, 0);
-    w->out = outbound_new();
+    w->out = outbound_new(c);
     w->keys = push_keys_new(d->channel.vapid_subject);
     /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
     w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)

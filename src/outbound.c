@@ -50,7 +50,7 @@ outbound_global_init(void)
 }
 
 struct outbound *
-outbound_new(void)
+outbound_new(size_t idle_max)
 {
     struct outbound *o = calloc(1, sizeof *o);
 
@@ -58,6 +58,11 @@ outbound_new(void)
         free(o);
         return NULL;
     }
+    /* libcurl's default cache holds 4 connections per request added at the moment one is
+     * returned: when a wave of requests ends (a receiver's share, answered together) the last
+     * ones back found a cache of 4 to 8 and closed the others, and the next wave connected
+     * again. */
+    curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS, (long)idle_max);
     return o;
 }
 

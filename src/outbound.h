@@ -59,8 +59,9 @@ struct outbound;
 /* Once per process, before any thread uses libcurl. 0 or -1. */
 int outbound_global_init(void);
 
-/* NULL when out of memory. */
-struct outbound *outbound_new(void);
+/* Keeps up to idle_max connections open for reuse once their requests are done. NULL when out of
+ * memory. */
+struct outbound *outbound_new(size_t idle_max);
 /* Aborts what is in flight (no outbound_done for it) and frees o. NULL ok. */
 void outbound_free(struct outbound *o);
 /* Starts POSTing r. 0, or -1 with a reason in err when it cannot start (out of memory). */
