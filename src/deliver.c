@@ -111,9 +111,8 @@ struct worker {
     bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
     enum channel_verdict *verdicts;
-    /* Delivered answers not recorded yet (concurrency entries): recorded together once
-     * DELIVER_RECORD_MAX are in or the oldest, taken at answered_ms, is DELIVER_RECORD_LINGER_MS
-     * old. Their jobs keep their slots until then. */
+    /* Delivered answers not recorded yet (concurrency entries), the oldest taken at answered_ms:
+     * flush_delivered records them together. Their jobs keep their slots until then. */
     struct job **answered;
     int *answered_status;
     size_t n_answered;
