@@ -20,10 +20,19 @@ static const char deliveries_sql[] =
     "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
     " SELECT count(*) FROM d";
 
+/* A meeting takes its reminders (a single meeting's along reminders_single, a series' along
+ * reminders_occurrence) and their outbox rows along; no key cascades them (migrations/013, 014).
+ * Run in order (db_exec_in_order), so each is a probe per meeting. */
 static const char meetings_sql[] =
-    "WITH d AS (DELETE FROM meetings WHERE id = ANY(ARRAY("
-    "  SELECT id FROM meetings WHERE deleted_at IS NOT NULL AND " OLDER("deleted_at")
-    "  ORDER BY deleted_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+    "WITH p AS (SELECT id FROM meetings WHERE deleted_at IS NOT NULL AND " OLDER("deleted_at")
+    "  ORDER BY deleted_at LIMIT $2::int FOR UPDATE SKIP LOCKED),"
+    " rs AS (DELETE FROM reminders r USING p WHERE r.meeting_id = p.id"
+    "  AND r.original_start IS NULL RETURNING r.id),"
+    " ro AS (DELETE FROM reminders r USING p WHERE r.meeting_id = p.id"
+    "  AND r.original_start IS NOT NULL RETURNING r.id),"
+    " o AS (DELETE FROM outbox o WHERE o.reminder_id = ANY(ARRAY("
+    "  SELECT id FROM rs UNION ALL SELECT id FROM ro))),"
+    " d AS (DELETE FROM meetings WHERE id = ANY(ARRAY(SELECT id FROM p)) RETURNING 1)"
     " SELECT count(*) FROM d";
 
 /* The head's purged_through rises in the same statement, so a reader sees both or neither: a
@@ -68,7 +77,9 @@ db_retention_purge(struct db *db, enum db_retention_kind k, int64_t older_than_s
         db_set_err(db, "retention: kind %d, batch %d", (int)k, batch);
         return DB_HARD_ERROR;
     }
-    enum db_status st = db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
+    enum db_status st = k == DB_RETENTION_MEETINGS
+                            ? db_exec_in_order(db, kinds[k].stmt, kinds[k].sql, 2, params, &res)
+                            : db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     *purged = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;

@@ -501,6 +501,10 @@ test('retention: 60,000 old rows purged in batches while writes go on with bound
     const ids = olds.map((m) => `'${m.id}'`).join(',');
     await hr.sql(`
         UPDATE meetings SET deleted_at = now() - interval '8 days' WHERE id IN (${ids});
+        -- Young records of the old meetings' reminders: they go with their meetings, not by age.
+        INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver, status)
+          SELECT ${tenant}, r.meeting_id, r.id, r.fire_at, 'stream', 'gone-' || r.id, 'r', 'delivered'
+          FROM reminders r WHERE r.meeting_id IN (${ids});
         INSERT INTO idempotency_keys (tenant_id, key, request_hash, status, body, created_at)
           SELECT ${tenant}, 'old-' || g, repeat('a', 64), 201, '{}', now() - interval '25 hours'
           FROM generate_series(1, ${OLD_IDEM}) g;
@@ -536,6 +540,8 @@ test('retention: 60,000 old rows purged in batches while writes go on with bound
         (SELECT count(*) FROM outbox WHERE target LIKE 'old-%') +
         (SELECT count(*) FROM meetings WHERE id IN (${ids}))`));
     assert.ok(await oldLeft() > 0, 'old rows in place when the load starts');
+    assert.ok(Number(await hr.sql("SELECT count(*) FROM outbox WHERE target LIKE 'gone-%'")) >= OLD_MEETINGS,
+        'the old meetings have reminders with outbox rows');
     const during = [];
     let done = false;
     const watcher = (async () => {
@@ -567,6 +573,7 @@ test('retention: 60,000 old rows purged in batches while writes go on with bound
     assert.equal(await hr.sql(`SELECT purged_through FROM stream_heads WHERE tenant_id = ${tenant}`), String(OLD_EVENTS));
     assert.equal(await hr.sql(`SELECT count(*) FROM meetings WHERE id IN ('${recent.id}', '${live.id}')`), '2');
     assert.equal(await hr.sql(`SELECT count(*) FROM reminders WHERE meeting_id IN (${ids})`), '0', 'reminders went with their meetings');
+    assert.equal(await hr.sql("SELECT count(*) FROM outbox WHERE target LIKE 'gone-%'"), '0', 'and their outbox rows with them');
     const metrics = (await srv.req('GET', '/metrics', { validate: false })).text;
     assert.match(metrics, new RegExp(`^tocsin_retention_purged_rows_total\\{kind="stream_events"\\} ${OLD_EVENTS}$`, 'm'));
     assert.match(metrics, new RegExp(`^tocsin_retention_purged_rows_total\\{kind="idempotency_keys"\\} ${OLD_IDEM}$`, 'm'));
