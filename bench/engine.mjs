@@ -3,8 +3,10 @@
 // Redis for BullMQ, migrates and makes an API key). Starts `tocsin serve` replicas on one database
 // and one Redis, local webhook receivers, and runs, in this order (BENCH_SCENARIOS picks):
 //   burst:      BENCH_BURST reminders due at one instant with BENCH_REPLICAS replicas: time until
-//               all are received; next to it BullMQ with the same number of delayed jobs due at one
-//               instant, BENCH_BULLMQ_WORKERS worker processes whose processor only records receipt;
+//               all are received, and the CPU time PostgreSQL, the replicas and the receiver spent
+//               (less noisy on a shared machine than the time); next to it BullMQ with the same
+//               number of delayed jobs due at one instant, BENCH_BULLMQ_WORKERS worker processes
+//               whose processor only records receipt;
 //   kill:       BENCH_KILL_BURST due at one instant with no kill, then with one replica SIGKILLed
 //               once a third arrived and it has requests out: max lateness and requests repeated on
 //               the wire, next to its requests in flight and how long its leased rows took to be
@@ -20,7 +22,8 @@
 //               its load stays pending (due 20 to 55 minutes later) and would weigh on the others.
 // Lateness is receipt time at the receiver minus the reminder's fire_at (from its webhook-id).
 // Prints one table; exits non-zero when a reminder was lost, recorded twice or received early.
-import { spawn, execFile, fork } from 'node:child_process';
+import { spawn, execFile, execFileSync, fork } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -48,12 +51,15 @@ const SLOW_MS = Number(env('BENCH_SLOW_MS', '100'));
 const SLOW_WEBHOOKS = env('BENCH_SLOW_WEBHOOKS', '1 16').split(/\s+/).filter(Boolean).map(Number);
 const SLOW_DELIVERIES = Number(env('BENCH_SLOW_DELIVERIES', '20000'));
 const WORKERS = env('BENCH_WORKERS'); // TOCSIN_DELIVERY_WORKERS for the replicas, when set
+const PG_DATA = env('BENCH_PG_DATA'); // the PostgreSQL data directory: its processes' CPU is counted
 
 const LEAD_MS = 15000;        // a batch written by SQL falls due this long after (> the 10 s window)
 const SETTLE_MS = 60000;      // wait for stragglers after the last due time
 const STATS_FLUSH_MS = 2500;  // PostgreSQL backends publish their table counters within about 1 s
 const IDLE_WINDOW_MS = 10000; // the idle rate of the work scenario is measured over this
+const CPU_LEAD_MS = 200;      // the burst's CPU is counted from this long before its due instant
 const PREFIX = 'bench';
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -370,6 +376,50 @@ async function bullmqBurst(n) {
     });
 }
 
+// ------------------------------------------------------------------ CPU
+
+// CPU seconds (user + system) of a process so far; 0 once it is gone.
+function cpuS(pid) {
+    try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+    } catch {
+        return 0;
+    }
+}
+
+// The processes of the bench's PostgreSQL: the postmaster and its children (backends of the
+// replicas' connections, background workers). A backend that exits between two samples takes
+// its CPU along, so short sessions (psql) are missed; the replicas' connections stay open.
+function pgPids() {
+    if (!PG_DATA) {
+        return [];
+    }
+    const postmaster = fs.readFileSync(path.join(PG_DATA, 'postmaster.pid'), 'latin1').split('\n')[0].trim();
+    const kids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+        try {
+            const stat = fs.readFileSync(`/proc/${d}/stat`, 'latin1');
+            return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === postmaster;
+        } catch {
+            return false;
+        }
+    });
+    return [postmaster, ...kids];
+}
+
+// CPU seconds so far of PostgreSQL, the replicas and this process (the webhook receiver, with the
+// bench's own bookkeeping), by pid, so that a difference counts only processes seen at both ends.
+function cpuSample(reps) {
+    const by = (pids) => new Map(pids.map((p) => [String(p), cpuS(p)]));
+    return { pg: by(pgPids()), replicas: by(reps.map((r) => r.child.pid)), self: by([process.pid]) };
+}
+
+function cpuSince(a, b) {
+    const part = (x, y) => [...y].reduce((s, [pid, v]) => s + (x.has(pid) ? v - x.get(pid) : 0), 0);
+    return { pg: part(a.pg, b.pg), replicas: part(a.replicas, b.replicas), self: part(a.self, b.self) };
+}
+
 // ------------------------------------------------------------------ scenarios
 
 async function burst(ctx) {
@@ -382,7 +432,10 @@ async function burst(ctx) {
     const seenBefore = ctx.rx.seen.size;
     const b = { ...(await insertDue(ctx.tenant.id, BURST, t0, 0)), seenBefore };
     log(`tocsin: ${BURST} reminders due at one instant`);
+    await sleep(t0 - CPU_LEAD_MS - Date.now());
+    const cpu0 = cpuSample(ctx.reps);
     const r = await collect(ctx.rx, b);
+    r.cpu = cpuSince(cpu0, cpuSample(ctx.reps));
     r.allAfterMs = r.lost === 0 ? r.lastAt - t0 : NaN;
     r.firedAfterMs = Number(await psql(`SELECT round(extract(epoch FROM max(fired_at)) * 1000) - ${t0}
         FROM reminders WHERE fire_at = to_timestamp(${t0} / 1000.0)`));
@@ -581,6 +634,9 @@ function report(results) {
         if (r.tag.startsWith('burst')) {
             console.log(`\n${r.tag}: ${checks(r)}`);
             console.log(`  tocsin: all recorded fired ${fmt(r.firedAfterMs)} ms and all received ${fmt(r.allAfterMs)} ms after the due instant (lateness ${lat(r)}, ${r.repeats} repeated on the wire)`);
+            const c = r.cpu;
+            console.log(`  tocsin CPU, from ${CPU_LEAD_MS} ms before the due instant to the end of the wait (the last receipt + about 1 s): PostgreSQL ${c.pg.toFixed(2)} s, ` +
+                `replicas ${c.replicas.toFixed(2)} s, this process (the receiver) ${c.self.toFixed(2)} s; ${fmt(((c.pg + c.replicas + c.self) * 1e6) / r.n)} us per reminder in all`);
             if (r.bullmq) {
                 console.log(`  BullMQ: all ${r.bullmq.processed} of ${r.bullmq.n} jobs processed ${fmt(r.bullmq.allAfterMs)} ms after the due instant (lateness ${r.bullmq.lat}); ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY} whose processor only records receipt: no HTTP request, nothing recorded durably`);
                 console.log(`  ratio tocsin / BullMQ: ${(r.allAfterMs / r.bullmq.allAfterMs).toFixed(2)}`);
