@@ -22,12 +22,14 @@
 //               its load stays pending (due 20 to 55 minutes later) and would weigh on the others.
 // Lateness is receipt time at the receiver minus the reminder's fire_at (from its webhook-id).
 // Prints one table; exits non-zero when a reminder was lost, recorded twice or received early.
-import { spawn, execFile, execFileSync, fork } from 'node:child_process';
+import { spawn, execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { cpuMsOf, statFields } from './proc.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 const DB_URL = env('BENCH_DB_URL');
@@ -59,7 +61,6 @@ const STATS_FLUSH_MS = 2500;  // PostgreSQL backends publish their table counter
 const IDLE_WINDOW_MS = 10000; // the idle rate of the work scenario is measured over this
 const CPU_LEAD_MS = 200;      // the burst's CPU is counted from this long before its due instant
 const PREFIX = 'bench';
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -381,9 +382,7 @@ async function bullmqBurst(n) {
 // CPU seconds (user + system) of a process so far; 0 once it is gone.
 function cpuS(pid) {
     try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+        return cpuMsOf(statFields(pid)) / 1000;
     } catch {
         return 0;
     }
@@ -399,8 +398,7 @@ function pgPids() {
     const postmaster = fs.readFileSync(path.join(PG_DATA, 'postmaster.pid'), 'latin1').split('\n')[0].trim();
     const kids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
         try {
-            const stat = fs.readFileSync(`/proc/${d}/stat`, 'latin1');
-            return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === postmaster;
+            return statFields(d)[1] === postmaster;
         } catch {
             return false;
         }

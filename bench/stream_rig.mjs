@@ -1,15 +1,18 @@
 // bench/stream_rig.mjs -- what bench/stream.mjs's scenarios stand on: the replicas (started and
 // stopped by PID, each with its own application_name so that the database knows who fired), the
 // bench's database (reminders written straight into the tables, the stream events read back),
-// browser tokens from the API, /proc and /metrics readings, and the figures' formatting.
+// browser tokens from the API, /proc (bench/proc.mjs) and /metrics readings, and the figures'
+// formatting.
 // Configured by the environment bench/stream.sh exports.
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { StreamClient } from './stream_client.mjs';
+
+export { procStat } from './proc.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 export const DB_URL = env('BENCH_DB_URL');
@@ -24,7 +27,6 @@ const PSQL = env('BENCH_PSQL', 'psql');
 const TOKEN_TTL_S = 3600; // no reauth during a run
 const MAX_AGE_S = 3600;   // no stream ends by age during a run (the default is 900 +-20%)
 const PREFIX = 'bench';
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -145,15 +147,6 @@ export async function stopReplica(r) {
         await new Promise((res) => (r.exited ? res() : r.child.on('exit', res)));
     }
     return { ...r.exited, ms: Date.now() - t };
-}
-
-// The process's CPU time (user + system, ms) and resident set (KiB) from /proc.
-export function procStat(pid) {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpuMs = ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK; // utime, stime
-    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'))[1]);
-    return { cpuMs, rss };
 }
 
 export async function streamsOpen(r) {
