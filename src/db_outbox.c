@@ -19,11 +19,12 @@
  * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
  * owner, however many rows each holds); the rows the owner $1 was given and does not hold yet
  * ($4: the ids it holds), read without a write; then due rows nobody holds, in order along
- * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3. The rows go back with their
- * target's details: a webhook's URL and secret, a push subscription's endpoint and keys, an
- * email's address; a target that is gone (webhook deleted or missing, subscription removed) comes
- * back with gone = 1, so delivery records the row failed instead of sending. Rows are fetched by
- * key (`= ANY (ARRAY(...))`): joined instead, the planner may hash the whole outbox. */
+ * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
+ * The rows go back with their target's details: a webhook's URL and secret, a push
+ * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
+ * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
+ * instead of sending. Rows are fetched by key (`= ANY (ARRAY(...))`): joined instead, the planner
+ * may hash the whole outbox. */
 static const char claim_sql[] =
     "WITH RECURSIVE holders AS ("
     "  (SELECT lease_owner AS o FROM outbox WHERE $5::bool AND status = 'pending'"
@@ -103,11 +104,11 @@ static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
     "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id, o.channel, o.recipient"
-    " FROM meetings m LEFT JOIN ((SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
-    "                             AND r.original_start IS NULL"
-    "                            UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
-    "                             AND r.original_start IS NOT NULL) r"
-    "                           JOIN outbox o ON o.reminder_id = r.id) ON true"
+    " FROM meetings m LEFT JOIN ("
+    "  (SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid AND r.original_start IS NULL"
+    "   UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
+    "    AND r.original_start IS NOT NULL) r"
+    "  JOIN outbox o ON o.reminder_id = r.id) ON true"
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
     " ORDER BY o.id";
 /* clang-format on */
