@@ -7,8 +7,8 @@
 # commands themselves from Debian's packages (Node.js 18 included). Needs root.
 #
 # Host networking shares the machine's ports: TOCSIN_TEST_PG_PORT / TOCSIN_TEST_REDIS_PORT
-# (default 54412 / 63812) for the suite; dev.sh uses the next port of each and HTTP on
-# TOCSIN_D12_HTTP_PORT (default 18412).
+# (default 25412 / 63812, outside the ephemeral range, as scripts/test.sh explains) for the
+# suite; dev.sh uses the next port of each and HTTP on TOCSIN_D12_HTTP_PORT (default 18412).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/podman.sh"
@@ -16,7 +16,7 @@ cd "$TOCSIN_ROOT"
 
 WORK=$TOCSIN_ROOT/.local/debian12
 SRC=$WORK/src
-PG_PORT=${TOCSIN_TEST_PG_PORT:-54412}
+PG_PORT=${TOCSIN_TEST_PG_PORT:-25412}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63812}
 HTTP_PORT=${TOCSIN_D12_HTTP_PORT:-18412}
 NAME=tocsin-debian12-$$

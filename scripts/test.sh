@@ -11,7 +11,9 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
-PG_PORT=${TOCSIN_TEST_PG_PORT:-54339}
+# PostgreSQL's ports sit below Linux's ephemeral range (32768-60999): the suite stops and starts
+# it, and in between an outgoing connection of a test could be given its port.
+PG_PORT=${TOCSIN_TEST_PG_PORT:-25339}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
 POOLER_PORT=${TOCSIN_TEST_POOLER_PORT:-$((PG_PORT + 1))}
 # The API and engine files that run a second time through PgBouncer in transaction mode.

@@ -17,6 +17,7 @@ const START_TIMEOUT_MS = 20000;
 const STOP_TIMEOUT_MS = 15000;
 const EXEC_TIMEOUT_MS = 30000;
 const LOG_KEEP_MAX = 64 * 1024; // bytes of each child's output kept for failure messages
+const PG_LOG_TAIL_LINES = 20;   // lines of PostgreSQL's log in a failed pg_ctl's message
 
 // Node 18 has no --test-timeout: test files take `test` from here, which gives every test this
 // timeout unless it names its own, so a test that hangs fails instead of stalling the run.
@@ -66,15 +67,49 @@ async function runOk(file, args, opts) {
     return r;
 }
 
-export function freePort() {
-    return new Promise((resolve, reject) => {
+// Ports for the servers the tests start come from between FREE_PORT_MIN and the kernel's
+// ephemeral range, which is where it takes the local port of every outgoing connection: a test
+// that stops a server and starts it again on the same port (PostgreSQL, Redis, tocsin) must not
+// find it taken in between by a connection of a test running beside it. The scripts' fixed ports
+// (scripts/test.sh, scripts/debian12.sh) sit below FREE_PORT_MIN, so a server stopped for a
+// while does not lend its port either.
+const FREE_PORT_MIN = 26000;
+const FREE_PORT_TRIES = 64;
+
+function ephemeralLow() {
+    try {
+        const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+        return Number.isInteger(low) ? low : 0;
+    } catch {
+        return 0;
+    }
+}
+
+function listenOnce(port) {
+    return new Promise((resolve) => {
         const s = net.createServer();
-        s.once('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
+        s.once('error', () => resolve(null));
+        s.listen(port, '127.0.0.1', () => {
+            const got = s.address().port;
+            s.close(() => resolve(got));
         });
     });
+}
+
+export async function freePort() {
+    const low = ephemeralLow();
+    for (let i = 0; low - FREE_PORT_MIN > FREE_PORT_TRIES && i < FREE_PORT_TRIES; i++) {
+        const got = await listenOnce(FREE_PORT_MIN + Math.floor(Math.random() * (low - FREE_PORT_MIN)));
+        if (got !== null) {
+            return got;
+        }
+    }
+    // No room below the ephemeral range on this machine: any port the kernel gives.
+    const got = await listenOnce(0);
+    if (got === null) {
+        throw new Error('no free port on 127.0.0.1');
+    }
+    return got;
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -503,7 +538,18 @@ export async function harness(name) {
             throw new Error(`PG_BIN_DIR, TOCSIN_TEST_PG_DATA and TOCSIN_TEST_PG_USER are needed to ${action} PostgreSQL`);
         }
         const args = [`${bin}/pg_ctl`, action, '-D', data, '-m', 'fast', '-w', '-t', '60', '-l', `${data}/server.log`];
-        return process.getuid() === 0 ? runOk('runuser', ['-u', user, '--', ...args]) : runOk(args[0], args.slice(1));
+        try {
+            return await (process.getuid() === 0 ? runOk('runuser', ['-u', user, '--', ...args]) : runOk(args[0], args.slice(1)));
+        } catch (e) {
+            // pg_ctl only says "examine the log output": the failure message carries its end.
+            let log;
+            try {
+                log = fs.readFileSync(`${data}/server.log`, 'utf8').split('\n').slice(-PG_LOG_TAIL_LINES).join('\n');
+            } catch (r) {
+                log = `(not readable: ${r.message})`;
+            }
+            throw new Error(`${e.message}\n--- end of ${data}/server.log ---\n${log}`);
+        }
     };
     h.restartPostgres = () => pgCtl('restart');
     h.stopPostgres = () => pgCtl('stop');
