@@ -83,7 +83,8 @@ on_notice(void *arg, const char *message)
  * statements behind a pooler are. Cached generic plans went wrong twice: one made while the
  * outbox was small scanned it whole on every delivery record as it grew (1,490 outbox rows read
  * per delivered reminder over a 10,000-reminder run here), and the fire statement, guessing 10
- * rows for its unnest, compared each batch of 1,024 with itself (364 ms a batch against 13). */
+ * rows for its unnest, compared each batch of 1,024 with itself (364 ms a batch against 13).
+ * db_exec_in_order may ask for a generic plan for one statement (DB_PLAN_GENERIC). */
 static int
 setup_session(struct db *db)
 {
@@ -390,6 +391,7 @@ struct in_order {
     const char *sql;
     int n;
     const char *const *values;
+    enum db_plan plan;
     PGresult *res;
 };
 
@@ -397,8 +399,12 @@ static enum db_status
 in_order_tx(struct db *db, void *arg)
 {
     struct in_order *o = arg;
-    enum db_status st =
-        db_exec_simple(db, "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
+    enum db_status st = db_exec_simple(db, o->plan == DB_PLAN_GENERIC
+                                               ? "SET LOCAL enable_bitmapscan = off;"
+                                                 " SET LOCAL enable_seqscan = off;"
+                                                 " SET LOCAL plan_cache_mode = force_generic_plan"
+                                               : "SET LOCAL enable_bitmapscan = off;"
+                                                 " SET LOCAL enable_seqscan = off");
 
     PQclear(o->res); /* a retried transaction's first result */
     o->res = NULL;
@@ -409,9 +415,9 @@ in_order_tx(struct db *db, void *arg)
 
 enum db_status
 db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
-                 PGresult **res)
+                 enum db_plan plan, PGresult **res)
 {
-    struct in_order o = {id, sql, n, values, NULL};
+    struct in_order o = {id, sql, n, values, plan, NULL};
     enum db_status st = db_tx_run(db, in_order_tx, &o);
 
     if (st != DB_ONE_RESULT) {

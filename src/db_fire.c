@@ -175,7 +175,7 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec_in_order(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, &res);
+    st = db_exec_in_order(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, DB_PLAN_CUSTOM, &res);
     if (st == DB_ONE_RESULT && collect(res, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");

@@ -201,7 +201,7 @@ db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *cons
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
     if (ex != NULL && hd != NULL)
-        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, &res);
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, DB_PLAN_GENERIC, &res);
     else
         db_set_err(db, "out of memory");
     free(ex);

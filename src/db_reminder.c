@@ -63,9 +63,9 @@ due_read(struct db *db, const struct shard_set *shards, int64_t at, int64_t id, 
                             db_i64(limit, (int64_t)max),
                             all ? NULL : shard_set_text(shards, set),
                             db_i64(per_shard, (int64_t)slice)};
-    enum db_status st =
-        all ? db_exec(db, STMT_REMINDER_DUE_ALL, due_all_sql, 4, params, &res)
-            : db_exec_in_order(db, STMT_REMINDER_DUE_SHARDS, due_shards_sql, 6, params, &res);
+    enum db_status st = all ? db_exec(db, STMT_REMINDER_DUE_ALL, due_all_sql, 4, params, &res)
+                            : db_exec_in_order(db, STMT_REMINDER_DUE_SHARDS, due_shards_sql, 6,
+                                               params, DB_PLAN_GENERIC, &res);
     *n_out = 0;
     *cut = false;
     if (st != DB_ONE_RESULT)

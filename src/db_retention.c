@@ -77,9 +77,10 @@ db_retention_purge(struct db *db, enum db_retention_kind k, int64_t older_than_s
         db_set_err(db, "retention: kind %d, batch %d", (int)k, batch);
         return DB_HARD_ERROR;
     }
-    enum db_status st = k == DB_RETENTION_MEETINGS
-                            ? db_exec_in_order(db, kinds[k].stmt, kinds[k].sql, 2, params, &res)
-                            : db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
+    enum db_status st =
+        k == DB_RETENTION_MEETINGS
+            ? db_exec_in_order(db, kinds[k].stmt, kinds[k].sql, 2, params, DB_PLAN_CUSTOM, &res)
+            : db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     *purged = PQntuples(res) == 1 ? db_get_i64(res, 0, 0) : 0;
