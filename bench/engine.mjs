@@ -14,7 +14,8 @@
 //   work:       for each count in BENCH_WORK_REPLICAS, BENCH_WORK_DUE reminders made through the
 //               API and fired: Redis commands (INFO commandstats) and PostgreSQL rows read and
 //               blocks touched (pg_stat_user_tables, pg_statio_*) per fired reminder, with the
-//               same replicas' idle rate subtracted;
+//               same replicas' idle rate subtracted; and the CPU PostgreSQL and the replicas use
+//               idle, next to PostgreSQL's with no replica;
 //   throughput: a receiver answering after BENCH_SLOW_MS, for each webhook count in
 //               BENCH_SLOW_WEBHOOKS: deliveries per second per replica;
 //   lateness:   BENCH_PENDING reminders loaded through the API (POST /v1/meetings, five reminders
@@ -547,15 +548,25 @@ const delta = (a, b) => ({
 const top = (o, fired, n = 5) => Object.entries(o).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).slice(0, n)
     .map(([k, v]) => `${k} ${fmt1(v / fired)}`).join(', ');
 
+// CPU ms per second of PostgreSQL and of the replicas reps over IDLE_WINDOW_MS.
+async function idleCpu(reps) {
+    const c0 = cpuSample(reps);
+    await sleep(IDLE_WINDOW_MS);
+    const c = cpuSince(c0, cpuSample(reps));
+    return { pg: (c.pg * 1e6) / IDLE_WINDOW_MS, replicas: (c.replicas * 1e6) / IDLE_WINDOW_MS };
+}
+
 async function work(ctx) {
     const results = [];
     await stopReplicas(ctx.reps);
+    // The baseline of the idle CPU: PostgreSQL with no replica connected.
+    const quiet = await idleCpu([]);
     for (const k of WORK_REPLICAS) {
         const reps = await startReplicas(k);
         await sleep(STATS_FLUSH_MS);
         const i0 = await workCounters();
-        await sleep(IDLE_WINDOW_MS);
-        const idle = delta(i0, await workCounters());
+        const cpu = await idleCpu(reps);
+        const idle = { ...delta(i0, await workCounters()), cpu };
         const tenant = await newTenant(`work-${k}`);
         await registerWebhook(reps[0], tenant, `http://127.0.0.1:${ctx.rx.port}/work`);
         // Made through the API, as an application would, 20 s ahead; measured from after they
@@ -586,7 +597,7 @@ async function work(ctx) {
         await stopReplicas(reps);
     }
     ctx.reps = await startReplicas(REPLICAS);
-    return { tag: 'work', work: results };
+    return { tag: 'work', work: results, quiet };
 }
 
 async function throughput(ctx) {
@@ -656,6 +667,10 @@ function report(results) {
             for (const w of r.work) {
                 console.log(`${String(w.k).padStart(8)} ${String(w.fired).padStart(6)} ${fmt1(w.d.ms / 1000).padStart(9)}  ${`${fmt1(w.cmds)}/${fmt1(w.cmdsNet)}`.padStart(20)}  ${`${fmt1(w.rows)}/${fmt1(w.rowsNet)}`.padStart(22)}  ${`${fmt1(w.blocks)}/${fmt1(w.blocksNet)}`.padStart(19)}  ${`${fmt(w.idle.cmds * 1000 / w.idle.ms)} ${fmt(w.idle.rows * 1000 / w.idle.ms)} ${fmt(w.idle.blocks * 1000 / w.idle.ms)}`.padStart(24)}  ${lat(w.r)} (${checks(w.r)})`);
                 console.log(`         gross by Redis command: ${top(w.d.byCmd, w.fired)}; rows read by table: ${top(w.d.byTable, w.fired)}`);
+            }
+            console.log(`idle CPU, ms per second over ${IDLE_WINDOW_MS / 1000} s: PostgreSQL with no replica ${fmt1(r.quiet.pg)}`);
+            for (const w of r.work) {
+                console.log(`  ${w.k} replica(s): PostgreSQL ${fmt1(w.idle.cpu.pg)} (${fmt1((w.idle.cpu.pg - r.quiet.pg) / w.k)} per replica above no replica), the replicas ${fmt1(w.idle.cpu.replicas)}`);
             }
         } else if (r.tag === 'throughput') {
             console.log(`\nthroughput against a receiver answering after ${SLOW_MS} ms, ${REPLICAS} replicas (TOCSIN_DELIVERY_WORKERS ${WORKERS ?? 'default'}, other delivery settings default)`);
