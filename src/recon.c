@@ -27,7 +27,12 @@
 #include "members.h"
 #include "timefmt.h"
 
-#define RECON_PASS_PAGE 1000 /* keys per repair page: one database read */
+/* Keys per repair page: one database read. The read walks each owned shard's slice, twice the
+ * shard's part of a page but at least DUE_SLICE_MIN (db_reminder.c) rows: with pages of 1,000 and
+ * 85 shards (3 replicas) that floor made each page read 5,440 rows, and the full passes over
+ * 1,000,000 pending reminders kept PostgreSQL busier than one core. A full page reads about twice
+ * what it returns. */
+#define RECON_PASS_PAGE DB_DUE_BATCH_MAX
 _Static_assert(RECON_PASS_PAGE <= DB_DUE_BATCH_MAX, "a repair page fits r->batch");
 
 struct recon {
