@@ -386,6 +386,9 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
 
 /* One statement in a transaction of its own with bitmap and sequential scans off
  * (db_exec_in_order). */
+#define IN_ORDER_SETTINGS "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off"
+/* What DB_PLAN_GENERIC adds to them. */
+#define GENERIC_PLAN_SETTING "SET LOCAL plan_cache_mode = force_generic_plan"
 struct in_order {
     enum db_stmt id;
     const char *sql;
@@ -399,12 +402,9 @@ static enum db_status
 in_order_tx(struct db *db, void *arg)
 {
     struct in_order *o = arg;
-    enum db_status st = db_exec_simple(db, o->plan == DB_PLAN_GENERIC
-                                               ? "SET LOCAL enable_bitmapscan = off;"
-                                                 " SET LOCAL enable_seqscan = off;"
-                                                 " SET LOCAL plan_cache_mode = force_generic_plan"
-                                               : "SET LOCAL enable_bitmapscan = off;"
-                                                 " SET LOCAL enable_seqscan = off");
+    enum db_status st =
+        db_exec_simple(db, o->plan == DB_PLAN_GENERIC ? IN_ORDER_SETTINGS "; " GENERIC_PLAN_SETTING
+                                                      : IN_ORDER_SETTINGS);
 
     PQclear(o->res); /* a retried transaction's first result */
     o->res = NULL;

@@ -49,13 +49,15 @@ static const char stream_sql[] =
 
 static const struct {
     const char *name;
-    enum db_stmt stmt;
     const char *sql;
+    enum db_stmt stmt;
+    bool in_order; /* run through db_exec_in_order */
 } kinds[DB_RETENTION_KINDS] = {
-    [DB_RETENTION_IDEMPOTENCY] = {"idempotency_keys", STMT_RETENTION_IDEMPOTENCY, idem_sql},
-    [DB_RETENTION_DELIVERIES] = {"deliveries", STMT_RETENTION_DELIVERIES, deliveries_sql},
-    [DB_RETENTION_MEETINGS] = {"deleted_meetings", STMT_RETENTION_MEETINGS, meetings_sql},
-    [DB_RETENTION_STREAM_EVENTS] = {"stream_events", STMT_RETENTION_STREAM_EVENTS, stream_sql},
+    [DB_RETENTION_IDEMPOTENCY] = {"idempotency_keys", idem_sql, STMT_RETENTION_IDEMPOTENCY, false},
+    [DB_RETENTION_DELIVERIES] = {"deliveries", deliveries_sql, STMT_RETENTION_DELIVERIES, false},
+    [DB_RETENTION_MEETINGS] = {"deleted_meetings", meetings_sql, STMT_RETENTION_MEETINGS, true},
+    [DB_RETENTION_STREAM_EVENTS] = {"stream_events", stream_sql, STMT_RETENTION_STREAM_EVENTS,
+                                    false},
 };
 
 const char *
@@ -78,7 +80,7 @@ db_retention_purge(struct db *db, enum db_retention_kind k, int64_t older_than_s
         return DB_HARD_ERROR;
     }
     enum db_status st =
-        k == DB_RETENTION_MEETINGS
+        kinds[k].in_order
             ? db_exec_in_order(db, kinds[k].stmt, kinds[k].sql, 2, params, DB_PLAN_CUSTOM, &res)
             : db_exec(db, kinds[k].stmt, kinds[k].sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
