@@ -76,14 +76,15 @@ async function runOk(file, args, opts) {
 const FREE_PORT_MIN = 26000;
 const FREE_PORT_TRIES = 64;
 
-function ephemeralLow() {
+// The first port of the ephemeral range (0 when the kernel does not say), read once.
+const EPHEMERAL_LOW = (() => {
     try {
         const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
         return Number.isInteger(low) ? low : 0;
     } catch {
         return 0;
     }
-}
+})();
 
 function listenOnce(port) {
     return new Promise((resolve) => {
@@ -97,7 +98,7 @@ function listenOnce(port) {
 }
 
 export async function freePort() {
-    const low = ephemeralLow();
+    const low = EPHEMERAL_LOW;
     for (let i = 0; low - FREE_PORT_MIN > FREE_PORT_TRIES && i < FREE_PORT_TRIES; i++) {
         const got = await listenOnce(FREE_PORT_MIN + Math.floor(Math.random() * (low - FREE_PORT_MIN)));
         if (got !== null) {
