@@ -71,11 +71,14 @@ static const char owner_leave_sql[] =
     "WITH back AS (UPDATE outbox SET lease_owner = NULL"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
     " DELETE FROM delivery_owners WHERE owner = $1";
-/* A delivered row keeps no body it did not have: only a retry needs the bytes again. */
+/* A delivered row keeps no body it did not have: only a retry needs the bytes again. A row
+ * already recorded delivered stays as it was: a worker whose lease ended while its request was
+ * out and the worker that took the row over both send it, and the first answer is the record. */
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL"
-    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st) WHERE o.id = d.id";
+    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st)"
+    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'");
 static const char failed_sql[] =
     "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
     "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"

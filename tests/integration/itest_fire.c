@@ -283,6 +283,14 @@ test_outbox(struct db *db)
                 "attempts = 1 AND last_status = 204 AND lease_owner IS NULL AND payload IS NULL",
                 ids[0]) == 1,
           "delivered row (no body kept: nothing will send it again)");
+    /* A second worker's answer for the same row (it took the row over while the first one's
+     * request was out): the first record stands. */
+    int second[1] = {200};
+    CHECK(db_outbox_delivered(db, ids, second, 1) == DB_ONE_RESULT &&
+              count("SELECT count(*) FROM outbox WHERE id = $1 AND attempts = 1"
+                    " AND last_status = 204",
+                    ids[0]) == 1,
+          "a delivered row is recorded once");
     struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false}, {ids[2], 0, 0, true}};
     CHECK(db_outbox_failed(db, f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]", 15,
                            &failed) == DB_ONE_RESULT &&
