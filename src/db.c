@@ -29,6 +29,12 @@ db_set_pooled(bool on)
     pooled = on;
 }
 
+bool
+db_tracks_backend(void)
+{
+    return !pooled;
+}
+
 struct db {
     PGconn *conn;
     bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */

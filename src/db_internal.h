@@ -103,6 +103,11 @@ enum db_stmt {
  * wait. */
 #define DB_FILTER(cond) "coalesce(" cond ", false)"
 
+/* Whether leases and heartbeats name the backend that wrote them (migrations/015): on a direct
+ * connection, where a backend ends with its client; not through a pooler, whose server
+ * connections outlive their clients (db_set_pooled). */
+bool db_tracks_backend(void);
+
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
  * connection (unless pooled: then every run is unnamed, see db_set_pooled). Reconnects first when
  * the connection is broken and no transaction is open. Returns DB_ONE_RESULT with *res set (the

@@ -14,7 +14,8 @@
 typedef void (*db_member_fn)(void *arg, const char *instance_id);
 
 /* Records instance_id's heartbeat now and calls fn for every replica whose heartbeat is younger
- * than ttl_ms (instance_id included), in instance id order. */
+ * than ttl_ms and whose backend, when the heartbeat named one (db_tracks_backend), is still there
+ * (instance_id included), in instance id order. */
 enum db_status db_member_beat(struct db *db, const char *instance_id, int64_t ttl_ms,
                               db_member_fn fn, void *arg);
 /* Removes instance_id's row: the others take its shards at their next heartbeat. */

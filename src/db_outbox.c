@@ -33,7 +33,8 @@ static const char claim_sql[] =
     "   AND lease_owner IS NOT NULL AND lease_owner > h.o ORDER BY lease_owner LIMIT 1)"
     "  FROM holders h WHERE h.o IS NOT NULL),"
     " dead AS (SELECT h.o FROM holders h WHERE h.o IS NOT NULL AND h.o <> $1 AND NOT EXISTS"
-    "   (SELECT 1 FROM delivery_owners d WHERE d.owner = h.o AND d.lease_until > now())),"
+    "   (SELECT 1 FROM delivery_owners d WHERE d.owner = h.o AND d.lease_until > now()"
+    "    AND NOT tocsin_backend_gone(d.backend_pid, d.backend_start))),"
     " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
     "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
@@ -56,17 +57,24 @@ static const char claim_sql[] =
     "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
     " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
-/* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing. */
+/* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing.
+ * On a direct connection ($3) the lease names the backend that took it (migrations/015): it ends
+ * when that backend does, and only that backend renews it, so a worker whose connection was
+ * replaced learns that its rows may be another's. */
 static const char owner_register_sql[] =
     "WITH gone AS (DELETE FROM delivery_owners d"
     "  WHERE d.lease_until < now() - interval '1 hour' AND NOT EXISTS (SELECT 1 FROM outbox o"
     "   WHERE o.status = 'pending' AND o.lease_owner = d.owner))"
-    " INSERT INTO delivery_owners (owner, lease_until)"
-    " VALUES ($1, now() + $2::bigint * interval '1 millisecond')"
-    " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until";
+    " INSERT INTO delivery_owners (owner, lease_until, backend_pid, backend_start)"
+    " VALUES ($1, now() + $2::bigint * interval '1 millisecond',"
+    "  CASE WHEN $3::bool THEN pg_backend_pid() END, tocsin_backend_start($3::bool))"
+    " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until,"
+    "  backend_pid = excluded.backend_pid, backend_start = excluded.backend_start";
 static const char owner_renew_sql[] =
     "UPDATE delivery_owners SET lease_until = now() + $2::bigint * interval '1 millisecond'"
-    " WHERE owner = $1 AND lease_until > now()";
+    " WHERE owner = $1 AND lease_until > now()"
+    "  AND backend_pid IS NOT DISTINCT FROM CASE WHEN $3::bool THEN pg_backend_pid() END"
+    "  AND backend_start IS NOT DISTINCT FROM tocsin_backend_start($3::bool)";
 static const char owner_leave_sql[] =
     "WITH back AS (UPDATE outbox SET lease_owner = NULL"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
@@ -254,18 +262,18 @@ enum db_status
 db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms)
 {
     char ms[DB_I64_BUF];
-    const char *params[] = {owner, db_i64(ms, lease_ms)};
+    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend() ? "t" : "f"};
 
-    return exec_no_rows(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, 2, params);
+    return exec_no_rows(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, 3, params);
 }
 
 enum db_status
 db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms)
 {
     char ms[DB_I64_BUF];
-    const char *params[] = {owner, db_i64(ms, lease_ms)};
+    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend() ? "t" : "f"};
 
-    return db_exec_one_row(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, 2, params);
+    return db_exec_one_row(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, 3, params);
 }
 
 enum db_status

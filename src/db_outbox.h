@@ -39,10 +39,12 @@ struct db_outbox_item {
  * names it in lease_owner. */
 #define DB_OUTBOX_OWNER_MAX 160
 /* Registers owner with a lease of lease_ms, and forgets owners lapsed for an hour that hold
- * nothing. */
+ * nothing. On a direct connection (db_tracks_backend) the lease also ends with the connection's
+ * backend: a killed replica's rows are orphans as soon as its connections are closed. */
 enum db_status db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms);
-/* Extends owner's lease to lease_ms from now: ONE_RESULT, or NO_RESULTS when it had lapsed (its
- * rows may be another worker's already; it must register under a new name). */
+/* Extends owner's lease to lease_ms from now: ONE_RESULT, or NO_RESULTS when it had lapsed, or
+ * was taken on a connection other than this one's (its rows may be another worker's already; it
+ * must register under a new name). */
 enum db_status db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms);
 /* Gives back every row owner still holds (due at once, no attempt counted) and ends its lease:
  * a worker stopping with nothing in flight. */
@@ -50,12 +52,12 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
 
 /* Takes up to max (<= DB_OUTBOX_CLAIM_MAX) rows for owner, skipping the rows of the receivers in
  * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken):
- * first rows of owners whose lease lapsed (a dead replica's, so they do not wait behind a
- * backlog; looked for only when orphans is true: a probe per owner of held rows), then the rows
- * owner was given and does not hold yet (not in held[0..n_held): written owned by the fire
- * statement, read without a write), then due rows nobody holds, in order. The first and the last
- * become owner's. A held row is outside the due range's index (outbox_pending_due), so that range
- * holds only rows anyone may take, however many are held. *n rows into out; free each with
+ * first rows of owners whose lease lapsed or whose backend is gone (a dead replica's, so they do
+ * not wait behind a backlog; looked for only when orphans is true: a probe per owner of held rows),
+ * then the rows owner was given and does not hold yet (not in held[0..n_held): written owned by the
+ * fire statement, read without a write), then due rows nobody holds, in order. The first and the
+ * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that
+ * range holds only rows anyone may take, however many are held. *n rows into out; free each with
  * db_outbox_item_fini. */
 enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
                                const char *const *exclude, size_t n_exclude, const int64_t *held,

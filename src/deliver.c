@@ -283,6 +283,15 @@ db_lost(struct worker *w, const char *what)
     w->db_down = true;
 }
 
+/* A statement worked again after db_lost. */
+static void
+db_back(struct worker *w)
+{
+    if (w->db_down)
+        LOG_INFO("deliver: database available again");
+    w->db_down = false;
+}
+
 /* Gives back the receiver slot of j, whose answer was taken (a failure) or recorded (a
  * delivery): until then it counts against the receiver's share, so that a kill repeats at most
  * a share per receiver and worker. */
@@ -705,9 +714,7 @@ claim(struct worker *w, int64_t now)
         db_lost(w, "cannot lease outbox rows");
         return 0;
     }
-    if (w->db_down)
-        LOG_INFO("deliver: database available again");
-    w->db_down = false;
+    db_back(w);
     size_t given = 0;
     for (size_t i = 0; i < n; i++)
         given += w->claimed[i].given;
@@ -759,10 +766,12 @@ register_owner(struct worker *w, int64_t now)
     publish(w, w->owner);
 }
 
-/* Renews the worker's lease every DELIVER_RENEW_MS: one row, however many rows it holds. When it
- * had lapsed (the worker stalled for DELIVER_LEASE_MS), the rows it holds may be another worker's
- * now: the queued ones are dropped and it starts again under a new name. When the renewal fails,
- * the queued rows are dropped too, and no rows are given to it until it works again. */
+/* Renews the worker's lease every DELIVER_RENEW_MS, and before anything else after a statement
+ * failed (the connection may have been replaced, and with it the backend the lease names): one
+ * row, however many rows it holds. When it had lapsed (the worker stalled for DELIVER_LEASE_MS,
+ * or its backend is not the one that took it), the rows it holds may be another worker's now:
+ * the queued ones are dropped and it starts again under a new name. When the renewal fails, the
+ * queued rows are dropped too, and no rows are given to it until it works again. */
 static void
 renew(struct worker *w, int64_t now)
 {
@@ -770,14 +779,16 @@ renew(struct worker *w, int64_t now)
         register_owner(w, now);
         return;
     }
-    if (now - w->renewed_ms < DELIVER_RENEW_MS)
+    if (now - w->renewed_ms < DELIVER_RENEW_MS && !w->db_down)
         return;
     switch (db_outbox_owner_renew(w->db, w->owner, DELIVER_LEASE_MS)) {
     case DB_ONE_RESULT:
         w->renewed_ms = now;
+        db_back(w);
         return;
     case DB_NO_RESULTS:
-        LOG_WARN("deliver: the lease of %s lapsed; its rows go to whoever takes them first",
+        LOG_WARN("deliver: the lease of %s lapsed or its connection was replaced; its rows go to "
+                 "whoever takes them first",
                  w->owner);
         publish(w, NULL);
         drop_queued(w);

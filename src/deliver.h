@@ -17,9 +17,10 @@
 #include "channel.h"
 
 /* A worker holds its rows under one lease of DELIVER_LEASE_MS (db_outbox.h), renewed every
- * DELIVER_RENEW_MS whatever it holds: the rows of a killed replica are anyone's again within
- * DELIVER_LEASE_MS, and an idle worker looks every DELIVER_POLL_MS, so they move on within the
- * sum (under 2 s). */
+ * DELIVER_RENEW_MS whatever it holds: the rows of a killed replica are anyone's again as soon as
+ * its PostgreSQL connections are closed (on a direct connection), within DELIVER_LEASE_MS
+ * otherwise, and an idle worker looks every DELIVER_POLL_MS, so they move on within the sum
+ * (under 2 s). */
 #define DELIVER_LEASE_MS 1500
 #define DELIVER_RENEW_MS 500
 /* Rows the fire statement may give one worker beyond what it loaded: past this, a replica's fires

@@ -1,9 +1,11 @@
 /* members.h -- this replica's place among the live replicas: a thread with its own PostgreSQL
  * connection writes a heartbeat every MEMBERS_BEAT_MS and recomputes which shards (shard.h) this
  * replica owns from the replicas whose heartbeat is younger than MEMBERS_TTL_MS. A replica that
- * dies loses its shards within MEMBERS_TTL_MS + MEMBERS_BEAT_MS; one that stops (SIGTERM) gives
- * them up at once. During a change two replicas may briefly both own a shard: that only repeats
- * work (the fire statement fires once), and a shard owned by nobody is taken at the next beat. */
+ * dies loses its shards at the others' next heartbeat when its connection closed with it (kill
+ * -9, on a direct connection: db_members.h), within MEMBERS_TTL_MS + MEMBERS_BEAT_MS otherwise;
+ * one that stops (SIGTERM) gives them up at once. During a change two replicas may briefly both own
+ * a shard: that only repeats work (the fire statement fires once), and a shard owned by nobody is
+ * taken at the next beat. */
 #ifndef TOCSIN_MEMBERS_H
 #define TOCSIN_MEMBERS_H
 

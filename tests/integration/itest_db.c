@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "db_fire.h"
+#include "db_members.h"
 #include "db_migrations.h"
 #include "fixture.h"
 #include "shard.h"
@@ -21,6 +22,8 @@
 #define BASE_MS 1893456000000LL /* 2030-01-01T00:00:00Z */
 #define LIST_N 7
 #define LIST_PAGE 3
+#define MEMBER_TTL_MS 60000
+#define BACKEND_GONE_WAIT_MS 10000
 
 /* ---- fixtures ---- */
 
@@ -763,6 +766,70 @@ test_tx(struct db *db, struct db *other)
 
 /* ---- setup ---- */
 
+/* ---- membership ---- */
+
+struct seen {
+    int n;
+    char ids[4][DB_MEMBER_ID_MAX + 1];
+};
+
+static void
+see_member(void *arg, const char *instance_id)
+{
+    struct seen *s = arg;
+
+    if (s->n < 4)
+        snprintf(s->ids[s->n], sizeof s->ids[0], "%s", instance_id);
+    s->n++;
+}
+
+/* The replicas a heartbeat of self on db sees, with a TTL far longer than the test. */
+static struct seen
+beat(struct db *db, const char *self)
+{
+    struct seen s = {0};
+
+    CHECK(db_member_beat(db, self, MEMBER_TTL_MS, see_member, &s) == DB_ONE_RESULT, "beat: %s",
+          db_errmsg(db));
+    return s;
+}
+
+/* A heartbeat names its backend (migrations/015): a replica whose connection closed (killed) is
+ * not live any more however young its heartbeat, so its shards move at the next beat. */
+static void
+test_member_backend(const char *url, struct db *db)
+{
+    char err[DB_ERR_MAX];
+    struct db *other = db_open(url, err, sizeof err);
+
+    CHECK(other != NULL, "connect: %s", err);
+    if (other == NULL)
+        return;
+    struct seen s = beat(other, "m-a");
+    s = beat(db, "m-b");
+    CHECK(s.n == 2 && strcmp(s.ids[0], "m-a") == 0 && strcmp(s.ids[1], "m-b") == 0,
+          "both live: %d seen", s.n);
+    db_close(other);
+    int waited = 0;
+    while (fixture_sql("SELECT count(*) FROM pg_stat_activity a JOIN replicas r"
+                       " ON a.pid = r.backend_pid WHERE r.instance_id = 'm-a'",
+                       NULL, NULL, NULL) != 0 &&
+           waited < BACKEND_GONE_WAIT_MS) {
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000L}, NULL);
+        waited += 20;
+    }
+    s = beat(db, "m-b");
+    CHECK(s.n == 1 && strcmp(s.ids[0], "m-b") == 0,
+          "a replica whose backend is gone is not live: %d seen", s.n);
+    CHECK(fixture_sql("SELECT count(*) FROM replicas WHERE instance_id = 'm-a'"
+                      " AND heartbeat_at > now() - interval '30 seconds'",
+                      NULL, NULL, NULL) == 1,
+          "its heartbeat is young");
+    CHECK(db_member_leave(db, "m-a") == DB_ONE_RESULT &&
+              db_member_leave(db, "m-b") == DB_ONE_RESULT,
+          "leave");
+}
+
 static void
 run(const char *url)
 {
@@ -788,6 +855,7 @@ run(const char *url)
     test_fire_deleted(a);
     test_errors(a);
     test_tx(a, b);
+    test_member_backend(url, a);
 out:
     db_close(a);
     db_close(b);

@@ -5,8 +5,10 @@
  * commit order; and the outbox statements delivery lives on (db_outbox.c): lease with exclusions,
  * release with a delay, delivered, failed and retried, the backlog, a dead replica's rows taken
  * first, and owners: rows the fire statement gives a worker, read once without a write and kept
- * from the others while its lease lives, anyone's once it lapsed, given back when it leaves. */
+ * from the others while its lease lives, anyone's once it lapsed or its backend is gone, given
+ * back when it leaves. */
 #include <pthread.h>
+#include <time.h>
 
 #include "db.h"
 #include "db_fire.h"
@@ -18,6 +20,7 @@
 #define GRACE_MS 60000
 #define RACE_ROUNDS 20
 #define RACE_BATCH 40
+#define BACKEND_GONE_WAIT_MS 10000
 
 static int64_t tenant;
 static char hook[MEETING_ID_LEN + 1];
@@ -427,6 +430,71 @@ test_owners(struct db *db)
         meeting_fini(&m[i]);
 }
 
+/* Waits (up to BACKEND_GONE_WAIT_MS) until the backend that registered owner has exited: a
+ * closed connection's backend goes on its own, a moment later. */
+static bool
+owner_backend_gone(const char *owner)
+{
+    for (int waited = 0; waited < BACKEND_GONE_WAIT_MS; waited += 20) {
+        if (fixture_sql("SELECT count(*) FROM pg_stat_activity a JOIN delivery_owners d"
+                        " ON a.pid = d.backend_pid WHERE d.owner = $1",
+                        owner, NULL, NULL) == 0)
+            return true;
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000L}, NULL);
+    }
+    return false;
+}
+
+/* On a direct connection a lease names its backend (migrations/015): only that connection
+ * renews it, and once it is closed the owner's rows are orphans, long before the lease would
+ * lapse: a killed replica's rows wait for the next look, not for the lease. */
+static void
+test_owner_backend(const char *url, struct db *db)
+{
+    struct meeting m[2];
+    struct reminder_key k[2];
+    struct db_fire_result res = {0};
+    struct db_outbox_item it[8];
+    size_t n = 0;
+
+    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
+                      NULL) >= 0,
+          "an empty backlog");
+    struct db *other = open_db(url);
+    CHECK(other != NULL && db_outbox_owner_register(other, "k/0/1", 60000) == DB_ONE_RESULT &&
+              db_outbox_owner_register(db, "k/1/1", 60000) == DB_ONE_RESULT,
+          "owners on two connections");
+    CHECK(db_outbox_owner_renew(db, "k/0/1", 60000) == DB_NO_RESULTS,
+          "a lease is renewed only by the connection that took it");
+    CHECK(db_outbox_owner_renew(other, "k/0/1", 60000) == DB_ONE_RESULT, "its own connection");
+    for (int i = 0; i < 2; i++)
+        meeting_due(db, &m[i], timefmt_now_ms() + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
+    CHECK(db_reminder_fire_batch(db, k, 2, GRACE_MS, false, "k/0/1", &res) == DB_ONE_RESULT &&
+              res.n_outbox >= 2,
+          "fired for k/0/1: %zu outbox rows", res.n_outbox);
+    size_t fired = res.n_outbox;
+    db_fire_result_fini(&res);
+    CHECK(db_outbox_claim(db, "k/1/1", true, NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
+              n == 0,
+          "a live owner's rows stay its own: %zu taken", n);
+    CHECK(fixture_sql("SELECT count(*) FROM delivery_owners WHERE owner = 'k/0/1'"
+                      " AND backend_pid IS NOT NULL AND backend_start IS NOT NULL",
+                      NULL, NULL, NULL) == 1,
+          "the lease names its backend");
+    db_close(other);
+    CHECK(owner_backend_gone("k/0/1"), "the closed connection's backend did not exit");
+    CHECK(fixture_sql("SELECT count(*) FROM delivery_owners WHERE owner = 'k/0/1'"
+                      " AND lease_until > now() + interval '30 seconds'",
+                      NULL, NULL, NULL) == 1,
+          "its lease has most of a minute to run");
+    CHECK(db_outbox_claim(db, "k/1/1", true, NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
+              n == (fired < 8 ? fired : 8),
+          "its rows are orphans once its backend is gone: %zu of %zu taken", n, fired);
+    items_fini(it, n);
+    for (int i = 0; i < 2; i++)
+        meeting_fini(&m[i]);
+}
+
 /* A webhook row whose webhook row is missing (no foreign key since migration 012) comes back gone:
  * recorded failed, never sent to a URL it does not have. */
 static void
@@ -496,6 +564,7 @@ run(const char *url)
     test_outbox(a);
     test_orphans(a);
     test_owners(a);
+    test_owner_backend(url, a);
     test_missing_webhook(a);
     test_removed_reminder(a);
 out:
