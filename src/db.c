@@ -90,7 +90,8 @@ on_notice(void *arg, const char *message)
  * outbox was small scanned it whole on every delivery record as it grew (1,490 outbox rows read
  * per delivered reminder over a 10,000-reminder run here), and the fire statement, guessing 10
  * rows for its unnest, compared each batch of 1,024 with itself (364 ms a batch against 13).
- * db_exec_in_order may ask for a generic plan for one statement (DB_PLAN_GENERIC). */
+ * db_exec_in_order may ask for a generic plan for one statement (DB_PLAN_GENERIC): with
+ * sequential and bitmap scans off a generic plan cannot turn into either. */
 static int
 setup_session(struct db *db)
 {

@@ -34,6 +34,14 @@
  * reminders), 'o' rows (outbox rows to deliver) and 's' rows (per tenant, the highest stream seq
  * written). */
 
+/* Batches of up to this many occurrences run the connection's generic plan of the statement
+ * (db_exec_in_order: with sequential and bitmap scans off it is the same shape of probes by key):
+ * planning it took 1.1 ms here, longer than running a batch of a few rows, and reminders due
+ * one by one fire in batches of one to three. A larger batch is planned for its size: in a burst
+ * of 50,000 (batches of 1,024) the generic plan ran 7.0 s against 5.3 s for custom ones planned
+ * in 0.13 s. */
+#define FIRE_GENERIC_MAX 64
+
 /* clang-format off */
 static const char fire_sql[] =
     "WITH want AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS w(id, fire_ms)),"
@@ -175,7 +183,8 @@ db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
         db_set_err(db, "out of memory");
         goto done;
     }
-    st = db_exec_in_order(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params, DB_PLAN_CUSTOM, &res);
+    st = db_exec_in_order(db, STMT_REMINDER_FIRE_BATCH, fire_sql, 5, params,
+                          n <= FIRE_GENERIC_MAX ? DB_PLAN_GENERIC : DB_PLAN_CUSTOM, &res);
     if (st == DB_ONE_RESULT && collect(res, out) != 0) {
         /* Committed already: the rows are fired; delivery's poller finds their outbox rows. */
         db_set_err(db, "fire result unreadable (out of memory or unexpected row)");

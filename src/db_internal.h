@@ -138,9 +138,10 @@ enum db_status db_exec_simple(struct db *db, const char *sql);
  * instead of planning each run with its parameters, as setup_session otherwise asks: for a
  * statement polled several times a second whose planning costs more than its execution (a
  * delivery worker's lease: 1.1 ms of planning against 0.04 ms of execution on an idle outbox
- * here). With those scans off its plan is the index walk it was written for, whatever the
- * parameters. Not for a statement whose plan depends on how many elements an array parameter
- * has (the fire statement: db_fire.c). Behind a pooler every statement is planned at each run. */
+ * here; a batch of a few reminders fired: 1.1 ms against about 0.4 ms). With those scans off its
+ * plan is the index walk it was written for, whatever the parameters. A statement whose best plan
+ * depends on how many elements an array parameter has asks for it only for small arrays (the
+ * fire statement: db_fire.c). Behind a pooler every statement is planned at each run. */
 enum db_plan { DB_PLAN_CUSTOM, DB_PLAN_GENERIC };
 enum db_status db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n,
                                 const char *const *values, enum db_plan plan, PGresult **res);
