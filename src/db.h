@@ -173,5 +173,11 @@ struct shard_set;
 enum db_status db_reminder_due_batch(struct db *db, const struct shard_set *shards,
                                      int64_t after_fire_at_ms, int64_t after_id, int64_t until_ms,
                                      struct reminder_key *out, size_t max, size_t *n_out);
+/* The same for one shard, in (fire_at, id) order along that shard's part of the index alone: no
+ * merge with other shards, so each row is read once (the reconciler's full pass, which needs no
+ * order across shards). */
+enum db_status db_reminder_shard_batch(struct db *db, unsigned shard, int64_t after_fire_at_ms,
+                                       int64_t after_id, int64_t until_ms, struct reminder_key *out,
+                                       size_t max, size_t *n_out);
 
 #endif

@@ -1,6 +1,7 @@
 /* db_reminder.c -- the one read of pending occurrences that the scheduler, the reconciler's sweep
- * and its mirror repair share: keyset pages in (fire_at, id) order up to a time, of all shards or
- * of the shards this replica owns. */
+ * and its short repair pass share: keyset pages in (fire_at, id) order up to a time, of all
+ * shards or of the shards this replica owns; and the walk of one shard that the full repair pass
+ * takes shard by shard. */
 #include "db_internal.h"
 #include "shard.h"
 
@@ -45,9 +46,29 @@ static const char due_shards_sql[] =
     " SELECT x.id, " DB_MS("x.fire_at") ", EXISTS (SELECT FROM cut) FROM x"
     " WHERE NOT EXISTS (SELECT FROM cut WHERE (x.fire_at, x.id) > (cut.fire_at, cut.id))"
     " ORDER BY x.fire_at, x.id LIMIT $4::int";
+/* One shard's part of reminders_pending_shard, walked in order from a keyset position. */
+static const char shard_walk_sql[] =
+    "SELECT r.id, " DB_MS("r.fire_at") " FROM reminders r"
+    " WHERE r.status = 'pending' AND " SHARD_OF_R " = $1::int"
+    " AND (" SHARD_OF_R ", r.fire_at, r.id) > ($1::int, " DB_TS("$2") ", $3::bigint)"
+    " AND r.fire_at <= " DB_TS("$4")
+    " ORDER BY " SHARD_OF_R ", r.fire_at, r.id LIMIT $5::int";
 /* clang-format on */
 
 #define DUE_SLICE_MIN 64 /* rows of one shard a read takes at least */
+
+/* The (id, fire_at) pairs of res's first two columns into out, max at most. Returns how many. */
+static size_t
+take_keys(const PGresult *res, struct reminder_key *out, size_t max)
+{
+    size_t n = 0;
+
+    for (int row = 0; row < PQntuples(res) && n < max; row++, n++) {
+        out[n].reminder_id = db_get_i64(res, row, 0);
+        out[n].fire_at_ms = db_get_i64(res, row, 1);
+    }
+    return n;
+}
 
 /* One read of up to max rows from (at, id) into out, of the shards in shards (NULL: every
  * shard); *cut: the read ended at a slice's cut, so more rows may follow even when it returned
@@ -74,12 +95,31 @@ due_read(struct db *db, const struct shard_set *shards, int64_t at, int64_t id, 
     *cut = false;
     if (st != DB_ONE_RESULT)
         return st;
-    for (int row = 0; row < PQntuples(res) && (size_t)row < max; row++) {
-        out[row].reminder_id = db_get_i64(res, row, 0);
-        out[row].fire_at_ms = db_get_i64(res, row, 1);
-        *cut = PQgetvalue(res, row, 2)[0] == 't';
-        *n_out = (size_t)row + 1;
-    }
+    *n_out = take_keys(res, out, max);
+    *cut = *n_out > 0 && PQgetvalue(res, (int)*n_out - 1, 2)[0] == 't';
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+enum db_status
+db_reminder_shard_batch(struct db *db, unsigned shard, int64_t after_fire_at_ms, int64_t after_id,
+                        int64_t until_ms, struct reminder_key *out, size_t max, size_t *n_out)
+{
+    char s[DB_I64_BUF], after[DB_I64_BUF], after_id_s[DB_I64_BUF], until[DB_I64_BUF];
+    char limit[DB_I64_BUF];
+    PGresult *res;
+
+    *n_out = 0;
+    if (max > DB_DUE_BATCH_MAX)
+        max = DB_DUE_BATCH_MAX;
+    const char *params[] = {db_i64(s, shard % SHARD_COUNT), db_ms(after, after_fire_at_ms),
+                            db_i64(after_id_s, after_id), db_ms(until, until_ms),
+                            db_i64(limit, (int64_t)max)};
+    enum db_status st = db_exec_in_order(db, STMT_REMINDER_SHARD_WALK, shard_walk_sql, 5, params,
+                                         DB_PLAN_GENERIC, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    *n_out = take_keys(res, out, max);
     PQclear(res);
     return DB_ONE_RESULT;
 }

@@ -1,15 +1,18 @@
 /* recon.c -- the reconciler thread: PostgreSQL is the truth, the Redis mirror is repaired from it.
  * Every RECON_TICK_MS it looks at Redis's identity (run_id, marker key). A full pass re-arms with
- * SET NX every pending reminder due within the horizon, batch by batch: at start, when kicked,
- * at once after Redis lost data, and every full_interval_ms. In between, every interval_ms, a
- * short pass arms only the slice that entered the horizon since the last pass, so the periodic
- * cost does not grow with the number of pending reminders. Every interval it also sweeps overdue
+ * SET NX every pending reminder due within the horizon: at start, when kicked, at once after
+ * Redis lost data, and full_interval_ms after the last one ended. It is a walk of the owned shards
+ * that goes on a step per tick and rests between steps (recon_walk.h), flat out only after a data
+ * loss. Every interval_ms, a short pass arms only the slice that entered the horizon since the
+ * last pass, so the periodic cost does not grow with the number of pending reminders; the walk
+ * covers the horizon as it was when it began, the short passes what came after. Every interval it
+ * also sweeps overdue
  * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
  * the scheduler fail: interval_ms + one sweep + one fire (while dispatch is busy, a sweep waits
- * for its queue to drain, RECON_SWEEP_DEFER_MS at most). A failed full pass is retried next tick,
- * a failed short pass next interval (from where the last complete one ended); an outage is logged
- * once when it starts and once when it ends, never per tick. Recurring meetings' windows are
- * extended after each tick (extend_series). */
+ * for its queue to drain, RECON_SWEEP_DEFER_MS at most). A failed step of the full pass is retried
+ * next tick from the same page, a failed short pass next interval (from where the last complete one
+ * ended); an outage is logged once when it starts and once when it ends, never per tick. Recurring
+ * meetings' windows are extended after each tick (extend_series). */
 #include "recon.h"
 
 #include <errno.h>
@@ -25,13 +28,13 @@
 #include "dbclock.h"
 #include "log.h"
 #include "members.h"
+#include "recon_walk.h"
 #include "timefmt.h"
 
-/* Keys per repair page: one database read. The read walks each owned shard's slice, twice the
- * shard's part of a page but at least DUE_SLICE_MIN (db_reminder.c) rows: with pages of 1,000 and
- * 85 shards (3 replicas) that floor made each page read 5,440 rows, and the full passes over
- * 1,000,000 pending reminders kept PostgreSQL busier than one core. A full page reads about twice
- * what it returns. */
+/* Keys per page of the short pass: one database read. The read walks each owned shard's slice,
+ * twice the shard's part of a page but at least DUE_SLICE_MIN (db_reminder.c) rows: with pages of
+ * 1,000 and 85 shards (3 replicas) that floor made each page read 5,440 rows. A short pass's slice
+ * rarely fills one page; the full pass walks shard by shard instead (recon_walk.h). */
 #define RECON_PASS_PAGE DB_DUE_BATCH_MAX
 _Static_assert(RECON_PASS_PAGE <= DB_DUE_BATCH_MAX, "a repair page fits r->batch");
 
@@ -52,8 +55,9 @@ struct recon {
     /* Below: used by the thread only, once started. */
     struct mirror *mi;
     struct db *db;
-    struct reminder_key *batch;         /* DB_DUE_BATCH_MAX entries */
-    int64_t armed_until;                /* realtime ms: the horizon is armed up to here */
+    struct reminder_key *batch; /* DB_DUE_BATCH_MAX entries */
+    int64_t armed_until;    /* realtime ms: the short passes arm from here (the walk, up to here) */
+    struct recon_walk walk; /* the full pass, while one goes on */
     char run_id[MIRROR_RUN_ID_MAX + 1]; /* "" until Redis was first seen */
     bool redis_down;
     bool db_down;
@@ -168,25 +172,32 @@ fetch(struct recon *r, int64_t after_at, int64_t after_id, int64_t until)
     return (long)n;
 }
 
-/* Arms the pending reminders due in (from, now + horizon] (from clamped to now), batch by batch;
- * a full pass starts at now. Adds the number of keys it had to write to *rearmed. Returns 0 when
- * complete, -1 when the database or Redis failed or we are stopping (tick retries it). */
-static int
-pass(struct recon *r, int64_t from, size_t *rearmed)
+/* Opens the thread's database connection when it has none. */
+static bool
+db_ready(struct recon *r)
 {
     char err[DB_ERR_MAX];
+
+    if (r->db == NULL && (r->db = db_open(r->database_url, err, sizeof err)) == NULL)
+        outage(&r->db_down, "database", err);
+    return r->db != NULL;
+}
+
+/* The short pass: arms the pending reminders due in (from, now + horizon] (from clamped to now),
+ * batch by batch. Returns 0 when complete, -1 when the database or Redis failed or we are
+ * stopping (the next interval retries it from the same place). */
+static int
+pass(struct recon *r, int64_t from)
+{
     int64_t now = clock_ms(CLOCK_REALTIME), after_id = INT64_MAX;
     int64_t after_at = from > now ? from : now, until = now + r->horizon_ms;
     long n;
 
-    if (r->db == NULL && (r->db = db_open(r->database_url, err, sizeof err)) == NULL) {
-        outage(&r->db_down, "database", err);
+    if (!db_ready(r))
         return -1;
-    }
     while ((n = fetch(r, after_at, after_id, until)) > 0) {
         /* A fresh now per batch: keys that fell due meanwhile are skipped, not set in the past. */
-        if (mirror_arm_count(r->mi, r->batch, (size_t)n, clock_ms(CLOCK_REALTIME), 1, rearmed) !=
-            0) {
+        if (mirror_arm(r->mi, r->batch, (size_t)n, clock_ms(CLOCK_REALTIME), 1) != 0) {
             outage(&r->redis_down, "redis", "write failed");
             return -1;
         }
@@ -255,40 +266,72 @@ sample_clock(struct recon *r, int64_t mono)
         dbclock_observe(before, db_ms, timefmt_now_ms());
 }
 
-/* One tick: decides whether a pass is owed, and which, and runs it. *full and *lost persist
- * across ticks so a failed pass is retried and a data loss is still reported when the repair
- * finally succeeds. */
+/* Starts the full pass, or starts it again (a kick or a data loss during one): the walk covers the
+ * horizon as it is now, and the short passes go on from its end. */
+static void
+walk_begin(struct recon *r, bool lost)
+{
+    struct shard_set owned;
+    int64_t until = clock_ms(CLOCK_REALTIME) + r->horizon_ms;
+
+    members_shards(r->members, &owned);
+    recon_walk_begin(&r->walk, &owned, until, lost);
+    if (r->armed_until < until)
+        r->armed_until = until;
+}
+
+/* Takes the full pass a step further (to its end when it is flat out). Returns true when it
+ * ended with this step. */
+static bool
+walk_on(struct recon *r)
+{
+    enum recon_walk_result res;
+
+    do
+        res = recon_walk_step(&r->walk, r->db, r->mi, r->batch, clock_ms(CLOCK_MONOTONIC));
+    while (res == RECON_WALK_MORE && r->walk.flat_out && !stopping(r));
+    if (res == RECON_WALK_DB)
+        outage(&r->db_down, "database", db_errmsg(r->db));
+    else if (res == RECON_WALK_REDIS)
+        outage(&r->redis_down, "redis", "write failed");
+    return res == RECON_WALK_DONE;
+}
+
+/* One tick: starts the full pass when one is owed (*full: at start, when kicked, every full
+ * interval after the last one ended, and flat out when Redis lost data), takes it a step further,
+ * and every interval runs the short pass and the sweep. *lost persists until the pass that
+ * repairs a data loss ends, so that it is reported. */
 static void
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
-    size_t rearmed = 0;
     int64_t mono = clock_ms(CLOCK_MONOTONIC);
     int l = redis_lost(r);
 
     sample_clock(r, mono);
     if (l > 0)
         *full = *lost = true;
-    if (mono - *last_full_ms >= r->full_interval_ms)
+    if (!r->walk.active && mono - *last_full_ms >= r->full_interval_ms)
         *full = true;
-    if (!*full && mono - *last_pass_ms < r->interval_ms)
+    if (*full && l >= 0 && db_ready(r)) {
+        walk_begin(r, *lost);
+        *full = false;
+    }
+    if (r->walk.active && l >= 0 && db_ready(r) && walk_on(r)) {
+        atomic_fetch_add(&r->passes, 1);
+        *last_full_ms = clock_ms(CLOCK_MONOTONIC);
+        if (*lost)
+            LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", r->walk.rearmed);
+        else if (r->walk.rearmed > 0)
+            LOG_INFO("recon: re-mirrored %zu missing keys", r->walk.rearmed);
+        *lost = false;
+    }
+    if (mono - *last_pass_ms < r->interval_ms)
         return;
     /* The sweep needs no Redis: with Redis down, overdue reminders still fire from the database. */
-    if (l < 0 || pass(r, *full ? INT64_MIN : r->armed_until, &rearmed) != 0) {
-        sweep(r);
-        *last_pass_ms = mono;
-        return;
-    }
+    if (l >= 0)
+        pass(r, r->armed_until);
     sweep(r);
     *last_pass_ms = mono;
-    if (!*full)
-        return;
-    atomic_fetch_add(&r->passes, 1);
-    *last_full_ms = mono;
-    if (*lost)
-        LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", rearmed);
-    else if (rearmed > 0)
-        LOG_INFO("recon: re-mirrored %zu missing keys", rearmed);
-    *full = *lost = false;
 }
 
 /* Extends the windows of the due series of the owned shards, batch after batch while a backlog

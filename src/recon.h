@@ -1,7 +1,8 @@
 /* recon.h -- the reconciler thread: repairs the Redis mirror from PostgreSQL (the truth) and
  * fires what every faster path missed. A full pass re-arms (SET NX PXAT) every pending reminder
- * due within the horizon, in batches: at start, every full interval, at once when Redis's run_id
- * changes or its marker key disappears (restart, FLUSHALL), and when kicked. Every interval a
+ * due within the horizon, a paced walk of the owned shards (recon_walk.h): at start, a full
+ * interval after the last one ended, at once (and flat out) when Redis's run_id changes or its
+ * marker key disappears (restart, FLUSHALL), and when kicked. Every interval a
  * short pass arms what entered the horizon and a sweep hands overdue pending reminders to
  * dispatch. Every interval it also extends the windows of the recurring meetings of its shards
  * that are due (series_sync.h), within RECON_SERIES_BUDGET_MS per tick and resting
@@ -34,7 +35,7 @@ struct recon_opts {
     const char *database_url;
     struct mirror_opts mirror;
     int64_t interval_ms;         /* short pass (newly in the horizon) and overdue sweep period */
-    int64_t full_interval_ms;    /* full pass period; 0 = interval_ms */
+    int64_t full_interval_ms;    /* from the end of a full pass to the next; 0 = interval_ms */
     struct dispatch *dispatch;   /* borrowed, for the overdue sweep; NULL = no sweep */
     struct members *members;     /* the shards to repair and sweep; NULL = all (borrowed) */
     struct series_params series; /* recurring meetings' windows, extended for the same shards */
@@ -44,7 +45,7 @@ struct recon;
 
 /* Starts the thread. Returns NULL if the thread cannot be created. opts strings are copied. */
 struct recon *recon_start(const struct recon_opts *opts);
-/* Asks for a pass as soon as possible (thread-safe). */
+/* Asks for a full pass as soon as possible; one under way starts again (thread-safe). */
 void recon_kick(struct recon *r);
 /* Number of completed full passes (thread-safe); tests and /metrics read it. */
 uint64_t recon_passes(struct recon *r);

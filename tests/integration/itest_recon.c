@@ -22,6 +22,8 @@
 #include "fixture_redis.h"
 #include "mirror.h"
 #include "recon.h"
+#include "recon_walk.h"
+#include "shard.h"
 
 #define HORIZON_MS 3600000
 #define WAIT_MS 10000 /* the bound on how long recon may take to repair */
@@ -29,6 +31,9 @@
 #define SWEEP_INTERVAL_MS 1000 /* TOCSIN_RECON_INTERVAL_MS's default, the bound README states */
 #define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
 #define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
+#define WALK_SHARD 7           /* the shard the walk test fills */
+#define WALK_ROWS 2500         /* more than two of the walk's pages */
+#define WALK_ROWS_SQL "2500"
 
 static char prefix[MIRROR_PREFIX_MAX + 1];
 static struct reminder_key near_keys[N_NEAR]; /* due within the horizon: must be mirrored */
@@ -301,6 +306,86 @@ test_periodic(const struct recon_opts *base)
     lose_keys(true);
 }
 
+/* Whether the key of reminder id (fire_at_ms) has that expiry in Redis. */
+static bool
+armed(int64_t id, int64_t fire_at_ms)
+{
+    struct reminder_key k = {.reminder_id = id, .fire_at_ms = fire_at_ms};
+
+    return pexpiretime(&k) == fire_at_ms;
+}
+
+/* The full pass's walk (recon_walk.h): it arms every pending reminder of the shards it was given,
+ * page after page of one shard (more rows than a page in WALK_SHARD), and no other shard's; a
+ * walk that rests does nothing until its rest is over. Rows of WALK_SHARD are written with ids
+ * chosen for it (libpq: the API cannot choose ids). */
+static void
+test_walk(const struct recon_opts *base, const char *url)
+{
+    char err[DB_ERR_MAX], tmpl[24], base_id[24];
+    struct db *db = db_open(url, err, sizeof err);
+    struct mirror *mi = mirror_new(&base->mirror);
+    struct reminder_key *batch = calloc(RECON_WALK_PAGE, sizeof *batch);
+    struct recon_walk w;
+    struct shard_set shards;
+    int64_t first = 1000003LL * SHARD_COUNT + WALK_SHARD;
+
+    CHECK(db != NULL && mi != NULL && batch != NULL, "set-up: %s", db ? "out of memory" : err);
+    if (db == NULL || mi == NULL || batch == NULL)
+        goto out;
+    snprintf(tmpl, sizeof tmpl, "%" PRId64, near_keys[0].reminder_id);
+    snprintf(base_id, sizeof base_id, "%" PRId64, first);
+    /* WALK_ROWS rows in WALK_SHARD, a second apart from ten minutes ahead, copies of a near one. */
+    CHECK(fixture_sql("INSERT INTO reminders OVERRIDING SYSTEM VALUE SELECT (jsonb_populate_record("
+                      " r, jsonb_build_object('id', $2::bigint + g * " SHARD_COUNT_SQL ","
+                      " 'minutes_before', 1000 + g, 'fire_at', date_trunc('second', now())"
+                      " + interval '10 minutes' + g * interval '1 second'))).*"
+                      " FROM reminders r, generate_series(0, " WALK_ROWS_SQL " - 1) g"
+                      " WHERE r.id = $1::bigint",
+                      tmpl, base_id, NULL) == WALK_ROWS,
+          "rows of one shard");
+    lose_keys(false);
+    shard_set_clear(&shards);
+    shard_set_add(&shards, WALK_SHARD);
+    recon_walk_begin(&w, &shards, clock_ms(CLOCK_REALTIME) + HORIZON_MS, false);
+    enum recon_walk_result res = RECON_WALK_MORE;
+    int steps = 0;
+    while (res == RECON_WALK_MORE && steps++ < 1000) {
+        int64_t mono = clock_ms(CLOCK_MONOTONIC);
+        if (mono < w.next_ms) {
+            CHECK(recon_walk_step(&w, db, mi, batch, mono) == RECON_WALK_MORE && w.active,
+                  "a resting walk waits");
+            usleep((useconds_t)(w.next_ms - mono) * 1000);
+            continue;
+        }
+        res = recon_walk_step(&w, db, mi, batch, mono);
+    }
+    CHECK(res == RECON_WALK_DONE && !w.active, "the walk ended: %d after %d steps", (int)res,
+          steps);
+    CHECK(w.rearmed == WALK_ROWS, "it armed %zu keys, want " WALK_ROWS_SQL, w.rearmed);
+    int found = 0;
+    for (int64_t g = 0; g < WALK_ROWS; g++) {
+        char id[32];
+        int64_t id_g = first + g * SHARD_COUNT;
+        long long at = fixture_sql("SELECT (extract(epoch FROM fire_at) * 1000)::bigint FROM"
+                                   " reminders WHERE id = $1::bigint",
+                                   fixture_i64(id, id_g), NULL, NULL);
+        found += armed(id_g, at);
+    }
+    CHECK(found == WALK_ROWS, "%d of " WALK_ROWS_SQL " keys armed with their fire time", found);
+    for (size_t i = 0; i < N_NEAR; i++)
+        CHECK(near_keys[i].reminder_id % SHARD_COUNT == WALK_SHARD ||
+                  pexpiretime(&near_keys[i]) == -2,
+              "a reminder of another shard was armed");
+    CHECK(fixture_sql("UPDATE reminders SET status = 'cancelled' WHERE id >= $1::bigint", base_id,
+                      NULL, NULL) == WALK_ROWS,
+          "clean-up");
+out:
+    free(batch);
+    mirror_free(mi);
+    db_close(db);
+}
+
 /* fixture_main's part: the test database is url (and fixture_raw). */
 static void
 run(const char *url)
@@ -319,6 +404,7 @@ run(const char *url)
         test_loss_and_kick(&o);
         test_periodic(&o);
         test_sweep_bound(&o, db, url);
+        test_walk(&o, url);
     }
     db_close(db);
 }
