@@ -37,6 +37,7 @@ db_tracks_backend(void)
 
 struct db {
     PGconn *conn;
+    bool in_order;                /* db_open_in_order: its session is in order, generic plans */
     bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
     bool prepared[DB_STMT_COUNT]; /* per connection; cleared when the connection is reset */
     char err[DB_ERR_MAX];
@@ -91,14 +92,20 @@ on_notice(void *arg, const char *message)
  * per delivered reminder over a 10,000-reminder run here), and the fire statement, guessing 10
  * rows for its unnest, compared each batch of 1,024 with itself (364 ms a batch against 13).
  * db_exec_in_order may ask for a generic plan for one statement (DB_PLAN_GENERIC): with
- * sequential and bitmap scans off a generic plan cannot turn into either. */
+ * sequential and bitmap scans off a generic plan cannot turn into either. A connection opened
+ * with db_open_in_order has those scans off and generic plans for its whole session. */
 static int
 setup_session(struct db *db)
 {
     if (pooled) /* a session SET would stay on whichever server connection took it */
         return 0;
-    PGresult *res = PQexec(db->conn, "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS
-                                     "; SET plan_cache_mode = force_custom_plan");
+    PGresult *res = PQexec(
+        db->conn, db->in_order
+                      ? "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS
+                        "; SET plan_cache_mode = force_generic_plan; SET enable_bitmapscan = off;"
+                        " SET enable_seqscan = off"
+                      : "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS
+                        "; SET plan_cache_mode = force_custom_plan");
 
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok)
@@ -107,8 +114,8 @@ setup_session(struct db *db)
     return ok ? 0 : -1;
 }
 
-struct db *
-db_open(const char *url, char *err, size_t errlen)
+static struct db *
+open_session(const char *url, bool in_order, char *err, size_t errlen)
 {
     static const char *const keys[] = {"dbname", "connect_timeout", "fallback_application_name",
                                        NULL};
@@ -120,6 +127,7 @@ db_open(const char *url, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    db->in_order = in_order;
     snprintf(timeout, sizeof(timeout), "%d", DB_CONNECT_TIMEOUT_S);
     db->conn = PQconnectdbParams(keys, values, 1);
     if (db->conn != NULL)
@@ -132,6 +140,18 @@ db_open(const char *url, char *err, size_t errlen)
         return NULL;
     }
     return db;
+}
+
+struct db *
+db_open(const char *url, char *err, size_t errlen)
+{
+    return open_session(url, false, err, errlen);
+}
+
+struct db *
+db_open_in_order(const char *url, char *err, size_t errlen)
+{
+    return open_session(url, true, err, errlen);
 }
 
 int
@@ -394,8 +414,9 @@ db_tx_run(struct db *db, db_tx_fn fn, void *arg)
 /* One statement in a transaction of its own with bitmap and sequential scans off
  * (db_exec_in_order). */
 #define IN_ORDER_SETTINGS "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off"
-/* What DB_PLAN_GENERIC adds to them. */
+/* What DB_PLAN_GENERIC adds to them, and what DB_PLAN_CUSTOM adds on an in-order session. */
 #define GENERIC_PLAN_SETTING "SET LOCAL plan_cache_mode = force_generic_plan"
+#define CUSTOM_PLAN_SETTING "SET LOCAL plan_cache_mode = force_custom_plan"
 struct in_order {
     enum db_stmt id;
     const char *sql;
@@ -411,7 +432,7 @@ in_order_tx(struct db *db, void *arg)
     struct in_order *o = arg;
     enum db_status st =
         db_exec_simple(db, o->plan == DB_PLAN_GENERIC ? IN_ORDER_SETTINGS "; " GENERIC_PLAN_SETTING
-                                                      : IN_ORDER_SETTINGS);
+                                                      : IN_ORDER_SETTINGS "; " CUSTOM_PLAN_SETTING);
 
     PQclear(o->res); /* a retried transaction's first result */
     o->res = NULL;
@@ -425,7 +446,16 @@ db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n, const c
                  enum db_plan plan, PGresult **res)
 {
     struct in_order o = {id, sql, n, values, plan, NULL};
-    enum db_status st = db_tx_run(db, in_order_tx, &o);
+    enum db_status st = DB_SOFT_ERROR;
+
+    /* Its session has the settings already: the statement alone, retried as db_tx_run would. */
+    if (db->in_order && !pooled && plan == DB_PLAN_GENERIC) {
+        TOCSIN_ASSERT(!db->in_tx);
+        for (int attempt = 0; attempt <= DB_TX_RETRIES_MAX && st == DB_SOFT_ERROR; attempt++)
+            st = db_exec(db, id, sql, n, values, res);
+        return st;
+    }
+    st = db_tx_run(db, in_order_tx, &o);
 
     if (st != DB_ONE_RESULT) {
         PQclear(o.res);

@@ -31,6 +31,12 @@ void db_set_pooled(bool pooled);
 /* Connects (connect_timeout DB_CONNECT_TIMEOUT_S). Returns a handle to free with db_close, or NULL
  * with the reason in err. The handle reconnects by itself after a lost connection. */
 struct db *db_open(const char *url, char *err, size_t errlen);
+/* db_open for a connection whose every statement is a probe by key or an index walk in order
+ * (the scheduler's, dispatch's, each delivery worker's): its session has sequential and bitmap
+ * scans off and plans generic, so a statement run with DB_PLAN_GENERIC in order is one round trip
+ * instead of a transaction of three (BEGIN and the settings, the statement, COMMIT) and is
+ * planned once per connection. Through a pooler it is db_open. */
+struct db *db_open_in_order(const char *url, char *err, size_t errlen);
 void db_close(struct db *db);
 /* Checks url (a libpq URI or key=value string) with libpq's own parser, without connecting.
  * Returns 0, or -1 with libpq's reason in err. */

@@ -814,7 +814,7 @@ connected(struct worker *w, int64_t now)
         return true;
     if (now < w->db_retry_ms)
         return false;
-    if ((w->db = db_open(w->d->database_url, err, sizeof err)) == NULL) {
+    if ((w->db = db_open_in_order(w->d->database_url, err, sizeof err)) == NULL) {
         if (!w->db_down)
             LOG_WARN("deliver: database unavailable, retrying: %s", err);
         w->db_down = true;

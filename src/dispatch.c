@@ -200,7 +200,7 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
 static enum db_status
 fire_once(struct dispatch *d, const struct reminder_key *k, size_t n, char why[DB_ERR_MAX])
 {
-    if (d->db == NULL && (d->db = db_open(d->database_url, why, DB_ERR_MAX)) == NULL)
+    if (d->db == NULL && (d->db = db_open_in_order(d->database_url, why, DB_ERR_MAX)) == NULL)
         return DB_SOFT_ERROR;
     /* Asked per attempt: a worker whose lease lapsed meanwhile has a new name. */
     if (d->owner_for == NULL || d->owner_for(d->on_fired_arg, d->owner, sizeof d->owner) != 0)

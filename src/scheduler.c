@@ -98,7 +98,7 @@ db_ready(struct sched *s)
 
     if (s->db != NULL)
         return true;
-    if ((s->db = db_open(s->database_url, err, sizeof err)) != NULL)
+    if ((s->db = db_open_in_order(s->database_url, err, sizeof err)) != NULL)
         return true;
     if (!s->db_down)
         LOG_WARN("sched: database unavailable, retrying every poll: %s", err);
