@@ -26,8 +26,7 @@ enum db_stmt {
     STMT_IDEM_LOCK, /* db_idem.c */
     STMT_IDEM_GET,
     STMT_IDEM_PUT,
-    STMT_REMINDER_DUE_ALL, /* db_reminder.c */
-    STMT_REMINDER_DUE_SHARDS,
+    STMT_REMINDER_DUE_SHARDS, /* db_reminder.c */
     STMT_REMINDER_SHARD_WALK,
     STMT_REMINDER_FIRE_BATCH, /* db_fire.c */
     STMT_OUTBOX_BACKLOG,      /* db_outbox.c */
