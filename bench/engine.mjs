@@ -19,7 +19,8 @@
 //   throughput: a receiver answering after BENCH_SLOW_MS, for each webhook count in
 //               BENCH_SLOW_WEBHOOKS: deliveries per second per replica;
 //   lateness:   BENCH_PENDING reminders loaded through the API (POST /v1/meetings, five reminders
-//               each), then at once BENCH_DUE due over BENCH_SPREAD_S: lateness p50/p99/max. Last:
+//               each), then at once BENCH_DUE due over BENCH_SPREAD_S: lateness p50/p99/max, and
+//               of it the delivery hop (receipt minus the recorded fired_at). Last:
 //               its load stays pending (due 20 to 55 minutes later) and would weigh on the others.
 // Lateness is receipt time at the receiver minus the reminder's fire_at (from its webhook-id).
 // Prints one table; exits non-zero when a reminder was lost, recorded twice or received early.
@@ -512,7 +513,18 @@ async function lateness(ctx) {
     log(`${DUE} reminders due over ${SPREAD_S} s with ${PENDING} pending`);
     const r = await collect(ctx.rx, b);
     const pending = Number(await psql(`SELECT count(*) FROM reminders WHERE status = 'pending'`));
-    return { tag: `lateness, ${pending} pending`, ...r, loadMs, pending };
+    return { tag: `lateness, ${pending} pending`, ...r, loadMs, pending, hop: await hop(ctx.rx, b) };
+}
+
+// The delivery hop of each reminder due in [t0, last]: its receipt minus its fired_at (when the
+// fire statement's transaction began), sorted. What the lateness is made of beyond the fire.
+async function hop(rx, b) {
+    const span = `to_timestamp(${b.t0} / 1000.0) AND to_timestamp(${b.last} / 1000.0)`;
+    const rows = (await psql(`SELECT id || ' ' || round(extract(epoch FROM fired_at) * 1000) FROM reminders
+        WHERE fire_at BETWEEN ${span} AND status = 'fired'`)).split('\n').filter(Boolean);
+    const firedAt = new Map(rows.map((l) => l.split(' ').map(Number)));
+    return receiptsBetween(rx, b.t0, b.last).filter((v) => firedAt.has(v.reminder))
+        .map((v) => v.at - firedAt.get(v.reminder)).sort((x, y) => x - y);
 }
 
 // Redis commands (all but INFO) and PostgreSQL rows read and blocks touched so far, in total and
@@ -659,7 +671,7 @@ function report(results) {
             console.log(`  the same burst with no kill, just before: max lateness ${fmt(r.base.late[r.base.late.length - 1])} ms (lateness ${lat(r.base)}; ${checks(r.base)})`);
         } else if (r.tag.startsWith('lateness')) {
             console.log(`\n${r.tag} (loaded through the API in ${fmt1(r.loadMs / 1000)} s, measured right after): ${checks(r)}`);
-            console.log(`  received ${lat(r)}; recorded fired (fired_at - fire_at) ${r.fired}`);
+            console.log(`  received ${lat(r)}; recorded fired (fired_at - fire_at) ${r.fired}; delivery hop (receipt - fired_at) ${lat({ late: r.hop })}`);
         } else if (r.tag === 'work') {
             console.log('\nwork per fired reminder (PostgreSQL rows read = seq_tup_read + idx_tup_fetch; blocks = heap + index, hit + read);');
             console.log('gross = everything in the window / fired; net = minus the same replicas\' idle rate over the window');
