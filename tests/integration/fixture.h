@@ -8,9 +8,11 @@
 
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -19,6 +21,8 @@
 #define FIXTURE_URL_MAX 1024
 #define FIXTURE_DBNAME_MAX 64
 #define FIXTURE_MIN_MS 60000LL
+#define FIXTURE_WAIT_ZERO_MS 10000 /* fixture_sql_reaches_zero's bound */
+#define FIXTURE_POLL_MS 20
 
 static PGconn *fixture_raw;
 
@@ -40,6 +44,20 @@ fixture_sql(const char *sql, const char *p1, const char *p2, const char *p3)
         printf("raw sql failed: %s: %s", sql, PQerrorMessage(fixture_raw));
     PQclear(res);
     return v;
+}
+
+/* Runs sql (one optional parameter) every FIXTURE_POLL_MS until it answers 0, for up to
+ * FIXTURE_WAIT_ZERO_MS: something that happens on its own a moment later (a closed connection's
+ * backend exiting). Returns whether it got there. */
+static inline bool
+fixture_sql_reaches_zero(const char *sql, const char *p1)
+{
+    for (int waited = 0; waited < FIXTURE_WAIT_ZERO_MS; waited += FIXTURE_POLL_MS) {
+        if (fixture_sql(sql, p1, NULL, NULL) == 0)
+            return true;
+        nanosleep(&(struct timespec){.tv_nsec = FIXTURE_POLL_MS * 1000000L}, NULL);
+    }
+    return false;
 }
 
 static inline const char *

@@ -8,7 +8,6 @@
  * from the others while its lease lives, anyone's once it lapsed or its backend is gone, given
  * back when it leaves. */
 #include <pthread.h>
-#include <time.h>
 
 #include "db.h"
 #include "db_fire.h"
@@ -20,7 +19,6 @@
 #define GRACE_MS 60000
 #define RACE_ROUNDS 20
 #define RACE_BATCH 40
-#define BACKEND_GONE_WAIT_MS 10000
 
 static int64_t tenant;
 static char hook[MEETING_ID_LEN + 1];
@@ -430,21 +428,6 @@ test_owners(struct db *db)
         meeting_fini(&m[i]);
 }
 
-/* Waits (up to BACKEND_GONE_WAIT_MS) until the backend that registered owner has exited: a
- * closed connection's backend goes on its own, a moment later. */
-static bool
-owner_backend_gone(const char *owner)
-{
-    for (int waited = 0; waited < BACKEND_GONE_WAIT_MS; waited += 20) {
-        if (fixture_sql("SELECT count(*) FROM pg_stat_activity a JOIN delivery_owners d"
-                        " ON a.pid = d.backend_pid WHERE d.owner = $1",
-                        owner, NULL, NULL) == 0)
-            return true;
-        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000L}, NULL);
-    }
-    return false;
-}
-
 /* On a direct connection a lease names its backend (migrations/015): only that connection
  * renews it, and once it is closed the owner's rows are orphans, long before the lease would
  * lapse: a killed replica's rows wait for the next look, not for the lease. */
@@ -482,7 +465,10 @@ test_owner_backend(const char *url, struct db *db)
                       NULL, NULL, NULL) == 1,
           "the lease names its backend");
     db_close(other);
-    CHECK(owner_backend_gone("k/0/1"), "the closed connection's backend did not exit");
+    CHECK(fixture_sql_reaches_zero("SELECT count(*) FROM pg_stat_activity a JOIN delivery_owners d"
+                                   " ON a.pid = d.backend_pid WHERE d.owner = $1",
+                                   "k/0/1"),
+          "the closed connection's backend did not exit");
     CHECK(fixture_sql("SELECT count(*) FROM delivery_owners WHERE owner = 'k/0/1'"
                       " AND lease_until > now() + interval '30 seconds'",
                       NULL, NULL, NULL) == 1,
