@@ -6,13 +6,12 @@
  * loss. Every interval_ms, a short pass arms only the slice that entered the horizon since the
  * last pass, so the periodic cost does not grow with the number of pending reminders; the walk
  * covers the horizon as it was when it began, the short passes what came after. Every interval it
- * also sweeps overdue
- * pending reminders into dispatch (claim + fire), which bounds lateness when every Redis event and
- * the scheduler fail: interval_ms + one sweep + one fire (while dispatch is busy, a sweep waits
- * for its queue to drain, RECON_SWEEP_DEFER_MS at most). A failed step of the full pass is retried
- * next tick from the same page, a failed short pass next interval (from where the last complete one
- * ended); an outage is logged once when it starts and once when it ends, never per tick. Recurring
- * meetings' windows are extended after each tick (extend_series). */
+ * also sweeps overdue pending reminders into dispatch (claim + fire), which bounds lateness when
+ * every Redis event and the scheduler fail: interval_ms + one sweep + one fire (while dispatch is
+ * busy, a sweep waits for its queue to drain, RECON_SWEEP_DEFER_MS at most). A failed step of the
+ * full pass is retried next tick from the same page, a failed short pass next interval (from where
+ * the last complete one ended); an outage is logged once when it starts and once when it ends,
+ * never per tick. Recurring meetings' windows are extended after each tick (extend_series). */
 #include "recon.h"
 
 #include <errno.h>
@@ -184,9 +183,9 @@ db_ready(struct recon *r)
 }
 
 /* The short pass: arms the pending reminders due in (from, now + horizon] (from clamped to now),
- * batch by batch. Returns 0 when complete, -1 when the database or Redis failed or we are
- * stopping (the next interval retries it from the same place). */
-static int
+ * batch by batch. Moves armed_until only when complete: when the database or Redis failed or we
+ * are stopping, the next interval starts again from the same place. */
+static void
 pass(struct recon *r, int64_t from)
 {
     int64_t now = clock_ms(CLOCK_REALTIME), after_id = INT64_MAX;
@@ -194,24 +193,22 @@ pass(struct recon *r, int64_t from)
     long n;
 
     if (!db_ready(r))
-        return -1;
+        return;
     while ((n = fetch(r, after_at, after_id, until)) > 0) {
         /* A fresh now per batch: keys that fell due meanwhile are skipped, not set in the past. */
         if (mirror_arm(r->mi, r->batch, (size_t)n, clock_ms(CLOCK_REALTIME), 1) != 0) {
             outage(&r->redis_down, "redis", "write failed");
-            return -1;
+            return;
         }
         after_at = r->batch[n - 1].fire_at_ms;
         after_id = r->batch[n - 1].reminder_id;
         if (n < RECON_PASS_PAGE)
             break;
         if (stopping(r))
-            return -1;
+            return;
     }
-    if (n < 0)
-        return -1;
-    r->armed_until = until;
-    return 0;
+    if (n >= 0)
+        r->armed_until = until;
 }
 
 /* Hands every overdue pending reminder to dispatch (which claims, fires once, and drops what is
