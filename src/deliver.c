@@ -298,9 +298,11 @@ db_back(struct worker *w)
 static void
 slot_back(struct worker *w, struct job *j, int64_t now)
 {
-    /* A receiver that was at its share with nothing queued has a slot again: rows for it are
-     * leased now, not at the next poll, or the slot idles until then. */
-    if (j->rcv->sending-- == j->rcv->share && j->rcv->queued == 0)
+    /* A receiver whose rows filled its share (sent and queued: excluded from leases) has a slot
+     * again: rows for it are leased now, not at the next poll, or the slot idles until then. The
+     * total falls by one per answer (a queued row that starts moves within it), so it passes the
+     * share exactly here. */
+    if (j->rcv->sending-- + j->rcv->queued == j->rcv->share)
         w->next_claim_ms = now;
 }
 
@@ -690,8 +692,9 @@ take_rows(struct worker *w, size_t n)
         job_drop(w, gone[i]);
 }
 
-/* Leases what the worker has room for. Returns how many rows it got. */
-static size_t
+/* Leases what the worker has room for. Returns whether the statement filled the room it asked
+ * for: only then may more be waiting (rows given later wake the worker). */
+static bool
 claim(struct worker *w, int64_t now)
 {
     const char *exclude[DB_OUTBOX_EXCLUDE_MAX];
@@ -701,7 +704,7 @@ claim(struct worker *w, int64_t now)
     if (room > DB_OUTBOX_CLAIM_MAX)
         room = DB_OUTBOX_CLAIM_MAX;
     if (room == 0 || !w->registered)
-        return 0;
+        return false;
     for (size_t i = 0; i < w->n_held; i++)
         w->ids[i] = w->held[i]->it.id;
     /* Orphans at most once a poll: a dead replica's rows wait DELIVER_POLL_MS at most for some
@@ -712,7 +715,7 @@ claim(struct worker *w, int64_t now)
     if (db_outbox_claim(w->db, w->owner, orphans, exclude, n_ex, w->ids, w->n_held, w->claimed,
                         room, &n) != DB_ONE_RESULT) {
         db_lost(w, "cannot lease outbox rows");
-        return 0;
+        return false;
     }
     db_back(w);
     size_t given = 0;
@@ -722,7 +725,7 @@ claim(struct worker *w, int64_t now)
          !atomic_compare_exchange_weak(&w->given, &was, was > given ? was - given : 0);)
         ;
     take_rows(w, n);
-    return n;
+    return n == room;
 }
 
 /* Drops the rows queued and not sent: their lease may be gone, so another worker may send them. */
@@ -845,9 +848,8 @@ round_of(struct worker *w)
     if (connected(w, now)) {
         renew(w, now);
         if (woken || now >= w->next_claim_ms) {
-            size_t got = claim(w, now);
-            bool full = got > 0 && w->n_held < (size_t)w->d->concurrency;
-            w->next_claim_ms = full ? now : now + DELIVER_POLL_MS;
+            bool more = claim(w, now) && w->n_held < (size_t)w->d->concurrency;
+            w->next_claim_ms = more ? now : now + DELIVER_POLL_MS;
         }
     } else {
         w->next_claim_ms = now + DELIVER_POLL_MS;
