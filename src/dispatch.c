@@ -1,8 +1,9 @@
 /* dispatch.c -- the dispatch thread of dispatch.h. Each round: take due deferred occurrences and
- * a batch from the queue, dedupe, hold back the early ones, claim the rest in Redis pipelines
- * (mirror_claim.h), fire the winners in one PostgreSQL statement (db_fire.c), retry that statement
- * with backoff while the database is away (their outbox rows owned by a local delivery worker),
- * then hand the outbox ids to delivery, remove the batch's Redis keys and wake the stream hubs. */
+ * a batch from the queue, dedupe, hold back the early ones, drop what it claimed lately, claim the
+ * rest in Redis pipelines (mirror_claim.h), fire the winners in one PostgreSQL statement
+ * (db_fire.c), retry that statement with backoff while the database is away (their outbox rows
+ * owned by a local delivery worker), then hand the outbox ids to delivery, remove the batch's
+ * Redis keys and wake the stream hubs. */
 #include "dispatch.h"
 
 #include <pthread.h>
@@ -27,6 +28,13 @@ _Static_assert(DISPATCH_BATCH_MAX <= DB_FIRE_BATCH_MAX,
                "a dispatch batch must fit one fire statement");
 
 #define DISPATCH_IDLE_WAIT_MS 1000 /* queue wait with nothing deferred (checks the stop flag) */
+_Static_assert((DISPATCH_SEEN_SLOTS & (DISPATCH_SEEN_SLOTS - 1)) == 0, "slots: a power of two");
+
+/* An occurrence this replica claimed, and until when (monotonic) its Redis claim holds. */
+struct seen {
+    struct reminder_key k;
+    int64_t until_ms;
+};
 
 struct dispatch {
     pthread_t thread;
@@ -50,6 +58,7 @@ struct dispatch {
     struct reminder_key batch[DISPATCH_BATCH_MAX];
     struct reminder_key defer[DISPATCH_DEFER_MAX];
     unsigned char won[DISPATCH_BATCH_MAX];
+    struct seen *seen; /* DISPATCH_SEEN_SLOTS */
     struct db_fire_result res;
     char owner[DB_OUTBOX_OWNER_MAX + 1]; /* of the batch being fired; "" = nobody */
 };
@@ -133,6 +142,32 @@ take_deferred(struct dispatch *d, struct reminder_key *k, size_t max, int64_t no
     return n;
 }
 
+static struct seen *
+seen_slot(struct dispatch *d, const struct reminder_key *k)
+{
+    uint64_t h = (uint64_t)k->reminder_id * 0x9E3779B97F4A7C15u ^ (uint64_t)k->fire_at_ms;
+
+    return &d->seen[(h ^ h >> 29) & (DISPATCH_SEEN_SLOTS - 1)];
+}
+
+/* Drops from k[0..n) what this replica claimed within the claim's TTL: claimed again, Redis would
+ * answer that it exists. Returns how many are left. */
+static size_t
+drop_seen(struct dispatch *d, struct reminder_key *k, size_t n, int64_t now)
+{
+    size_t left = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct seen *e = seen_slot(d, &k[i]);
+        if (e->until_ms > now && e->k.reminder_id == k[i].reminder_id &&
+            e->k.fire_at_ms == k[i].fire_at_ms)
+            continue;
+        k[left++] = k[i];
+    }
+    metrics_add(METRIC_CLAIMS_LOST, n - left);
+    return left;
+}
+
 /* Claims k[0..n) and keeps the winners in place; returns their count. Without Redis every item
  * counts as won: the claim only saves database work, because the fire statement changes a row only
  * while it is pending and a concurrent fire of the same row blocks on its lock, then sees it fired
@@ -152,9 +187,12 @@ claim(struct dispatch *d, struct reminder_key *k, size_t n)
     if (d->redis_down)
         LOG_INFO("dispatch: redis available again, claiming");
     d->redis_down = false;
+    int64_t until = timefmt_mono_ms() + d->claim_ttl_ms;
     for (size_t i = 0; i < n; i++)
-        if (d->won[i])
+        if (d->won[i]) {
+            *seen_slot(d, &k[i]) = (struct seen){k[i], until};
             k[won++] = k[i];
+        }
     metrics_add(METRIC_CLAIMS_LOST, n - won);
     return won;
 }
@@ -262,6 +300,7 @@ process(struct dispatch *d, size_t n)
 {
     n = dedupe(d->batch, n);
     n = hold_early(d, d->batch, n, dbclock_now_ms());
+    n = drop_seen(d, d->batch, n, timefmt_mono_ms());
     if (n > 0)
         n = claim(d, d->batch, n);
     if (n > 0)
@@ -299,6 +338,7 @@ destroy(struct dispatch *d)
     db_close(d->db);
     free(d->database_url);
     free(d->instance_id);
+    free(d->seen);
     free(d);
 }
 
@@ -323,8 +363,9 @@ dispatch_start(const struct dispatch_opts *opts)
     d->mi = mirror_new(&opts->mirror);
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
+    d->seen = calloc(DISPATCH_SEEN_SLOTS, sizeof *d->seen);
     if (d->q == NULL || d->mi == NULL || d->database_url == NULL || d->instance_id == NULL ||
-        pthread_create(&d->thread, NULL, run, d) != 0) {
+        d->seen == NULL || pthread_create(&d->thread, NULL, run, d) != 0) {
         destroy(d);
         return NULL;
     }

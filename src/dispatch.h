@@ -24,6 +24,10 @@
 #define DISPATCH_BACKOFF_MIN_MS 50   /* first wait after a failed fire statement */
 #define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
 #define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
+/* Occurrences this replica claimed lately, remembered so that a second copy (its Redis key
+ * expired into an event just before the fire removed it, or the sweep found it) is dropped without
+ * a Redis round trip. A lossy table (24 bytes a slot): a forgotten one is claimed in Redis. */
+#define DISPATCH_SEEN_SLOTS 16384
 
 /* Called on the dispatch thread before each fire statement: writes into out (cap bytes) the
  * delivery owner its outbox rows are written to (db_outbox.h), and returns 0; or returns -1 when

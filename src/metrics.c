@@ -24,7 +24,8 @@ static const struct {
     [METRIC_STALE_DROPPED] = {"tocsin_fire_stale_dropped_total",
                               "Fire attempts dropped: stale, already fired or deleted."},
     [METRIC_CLAIMS_LOST] = {"tocsin_claims_lost_total",
-                            "Fire attempts that lost the cross-replica claim."},
+                            "Fire attempts that lost the cross-replica claim, or that this replica "
+                            "had claimed lately."},
     [METRIC_EXPIRED_EVENTS] = {"tocsin_redis_expired_events_total",
                                "Redis expired events received for reminder keys."},
     [METRIC_DISPATCH_ERRORS] = {"tocsin_dispatch_errors_total",

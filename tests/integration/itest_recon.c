@@ -4,8 +4,9 @@
  * its own (fixture.h) it writes reminders with db_*, deletes their Redis keys and checks recon puts
  * them back with the exact expiry: after a FLUSHALL-like loss (marker gone), after a kick, and by
  * its periodic pass. Then the stated worst case when every Redis event is lost and no scheduler
- * runs: the overdue sweep alone fires a reminder within SWEEP_INTERVAL_MS plus SWEEP_SLACK_MS. The
- * test uses libpq only to read the fired reminder, hiredis only to look at and delete keys. */
+ * runs: the overdue sweep alone fires a reminder within SWEEP_INTERVAL_MS plus SWEEP_SLACK_MS, and
+ * dispatch drops a second copy of it without a Redis claim. The test uses libpq only to read the
+ * fired reminder, hiredis only to look at and delete keys. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -20,7 +21,9 @@
 #include "dispatch.h"
 #include "fixture.h"
 #include "fixture_redis.h"
+#include "metrics.h"
 #include "mirror.h"
+#include "mirror_claim.h"
 #include "recon.h"
 #include "recon_walk.h"
 #include "shard.h"
@@ -222,6 +225,38 @@ insert_due_soon(struct db *db, int64_t lead_ms, struct reminder_key *out)
     return st == DB_ONE_RESULT ? 0 : -1;
 }
 
+static bool
+key_exists(const char *key)
+{
+    const char *argv[] = {"EXISTS", key};
+    redisReply *r = redisCommandArgv(fixture_redis, 2, argv, NULL);
+    bool yes = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return yes;
+}
+
+/* A second copy of an occurrence d claimed lately (its key expired into an event just before the
+ * fire removed it) is dropped by d without a Redis claim: with the claim key deleted, a claim
+ * would win again and set it. */
+static void
+check_seen_dropped(struct dispatch *d, const struct reminder_key *k)
+{
+    char key[MIRROR_PREFIX_MAX + 64]; /* a claim key: the occurrence key's name and ":claim" */
+    uint64_t lost = metrics_get(METRIC_CLAIMS_LOST);
+    int64_t t0 = clock_ms(CLOCK_MONOTONIC);
+
+    mirror_claim_key(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
+    CHECK(key_exists(key), "the fired occurrence has no claim key");
+    del_key(key);
+    CHECK(dispatch_submit(d, k, 1) == 1, "the second copy was refused");
+    while (metrics_get(METRIC_CLAIMS_LOST) == lost && clock_ms(CLOCK_MONOTONIC) - t0 < WAIT_MS)
+        usleep(20000);
+    CHECK(metrics_get(METRIC_CLAIMS_LOST) == lost + 1, "the second copy was not dropped");
+    CHECK(!key_exists(key), "the second copy was claimed in Redis");
+}
+
 /* Every Redis event lost, no scheduler: nobody listens to this prefix's expired events and only
  * the reconciler feeds dispatch. The reminder must still fire, never early, within one sweep
  * interval plus the slack: the worst case README states. */
@@ -253,6 +288,7 @@ test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
               "fired %" PRId64 " ms late by the sweep alone (bound %d ms)", late,
               SWEEP_INTERVAL_MS + SWEEP_SLACK_MS);
         printf("itest_recon: sweep alone fired %" PRId64 " ms after due\n", late);
+        check_seen_dropped(d, &k);
     }
     recon_stop(r);
     dispatch_stop(d);
