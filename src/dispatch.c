@@ -221,9 +221,10 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
                     d->res.n_outbox);
     /* The batch's keys are spent (fired, missed, or stale): removed now, they never expire into
      * an event that every replica would receive and claim. Best effort: a key left behind
-     * expires into an event that changes nothing. */
+     * expires into an event that changes nothing. Not waited for: the next claim reads the
+     * replies, and the next batch need not wait a Redis round trip. */
     if (!d->redis_down)
-        (void)mirror_disarm(d->mi, keys, n_sent);
+        (void)mirror_disarm_nowait(d->mi, keys, n_sent);
     if (d->res.n_streams == 0)
         return;
     /* This replica's hub first (no round trip), then the others. A lost PUBLISH costs them at

@@ -30,6 +30,7 @@ struct mirror {
     char prefix[MIRROR_PREFIX_MAX + 1];
     int64_t horizon_ms;
     int64_t retry_at_ms; /* monotonic; no connect attempt before this */
+    size_t unread;       /* replies of mirror_disarm_nowait's DELs not read yet */
 };
 
 /* Inspects one reply (error replies included); the caller frees it. Returns 0 or -1. */
@@ -49,7 +50,24 @@ drop(struct mirror *mi)
     if (mi->c != NULL)
         redisFree(mi->c);
     mi->c = NULL;
+    mi->unread = 0;
     mi->retry_at_ms = timefmt_mono_ms() + MIRROR_RECONNECT_BACKOFF_MS;
+}
+
+/* Reads the replies owed to mirror_disarm_nowait, whatever they say (a key left behind is only
+ * stale). 0, or -1 when the connection was lost (dropped). */
+static int
+read_unread(struct mirror *mi)
+{
+    for (; mi->unread > 0; mi->unread--) {
+        redisReply *r;
+        if (redisGetReply(mi->c, (void **)&r) != REDIS_OK || r == NULL) {
+            drop(mi);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
+    return 0;
 }
 
 static int
@@ -100,7 +118,7 @@ static int
 connected(struct mirror *mi)
 {
     if (mi->c != NULL)
-        return 0;
+        return read_unread(mi);
     if (timefmt_mono_ms() < mi->retry_at_ms)
         return -1;
     mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(mi->connect_timeout_ms));
@@ -353,6 +371,27 @@ mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n)
         }
     }
     return rc;
+}
+
+int
+mirror_disarm_nowait(struct mirror *mi, const struct reminder_key *keys, size_t n)
+{
+    int done = 0;
+
+    if (n == 0)
+        return 0;
+    if (connected(mi) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (append_del(mi, &keys[i]) != 0)
+            return -1;
+    while (!done)
+        if (redisBufferWrite(mi->c, &done) != REDIS_OK) {
+            drop(mi);
+            return -1;
+        }
+    mi->unread = n;
+    return 0;
 }
 
 static int

@@ -66,6 +66,11 @@ int mirror_arm_count(struct mirror *mi, const struct reminder_key *keys, size_t 
 /* DEL of each key (pipelined), every chunk sent even after an error reply in an earlier one.
  * Returns 0 when every command succeeded, -1 otherwise (Redis down, an error reply). */
 int mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n);
+/* The same DELs, sent without waiting for their replies: those are read, and whatever they say
+ * ignored, before the connection's next command. 0 when all were sent, -1 when Redis is down.
+ * For a caller whose next command can wait for them (dispatch's next claim) but who should not
+ * wait now. */
+int mirror_disarm_nowait(struct mirror *mi, const struct reminder_key *keys, size_t n);
 
 /* PING. 0 when Redis answers. */
 int mirror_ping(struct mirror *mi);

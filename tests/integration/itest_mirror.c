@@ -1,8 +1,8 @@
 /* itest_mirror.c -- mirror.c against a real Redis (7.0+, for PEXPIRETIME). Needs
  * TOCSIN_TEST_REDIS_URL=redis://host:port/db and fails, never skips, without it. Each run uses its
- * own key prefix. Checks exact expiry times, the horizon, NX, DEL (going on past a refused round),
- * the notify setting, run_id, and that a Redis that is not there costs callers almost nothing.
- * Uses hiredis directly to look. */
+ * own key prefix. Checks exact expiry times, the horizon, NX, DEL (going on past a refused round,
+ * and sent without waiting), the notify setting, run_id, and that a Redis that is not there costs
+ * callers almost nothing. Uses hiredis directly to look. */
 #include "fixture_redis.h"
 #include "mirror.h"
 
@@ -137,6 +137,28 @@ test_nx(struct mirror *mi)
     CHECK(mirror_disarm(mi, &k, 1) == 0, "disarm failed");
     CHECK(pexpiretime(&k) == -2, "disarm left the key");
     CHECK(mirror_disarm(mi, &k, 1) == 0, "disarm of a missing key must succeed");
+}
+
+/* DELs sent without waiting: the next command reads their replies first, so it gets its own
+ * reply, and by then the keys are gone. */
+static void
+test_disarm_nowait(struct mirror *mi)
+{
+    int64_t now = now_ms();
+    struct reminder_key keys[] = {{20, now + 60000}, {21, now + 61000}, {22, now + 62000}};
+    struct reminder_key next = {23, now + 63000};
+    size_t n_set = 0;
+
+    CHECK(mirror_arm(mi, keys, 3, now, 0) == 0, "arm failed");
+    CHECK(mirror_disarm_nowait(mi, keys, 3) == 0, "disarm_nowait failed");
+    CHECK(mirror_arm_count(mi, &next, 1, now, 1, &n_set) == 0 && n_set == 1,
+          "the command after disarm_nowait: n_set %zu, want 1", n_set);
+    CHECK(pexpiretime(&next) == next.fire_at_ms, "the command after disarm_nowait did not set");
+    for (size_t i = 0; i < 3; i++)
+        CHECK(pexpiretime(&keys[i]) == -2, "key %zu left after disarm_nowait", i);
+    CHECK(mirror_disarm_nowait(mi, &next, 1) == 0 && mirror_ping(mi) == 0,
+          "PING after disarm_nowait failed");
+    CHECK(pexpiretime(&next) == -2, "the last key left after disarm_nowait");
 }
 
 /* More keys than one pipeline round holds, armed and disarmed in one call each. */
@@ -310,6 +332,7 @@ main(void)
     test_identity(mi);
     test_arm(mi);
     test_nx(mi);
+    test_disarm_nowait(mi);
     test_many(mi);
     test_disarm_goes_on(mi);
     test_notify(mi);
