@@ -29,10 +29,10 @@ db_set_pooled(bool on)
     pooled = on;
 }
 
-bool
+const char *
 db_tracks_backend(void)
 {
-    return !pooled;
+    return pooled ? "f" : "t";
 }
 
 struct db {

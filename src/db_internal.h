@@ -105,8 +105,13 @@ enum db_stmt {
 
 /* Whether leases and heartbeats name the backend that wrote them (migrations/015): on a direct
  * connection, where a backend ends with its client; not through a pooler, whose server
- * connections outlive their clients (db_set_pooled). */
-bool db_tracks_backend(void);
+ * connections outlive their clients (db_set_pooled). As a statement's parameter: "t" or "f", the
+ * track of DB_BACKEND_PID and DB_BACKEND_START. */
+const char *db_tracks_backend(void);
+/* The backend a lease or heartbeat names, given the parameter track (db_tracks_backend): its pid
+ * and start time, both NULL when it is not tracked. */
+#define DB_BACKEND_PID(track) "CASE WHEN " track "::bool THEN pg_backend_pid() END"
+#define DB_BACKEND_START(track) "tocsin_backend_start(" track "::bool)"
 
 /* Runs statement id (sql, n text parameters, NULL = SQL NULL). Prepares it on first use on this
  * connection (unless pooled: then every run is unnamed, see db_set_pooled). Reconnects first when

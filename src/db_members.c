@@ -11,8 +11,7 @@
 static const char beat_sql[] =
     "WITH me AS ("
     "  INSERT INTO replicas (instance_id, heartbeat_at, backend_pid, backend_start)"
-    "  VALUES ($1, now(), CASE WHEN $4::bool THEN pg_backend_pid() END,"
-    "   tocsin_backend_start($4::bool))"
+    "  VALUES ($1, now(), " DB_BACKEND_PID("$4") ", " DB_BACKEND_START("$4") ")"
     "  ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now(),"
     "   backend_pid = excluded.backend_pid, backend_start = excluded.backend_start"
     "  RETURNING instance_id),"
@@ -29,7 +28,7 @@ db_member_beat(struct db *db, const char *instance_id, int64_t ttl_ms, db_member
 {
     char ttl[DB_I64_BUF], forget[DB_I64_BUF];
     const char *params[] = {instance_id, db_i64(ttl, ttl_ms), db_i64(forget, DB_MEMBER_FORGET_S),
-                            db_tracks_backend() ? "t" : "f"};
+                            db_tracks_backend()};
     PGresult *res;
     enum db_status st = db_exec(db, STMT_MEMBER_BEAT, beat_sql, 4, params, &res);
 

@@ -67,14 +67,14 @@ static const char owner_register_sql[] =
     "   WHERE o.status = 'pending' AND o.lease_owner = d.owner))"
     " INSERT INTO delivery_owners (owner, lease_until, backend_pid, backend_start)"
     " VALUES ($1, now() + $2::bigint * interval '1 millisecond',"
-    "  CASE WHEN $3::bool THEN pg_backend_pid() END, tocsin_backend_start($3::bool))"
+    "  " DB_BACKEND_PID("$3") ", " DB_BACKEND_START("$3") ")"
     " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until,"
     "  backend_pid = excluded.backend_pid, backend_start = excluded.backend_start";
 static const char owner_renew_sql[] =
     "UPDATE delivery_owners SET lease_until = now() + $2::bigint * interval '1 millisecond'"
     " WHERE owner = $1 AND lease_until > now()"
-    "  AND backend_pid IS NOT DISTINCT FROM CASE WHEN $3::bool THEN pg_backend_pid() END"
-    "  AND backend_start IS NOT DISTINCT FROM tocsin_backend_start($3::bool)";
+    "  AND backend_pid IS NOT DISTINCT FROM " DB_BACKEND_PID("$3")
+    "  AND backend_start IS NOT DISTINCT FROM " DB_BACKEND_START("$3");
 static const char owner_leave_sql[] =
     "WITH back AS (UPDATE outbox SET lease_owner = NULL"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
@@ -262,7 +262,7 @@ enum db_status
 db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms)
 {
     char ms[DB_I64_BUF];
-    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend() ? "t" : "f"};
+    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend()};
 
     return exec_no_rows(db, STMT_OUTBOX_OWNER_REGISTER, owner_register_sql, 3, params);
 }
@@ -271,7 +271,7 @@ enum db_status
 db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms)
 {
     char ms[DB_I64_BUF];
-    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend() ? "t" : "f"};
+    const char *params[] = {owner, db_i64(ms, lease_ms), db_tracks_backend()};
 
     return db_exec_one_row(db, STMT_OUTBOX_OWNER_RENEW, owner_renew_sql, 3, params);
 }
