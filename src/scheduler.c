@@ -22,8 +22,6 @@
 #include "timefmt.h"
 #include "timerheap.h"
 
-_Static_assert(SCHED_PAGE_MAX <= DB_DUE_BATCH_MAX, "a window page is one due read");
-
 struct sched {
     pthread_t thread;
     pthread_mutex_t mu; /* guards stop, inbox, n_inbox, inbox_lost */
@@ -47,7 +45,7 @@ struct sched {
     int64_t read_at, read_id; /* keyset position up to which the window has been read */
     int64_t next_poll_ms;     /* monotonic */
     int64_t next_full_ms;     /* monotonic */
-    struct reminder_key page[SCHED_PAGE_MAX];
+    struct reminder_key page[DB_DUE_BATCH_MAX];
     struct reminder_key out[SCHED_HANDOUT_MAX];
     struct reminder_key news[SCHED_INBOX_MAX];
     unsigned seed; /* for the hand-out rotation */
@@ -157,7 +155,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
     members_shards(s->members, &owned);
     for (;;) {
         enum db_status st =
-            db_reminder_due_batch(s->db, &owned, at, id, until, s->page, SCHED_PAGE_MAX, &n);
+            db_reminder_due_batch(s->db, &owned, at, id, until, s->page, DB_DUE_BATCH_MAX, &n);
         if (st != DB_ONE_RESULT) {
             if (!s->db_down)
                 LOG_WARN("sched: reading due reminders failed: %s", db_errmsg(s->db));
@@ -178,7 +176,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
             s->read_at = s->page[n - 1].fire_at_ms;
             s->read_id = s->page[n - 1].reminder_id;
         }
-        if (n < SCHED_PAGE_MAX) {
+        if (n < DB_DUE_BATCH_MAX) {
             heap_room(s, from_at, from_id);
             return 0;
         }

@@ -20,9 +20,6 @@
 #define SCHED_FORGET_MS 30000   /* a handed-out occurrence is not handed out again for this long */
 #define SCHED_SLACK_MS 1        /* handed out this long after its due millisecond, never before */
 #define SCHED_HANDOUT_MAX 65536 /* occurrences handed out in one rotation (1 MiB) */
-/* Rows per window read. What falls due during a read is handed out when its page is in, so a page
- * is the longest a due occurrence waits for a read (a full re-read of a busy window is many). */
-#define SCHED_PAGE_MAX 500
 
 struct sched_opts {
     const char *database_url;
