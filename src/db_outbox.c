@@ -81,7 +81,9 @@ static const char owner_leave_sql[] =
     " DELETE FROM delivery_owners WHERE owner = $1";
 /* A delivered row keeps no body it did not have: only a retry needs the bytes again. A row
  * already recorded delivered stays as it was: a worker whose lease ended while its request was
- * out and the worker that took the row over both send it, and the first answer is the record. */
+ * out and the worker that took the row over both send it, and the first answer is the record,
+ * whoever holds the row. A failure counts only from the row's holder ($8): the holder's own
+ * answer is still to come. */
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL"
@@ -97,8 +99,8 @@ static const char failed_sql[] =
     "            WITH ORDINALITY AS a(id, st, retry, give_up, i)"
     "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
     "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
-    " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending'")
-    " RETURNING o.status";
+    " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending' AND o.lease_owner = $8")
+    " RETURNING o.id, o.status";
 static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
@@ -344,7 +346,7 @@ failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[4])
 }
 
 enum db_status
-db_outbox_failed(struct db *db, const struct db_outbox_failure *f, size_t n,
+db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, size_t n,
                  const char *errors_json, const char *bodies_json, int max_attempts,
                  size_t *n_failed)
 {
@@ -354,19 +356,21 @@ db_outbox_failed(struct db *db, const struct db_outbox_failure *f, size_t n,
 
     *n_failed = 0;
     if (failure_columns(f, n, cols) == 0) {
-        const char *params[] = {cols[0],
-                                cols[1],
-                                cols[2],
-                                cols[3],
-                                errors_json,
-                                bodies_json,
-                                db_i64(max, max_attempts)};
-        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 7, params, &res);
+        const char *params[] = {
+            cols[0], cols[1], cols[2], cols[3], errors_json, bodies_json, db_i64(max, max_attempts),
+            owner};
+        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 8, params, &res);
     } else {
         db_set_err(db, "out of memory");
     }
-    for (int row = 0; st == DB_ONE_RESULT && row < PQntuples(res); row++)
-        *n_failed += strcmp(PQgetvalue(res, row, 0), "failed") == 0;
+    for (size_t i = 0; i < n; i++)
+        f[i].recorded = false;
+    for (int row = 0; st == DB_ONE_RESULT && row < PQntuples(res); row++) {
+        int64_t id = db_get_i64(res, row, 0);
+        for (size_t i = 0; i < n; i++)
+            f[i].recorded |= f[i].id == id;
+        *n_failed += strcmp(PQgetvalue(res, row, 1), "failed") == 0;
+    }
     if (st == DB_ONE_RESULT)
         PQclear(res);
     for (size_t i = 0; i < 4; i++)

@@ -74,14 +74,18 @@ struct db_outbox_failure {
     int http_status;  /* 0 when there was no answer */
     int64_t retry_ms; /* the next attempt after this delay */
     bool give_up;     /* failed for good now (target or meeting gone, or it can never succeed) */
+    bool recorded; /* set by db_outbox_failed: the row was still the owner's, the attempt counts */
 };
-/* Records failed attempts (one statement): each row is retried after its delay, or becomes
- * 'failed' at attempt max_attempts or when it gives up. errors_json and bodies_json are JSON
- * arrays of the n reasons and bodies (null: none sent), a body stored where the row has none yet,
- * so every retry sends the same bytes. *n_failed: how many became 'failed'. */
-enum db_status db_outbox_failed(struct db *db, const struct db_outbox_failure *f, size_t n,
-                                const char *errors_json, const char *bodies_json, int max_attempts,
-                                size_t *n_failed);
+/* Records failed attempts (one statement) of rows owner still holds: each is retried after its
+ * delay, or becomes 'failed' at attempt max_attempts or when it gives up. A row another worker
+ * took over meanwhile (owner's lease lapsed while its request was out) is left to that worker:
+ * recording the failure would free the row under a request in flight, for a third worker to send
+ * again. errors_json and bodies_json are JSON arrays of the n reasons and bodies (null: none
+ * sent), a body stored where the row has none yet, so every retry sends the same bytes.
+ * *n_failed: how many became 'failed'; each f[i].recorded says whether its row was the owner's. */
+enum db_status db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f,
+                                size_t n, const char *errors_json, const char *bodies_json,
+                                int max_attempts, size_t *n_failed);
 /* Gives back rows owner holds and did not send: due again after delay_ms (0: at once, for any
  * worker of any replica), no attempt counted. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n,

@@ -357,15 +357,20 @@ record_failed(struct worker *w, size_t n)
     size_t failed = 0;
 
     if (errors == NULL || bodies == NULL || w->db == NULL ||
-        db_outbox_failed(w->db, w->fails, n, errors, bodies, w->d->max_attempts, &failed) !=
-            DB_ONE_RESULT) {
+        db_outbox_failed(w->db, w->owner, w->fails, n, errors, bodies, w->d->max_attempts,
+                         &failed) != DB_ONE_RESULT) {
         db_lost(w, "failed attempts not recorded (they will be tried again)");
     } else {
-        metrics_add(METRIC_DELIVERY_FAILED, failed);
-        metrics_add(METRIC_DELIVERY_RETRIED, n - failed);
-        for (size_t i = 0; i < n; i++)
+        size_t recorded = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!w->fails[i].recorded)
+                continue; /* another worker holds the row now: its answer is the record */
+            recorded++;
             metrics_channel_add(w->fail_channels[i],
                                 w->fail_final[i] ? OUTCOME_FAILED : OUTCOME_RETRIED, 1);
+        }
+        metrics_add(METRIC_DELIVERY_FAILED, failed);
+        metrics_add(METRIC_DELIVERY_RETRIED, recorded - failed);
     }
     free(errors);
     free(bodies);
@@ -381,7 +386,7 @@ add_failure(struct worker *w, size_t *n, const struct job *j, long status, int64
 
     if (retry_after_s * 1000 > delay) /* the receiver asked for a later retry */
         delay = retry_after_s * 1000;
-    w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up};
+    w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up, false};
     w->fail_channels[*n] = j->it.channel;
     w->fail_final[*n] = give_up || j->it.attempts + 1 >= w->d->max_attempts;
     w->texts[*n] = err;

@@ -292,15 +292,29 @@ test_outbox(struct db *db)
                     " AND last_status = 204",
                     ids[0]) == 1,
           "a delivered row is recorded once");
-    struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false}, {ids[2], 0, 0, true}};
-    CHECK(db_outbox_failed(db, f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]", 15,
-                           &failed) == DB_ONE_RESULT &&
-              failed == 1,
-          "failed: %zu for good", failed);
+    /* The released row is taken over by w/1 while w/0 still has a request out for it: w/0's
+     * failure for it is not recorded (it would free the row under w/1's request). */
+    CHECK(count("UPDATE outbox SET lease_owner = 'w/1' WHERE id = $1 AND lease_owner IS NULL",
+                ids[2]) == 1,
+          "w/1 takes the released row");
+    struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false, true}, {ids[2], 0, 0, true, true}};
+    CHECK(db_outbox_failed(db, "w/0", f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]",
+                           15, &failed) == DB_ONE_RESULT &&
+              failed == 0 && f[0].recorded && !f[1].recorded,
+          "w/0's failures: %zu for good, recorded %d %d", failed, f[0].recorded, f[1].recorded);
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'pending' AND attempts = "
-                "1 AND last_status = 503 AND payload = '{}'",
+                "1 AND last_status = 503 AND payload = '{}' AND lease_owner IS NULL",
                 ids[1]) == 1,
           "retried row");
+    CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'pending' AND attempts = 0"
+                " AND last_error IS NULL AND lease_owner = 'w/1'",
+                ids[2]) == 1,
+          "a failure from a worker that no longer holds the row changes nothing");
+    struct db_outbox_failure gone[1] = {{ids[2], 0, 0, true, false}};
+    CHECK(db_outbox_failed(db, "w/1", gone, 1, "[\"webhook deleted\"]", "[null]", 15, &failed) ==
+                  DB_ONE_RESULT &&
+              failed == 1 && gone[0].recorded,
+          "w/1's failure: %zu for good", failed);
     status[0] = 200;
     CHECK(db_outbox_delivered(db, &ids[1], status, 1) == DB_ONE_RESULT &&
               count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
