@@ -66,15 +66,6 @@ struct recon {
     int64_t swept_ms;       /* monotonic: the last sweep */
 };
 
-static int64_t
-clock_ms(clockid_t id)
-{
-    struct timespec ts;
-
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 outage(bool *down, const char *what, const char *why)
 {
@@ -188,7 +179,7 @@ db_ready(struct recon *r)
 static void
 pass(struct recon *r, int64_t from)
 {
-    int64_t now = clock_ms(CLOCK_REALTIME), after_id = INT64_MAX;
+    int64_t now = timefmt_now_ms(), after_id = INT64_MAX;
     int64_t after_at = from > now ? from : now, until = now + r->horizon_ms;
     long n;
 
@@ -196,7 +187,7 @@ pass(struct recon *r, int64_t from)
         return;
     while ((n = fetch(r, after_at, after_id, until)) > 0) {
         /* A fresh now per batch: keys that fell due meanwhile are skipped, not set in the past. */
-        if (mirror_arm(r->mi, r->batch, (size_t)n, clock_ms(CLOCK_REALTIME), 1) != 0) {
+        if (mirror_arm(r->mi, r->batch, (size_t)n, timefmt_now_ms(), 1) != 0) {
             outage(&r->redis_down, "redis", "write failed");
             return;
         }
@@ -220,7 +211,7 @@ pass(struct recon *r, int64_t from)
 static void
 sweep(struct recon *r)
 {
-    int64_t now = dbclock_now_ms(), at = INT64_MIN, id = 0, mono = clock_ms(CLOCK_MONOTONIC);
+    int64_t now = dbclock_now_ms(), at = INT64_MIN, id = 0, mono = timefmt_mono_ms();
     struct shard_set owned;
     size_t n;
 
@@ -269,7 +260,7 @@ static void
 walk_begin(struct recon *r, bool lost)
 {
     struct shard_set owned;
-    int64_t until = clock_ms(CLOCK_REALTIME) + r->horizon_ms;
+    int64_t until = timefmt_now_ms() + r->horizon_ms;
 
     members_shards(r->members, &owned);
     recon_walk_begin(&r->walk, &owned, until, lost);
@@ -285,7 +276,7 @@ walk_on(struct recon *r)
     enum recon_walk_result res;
 
     do
-        res = recon_walk_step(&r->walk, r->db, r->mi, r->batch, clock_ms(CLOCK_MONOTONIC));
+        res = recon_walk_step(&r->walk, r->db, r->mi, r->batch, timefmt_mono_ms());
     while (res == RECON_WALK_MORE && r->walk.flat_out && !stopping(r));
     if (res == RECON_WALK_DB)
         outage(&r->db_down, "database", db_errmsg(r->db));
@@ -301,7 +292,7 @@ walk_on(struct recon *r)
 static void
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
-    int64_t mono = clock_ms(CLOCK_MONOTONIC);
+    int64_t mono = timefmt_mono_ms();
     int l = redis_lost(r);
 
     sample_clock(r, mono);
@@ -315,7 +306,7 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
     }
     if (r->walk.active && l >= 0 && db_ready(r) && walk_on(r)) {
         atomic_fetch_add(&r->passes, 1);
-        *last_full_ms = clock_ms(CLOCK_MONOTONIC);
+        *last_full_ms = timefmt_mono_ms();
         if (*lost)
             LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", r->walk.rearmed);
         else if (r->walk.rearmed > 0)
@@ -339,7 +330,7 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
 static void
 extend_series(struct recon *r)
 {
-    int64_t start = clock_ms(CLOCK_MONOTONIC);
+    int64_t start = timefmt_mono_ms();
     size_t seen = 0, rows = 0, total = 0;
     struct shard_set owned;
 
@@ -354,9 +345,9 @@ extend_series(struct recon *r)
             break;
         }
         total += rows;
-    } while (seen == DB_SERIES_BATCH_MAX &&
-             clock_ms(CLOCK_MONOTONIC) - start < RECON_SERIES_BUDGET_MS && !stopping(r));
-    int64_t end = clock_ms(CLOCK_MONOTONIC);
+    } while (seen == DB_SERIES_BATCH_MAX && timefmt_mono_ms() - start < RECON_SERIES_BUDGET_MS &&
+             !stopping(r));
+    int64_t end = timefmt_mono_ms();
     r->series_next_ms = seen == DB_SERIES_BATCH_MAX ? end + (end - start) * RECON_SERIES_REST_FACTOR
                                                     : start + r->interval_ms;
     if (total > 0)
@@ -368,7 +359,7 @@ run(void *arg)
 {
     struct recon *r = arg;
     bool full = true, lost = false;
-    int64_t last_pass_ms = clock_ms(CLOCK_MONOTONIC), last_full_ms = last_pass_ms;
+    int64_t last_pass_ms = timefmt_mono_ms(), last_full_ms = last_pass_ms;
 
     do {
         tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
