@@ -19,7 +19,8 @@
 /* Takes one sample: local wall-clock ms before the query, the database's clock_timestamp() in ms,
  * local ms after it. */
 void dbclock_observe(int64_t local_before_ms, int64_t db_ms, int64_t local_after_ms);
-/* The least the database's time can be now (the local clock until a sample was taken). */
+/* The least the database's time can be now (the local clock until a sample was taken: the engine
+ * takes one before its threads start). */
 int64_t dbclock_now_ms(void);
 /* Local clock minus the database's, in ms (the clock-skew metric). */
 int64_t dbclock_skew_ms(void);

@@ -192,12 +192,13 @@ poll_db(struct sched *s, bool full)
 
     if (!db_ready(s))
         return;
-    /* The position is past the window's end when the clock's estimate moved back: at start, a
-     * poll before the reconciler's first sample of the database's clock used this replica's own
-     * clock, and that one ran ahead. Polls read on from the position, so what others wrote
-     * between the window's end and it would wait for the next full read (SCHED_FULL_READ_MS), or
-     * the reconciler's sweep (a replica 5 s ahead fired its first second of occurrences 0.7-1.1 s
-     * late). Read on from the window's end instead (every row at it included). */
+    /* The position is past the window's end when the clock's estimate moved back: a replica that
+     * started without a database goes by its own clock until the first sample of the database's
+     * (dbclock.h), and that one may run ahead. Polls read on from the position, so what others
+     * wrote between the window's end and it would wait for the next full read
+     * (SCHED_FULL_READ_MS), or the reconciler's sweep (a replica 5 s ahead, before the engine
+     * sampled at start, fired its first second of occurrences 0.7-1.1 s late). Read on from the
+     * window's end instead (every row at it included). */
     if (s->read_at > until) {
         s->read_at = until;
         s->read_id = 0;
