@@ -9,11 +9,12 @@
 static atomic_int_fast64_t offset_ms; /* database minus local, at the round trip's middle */
 static atomic_int_fast64_t floor_ms;  /* database minus local, at its end: the least it can be */
 
-/* The writer's window of samples (only the reconciler's thread touches it). */
+/* The writer's window of samples (only the reconciler's thread touches it). A sample bounds the
+ * offset to [lo, hi]: the database read its clock somewhere inside the round trip. */
 static struct {
-    int64_t offset, floor, rtt;
+    int64_t offset, lo, hi, rtt;
 } window[DBCLOCK_WINDOW];
-static int filled, next;
+static int filled, next, best;
 
 void
 dbclock_observe(int64_t local_before_ms, int64_t db_ms, int64_t local_after_ms)
@@ -22,19 +23,27 @@ dbclock_observe(int64_t local_before_ms, int64_t db_ms, int64_t local_after_ms)
 
     if (rtt < 0 || rtt > DBCLOCK_RTT_MAX_MS)
         return;
+    /* 1 ms either way for the truncation of the readings to whole milliseconds. */
+    int64_t lo = db_ms - local_after_ms - 1, hi = db_ms - local_before_ms + 1;
+    /* Bounds that exclude the kept sample's: a clock was stepped (NTP, by hand) since. The older
+     * samples describe the old offset, and the one with the shortest round trip would go on
+     * deciding for up to DBCLOCK_WINDOW samples: ahead of the database after a step forward of
+     * this clock (offers refused), behind it after one back (offers late). Start again here. */
+    if (filled > 0 && (lo > window[best].hi || hi < window[best].lo))
+        filled = next = 0;
     window[next].offset = db_ms - (local_before_ms + rtt / 2);
-    /* 1 ms less for the truncation of both readings to whole milliseconds. */
-    window[next].floor = db_ms - local_after_ms - 1;
+    window[next].lo = lo;
+    window[next].hi = hi;
     window[next].rtt = rtt;
     next = (next + 1) % DBCLOCK_WINDOW;
     if (filled < DBCLOCK_WINDOW)
         filled++;
-    int best = 0;
+    best = 0;
     for (int i = 1; i < filled; i++)
         if (window[i].rtt < window[best].rtt)
             best = i;
     atomic_store(&offset_ms, window[best].offset);
-    atomic_store(&floor_ms, window[best].floor);
+    atomic_store(&floor_ms, window[best].lo);
 }
 
 int64_t

@@ -6,7 +6,9 @@
  * round trip is kept. Its database time was read somewhere inside the round trip, so "now" is the
  * least the database's clock can be (as if it was read at the round trip's end): an offer is never
  * early by the database's judgement, and late by at most that round trip. The skew is the middle
- * estimate. Lock-free: one thread (the reconciler) takes the samples, any thread reads. */
+ * estimate. A sample whose bounds exclude the kept one's means a clock was stepped: the window
+ * starts again from it. Lock-free: one thread (the reconciler) takes the samples, any thread
+ * reads. */
 #ifndef TOCSIN_DBCLOCK_H
 #define TOCSIN_DBCLOCK_H
 

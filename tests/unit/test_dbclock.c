@@ -72,10 +72,38 @@ test_best_round_trip(void)
           (long long)got);
 }
 
+/* A step of either clock (NTP, by hand): the samples from before it stop deciding at once, though
+ * their round trips were shorter, so "now" is never ahead of the database after a step forward of
+ * the local clock, nor far behind it after one back. */
+static void
+test_clock_step(void)
+{
+    int64_t t = 1795420800000LL, slack;
+
+    for (int k = 0; k < DBCLOCK_WINDOW; k++)
+        dbclock_observe(t, t + 1000 + 2, t + 4); /* the database 1 s ahead, 4 ms trips */
+    t += 5000 + 60000; /* a minute on, this clock stepped 5 s forward: the database 4 s behind */
+    dbclock_observe(t, t - 4000 + 10, t + 20);
+    int64_t got = applied_offset(&slack);
+    CHECK(got <= -4000 + slack && got >= -4000 - 20 - 1, "after a step forward: applied %lld",
+          (long long)got);
+    t += 60000 - 10000; /* and then 10 s back: the database 6 s ahead */
+    dbclock_observe(t, t + 6000 + 5, t + 30);
+    got = applied_offset(&slack);
+    CHECK(got <= 6000 + slack && got >= 6000 - 30 - 1, "after a step back: applied %lld",
+          (long long)got);
+    /* Samples that agree with the new offset join the window again. */
+    dbclock_observe(t + 100, t + 100 + 6000 + 1, t + 102);
+    got = applied_offset(&slack);
+    CHECK(got <= 6000 + slack && got >= 6000 - 2 - 1, "the shorter trip decides: applied %lld",
+          (long long)got);
+}
+
 int
 main(void)
 {
     test_never_ahead();
     test_best_round_trip();
+    test_clock_step();
     return fails == 0 ? 0 : 1;
 }
