@@ -9,8 +9,9 @@
 static atomic_int_fast64_t offset_ms; /* database minus local, at the round trip's middle */
 static atomic_int_fast64_t floor_ms;  /* database minus local, at its end: the least it can be */
 
-/* The writer's window of samples (only the reconciler's thread touches it). A sample bounds the
- * offset to [lo, hi]: the database read its clock somewhere inside the round trip. */
+/* The writer's window of samples (only the reconciler touches it: recon_start, then its thread). A
+ * sample bounds the offset to [lo, hi]: the database read its clock somewhere inside the round
+ * trip. */
 static struct {
     int64_t offset, lo, hi, rtt;
 } window[DBCLOCK_WINDOW];

@@ -7,8 +7,8 @@
  * least the database's clock can be (as if it was read at the round trip's end): an offer is never
  * early by the database's judgement, and late by at most that round trip. The skew is the middle
  * estimate. A sample whose bounds exclude the kept one's means a clock was stepped: the window
- * starts again from it. Lock-free: one thread (the reconciler) takes the samples, any thread
- * reads. */
+ * starts again from it. Lock-free: the reconciler takes the samples (recon_start the first, then
+ * its thread), any thread reads. */
 #ifndef TOCSIN_DBCLOCK_H
 #define TOCSIN_DBCLOCK_H
 
@@ -21,8 +21,8 @@
 /* Takes one sample: local wall-clock ms before the query, the database's clock_timestamp() in ms,
  * local ms after it. */
 void dbclock_observe(int64_t local_before_ms, int64_t db_ms, int64_t local_after_ms);
-/* The least the database's time can be now (the local clock until a sample was taken: the engine
- * takes one before its threads start). */
+/* The least the database's time can be now (the local clock until a sample was taken: the
+ * reconciler takes one as it starts, before the scheduler). */
 int64_t dbclock_now_ms(void);
 /* Local clock minus the database's, in ms (the clock-skew metric). */
 int64_t dbclock_skew_ms(void);

@@ -1,21 +1,18 @@
-/* engine.c -- the wiring of engine.h. Start order: one sample of the database's clock, dispatch,
- * reconciler (with dispatch for its overdue sweep), scheduler, expiry listener (whose every
- * subscribe asks the reconciler for a pass, covering events lost while it was away), then the
- * membership heartbeat, whose every change of owned shards asks the reconciler and the scheduler
- * to read again, and retention (which purges on the replica owning shard 0). Stop order is the
- * reverse: retention, then membership (the others take this replica's shards at once), dispatch
- * last so what the others queued is still fired. */
+/* engine.c -- the wiring of engine.h. Start order: dispatch, reconciler (with dispatch for its
+ * overdue sweep; it samples the database's clock as it starts), scheduler, expiry listener (whose
+ * every subscribe asks the reconciler for a pass, covering events lost while it was away), then
+ * the membership heartbeat, whose every change of owned shards asks the reconciler and the
+ * scheduler to read again, and retention (which purges on the replica owning shard 0). Stop order
+ * is the reverse: retention, then membership (the others take this replica's shards at once),
+ * dispatch last so what the others queued is still fired. */
 #include "engine.h"
 
 #include <stdlib.h>
 
-#include "db.h"
-#include "dbclock.h"
 #include "members.h"
 #include "recon.h"
 #include "retention.h"
 #include "scheduler.h"
-#include "timefmt.h"
 
 struct engine {
     struct members *members;
@@ -58,26 +55,6 @@ on_stream_wake(void *arg, const struct stream_head *h)
     hooks->on_streamed(hooks->streamed_arg, h, 1);
 }
 
-/* One sample of the database's clock before the threads that time their work by it start
- * (dbclock.h): until the reconciler's first sample they would go by this replica's own clock, and
- * one running ahead would hand out occurrences the database then finds not yet due (they wait for
- * their claims to lapse and the reconciler's sweep). Without a database now, the reconciler
- * samples once it connects. */
-static void
-sample_clock_once(const char *database_url)
-{
-    char err[DB_ERR_MAX];
-    struct db *db = db_open(database_url, err, sizeof err);
-    int64_t before, db_ms;
-
-    if (db == NULL)
-        return;
-    before = timefmt_now_ms();
-    if (db_clock_ms(db, &db_ms) == DB_ONE_RESULT)
-        dbclock_observe(before, db_ms, timefmt_now_ms());
-    db_close(db);
-}
-
 struct engine *
 engine_start(const struct config *cfg, const struct engine_hooks *hooks)
 {
@@ -87,7 +64,6 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if (e == NULL)
         return NULL;
     e->hooks = hooks;
-    sample_clock_once(cfg->database_url);
     struct members_opts mopt = {cfg->database_url, cfg->instance_id, on_reshard, e};
     if ((e->members = members_new(&mopt)) == NULL)
         goto fail;

@@ -412,8 +412,18 @@ recon_start(const struct recon_opts *opts)
     r->database_url = strdup(opts->database_url);
     r->mi = mirror_new(&opts->mirror);
     r->batch = calloc(DB_DUE_BATCH_MAX, sizeof *r->batch);
-    if (r->database_url == NULL || r->mi == NULL || r->batch == NULL ||
-        pthread_create(&r->thread, NULL, run, r) != 0) {
+    if (r->database_url == NULL || r->mi == NULL || r->batch == NULL) {
+        destroy(r);
+        return NULL;
+    }
+    /* The first sample of the database's clock, here and not on the thread's first tick: the
+     * scheduler and the sweep start after this and go by it (dbclock.h). Until a sample they go by
+     * this replica's own clock, and one running ahead hands out occurrences the database finds
+     * not yet due (they wait for their claims to lapse and the sweep). Without a database now,
+     * the thread samples once it connects. The connection is the thread's from here on. */
+    if (db_ready(r))
+        sample_clock(r, timefmt_mono_ms());
+    if (pthread_create(&r->thread, NULL, run, r) != 0) {
         destroy(r);
         return NULL;
     }

@@ -196,8 +196,8 @@ poll_db(struct sched *s, bool full)
      * started without a database goes by its own clock until the first sample of the database's
      * (dbclock.h), and that one may run ahead. Polls read on from the position, so what others
      * wrote between the window's end and it would wait for the next full read
-     * (SCHED_FULL_READ_MS), or the reconciler's sweep (a replica 5 s ahead, before the engine
-     * sampled at start, fired its first second of occurrences 0.7-1.1 s late). Read on from the
+     * (SCHED_FULL_READ_MS), or the reconciler's sweep (a replica 5 s ahead, before the reconciler
+     * sampled as it starts, fired its first second of occurrences 0.7-1.1 s late). Read on from the
      * window's end instead (every row at it included). */
     if (s->read_at > until) {
         s->read_at = until;

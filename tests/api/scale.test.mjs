@@ -474,7 +474,7 @@ test('a replica whose clock runs 30 s ahead fires neither early nor late and rep
     // sample of the database's) its read position stayed that far ahead, and what fell due in
     // between waited for a full read or the reconciler's sweep (max 1,026 ms before polls read
     // on from the window's end, 238 ms after; at 5 s ahead the first second's occurrences were
-    // 0.7-1.1 s late). The engine now also samples the database's clock before it starts.
+    // 0.7-1.1 s late). The reconciler now also samples the database's clock as it starts.
     const SKEW_LATE_MAX_MS = 750;
     assert.ok(r.max <= SKEW_LATE_MAX_MS, `max lateness ${r.max} ms <= ${SKEW_LATE_MAX_MS} ms`);
     await assertRecordedOnce(hh, { ...r, tag: b.tag });
