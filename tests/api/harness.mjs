@@ -113,6 +113,17 @@ export async function freePort() {
     return got;
 }
 
+// Starts an HTTP server of a test (a webhook receiver, say) on 127.0.0.1 and closes it, its open
+// connections included, when test t ends. Returns the URL of path on it.
+export async function serveLocal(t, server, path = '/hook') {
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+    }));
+    return `http://127.0.0.1:${server.address().port}${path}`;
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Polls fn until it returns a truthy value or timeoutMs passes; returns the last value.

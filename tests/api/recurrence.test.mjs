@@ -8,7 +8,7 @@
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { harness, test, waitFor, sleep, utc, MIN, HOUR, DAY } from './harness.mjs';
+import { harness, serveLocal, test, waitFor, sleep, utc, MIN, HOUR, DAY } from './harness.mjs';
 
 const h = await harness('recurrence');
 let srv;
@@ -333,12 +333,7 @@ async function receiver(t) {
             res.writeHead(204).end();
         });
     });
-    await new Promise((r) => rx.server.listen(0, '127.0.0.1', r));
-    rx.url = `http://127.0.0.1:${rx.server.address().port}/hook`;
-    t.after(() => new Promise((r) => {
-        rx.server.closeAllConnections();
-        rx.server.close(() => r());
-    }));
+    rx.url = await serveLocal(t, rx.server);
     return rx;
 }
 

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import fs from 'node:fs';
-import { harness, run, test, waitFor, sleep } from './harness.mjs';
+import { harness, run, serveLocal, test, waitFor, sleep } from './harness.mjs';
 
 const LEAD_MS = 3000;     // a batch's first reminder falls due this long after it is written
 const SETTLE_MS = 1500;   // after the last arrival, wait this long for a (wrong) repeat
@@ -55,12 +55,7 @@ async function receiver(t, { delayMs = 0 } = {}) {
         });
     });
     rx.server.keepAliveTimeout = 60000;
-    await new Promise((r) => rx.server.listen(0, '127.0.0.1', r));
-    rx.url = `http://127.0.0.1:${rx.server.address().port}/hook`;
-    t.after(() => new Promise((r) => {
-        rx.server.closeAllConnections();
-        rx.server.close(() => r());
-    }));
+    rx.url = await serveLocal(t, rx.server);
     return rx;
 }
 
@@ -95,12 +90,7 @@ async function failing(t) {
             res.writeHead(500).end();
         });
     });
-    await new Promise((r) => f.server.listen(0, '127.0.0.1', r));
-    f.url = `http://127.0.0.1:${f.server.address().port}/hook`;
-    t.after(() => new Promise((r) => {
-        f.server.closeAllConnections();
-        f.server.close(() => r());
-    }));
+    f.url = await serveLocal(t, f.server);
     return f;
 }
 
