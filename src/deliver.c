@@ -575,9 +575,12 @@ start_ready(struct worker *w, int64_t now)
     while (*link != NULL) {
         struct receiver *r = *link;
         while (r->queued > 0 && may_send(r, now)) {
-            if (r->open_until_ms != 0)
-                r->probing = true; /* half open: this request decides */
-            start(w, dequeue(r));
+            /* Half open: the first request that goes out decides. A row that cannot even start
+             * (its subscription's keys are bad, say) says nothing of the receiver: the next
+             * one is the probe. */
+            bool probe = r->open_until_ms != 0;
+            if (start(w, dequeue(r)) && probe)
+                r->probing = true;
         }
         if (r->queued == 0) {
             r->ready = false;

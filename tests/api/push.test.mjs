@@ -21,6 +21,7 @@ const SUBJECT = 'mailto:ops@tocsin.test';
 
 const h = await harness('push');
 const hShare = await harness('push_share'); // a database of its own: no other replica leases its rows
+const hProbe = await harness('push_probe'); // the same, for the one worker whose circuit is watched
 let ps;
 let srv;
 let second;
@@ -199,6 +200,44 @@ test('a push service has a share of its own: TOCSIN_DELIVERY_PUSH_SERVICE_CONCUR
     assert.ok(await waitFor(() => slow.all.length >= N && slow.open === 0, BOUND_MS), `${slow.all.length} of ${N} pushes`);
     assert.equal(slow.all.length, N, 'one request each');
     assert.equal(slow.maxOpen, SHARE, 'requests open at once at the push service');
+});
+
+test('a half-open circuit whose probe cannot be sent tries the next row, and the push service is reached again', async (t) => {
+    const svc = await pushService();
+    t.after(() => svc.stop());
+    const one = await hProbe.startServer({ TOCSIN_WEBPUSH_ALLOW_PRIVATE: '1', TOCSIN_VAPID_SUBJECT: SUBJECT,
+        TOCSIN_DELIVERY_WORKERS: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
+    t.after(() => one.stop());
+    const k = await one.createKey('push-probe');
+    const join = async (id, plan) => {
+        const sub = svc.subscribe(plan);
+        const tok = (await one.req('POST', '/v1/browser-tokens', { key: k, json: { sub: id, scope: 'push' } })).json.token;
+        const r = await one.req('POST', '/v1/push/subscriptions', { key: tok, json: sub.json });
+        assert.equal(r.status, 201, r.text);
+        return sub;
+    };
+    const remind = async (ids) => {
+        const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
+        const r = await one.req('POST', '/v1/meetings', { key: k, json: { title: 'Probe', starts_at: starts.toISOString(),
+            participants: ids.map((id) => ({ id })), reminders: [{ minutes_before: 5, channels: ['push'] }] } });
+        assert.equal(r.status, 201, r.text);
+    };
+    // Five subscribers whose pushes the service refuses with 503: its circuit opens.
+    const five = ['q0', 'q1', 'q2', 'q3', 'q4'];
+    for (const id of five) await join(id, () => 503);
+    await remind(five);
+    assert.ok(await waitFor(() => /failed \d+ times in a row; circuit open/.test(one.log), BOUND_MS), 'the circuit opened');
+    // While it is open their keys go bad: when it half-opens, none of their retries can even be
+    // encrypted, so the first to be the probe fails before any request is made.
+    await hProbe.sql(`UPDATE push_subscriptions SET p256dh = repeat('!', 87)`);
+    const failed = async () => Number(await hProbe.sql(`SELECT count(*) FROM outbox WHERE status = 'failed'`));
+    assert.ok(await waitFor(async () => await failed() >= 1, BOUND_MS), 'a retry failed for good as the probe');
+    // A subscriber the service accepts: the next probe is its push, and it closes the circuit.
+    const good = await join('q5', () => 201);
+    await remind(['q5']);
+    assert.ok(await waitFor(() => good.got.length === 1, BOUND_MS), 'the push service was reached again');
+    assert.ok(await waitFor(async () => await failed() === five.length, BOUND_MS), `${await failed()} of the bad rows failed for good`);
+    assert.match(await hProbe.sql(`SELECT DISTINCT last_error FROM outbox WHERE status = 'failed'`), /p256dh|key/i);
 });
 
 test('subscriptions: validation, scopes, re-subscribe, the limit of 10, deletion and isolation', async () => {
