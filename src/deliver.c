@@ -35,6 +35,7 @@ _Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are o
 #define DB_RETRY_MS 1000    /* after a failed connect, the next try waits this */
 #define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
 #define STOP_SLACK_MS 1000  /* stopping: in-flight requests get their timeout plus this */
+#define STOP_POLL_MS 100    /* stopping: the wait for answers wakes this often to renew */
 
 /* A receiver's key: a webhook id, a push service's origin (the longest) or "smtp". It must hold
  * a whole origin such as https://updates.push.services.mozilla.com: a cut key matches no
@@ -881,9 +882,16 @@ wind_down(struct worker *w)
         release_queued(w, r, 0);
     w->ready = NULL;
     while (outbound_active(w->out) > 0 && timefmt_mono_ms() < deadline) {
-        size_t n = outbound_run(w->out, 100, w->done, (size_t)w->d->concurrency);
+        /* The rows still out stay this worker's, and the answers are recorded as they come: a
+         * receiver that takes its time must not hand the others to another replica to send
+         * again. */
+        if (w->registered && w->db != NULL)
+            renew(w, timefmt_mono_ms());
+        int64_t wait = w->n_answered > 0 ? DELIVER_RECORD_LINGER_MS : STOP_POLL_MS;
+        size_t n = outbound_run(w->out, wait, w->done, (size_t)w->d->concurrency);
         if (n > 0)
             take_answers(w, n);
+        flush_delivered(w, timefmt_mono_ms(), false);
     }
     flush_delivered(w, timefmt_mono_ms(), true);
     publish(w, NULL);

@@ -1,0 +1,98 @@
+// deliver_faults.test.mjs -- delivery through the faults that come from its own side, against
+// real replicas, PostgreSQL and Redis: a replica stopped while a slow receiver holds one of its
+// requests records the answers that come meanwhile and keeps its lease, so the other replica sends
+// none of them again.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { harness, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
+
+const LEAD_MS = 2000;      // reminders fall due this long after they are created
+const HANG_MS = 5000;      // the receiver holds its first request this long (< the request timeout)
+const ANSWER_MS = 300;     // and answers every other first arrival after this long
+const BOUND_MS = 30000;    // generous: everything arrives within this under ASan on a shared machine
+const SETTLE_MS = 2500;    // after the last answer, a (wrong) repeat would show within this
+
+// A webhook receiver: the first request it ever gets is answered after HANG_MS, every other first
+// arrival of a webhook-id after ANSWER_MS, a repeat at once. Counts arrivals per webhook-id.
+async function receiver(t) {
+    const rx = { seen: new Map(), total: 0, hung: null };
+    rx.server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const id = req.headers['webhook-id'] ?? '';
+            rx.total++;
+            const count = (rx.seen.get(id) ?? 0) + 1;
+            rx.seen.set(id, count);
+            let delay = count > 1 ? 0 : ANSWER_MS;
+            if (rx.hung === null) {
+                rx.hung = id;
+                delay = HANG_MS;
+            }
+            setTimeout(() => res.writeHead(204).end(), delay);
+        });
+    });
+    rx.server.keepAliveTimeout = 60000;
+    rx.url = await serveLocal(t, rx.server);
+    return rx;
+}
+
+const repeats = (rx) => [...rx.seen.entries()].filter(([, n]) => n > 1);
+
+// n meetings of one reminder each, all due LEAD_MS from now; returns their reminder ids.
+async function dueSoon(srv, key, n) {
+    const starts = new Date(Date.now() + LEAD_MS + 5 * MIN).toISOString();
+    const ids = [];
+    for (let i = 0; i < n; i++) {
+        const r = await srv.req('POST', '/v1/meetings', {
+            key, json: { title: `fault ${i}`, starts_at: starts, reminders: [{ minutes_before: 5 }] },
+        });
+        assert.equal(r.status, 201, r.text);
+        ids.push(r.json.reminders[0].id);
+    }
+    return ids;
+}
+
+async function delivered(hh, ids) {
+    return Number(await hh.sql(`SELECT count(*) FROM outbox WHERE reminder_id IN (${ids.join(',')})
+        AND status = 'delivered'`));
+}
+
+async function replica(hh, t, name, env = {}) {
+    const srv = await hh.startServer({
+        TOCSIN_INSTANCE_ID: name,
+        TOCSIN_REDIS_PREFIX: hh.prefix,
+        TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
+        TOCSIN_DELIVERY_WORKERS: '1',
+        ...env,
+    });
+    t.after(() => srv.kill());
+    return srv;
+}
+
+const hStop = await harness('faults_stop');
+
+test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
+    const N = 8;
+    const rx = await receiver(t);
+    const one = await replica(hStop, t, 'stop-1');
+    const two = await replica(hStop, t, 'stop-2');
+    const key = await one.createKey('faults-stop');
+    const hook = await one.req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
+    assert.equal(hook.status, 201, hook.text);
+    const ids = await dueSoon(one, key, N);
+    assert.ok(await waitFor(() => rx.seen.size === N, BOUND_MS), `${rx.seen.size} of ${N} arrived`);
+
+    // The replica whose worker holds the request the receiver keeps: it stops while that request
+    // is out, and the answers to its others come while it waits for it.
+    const [, reminder] = /^rem_(\d+)_/.exec(rx.hung);
+    const owner = await hStop.sql(`SELECT lease_owner FROM outbox WHERE reminder_id = ${reminder}`);
+    const holder = owner.startsWith('stop-1/') ? one : two;
+    assert.ok(owner.startsWith('stop-1/') || owner.startsWith('stop-2/'), `the hung row's owner: ${owner}`);
+    const stopped = await holder.stop();
+    assert.deepEqual(stopped, { code: 0, signal: null }, 'a clean exit once its last request was answered');
+
+    assert.ok(await waitFor(async () => await delivered(hStop, ids) === N, BOUND_MS), 'every row recorded delivered');
+    await sleep(SETTLE_MS);
+    assert.deepEqual(repeats(rx), [], 'no request sent twice');
+    assert.equal(rx.total, N);
+});
