@@ -17,8 +17,10 @@
 /* Three sources, in this order, up to $2 rows: the rows of owners with no live lease (a dead
  * replica's: first, so that they never wait behind a backlog; looked for only when $5), found by
  * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
- * owner, however many rows each holds); the rows the owner $1 was given and does not hold yet
- * ($4: the ids it holds), read without a write; then due rows nobody holds, in order along
+ * owner, however many rows each holds), but not the rows the caller holds itself ($4: a worker
+ * that registered again under a new name still has its old name's requests out, and taking them
+ * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
+ * read without a write; then due rows nobody holds, in order along
  * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
@@ -37,6 +39,7 @@ static const char claim_sql[] =
     "    AND NOT tocsin_backend_gone(d.backend_pid, d.backend_start))),"
     " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
     "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
+    "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
     " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
     "   AND receiver <> ALL ($3::text[]) AND id <> ALL ($4::bigint[])"

@@ -53,7 +53,8 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
 /* Takes up to max (<= DB_OUTBOX_CLAIM_MAX) rows for owner, skipping the rows of the receivers in
  * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken):
  * first rows of owners whose lease lapsed or whose backend is gone (a dead replica's, so they do
- * not wait behind a backlog; looked for only when orphans is true: a probe per owner of held rows),
+ * not wait behind a backlog; looked for only when orphans is true: a probe per owner of held rows;
+ * never one in held[0..n_held), which the caller may still have out under an earlier name),
  * then the rows owner was given and does not hold yet (not in held[0..n_held): written owned by the
  * fire statement, read without a write), then due rows nobody holds, in order. The first and the
  * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that

@@ -1,7 +1,8 @@
 // deliver_faults.test.mjs -- delivery through the faults that come from its own side, against
 // real replicas, PostgreSQL and Redis: a replica stopped while a slow receiver holds one of its
 // requests records the answers that come meanwhile and keeps its lease, so the other replica sends
-// none of them again.
+// none of them again; a worker whose database connection is replaced while a request is out
+// does not take that row over from itself and send it twice.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { harness, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
@@ -70,6 +71,7 @@ async function replica(hh, t, name, env = {}) {
 }
 
 const hStop = await harness('faults_stop');
+const hConn = await harness('faults_conn');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -95,4 +97,26 @@ test('a replica stopped while a receiver holds one of its requests records the o
     await sleep(SETTLE_MS);
     assert.deepEqual(repeats(rx), [], 'no request sent twice');
     assert.equal(rx.total, N);
+});
+
+test('a worker whose connection is replaced while a request is out does not take that row from itself and send it again', async (t) => {
+    const rx = await receiver(t);
+    const srv = await replica(hConn, t, 'conn-1');
+    const key = await srv.createKey('faults-conn');
+    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
+    assert.equal(hook.status, 201, hook.text);
+    const ids = await dueSoon(srv, key, 1);
+    assert.ok(await waitFor(() => rx.total === 1, BOUND_MS), 'the request arrived');
+
+    // Its lease names its backend: ended, the lease is void, and the worker registers again under
+    // a new name while the receiver still holds the request.
+    const ended = await hConn.sql(`SELECT count(pg_terminate_backend(backend_pid)) FROM delivery_owners
+        WHERE owner LIKE 'conn-1/%' AND lease_until > now()`);
+    assert.equal(Number(ended), 1, 'the worker\'s backend ended');
+
+    assert.ok(await waitFor(async () => await delivered(hConn, ids) === 1, BOUND_MS), 'the row recorded delivered');
+    await sleep(SETTLE_MS);
+    assert.deepEqual(repeats(rx), [], 'the request was not sent twice');
+    assert.ok(/the lease of conn-1\/\S+ lapsed or its connection was replaced/.test(srv.proc.log),
+        'the worker saw its lease go');
 });
