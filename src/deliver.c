@@ -97,8 +97,9 @@ struct worker {
     atomic_bool woken;
     unsigned seed;
     int64_t renewed_ms, next_claim_ms;
-    int64_t orphans_ms; /* when its lease statement last looked for orphans */
-    struct job **held;  /* concurrency slots */
+    int64_t renew_retry_ms; /* after a failed renewal, the next is not tried before this */
+    int64_t orphans_ms;     /* when its lease statement last looked for orphans */
+    struct job **held;      /* concurrency slots */
     size_t n_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
     struct receiver *ready; /* receivers with queued jobs */
@@ -791,12 +792,15 @@ renew(struct worker *w, int64_t now)
         register_owner(w, now);
         return;
     }
-    if (now - w->renewed_ms < DELIVER_RENEW_MS && !w->db_down)
+    if ((now - w->renewed_ms < DELIVER_RENEW_MS && !w->db_down) || now < w->renew_retry_ms)
         return;
     switch (db_outbox_owner_renew(w->db, w->owner, DELIVER_LEASE_MS)) {
     case DB_ONE_RESULT:
         w->renewed_ms = now;
+        w->renew_retry_ms = 0;
         db_back(w);
+        if (!atomic_load(&w->live)) /* held back while the renewals failed */
+            publish(w, w->owner);
         return;
     case DB_NO_RESULTS:
         LOG_WARN("deliver: the lease of %s lapsed or its connection was replaced; its rows go to "
@@ -812,6 +816,7 @@ renew(struct worker *w, int64_t now)
         break;
     }
     db_lost(w, "cannot renew the delivery lease; dropping the rows not sent yet");
+    w->renew_retry_ms = now + DELIVER_RENEW_RETRY_MS;
     if (now - w->renewed_ms >= DELIVER_LEASE_MS)
         publish(w, NULL);
     drop_queued(w);
@@ -841,8 +846,13 @@ wait_ms(struct worker *w, int64_t now)
 {
     int64_t until = w->next_claim_ms;
 
-    if (w->registered && w->renewed_ms + DELIVER_RENEW_MS < until)
-        until = w->renewed_ms + DELIVER_RENEW_MS;
+    if (w->registered) {
+        int64_t renew_at = w->renewed_ms + DELIVER_RENEW_MS;
+        if (renew_at < w->renew_retry_ms)
+            renew_at = w->renew_retry_ms;
+        if (renew_at < until)
+            until = renew_at;
+    }
     if (w->n_answered > 0 && w->answered_ms + DELIVER_RECORD_LINGER_MS < until)
         until = w->answered_ms + DELIVER_RECORD_LINGER_MS;
     return until > now ? until - now : 0;

@@ -23,6 +23,9 @@
  * (under 2 s). */
 #define DELIVER_LEASE_MS 1500
 #define DELIVER_RENEW_MS 500
+/* A renewal that failed (the database is down) is tried again this long after, not at once: a
+ * worker that retried on every round spun on a whole core through an outage. */
+#define DELIVER_RENEW_RETRY_MS 250
 /* Rows the fire statement may give one worker beyond what it loaded: past this, a replica's fires
  * are written for any worker of any replica, so a replica whose receivers are slow does not
  * hoard a burst the others could send. */

@@ -2,9 +2,11 @@
 // real replicas, PostgreSQL and Redis: a replica stopped while a slow receiver holds one of its
 // requests records the answers that come meanwhile and keeps its lease, so the other replica sends
 // none of them again; a worker whose database connection is replaced while a request is out
-// does not take that row over from itself and send it twice.
+// does not take that row over from itself and send it twice; and while PostgreSQL is down a
+// replica waits between its tries instead of spinning on them.
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import fs from 'node:fs';
 import { harness, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
 
 const LEAD_MS = 2000;      // reminders fall due this long after they are created
@@ -12,6 +14,10 @@ const HANG_MS = 5000;      // the receiver holds its first request this long (< 
 const ANSWER_MS = 300;     // and answers every other first arrival after this long
 const BOUND_MS = 30000;    // generous: everything arrives within this under ASan on a shared machine
 const SETTLE_MS = 2500;    // after the last answer, a (wrong) repeat would show within this
+const OUTAGE_MS = 3000;    // PostgreSQL down this long in the spin test
+// CPU a replica may spend while PostgreSQL is down, in clock ticks (1/100 s) over OUTAGE_MS: the
+// threads retry a few times a second; a worker that retries with no pause burns a whole core.
+const OUTAGE_TICKS_MAX = 60;
 
 // A webhook receiver: the first request it ever gets is answered after HANG_MS, every other first
 // arrival of a webhook-id after ANSWER_MS, a repeat at once. Counts arrivals per webhook-id.
@@ -70,8 +76,16 @@ async function replica(hh, t, name, env = {}) {
     return srv;
 }
 
+// CPU time of a process so far, in clock ticks: utime + stime of /proc/<pid>/stat.
+function cpuTicks(pid) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+}
+
 const hStop = await harness('faults_stop');
 const hConn = await harness('faults_conn');
+const hDown = await harness('faults_down');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -119,4 +133,21 @@ test('a worker whose connection is replaced while a request is out does not take
     assert.deepEqual(repeats(rx), [], 'the request was not sent twice');
     assert.ok(/the lease of conn-1\/\S+ lapsed or its connection was replaced/.test(srv.proc.log),
         'the worker saw its lease go');
+});
+
+test('while PostgreSQL is down a replica waits between its tries instead of spinning', async (t) => {
+    const srv = await replica(hDown, t, 'down-1', { TOCSIN_DELIVERY_WORKERS: '2' });
+    await sleep(1000);
+    await hDown.stopPostgres();
+    try {
+        await sleep(500); // the threads notice
+        const before = cpuTicks(srv.proc.child.pid);
+        await sleep(OUTAGE_MS);
+        const spent = cpuTicks(srv.proc.child.pid) - before;
+        assert.ok(spent <= OUTAGE_TICKS_MAX, `${spent} ticks of CPU in ${OUTAGE_MS} ms with PostgreSQL down`);
+    } finally {
+        await hDown.startPostgres();
+    }
+    const up = await waitFor(async () => (await srv.req('GET', '/readyz', { validate: false })).status === 200, BOUND_MS, 200);
+    assert.ok(up, 'ready again once PostgreSQL is back');
 });
