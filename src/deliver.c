@@ -664,7 +664,7 @@ take_rows(struct worker *w, size_t n)
         struct job *j = calloc(1, sizeof *j);
         if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL) {
             free(j);
-            db_outbox_item_fini(&w->claimed[i]); /* the lease runs out: retried then */
+            db_outbox_item_fini(&w->claimed[i]); /* still its: the next lease brings it back */
             continue;
         }
         j->it = w->claimed[i];
@@ -932,6 +932,7 @@ run(void *arg)
 static void
 worker_fini(struct worker *w)
 {
+    outbound_free(w->out); /* first: a transfer still out past the stop uses its job's body */
     while (w->n_held > 0)
         job_drop(w, w->held[0]);
     for (size_t b = 0; b < RECEIVER_BUCKETS; b++)
@@ -940,7 +941,6 @@ worker_fini(struct worker *w)
             w->receivers[b] = r->next;
             free(r);
         }
-    outbound_free(w->out);
     push_keys_free(w->keys);
     db_close(w->db);
     free(w->held);

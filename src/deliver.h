@@ -33,10 +33,11 @@
 #define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
 #define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
 #define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
-/* Delivered answers are recorded together, up to DELIVER_RECORD_MAX in one statement, the oldest
- * after waiting DELIVER_RECORD_LINGER_MS at most (at once when nothing else is in flight). Until
- * then an answer keeps its slot of the receiver's share and counts in tocsin_deliveries_in_flight:
- * a kill sends again at most a share per receiver and worker. */
+/* Delivered answers are recorded together in one statement: once DELIVER_RECORD_MAX wait (the
+ * answers of one round go in together, so a statement may hold more), the oldest after waiting
+ * DELIVER_RECORD_LINGER_MS at most, at once when nothing else is in flight. Until then an answer
+ * keeps its slot of the receiver's share and counts in tocsin_deliveries_in_flight: a kill sends
+ * again at most a share per receiver and worker. */
 #define DELIVER_RECORD_MAX 128
 #define DELIVER_RECORD_LINGER_MS 5
 /* The circuit of a receiver opens after DELIVER_CIRCUIT_FAILURES failed attempts in a row that
