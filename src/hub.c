@@ -767,13 +767,15 @@ read_tenant(struct hub *h, struct tenant *t)
         pthread_mutex_lock(&h->mu);
         if (n < 0)
             return; /* the tick retries after DB_RETRY_MS */
+        int64_t seen = t->last_seen;
         take_events(h, t, h->evbuf, (size_t)n);
-        if (n < HUB_READ_MAX) {
-            /* Caught up with what exists: a hint beyond it (a stray wake-up) is forgotten. */
-            if (t->hint > t->last_seen)
-                t->hint = t->last_seen;
-            return;
-        }
+        if (n > 0 && t->last_seen == seen)
+            return; /* out of memory: nothing taken, the next round reads them again */
+        /* Caught up with what existed up to until: a hint no further than that (a stray
+         * wake-up) is forgotten. One raised during the read, by a fire that committed
+         * meanwhile, is read next: that wake-up will not come again. */
+        if (n < HUB_READ_MAX && t->hint <= until && t->hint > t->last_seen)
+            t->hint = t->last_seen;
     }
 }
 
@@ -793,9 +795,10 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
             for (size_t k = 0; t->ring != NULL && k < HUB_RING_MAX; k++)
                 event_clear(&t->ring[k]);
             t->ring_n = 0;
-            t->last_seen = t->hint = hd[i].seq;
+            t->last_seen = hd[i].seq;
         }
         t->known = true;
+        /* Raised, never lowered: a wake-up that came during the heads' read may be past them. */
         if (hd[i].seq > t->hint)
             t->hint = hd[i].seq;
     }

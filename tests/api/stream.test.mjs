@@ -396,3 +396,25 @@ test('a bad token on the stream is 401 invalid_token, header or URL', T_TEST, as
     const extra = await refused(srv.base, { token: tok, query: { foo: '1' } });
     assert.equal(extra.status, 400);
 });
+
+// A server whose catch-up poll is a minute away: an event whose wake-up is lost waits for it.
+const hWake = await harness('stream_wake');
+
+test('a fire that commits while the hub reads is not left for the catch-up poll', T_TEST, async (t) => {
+    const ROUNDS = 12, EACH = 6, ROUND_BOUND_MS = 8000;
+    const one = await hWake.startServer({ TOCSIN_STREAM_POLL_MS: '60000' });
+    t.after(() => one.stop());
+    const k = await one.createKey('stream-wake');
+    const tok = (await mintToken(one, k, { sub: 'w1' })).token;
+    const s = await openLive(one.base, { token: tok });
+    // Rounds of reminders fired together, from parallel requests: fires commit one just after
+    // another, and a wake-up comes while the hub reads the one before. The last of a round has no
+    // later fire to wake the hub: if its wake-up were lost, it would wait out the minute.
+    for (let round = 1; round <= ROUNDS; round++) {
+        await fireMany([one], k, EACH, { participants: [{ id: 'w1' }], parallel: EACH });
+        await s.until((x) => x.reminders.length >= round * EACH, ROUND_BOUND_MS,
+            `round ${round}: ${round * EACH} reminders on the stream within ${ROUND_BOUND_MS} ms`);
+    }
+    assertOrderedUnique(s.reminders, 'the stream');
+    s.close();
+});
