@@ -921,11 +921,13 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     const struct event *pick[HUB_BACKLOG_MAX] = {0}; /* = {0}: GCC -O2 warns (a false positive) */
     int64_t id = t->id, after = s->cursor, until = t->last_seen;
     size_t n = 0;
+    char sub[HUB_SUB_BYTES_MAX + 1]; /* a copy: its person goes with its last stream's close */
 
+    snprintf(sub, sizeof sub, "%s", s->person->sub);
     s->refs++;
     pthread_mutex_unlock(&h->mu);
     metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
-    long got = read_events(h, id, after, until, s->person->sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    long got = read_events(h, id, after, until, sub, HUB_BACKLOG_MAX + 1, h->evbuf);
     /* Read after the events: a purge that committed before their read shows here (it moves
      * purged_through in the statement that deletes), so events retention removed since this
      * tenant's head was last read are never skipped silently. */
