@@ -95,6 +95,9 @@ struct hub_stream {
     /* Guarded by h->mu. */
     enum stream_state state;
     bool greeted, ahead_checked, reauth_sent, ended, closed;
+    /* Wall clock: ended and still open then, it is cut (its client stopped reading, so its
+     * reader never comes for the end); 0 once cut or never ended. */
+    int64_t cut_at_ms;
     bool watched;   /* its socket is in h->epfd (check_peers) */
     unsigned round; /* the hub round that last tried to serve it (while ST_NEW) */
     int refs;
@@ -313,6 +316,7 @@ stream_end(struct hub_stream *s)
     if (s->ended)
         return;
     s->ended = true;
+    s->cut_at_ms = timefmt_now_ms() + s->hub->o.heartbeat_ms;
     pthread_mutex_lock(&s->mu);
     s->ending = true;
     poke(s);
@@ -410,7 +414,7 @@ static int64_t
 stream_due(const struct hub_stream *s)
 {
     if (s->ended)
-        return INT64_MAX;
+        return s->cut_at_ms != 0 ? s->cut_at_ms : INT64_MAX;
     return !s->reauth_sent && s->reauth_at_ms < s->end_at_ms ? s->reauth_at_ms : s->end_at_ms;
 }
 
@@ -1098,8 +1102,18 @@ stream_timers(struct hub_stream *s, int64_t now, bool heartbeat)
 {
     char at[TIMEFMT_BUF], data[CONTROL_DATA_MAX];
 
-    if (s->ended)
+    if (s->ended) {
+        /* A heartbeat's time after its end and still open: its client reads nothing (a shut
+         * window keeps libmicrohttpd from calling the reader, so the end is never taken) and
+         * would hold its places past its age and its token. */
+        if (s->cut_at_ms != 0 && now >= s->cut_at_ms) {
+            s->cut_at_ms = 0;
+            pthread_mutex_lock(&s->mu);
+            cut_locked(s);
+            pthread_mutex_unlock(&s->mu);
+        }
         return;
+    }
     if (now >= s->end_at_ms) {
         stream_end(s);
         return;

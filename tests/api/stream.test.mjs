@@ -6,6 +6,7 @@
 // against what PostgreSQL recorded.
 import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { test, harness, sleep, waitFor } from './harness.mjs';
 import {
     openLive, refused, mintToken, signToken, createSigningKey, meetingFiringNow, fireMany,
@@ -417,4 +418,51 @@ test('a fire that commits while the hub reads is not left for the catch-up poll'
     }
     assertOrderedUnique(s.reminders, 'the stream');
     s.close();
+});
+
+// A client that sends its request and then reads nothing, through a 2 KiB receive buffer: once
+// its window is shut libmicrohttpd never calls the stream's reader again, so the stream's end
+// is never taken.
+const STUCK_CLIENT = `
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+s.connect(('127.0.0.1', int(sys.argv[1])))
+s.sendall(('GET /v1/stream HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nAccept: text/event-stream\\r\\n'
+           'Authorization: Bearer ' + sys.argv[2] + '\\r\\n\\r\\n').encode())
+print('sent', flush=True)
+time.sleep(300)
+`;
+const hStuck = await harness('stream_stuck');
+
+test('a stream whose client reads nothing is cut a heartbeat after its end, not held forever', T_TEST, async (t) => {
+    const AGE_S = 30; // time enough to fill its buffers first, also under ASan
+    const one = await hStuck.startServer({ TOCSIN_STREAM_HEARTBEAT_MS: '500', TOCSIN_STREAM_MAX_AGE_S: String(AGE_S),
+        TOCSIN_STREAM_BUFFER_MAX: String(16 << 20) }); // more than it gets: no slow-reader cut
+    t.after(() => one.stop());
+    const k = await one.createKey('stream-stuck');
+    const tok = (await mintToken(one, k, { sub: 's1' })).token;
+    const client = spawn('python3', ['-c', STUCK_CLIENT, String(new URL(one.base).port), tok], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.after(() => client.kill('SIGKILL'));
+    await new Promise((r) => client.stdout.once('data', r));
+    const opened = Date.now();
+    await streamsOpenIs(one, 1);
+    // Far more than the client's window and the server's socket buffer (4 MiB at most) take: 200
+    // events of about 36 KiB each (the largest description and metadata); the rest waits in the
+    // stream's buffer.
+    const big = { description: '\u{1D11E}'.repeat(5000), metadata: { pad: 'x'.repeat(16000) } };
+    const starts = new Date(Date.now() + 2 * 60000).toISOString();
+    for (let i = 0; i < 40; i++) {
+        const r = await one.req('POST', '/v1/meetings', { key: k, json: { title: `big ${i}`, starts_at: starts, ...big,
+            participants: [{ id: 's1' }], reminders: [3, 4, 5, 6, 7].map((m) => ({ minutes_before: m })) } });
+        assert.equal(r.status, 201, r.text);
+    }
+    const tenant = await tenantIdOf(hStuck, 'stream-stuck');
+    assert.ok(await waitFor(async () => (await dbHead(hStuck, tenant)) >= 200, EVENT_BOUND_MS), 'all fired');
+    await sleep(2000); // the hub writes them out
+    // Its end comes 20 % early at the soonest (the age's jitter): this is well before.
+    assert.ok(Date.now() - opened < (AGE_S * 0.8 - 2) * 1000, 'the events were all written before the stream\'s end');
+    await streamsOpenIs(one, 1);
+    // Its end (the maximum age and its jitter) passes; a heartbeat later it is cut.
+    await streamsOpenIs(one, 0, 2 * AGE_S * 1000);
 });
