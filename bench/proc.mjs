@@ -1,5 +1,6 @@
 // bench/proc.mjs -- what the benches read from /proc about a process: its stat fields, its CPU
-// time and resident set. Shared by bench/stream_rig.mjs and bench/engine.mjs.
+// time and resident set. Shared by bench/stream_rig.mjs and bench/engine.mjs, and by
+// tests/api/deliver_faults.test.mjs (no dependencies: the tests import it as it is).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 

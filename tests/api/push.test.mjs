@@ -37,8 +37,10 @@ before(async () => {
 });
 after(() => ps.stop());
 
-async function token(k, sub, scope = 'push') {
-    const r = await srv.req('POST', '/v1/browser-tokens', { key: k, json: { sub, scope } });
+// Helpers for the file's server srv and stand-in ps; a test with a server and stand-in of its own
+// passes them as on.
+async function token(k, sub, scope = 'push', on = { s: srv }) {
+    const r = await on.s.req('POST', '/v1/browser-tokens', { key: k, json: { sub, scope } });
     assert.equal(r.status, 201, r.text);
     return r.json.token;
 }
@@ -48,18 +50,18 @@ async function subscribe(tok, sub, s = srv) {
 }
 
 // A participant with one subscription on the stand-in, answering as plan says.
-async function subscriber(k, id, plan) {
-    const sub = ps.subscribe(plan);
-    const r = await subscribe(await token(k, id), sub);
+async function subscriber(k, id, plan, on = { s: srv, service: ps }) {
+    const sub = on.service.subscribe(plan);
+    const r = await subscribe(await token(k, id, 'push', on), sub, on.s);
     assert.equal(r.status, 201, r.text);
     sub.id = r.json.id;
     return sub;
 }
 
-async function dueSoon(k, participants, fields = {}, channels = ['push']) {
+async function dueSoon(k, participants, fields = {}, channels = ['push'], on = { s: srv }) {
     const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
     starts.setUTCMilliseconds(0);
-    const r = await srv.req('POST', '/v1/meetings', {
+    const r = await on.s.req('POST', '/v1/meetings', {
         key: k,
         json: { title: 'Push', starts_at: starts.toISOString(), participants: participants.map((id) => ({ id })),
             reminders: [{ minutes_before: 5, channels }], ...fields },
@@ -209,19 +211,9 @@ test('a half-open circuit whose probe cannot be sent tries the next row, and the
         TOCSIN_DELIVERY_WORKERS: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
     t.after(() => one.stop());
     const k = await one.createKey('push-probe');
-    const join = async (id, plan) => {
-        const sub = svc.subscribe(plan);
-        const tok = (await one.req('POST', '/v1/browser-tokens', { key: k, json: { sub: id, scope: 'push' } })).json.token;
-        const r = await one.req('POST', '/v1/push/subscriptions', { key: tok, json: sub.json });
-        assert.equal(r.status, 201, r.text);
-        return sub;
-    };
-    const remind = async (ids) => {
-        const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
-        const r = await one.req('POST', '/v1/meetings', { key: k, json: { title: 'Probe', starts_at: starts.toISOString(),
-            participants: ids.map((id) => ({ id })), reminders: [{ minutes_before: 5, channels: ['push'] }] } });
-        assert.equal(r.status, 201, r.text);
-    };
+    const on = { s: one, service: svc };
+    const join = (id, plan) => subscriber(k, id, plan, on);
+    const remind = (ids) => dueSoon(k, ids, { title: 'Probe' }, ['push'], on);
     // Five subscribers whose pushes the service refuses with 503: its circuit opens.
     const five = ['q0', 'q1', 'q2', 'q3', 'q4'];
     for (const id of five) await join(id, () => 503);
