@@ -239,6 +239,14 @@ cut_locked(struct hub_stream *s)
     poke(s);
 }
 
+static void
+cut_stream(struct hub_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    cut_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Locks s; false (unlocked again) when nothing more may be written to it. */
 static bool
 stream_lock(struct hub_stream *s)
@@ -1108,9 +1116,7 @@ stream_timers(struct hub_stream *s, int64_t now, bool heartbeat)
          * would hold its places past its age and its token. */
         if (s->cut_at_ms != 0 && now >= s->cut_at_ms) {
             s->cut_at_ms = 0;
-            pthread_mutex_lock(&s->mu);
-            cut_locked(s);
-            pthread_mutex_unlock(&s->mu);
+            cut_stream(s);
         }
         return;
     }
@@ -1290,14 +1296,6 @@ each_stream(struct hub *h, void (*fn)(struct hub_stream *s))
         for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
             for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
                 fn(s);
-}
-
-static void
-cut_stream(struct hub_stream *s)
-{
-    pthread_mutex_lock(&s->mu);
-    cut_locked(s);
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* Waits (h->mu held) until no stream is left or deadline (monotonic ms) passes. */
