@@ -344,10 +344,15 @@ db_ping(struct db *db)
     return -1;
 }
 
+/* Truncated like the local readings (dbclock.c allows 1 ms for that): DB_MS rounds, which could
+ * put a sample up to half a millisecond ahead of the database, and an occurrence handed out on it
+ * would find the fire statement's now() not yet at its time (left for the sweep, seconds late). */
 enum db_status
 db_clock_ms(struct db *db, int64_t *ms)
 {
-    return db_exec_i64(db, STMT_CLOCK, "SELECT " DB_MS("clock_timestamp()"), 0, NULL, ms);
+    return db_exec_i64(db, STMT_CLOCK,
+                       "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint", 0,
+                       NULL, ms);
 }
 
 /* COMMIT of a transaction that already failed answers "ROLLBACK" without an error: that means fn
