@@ -1,32 +1,35 @@
 // bench/stream_load.mjs -- the steady API load of bench/stream.mjs's reconnect storm, in a process
-// of its own so that the stream client's work never delays it: GET LOAD_PATH with the API key
-// LOAD_TOKEN at LOAD_RATE requests per second for LOAD_SECONDS over at most LOAD_CONNECTIONS
-// keep-alive connections to 127.0.0.1:LOAD_PORT. The schedule is fixed in advance (request k at
-// start + k / rate) and each latency is counted from the request's scheduled time, so a stalled
-// server is charged for the requests that queued behind it as well. Prints one JSON document:
-// { "samples": [[scheduled wall-clock ms, latency ms, status], ...] } (status 0: no answer).
+// of its own so that the stream client's work never delays it. It stays up for the whole bench
+// and runs one window per line read on stdin, a JSON object { "port", "path", "seconds" }: GET
+// path with the API key LOAD_TOKEN at LOAD_RATE requests per second for that many seconds over at
+// most LOAD_CONNECTIONS keep-alive connections to 127.0.0.1:port. The schedule is fixed in advance
+// (request k at start + k / rate) and each latency is counted from the request's scheduled time,
+// so a stalled server is charged for the requests that queued behind it as well. Answers each
+// window with one line: { "samples": [[scheduled wall-clock ms, latency ms, status], ...] }
+// (status 0: no answer). Exits when stdin ends.
+//
+// It is started once, before the stream client lowers its own scheduling priority (bench/stream.mjs,
+// BENCH_CLIENT_NICE): a process inherits the priority of the thread that starts it, and an
+// unprivileged one cannot raise it again.
 import http from 'node:http';
+import readline from 'node:readline';
 
-const PORT = Number(process.env.LOAD_PORT);
-const PATH = process.env.LOAD_PATH;
 const TOKEN = process.env.LOAD_TOKEN;
 const RATE = Number(process.env.LOAD_RATE ?? '200');
 const CONNECTIONS = Number(process.env.LOAD_CONNECTIONS ?? '10');
-const SECONDS = Number(process.env.LOAD_SECONDS ?? '10');
 const TIMEOUT_MS = 10000; // a request without an answer by then counts as status 0
 
-if (!PORT || !PATH || !TOKEN) {
-    process.stderr.write('bench/stream_load.mjs: LOAD_PORT, LOAD_PATH and LOAD_TOKEN must be set\n');
+if (!TOKEN) {
+    process.stderr.write('bench/stream_load.mjs: LOAD_TOKEN must be set\n');
     process.exit(2);
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 const wall = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function get() {
+function get(agent, port, path) {
     return new Promise((resolve) => {
-        const req = http.request({ host: '127.0.0.1', port: PORT, path: PATH, agent,
+        const req = http.request({ host: '127.0.0.1', port, path, agent,
             headers: { authorization: `Bearer ${TOKEN}` }, timeout: TIMEOUT_MS }, (res) => {
             res.resume();
             res.on('end', () => resolve(res.statusCode));
@@ -38,12 +41,13 @@ function get() {
     });
 }
 
-async function main() {
+async function window({ port, path, seconds }) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     // Open the connections first: their handshakes are not part of the load.
-    await Promise.all(Array.from({ length: CONNECTIONS }, get));
+    await Promise.all(Array.from({ length: CONNECTIONS }, () => get(agent, port, path)));
     const samples = [];
     const pending = [];
-    const n = Math.round(RATE * SECONDS);
+    const n = Math.round(RATE * seconds);
     const t0 = wall();
     for (let k = 0; k < n; k++) {
         const at = t0 + (k * 1000) / RATE;
@@ -51,11 +55,21 @@ async function main() {
         if (wait > 0) {
             await sleep(wait);
         }
-        pending.push(get().then((status) => samples.push([at, wall() - at, status])));
+        pending.push(get(agent, port, path).then((status) => samples.push([at, wall() - at, status])));
     }
     await Promise.all(pending);
     agent.destroy();
-    process.stdout.write(JSON.stringify({ samples }));
+    return samples;
 }
 
-main();
+async function main() {
+    for await (const line of readline.createInterface({ input: process.stdin })) {
+        const samples = await window(JSON.parse(line));
+        process.stdout.write(`${JSON.stringify({ samples })}\n`);
+    }
+}
+
+main().catch((e) => {
+    process.stderr.write(`bench/stream_load.mjs: ${e.stack || e}\n`);
+    process.exit(1);
+});
