@@ -22,6 +22,7 @@
 #include "http_auth.h"
 #include "http_framing.h"
 #include "http_limits.h"
+#include "http_listen.h"
 #include "http_metrics.h"
 #include "http_reply.h"
 #include "http_request.h"
@@ -54,6 +55,7 @@ struct http_server {
     struct http_worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
     struct http_limits *limits;
+    struct http_listener *listener; /* NULL once drain stopped accepting */
 };
 
 static _Thread_local struct http_worker *tl_worker;
@@ -365,7 +367,7 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 static int
-resolve(const struct config *cfg, struct sockaddr_storage *ss, unsigned *flags)
+resolve(const struct config *cfg, struct sockaddr_storage *ss, socklen_t *len)
 {
     struct addrinfo hints = {0}, *res = NULL;
     char port[8];
@@ -376,10 +378,16 @@ resolve(const struct config *cfg, struct sockaddr_storage *ss, unsigned *flags)
     if (getaddrinfo(cfg->http_host, port, &hints, &res) != 0 || res == NULL)
         return -1;
     memcpy(ss, res->ai_addr, res->ai_addrlen);
-    if (res->ai_family == AF_INET6)
-        *flags |= MHD_USE_IPv6;
+    *len = res->ai_addrlen;
     freeaddrinfo(res);
     return 0;
+}
+
+/* MHD's bound on connections, streams included (http_listen.c keeps it). */
+static unsigned
+connections_max(const struct config *cfg)
+{
+    return (unsigned)(cfg->http_connections_max + cfg->streams_max);
 }
 
 /* Every connection is a descriptor: the API's, the streams', and some for our own connections. */
@@ -405,19 +413,49 @@ raise_fd_limit(const struct config *cfg, char *err, size_t errlen)
     return -1;
 }
 
+/* Frees what http_server_start made before the daemon ran. */
+static void
+server_free(struct http_server *srv)
+{
+    http_listen_close(srv->listener);
+    if (srv->limits != NULL)
+        http_limits_free(srv->limits);
+    pthread_mutex_destroy(&srv->lock);
+    free(srv);
+}
+
+static struct MHD_Daemon *
+daemon_start(struct http_server *srv)
+{
+    const struct config *cfg = srv->cfg;
+    /* No listening socket of MHD's own: http_listen.c accepts and hands connections over. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_LIMIT, connections_max(cfg),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION,
+        http_limits_on_connection, srv->limits, MHD_OPTION_END);
+}
+
 struct http_server *
 http_server_start(const struct config *cfg, struct engine *engine, struct hub *hub, char *err,
                   size_t errlen)
 {
     struct sockaddr_storage ss;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                     MHD_ALLOW_SUSPEND_RESUME;
+    socklen_t len = 0;
+    char why[128];
 
     if (raise_fd_limit(cfg, err, errlen) != 0)
         return NULL;
     struct http_server *srv = calloc(1, sizeof(*srv));
 
-    if (srv == NULL || resolve(cfg, &ss, &flags) != 0) {
+    if (srv == NULL || resolve(cfg, &ss, &len) != 0) {
         snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot resolve %s", cfg->http_host);
         free(srv);
         return NULL;
@@ -425,29 +463,30 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
     srv->cfg = cfg;
     srv->engine = engine;
     srv->hub = hub;
+    pthread_mutex_init(&srv->lock, NULL);
+    srv->listener = http_listen_open((struct sockaddr *)&ss, len, why, sizeof why);
+    if (srv->listener == NULL) {
+        snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot listen on %s:%d: %s", cfg->http_host,
+                 cfg->http_port, why);
+        server_free(srv);
+        return NULL;
+    }
     srv->limits = http_limits_new(cfg->http_header_timeout_s, cfg->http_body_timeout_s);
     if (srv->limits == NULL) {
         snprintf(err, errlen, "http: cannot start the request deadline thread");
-        free(srv);
+        server_free(srv);
         return NULL;
     }
-    pthread_mutex_init(&srv->lock, NULL);
-    srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->http_connections_max + cfg->streams_max),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION,
-        http_limits_on_connection, srv->limits, MHD_OPTION_END);
+    srv->daemon = daemon_start(srv);
     if (srv->daemon == NULL) {
-        snprintf(err, errlen, "TOCSIN_HTTP_ADDR: cannot listen on %s:%d", cfg->http_host,
-                 cfg->http_port);
-        pthread_mutex_destroy(&srv->lock);
-        http_limits_free(srv->limits);
-        free(srv);
+        snprintf(err, errlen, "http: cannot start the HTTP threads");
+        server_free(srv);
+        return NULL;
+    }
+    if (http_listen_start(srv->listener, srv->daemon, connections_max(cfg)) != 0) {
+        snprintf(err, errlen, "http: cannot start the accepting thread");
+        MHD_stop_daemon(srv->daemon);
+        server_free(srv);
         return NULL;
     }
     return srv;
@@ -461,7 +500,8 @@ drain(struct http_server *srv, int64_t grace_ms)
 {
     struct timespec pause = {0, DRAIN_POLL_MS * 1000000L};
     int64_t deadline = timefmt_mono_ms() + grace_ms;
-    MHD_quiesce_daemon(srv->daemon);
+    http_listen_close(srv->listener);
+    srv->listener = NULL;
     hub_drain(srv->hub, grace_ms);
     while (atomic_load(&srv->inflight) > 0 && timefmt_mono_ms() < deadline)
         nanosleep(&pause, NULL);

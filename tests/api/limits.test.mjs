@@ -6,6 +6,7 @@
 // other client from 127.0.0.2: Linux routes all of 127/8 to lo.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { harness, test, sleep } from './harness.mjs';
 
@@ -16,9 +17,13 @@ const FLOOD = 200;
 const HEAD_S = 1;
 const BODY_S = 2;
 const TICK_SLACK_MS = 1000; // the deadline thread's tick (250 ms) plus scheduling on a busy machine
+const HTTP_THREADS = 16;    // TOCSIN_HTTP_THREADS's default, which the servers here run with
+const SEQUENTIAL = 200;     // connections opened one after another to count wake-ups
+const TOTAL = 16 + 1;       // TOCSIN_HTTP_CONNECTIONS_MAX's least, plus one stream
 let key;
 let srv;  // per-address limit, default deadlines
 let slow; // short deadlines
+let full; // the smallest total bound
 const socks = new Set();
 
 before(async () => {
@@ -26,6 +31,9 @@ before(async () => {
     slow = await h.startServer({
         TOCSIN_HTTP_HEADER_TIMEOUT_S: String(HEAD_S),
         TOCSIN_HTTP_BODY_TIMEOUT_S: String(BODY_S),
+    });
+    full = await h.startServer({
+        TOCSIN_HTTP_CONNECTIONS_MAX: '16', TOCSIN_STREAMS_MAX: '1', TOCSIN_HTTP_CONNECTIONS_PER_ADDR: '100',
     });
     key = await srv.createKey('limits');
 });
@@ -113,6 +121,62 @@ test('one address holds at most TOCSIN_HTTP_CONNECTIONS_PER_ADDR connections; ot
     }
 });
 
+// Context switches of every thread of process pid so far (/proc/<pid>/task/*/status).
+function switches(pid) {
+    let n = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        try {
+            const st = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'latin1');
+            n += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(st)[1]) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(st)[1]);
+        } catch {
+            // a thread that ended meanwhile
+        }
+    }
+    return n;
+}
+
+// libmicrohttpd accepting by itself had every HTTP thread poll the listening socket: each new
+// connection woke all 16, and all but one went back to sleep (13 switches a connection in a
+// reconnect storm). The acceptor hands each to one thread (http_listen.c).
+test('a new connection wakes one HTTP thread, not the whole pool', async () => {
+    const idle0 = switches(srv.pid);
+    await sleep(1000);
+    const idlePerMs = (switches(srv.pid) - idle0) / 1000; // the other threads' own rounds
+    const t0 = Date.now();
+    const s0 = switches(srv.pid);
+    for (let i = 0; i < SEQUENTIAL; i++) {
+        const c = await open(srv.port, '127.0.0.4');
+        assert.ok(await healthz(c), `connection ${i} answered`);
+        c.s.destroy();
+        assert.ok(await closedWithin(c, 1000), `connection ${i} closed`);
+    }
+    const perConnection = (switches(srv.pid) - s0 - idlePerMs * (Date.now() - t0)) / SEQUENTIAL;
+    assert.ok(perConnection < HTTP_THREADS / 2,
+        `${perConnection.toFixed(1)} context switches a connection with ${HTTP_THREADS} HTTP threads`);
+});
+
+test('at its connection bound a replica leaves new connections waiting, and serves them when one closes', async () => {
+    // The harness's own keep-alive connections (from 127.0.0.1) may hold a place or two.
+    const held = [];
+    let waiting = null;
+    for (let i = 0; i <= TOTAL && waiting === null; i++) {
+        const c = await open(full.port, '127.0.0.5');
+        if (await healthz(c, 1000)) {
+            held.push(c);
+        } else {
+            waiting = c; // the kernel's backlog took it
+        }
+    }
+    assert.ok(waiting !== null, `${held.length} connections served: the bound of ${TOTAL} was not kept`);
+    assert.ok(held.length >= TOTAL - 3, `only ${held.length} of ${TOTAL} served before the bound`);
+    assert.equal(waiting.closedAt, null, 'the connection past the bound waits: not closed');
+    held[0].s.destroy();
+    assert.ok(await healthz(waiting, 3000), 'served once a connection closed');
+    for (const c of [...held, waiting]) {
+        c.s.destroy();
+    }
+});
+
 test('a request head trickled a byte at a time is cut at TOCSIN_HTTP_HEADER_TIMEOUT_S', async () => {
     const c = await open(slow.port);
     const head = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(200);
@@ -178,7 +242,7 @@ test('a request body trickled a byte at a time is cut at TOCSIN_HTTP_BODY_TIMEOU
 });
 
 test('deadlines and limits leave the servers healthy', async () => {
-    for (const s of [srv, slow]) {
+    for (const s of [srv, slow, full]) {
         const r = await s.req('GET', '/healthz');
         assert.equal(r.status, 200);
         assert.equal(s.proc.exited, null);
