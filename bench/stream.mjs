@@ -56,6 +56,7 @@ const HEARTBEAT_MS = 20000;   // the server's default TOCSIN_STREAM_HEARTBEAT_MS
 const WARM_PARALLEL = 64;     // requests at once to warm a fresh replica's HTTP threads
 const WARM_ROUNDS = 5;
 const CPU_LEAD_MS = 500;      // a fan-out's CPU is counted from this long before the due time
+const LOAD_WARM_S = 3;        // the API load's uncounted first window in each storm
 
 // ------------------------------------------------------------------ lateness
 
@@ -357,6 +358,10 @@ async function storm(ctx, live) {
     log(`${tag}: a first reminder to every stream`);
     await waitFor('the first reminder', () => clients.every((c) => c.got.size >= 1), LEAD_MS + SETTLE_MS);
     head0 = await headSeq(tenant);
+
+    // A first window, not counted: the load process's first requests run cold (its code not yet
+    // compiled), which would make the baseline slower than the windows after it.
+    await load.run(target.port, apiPath, LOAD_WARM_S);
 
     // The storm's reminders are written now (the scheduler wants them a few seconds ahead); the
     // baseline runs meanwhile. Live, they fall due during the storm; missed, just after the
