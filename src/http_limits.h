@@ -23,7 +23,7 @@ struct http_limits;
 struct http_limits *http_limits_new(int head_timeout_s, int body_timeout_s);
 void http_limits_free(struct http_limits *l);
 
-/* MHD's MHD_NotifyConnectionCallback (MHD_OPTION_NOTIFY_CONNECTION, cls = the http_limits):
+/* For MHD_OPTION_NOTIFY_CONNECTION (http_server.c calls it; cls = the http_limits):
  * a connection starts awaiting its first head when it opens and is forgotten, before MHD closes
  * its socket, when it closes. */
 void http_limits_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "panic.h"
 #include "timefmt.h"
 
 #define WARN_EVERY_MS 10000 /* a failing accept is logged this often at most */
@@ -25,8 +27,11 @@ struct http_listener {
     int fd, stop;
     struct MHD_Daemon *daemon;
     unsigned max;
+    /* Handed over, not yet started by their thread (one that fails before it starts, out of
+     * memory, stays counted). */
+    atomic_long pending;
     pthread_t thread;
-    bool started;
+    bool started, stopped;
     int64_t paused_until_ms, warned_ms; /* monotonic */
 };
 
@@ -51,7 +56,7 @@ http_listen_open(const struct sockaddr *sa, socklen_t len, char *err, size_t err
     }
     if (l->stop < 0 || l->fd < 0 || bind(l->fd, sa, len) != 0 || listen(l->fd, SOMAXCONN) != 0) {
         snprintf(err, errlen, "%s", strerror(errno));
-        http_listen_close(l);
+        http_listen_free(l);
         return NULL;
     }
     return l;
@@ -63,7 +68,9 @@ room(const struct http_listener *l)
     const union MHD_DaemonInfo *i =
         MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 
-    return i == NULL || i->num_connections < l->max;
+    long pending = atomic_load(&l->pending);
+
+    return i == NULL || i->num_connections + (unsigned long)(pending > 0 ? pending : 0) < l->max;
 }
 
 /* An accept4 error that concerns one connection only: the client gave up before it was
@@ -122,8 +129,11 @@ accept_ready(struct http_listener *l)
                 accept_failed(l);
             return;
         }
-        /* On failure MHD has closed fd: a bound of its own (per address) refused it. */
-        (void)MHD_add_connection(l->daemon, fd, (struct sockaddr *)&sa, len);
+        /* Counted first: its thread may start it before MHD_add_connection returns. On failure
+         * MHD has closed fd (a bound of its own, per address, refused it). */
+        atomic_fetch_add(&l->pending, 1);
+        if (MHD_add_connection(l->daemon, fd, (struct sockaddr *)&sa, len) != MHD_YES)
+            atomic_fetch_sub(&l->pending, 1);
     }
 }
 
@@ -147,6 +157,12 @@ run(void *arg)
     }
 }
 
+unsigned
+http_listen_daemon_limit(unsigned max, unsigned threads)
+{
+    return 2 * max + threads * HTTP_LISTEN_BATCH_MAX;
+}
+
 int
 http_listen_start(struct http_listener *l, struct MHD_Daemon *d, unsigned max)
 {
@@ -159,22 +175,40 @@ http_listen_start(struct http_listener *l, struct MHD_Daemon *d, unsigned max)
 }
 
 void
-http_listen_close(struct http_listener *l)
+http_listen_started(struct http_listener *l)
+{
+    atomic_fetch_sub(&l->pending, 1);
+}
+
+void
+http_listen_stop(struct http_listener *l)
 {
     uint64_t one = 1;
+    ssize_t n;
 
-    if (l == NULL)
+    if (l == NULL || l->stopped)
         return;
+    l->stopped = true;
     if (l->started) {
-        if (write(l->stop, &one, sizeof one) != (ssize_t)sizeof one) {
-            LOG_WARN("http: cannot stop the accepting thread"); /* it still uses l: keep it */
-            return;
-        }
+        while ((n = write(l->stop, &one, sizeof one)) < 0 && errno == EINTR)
+            ;
+        /* An eventfd counter of 1 cannot overflow: failing here, the thread would go on
+         * handing connections to a daemon about to stop. */
+        TOCSIN_ASSERT(n == (ssize_t)sizeof one);
         pthread_join(l->thread, NULL);
     }
     if (l->fd >= 0)
         close(l->fd);
     if (l->stop >= 0)
         close(l->stop);
+    l->fd = l->stop = -1;
+}
+
+void
+http_listen_free(struct http_listener *l)
+{
+    if (l == NULL)
+        return;
+    http_listen_stop(l);
     free(l);
 }

@@ -55,7 +55,7 @@ struct http_server {
     struct http_worker *workers;
     atomic_long inflight; /* requests between their first callback and completion */
     struct http_limits *limits;
-    struct http_listener *listener; /* NULL once drain stopped accepting */
+    struct http_listener *listener;
 };
 
 static _Thread_local struct http_worker *tl_worker;
@@ -383,7 +383,7 @@ resolve(const struct config *cfg, struct sockaddr_storage *ss, socklen_t *len)
     return 0;
 }
 
-/* MHD's bound on connections, streams included (http_listen.c keeps it). */
+/* The bound on connections, streams included (http_listen.c keeps it). */
 static unsigned
 connections_max(const struct config *cfg)
 {
@@ -417,11 +417,23 @@ raise_fd_limit(const struct config *cfg, char *err, size_t errlen)
 static void
 server_free(struct http_server *srv)
 {
-    http_listen_close(srv->listener);
+    http_listen_free(srv->listener);
     if (srv->limits != NULL)
         http_limits_free(srv->limits);
     pthread_mutex_destroy(&srv->lock);
     free(srv);
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: the acceptor's pending count, then the request deadlines. */
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+              enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        http_listen_started(srv->listener);
+    http_limits_on_connection(srv->limits, conn, socket_context, (int)toe);
 }
 
 static struct MHD_Daemon *
@@ -434,13 +446,14 @@ daemon_start(struct http_server *srv)
 
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_LIMIT, connections_max(cfg),
+        (unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_LIMIT,
+        http_listen_daemon_limit(connections_max(cfg), (unsigned)cfg->http_threads),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION,
-        http_limits_on_connection, srv->limits, MHD_OPTION_END);
+        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_END);
 }
 
 struct http_server *
@@ -500,8 +513,7 @@ drain(struct http_server *srv, int64_t grace_ms)
 {
     struct timespec pause = {0, DRAIN_POLL_MS * 1000000L};
     int64_t deadline = timefmt_mono_ms() + grace_ms;
-    http_listen_close(srv->listener);
-    srv->listener = NULL;
+    http_listen_stop(srv->listener);
     hub_drain(srv->hub, grace_ms);
     while (atomic_load(&srv->inflight) > 0 && timefmt_mono_ms() < deadline)
         nanosleep(&pause, NULL);
@@ -517,6 +529,7 @@ http_server_stop(struct http_server *srv)
         return;
     drain(srv, srv->cfg->shutdown_grace_ms);
     MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
+    http_listen_free(srv->listener);
     http_limits_free(srv->limits);
     struct http_worker *w = srv->workers;
     while (w != NULL) {
