@@ -1,5 +1,5 @@
 /* http_listen.c -- the acceptor of http_listen.h. The thread owns the listening socket between
- * http_listen_start and http_listen_close; the eventfd tells it to stop. */
+ * http_listen_start and http_listen_stop; the eventfd tells it to stop. */
 #define _GNU_SOURCE /* accept4 */
 #include "http_listen.h"
 
@@ -67,7 +67,6 @@ room(const struct http_listener *l)
 {
     const union MHD_DaemonInfo *i =
         MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-
     long pending = atomic_load(&l->pending);
 
     return i == NULL || i->num_connections + (unsigned long)(pending > 0 ? pending : 0) < l->max;
