@@ -395,7 +395,7 @@ static int
 raise_fd_limit(const struct config *cfg, char *err, size_t errlen)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t)cfg->http_connections_max + (rlim_t)cfg->streams_max + FD_HEADROOM;
+    rlim_t need = (rlim_t)connections_max(cfg) + FD_HEADROOM;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 0;
