@@ -62,6 +62,7 @@ give_back(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
     if (!n->waking)
         return;
     n->waking = false;
+    atomic_store_explicit(&n->held, false, memory_order_release);
     if (n->gen == q->gen) {
         q->waking--;
         q->progress_ms = now_ms;
@@ -72,6 +73,8 @@ void
 wakeq_wake(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
 {
     pthread_mutex_lock(&q->mu);
+    /* Before the resume: the reader it leads to must see it. */
+    atomic_store_explicit(&n->held, true, memory_order_release);
     if (q->waking < q->max && q->head == NULL) {
         take_slot(q, n);
     } else {
@@ -102,6 +105,10 @@ refill(struct wakeq *q)
 void
 wakeq_served(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
 {
+    /* Not woken: nothing to give back. A node is woken only while its connection is suspended,
+     * so not during this read, and the resume that ran this reader came after held was set. */
+    if (!atomic_load_explicit(&n->held, memory_order_acquire))
+        return;
     pthread_mutex_lock(&q->mu);
     give_back(q, n, now_ms);
     refill(q);
@@ -115,6 +122,7 @@ wakeq_forget(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
     if (n->queued)
         unlink_node(q, n);
     give_back(q, n, now_ms);
+    atomic_store_explicit(&n->held, false, memory_order_release);
     refill(q);
     pthread_mutex_unlock(&q->mu);
 }

@@ -18,6 +18,7 @@
 #define TOCSIN_WAKEQ_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,10 @@ struct wakeq_node {
     struct wakeq_node *prev, *next; /* in the queue */
     bool queued, waking;
     unsigned gen; /* the queue's generation when its slot was taken */
+    /* Queued or holding a slot. Written under the queue's lock, read without it by wakeq_served:
+     * a reader that was not woken (most reads: a stream's first frames, or the rest of a large
+     * backlog) gives nothing back, and does not take the one lock every HTTP thread shares. */
+    atomic_bool held;
 };
 
 struct wakeq {
@@ -46,7 +51,8 @@ void wakeq_fini(struct wakeq *q);
 /* Resumes n's connection now if a slot is free, else queues it. n is not queued or waking
  * already (the caller resumes a connection only once per suspension). */
 void wakeq_wake(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);
-/* n's reader ran: its slot, if it held one, is given back (wakeq.c: refill). */
+/* n's reader ran: its slot, if it held one, is given back (wakeq.c: refill). Takes the lock only
+ * when n was woken since its last give-back. */
 void wakeq_served(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);
 /* n's connection closes: out of the queue, and its slot given back. */
 void wakeq_forget(struct wakeq *q, struct wakeq_node *n, int64_t now_ms);

@@ -1,11 +1,14 @@
 /* test_wakeq.c -- the bounded resume queue: at most max resumed at once, the rest in order of
  * their wake-up as slots come back (served or forgotten; in batches once half are back), a queued
  * connection that closes is never resumed, a stall forgets the slots held and late give-backs of
- * forgotten slots change nothing, and a 4-thread run in which every connection is resumed exactly
+ * forgotten slots change nothing, a read of a connection that was not woken gives nothing back and
+ * does not take the queue's lock, and a 4-thread run in which every connection is resumed exactly
  * once per wake-up. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "check.h"
 #include "wakeq.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -87,6 +90,61 @@ test_order(void)
 }
 
 /* With more slots, the waiting ones go out once half the slots are back, oldest first. */
+struct read_arg {
+    struct wakeq *q;
+    struct wakeq_node *n;
+};
+
+static void *
+read_node(void *arg)
+{
+    struct read_arg *a = arg;
+
+    wakeq_served(a->q, a->n, 1);
+    return NULL;
+}
+
+/* Most reads are of streams that were not woken (their first frames, the rest of a backlog): they
+ * give nothing back, leave the queue as it was, and do not wait for its lock, which every HTTP
+ * thread shares. A queued connection read anyway (not woken by the queue) stays queued. */
+static void
+test_unwoken(void)
+{
+    struct wakeq q;
+    struct wakeq_node n[N], lone = {0};
+    struct read_arg arg = {&q, &lone};
+    pthread_t th;
+    struct timespec ts;
+
+    setup(n);
+    wakeq_init(&q, 2, 100);
+    for (int i = 0; i < 4; i++)
+        wakeq_wake(&q, &n[i], 0);
+    wakeq_served(&q, &n[6], 1); /* never woken */
+    CHECK(held(&q) == 2 && waiting(&q) == 2 && n_order == 2, "held %zu waiting %zu resumed %d",
+          held(&q), waiting(&q), n_order);
+    wakeq_served(&q, &n[3], 1); /* queued */
+    CHECK(waiting(&q) == 2 && resumed[3] == 0, "a queued one left the queue when read");
+
+    pthread_mutex_lock(&q.mu);
+    CHECK(pthread_create(&th, NULL, read_node, &arg) == 0, "pthread_create");
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    int rc = pthread_timedjoin_np(th, NULL, &ts);
+    CHECK(rc == 0, "a read of a connection not woken waited for the queue's lock (%d)", rc);
+    pthread_mutex_unlock(&q.mu);
+    if (rc == ETIMEDOUT)
+        pthread_join(th, NULL);
+
+    wakeq_served(&q, &n[0], 2);
+    CHECK(n_order == 3 && order[2] == 2, "the oldest waiting resumed: %d", order[2]);
+    wakeq_served(&q, &n[1], 3);
+    wakeq_served(&q, &n[2], 4);
+    CHECK(resumed[3] == 1 && held(&q) == 1 && waiting(&q) == 0, "resumed[3] %d held %zu",
+          resumed[3], held(&q));
+    wakeq_fini(&q);
+}
+
 static void
 test_batches(void)
 {
@@ -211,6 +269,7 @@ int
 main(void)
 {
     test_order();
+    test_unwoken();
     test_batches();
     test_stall();
     test_stress();
