@@ -22,3 +22,24 @@ export function procStat(pid) {
     const rss = Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'))[1]);
     return { cpuMs, rss };
 }
+
+// CPU time so far (ms) of a process and its children, living and reaped: what a server that
+// forks a process per connection, as PostgreSQL does, has used in all.
+export function treeCpuMs(pid) {
+    const f = statFields(pid);
+    let ms = cpuMsOf(f) + ((Number(f[13]) + Number(f[14])) * 1000) / CLK_TCK;
+    for (const d of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(d)) {
+            continue;
+        }
+        try {
+            const c = statFields(d);
+            if (c[1] === String(pid)) {
+                ms += cpuMsOf(c);
+            }
+        } catch {
+            // gone meanwhile: its time is in the parent's reaped total, or soon will be
+        }
+    }
+    return ms;
+}

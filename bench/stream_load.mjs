@@ -9,8 +9,8 @@
 // (status 0: no answer). Exits when stdin ends.
 //
 // It is started once, before the stream client lowers its own scheduling priority (bench/stream.mjs,
-// BENCH_CLIENT_NICE): a process inherits the priority of the thread that starts it, and an
-// unprivileged one cannot raise it again.
+// BENCH_CLIENT_SCHED): a process inherits the policy and priority of the thread that starts it,
+// and an unprivileged one cannot raise them again.
 import http from 'node:http';
 import readline from 'node:readline';
 

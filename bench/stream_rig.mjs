@@ -12,7 +12,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { StreamClient } from './stream_client.mjs';
 
-export { procStat } from './proc.mjs';
+export { procStat, treeCpuMs } from './proc.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 export const DB_URL = env('BENCH_DB_URL');
