@@ -1,0 +1,110 @@
+/* test_addr_count.c -- per-address places: an address takes up to the bound and no more, a place
+ * given back can be taken again, ports do not make addresses different, IPv4 and IPv6 addresses
+ * and families do, and an address whose places all came back is forgotten. */
+#include "addr_count.h"
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+static struct sockaddr_in
+v4(const char *ip, unsigned short port)
+{
+    struct sockaddr_in sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    return sa;
+}
+
+static struct sockaddr_in6
+v6(const char *ip, unsigned short port)
+{
+    struct sockaddr_in6 sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    inet_pton(AF_INET6, ip, &sa.sin6_addr);
+    return sa;
+}
+
+#define SA(x) ((const struct sockaddr *)&(x)), sizeof(x)
+
+static void
+test_bound(void)
+{
+    struct addr_count *ac = addr_count_new(3);
+    struct sockaddr_in a1 = v4("10.0.0.1", 1000), a2 = v4("10.0.0.1", 2000),
+                       b = v4("10.0.0.2", 1000);
+
+    CHECK(ac != NULL, "addr_count_new");
+    CHECK(addr_count_take(ac, SA(a1)) && addr_count_take(ac, SA(a2)) && addr_count_take(ac, SA(a1)),
+          "three places for one address, from any port");
+    CHECK(!addr_count_take(ac, SA(a2)), "a fourth place was given");
+    CHECK(addr_count_held(ac, SA(a1)) == 3, "held %u", addr_count_held(ac, SA(a1)));
+    CHECK(addr_count_take(ac, SA(b)), "another address is not bound by the first's places");
+    addr_count_give(ac, SA(a2));
+    CHECK(addr_count_take(ac, SA(a1)), "a place given back is taken again");
+    CHECK(!addr_count_take(ac, SA(a1)), "and the bound holds again");
+    for (int i = 0; i < 3; i++)
+        addr_count_give(ac, SA(a1));
+    addr_count_give(ac, SA(b));
+    CHECK(addr_count_held(ac, SA(a1)) == 0 && addr_count_held(ac, SA(b)) == 0, "all given back");
+    addr_count_free(ac);
+}
+
+static void
+test_families(void)
+{
+    struct addr_count *ac = addr_count_new(1);
+    struct sockaddr_in a = v4("127.0.0.1", 1);
+    struct sockaddr_in6 m = v6("::ffff:127.0.0.1", 1), l = v6("::1", 1);
+    struct sockaddr un = {.sa_family = AF_UNIX};
+
+    CHECK(addr_count_take(ac, SA(a)) && addr_count_take(ac, SA(m)) && addr_count_take(ac, SA(l)),
+          "an IPv4 address, the IPv6 one mapping it and ::1 are three addresses");
+    CHECK(addr_count_take(ac, SA(un)) && !addr_count_take(ac, SA(un)),
+          "a socket without an address is one address");
+    CHECK(!addr_count_take(ac, SA(l)), "::1 took a second place");
+    addr_count_free(ac); /* frees entries still held */
+}
+
+/* Many addresses in the table at once: each keeps its own count through the hash chains. */
+static void
+test_many(void)
+{
+    enum { N = 3 * ADDR_COUNT_BUCKETS };
+    struct addr_count *ac = addr_count_new(2);
+    struct sockaddr_in a;
+    bool ok = true;
+
+    for (int k = 0; k < 2; k++)
+        for (unsigned i = 0; i < N; i++) {
+            a = v4("10.0.0.0", 0);
+            a.sin_addr.s_addr = htonl(0x0a000000u + i);
+            ok = ok && addr_count_take(ac, SA(a));
+        }
+    CHECK(ok, "two places each for %d addresses", N);
+    for (unsigned i = 0; i < N; i++) {
+        a.sin_addr.s_addr = htonl(0x0a000000u + i);
+        ok = ok && !addr_count_take(ac, SA(a)) && addr_count_held(ac, SA(a)) == 2;
+        addr_count_give(ac, SA(a));
+        addr_count_give(ac, SA(a));
+        ok = ok && addr_count_held(ac, SA(a)) == 0;
+    }
+    CHECK(ok, "each address at its bound, then forgotten");
+    addr_count_free(ac);
+}
+
+int
+main(void)
+{
+    test_bound();
+    test_families();
+    test_many();
+    return check_summary("test_addr_count");
+}
