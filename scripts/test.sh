@@ -4,8 +4,8 @@
 # loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
 # the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
 # puppeteer-core), the Kubernetes manifest check (tests/deploy), then the integration
-# tests and the stream suites again under ThreadSanitizer (build-tsan/; TOCSIN_TEST_TSAN=0 skips
-# that).
+# tests, the stream suites and the connection limits again under ThreadSanitizer (build-tsan/;
+# TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,7 +22,7 @@ tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test
 tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # The API files that run a second time against the ThreadSanitizer build.
-TSAN_NODE_TESTS="tests/api/stream.test.mjs tests/api/stream_load.test.mjs
+TSAN_NODE_TESTS="tests/api/limits.test.mjs tests/api/stream.test.mjs tests/api/stream_load.test.mjs
 tests/api/stream_replicas.test.mjs"
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
@@ -196,7 +196,9 @@ if [ "$TSAN" != 0 ]; then
     fi
     record tsan run_ctest build-tsan -L integration
     # The stream hub's threads (its own, every HTTP thread's opens and reads, the wake queue) are
-    # only exercised by a server with streams: the stream suites again, against the TSan build.
+    # only exercised by a server with streams, and the acceptor's bounds (counted by it, given back
+    # by both pools' threads) by connections coming and going: those suites again, against the
+    # TSan build.
     if [ -d tests/api ] && [ -z "${TOCSIN_TEST_NODE:-}" ]; then
         record tsan-streams run_node "$TSAN_NODE_TESTS"
     fi

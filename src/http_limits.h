@@ -6,8 +6,8 @@
  *   request received         (the handler answers, a stream may run):  none.
  * A thread closes (shutdown(2)) every connection past its deadline; MHD then sees the end of the
  * stream and cleans up as for any client that went away. Responses, streamed ones included, are
- * never cut by these deadlines. The per-address connection limit is MHD's own
- * (MHD_OPTION_PER_IP_CONNECTION_LIMIT, see http_server.c). */
+ * never cut by these deadlines. The per-address connection bound is the acceptor's
+ * (http_listen.h, over both pools). */
 #ifndef TOCSIN_HTTP_LIMITS_H
 #define TOCSIN_HTTP_LIMITS_H
 

@@ -17,18 +17,34 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "addr_count.h"
 #include "log.h"
+#include "metrics.h"
 #include "panic.h"
 #include "timefmt.h"
 
 #define WARN_EVERY_MS 10000 /* a failing accept is logged this often at most */
+#define STREAM_REQUEST "GET /v1/stream"
+_Static_assert(sizeof STREAM_REQUEST < HTTP_LISTEN_PEEK_MAX, "the peek holds the request's start");
+
+/* A connection accepted before its first bytes came in (they tell its pool). */
+struct waiting {
+    int fd; /* -1: handed over already */
+    socklen_t len;
+    struct sockaddr_storage sa;
+    int64_t until_ms; /* monotonic: then it goes to the API pool, bytes or not */
+};
 
 struct http_listener {
     int fd, stop;
-    struct MHD_Daemon *daemon;
+    struct MHD_Daemon *pools[HTTP_POOLS];
+    struct addr_count *per_addr; /* NULL until started */
     unsigned max;
+    /* Accepted, waiting for their first bytes: a ring in order of acceptance, so of deadline. */
+    struct waiting wait[HTTP_LISTEN_WAIT_MAX];
+    size_t wait_head, wait_n;
     /* Handed over, not yet started by their thread (one that fails before it starts, out of
-     * memory, stays counted). */
+     * memory, stays counted, here and in its address's places). */
     atomic_long pending;
     pthread_t thread;
     bool started, stopped;
@@ -65,11 +81,25 @@ http_listen_open(const struct sockaddr *sa, socklen_t len, char *err, size_t err
 static bool
 room(const struct http_listener *l)
 {
-    const union MHD_DaemonInfo *i =
-        MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     long pending = atomic_load(&l->pending);
+    unsigned long open = (unsigned long)(pending > 0 ? pending : 0);
 
-    return i == NULL || i->num_connections + (unsigned long)(pending > 0 ? pending : 0) < l->max;
+    for (int p = 0; p < HTTP_POOLS; p++) {
+        const union MHD_DaemonInfo *i =
+            MHD_get_daemon_info(l->pools[p], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        open += i != NULL ? i->num_connections : 0;
+    }
+    return open < l->max;
+}
+
+enum http_pool
+http_listen_route(const char *head, size_t n)
+{
+    size_t k = sizeof STREAM_REQUEST - 1;
+
+    return n > k && memcmp(head, STREAM_REQUEST, k) == 0 && (head[k] == ' ' || head[k] == '?')
+               ? HTTP_POOL_STREAMS
+               : HTTP_POOL_API;
 }
 
 /* An accept4 error that concerns one connection only: the client gave up before it was
@@ -114,7 +144,88 @@ accept_failed(struct http_listener *l)
     }
 }
 
-/* Accepts what waits, up to a batch, while the daemon has room. */
+/* The first bytes fd has sent, up to HTTP_LISTEN_PEEK_MAX, left for MHD to read; 0 when none yet
+ * (or the peer closed: MHD finds out). */
+static size_t
+peek(int fd, char head[HTTP_LISTEN_PEEK_MAX])
+{
+    ssize_t n = recv(fd, head, HTTP_LISTEN_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* Hands a connection the acceptor counted (pending, its address's place) to the pool its first
+ * bytes name. */
+static void
+hand_over(struct http_listener *l, int fd, const struct sockaddr_storage *sa, socklen_t len)
+{
+    char head[HTTP_LISTEN_PEEK_MAX];
+    size_t n = peek(fd, head);
+    enum http_pool pool = http_listen_route(head, n);
+
+    if (pool == HTTP_POOL_STREAMS)
+        metrics_add(METRIC_HTTP_STREAM_POOL, 1);
+    /* On failure MHD has closed fd (out of memory). */
+    if (MHD_add_connection(l->pools[pool], fd, (const struct sockaddr *)sa, len) != MHD_YES) {
+        atomic_fetch_sub(&l->pending, 1);
+        addr_count_give(l->per_addr, (const struct sockaddr *)sa, len);
+    }
+}
+
+static struct waiting *
+wait_at(struct http_listener *l, size_t k)
+{
+    return &l->wait[(l->wait_head + k) % HTTP_LISTEN_WAIT_MAX];
+}
+
+/* Drops the handed-over entries at the front of the ring. */
+static void
+wait_trim(struct http_listener *l)
+{
+    while (l->wait_n > 0 && wait_at(l, 0)->fd < 0) {
+        l->wait_head = (l->wait_head + 1) % HTTP_LISTEN_WAIT_MAX;
+        l->wait_n--;
+    }
+}
+
+/* A new connection: handed over now when its first bytes are in or no place is left to wait,
+ * else it waits for them. */
+static void
+arrived(struct http_listener *l, int fd, const struct sockaddr_storage *sa, socklen_t len)
+{
+    char head[HTTP_LISTEN_PEEK_MAX];
+
+    /* Counted from here: its thread may start it before MHD_add_connection returns. */
+    atomic_fetch_add(&l->pending, 1);
+    if (peek(fd, head) > 0 || l->wait_n == HTTP_LISTEN_WAIT_MAX) {
+        hand_over(l, fd, sa, len);
+        return;
+    }
+    struct waiting *w = wait_at(l, l->wait_n++);
+    w->fd = fd;
+    w->sa = *sa;
+    w->len = len;
+    w->until_ms = timefmt_mono_ms() + HTTP_LISTEN_WAIT_MS;
+}
+
+/* Hands over the waiting connections whose bytes came in (ready[k]: the k-th waiting one's poll
+ * result) and those whose wait is over. */
+static void
+wait_done(struct http_listener *l, const struct pollfd *ready, size_t n_ready)
+{
+    int64_t now = timefmt_mono_ms();
+
+    for (size_t k = 0; k < l->wait_n; k++) {
+        struct waiting *w = wait_at(l, k);
+        if (w->fd >= 0 && ((k < n_ready && ready[k].revents != 0) || now >= w->until_ms)) {
+            hand_over(l, w->fd, &w->sa, w->len);
+            w->fd = -1;
+        }
+    }
+    wait_trim(l);
+}
+
+/* Accepts what waits, up to a batch, while the daemons have room. */
 static void
 accept_ready(struct http_listener *l)
 {
@@ -128,29 +239,66 @@ accept_ready(struct http_listener *l)
                 accept_failed(l);
             return;
         }
-        /* Counted first: its thread may start it before MHD_add_connection returns. On failure
-         * MHD has closed fd (a bound of its own, per address, refused it). */
-        atomic_fetch_add(&l->pending, 1);
-        if (MHD_add_connection(l->daemon, fd, (struct sockaddr *)&sa, len) != MHD_YES)
-            atomic_fetch_sub(&l->pending, 1);
+        if (!addr_count_take(l->per_addr, (struct sockaddr *)&sa, len)) {
+            metrics_add(METRIC_HTTP_ADDR_REFUSED, 1);
+            close(fd);
+            continue;
+        }
+        arrived(l, fd, &sa, len);
     }
+}
+
+/* On stop: the connections still waiting are closed unanswered, as those in the backlog are. */
+static void
+wait_close_all(struct http_listener *l)
+{
+    for (size_t k = 0; k < l->wait_n; k++) {
+        struct waiting *w = wait_at(l, k);
+        if (w->fd >= 0) {
+            close(w->fd);
+            atomic_fetch_sub(&l->pending, 1);
+            addr_count_give(l->per_addr, (struct sockaddr *)&w->sa, w->len);
+            w->fd = -1;
+        }
+    }
+    wait_trim(l);
+}
+
+/* How long the thread may sleep: until a pause ends, room is checked again, or a wait is over. */
+static int
+sleep_ms(const struct http_listener *l, int64_t now, bool paused, bool full)
+{
+    int64_t until = paused ? l->paused_until_ms : full ? now + HTTP_LISTEN_FULL_POLL_MS : -1;
+
+    if (l->wait_n > 0) {
+        int64_t first = ((struct http_listener *)l)->wait[l->wait_head].until_ms;
+        until = until < 0 || first < until ? first : until;
+    }
+    return until < 0 ? -1 : until <= now ? 0 : (int)(until - now);
 }
 
 static void *
 run(void *arg)
 {
     struct http_listener *l = arg;
+    struct pollfd p[2 + HTTP_LISTEN_WAIT_MAX];
 
     for (;;) {
         int64_t now = timefmt_mono_ms();
         bool paused = now < l->paused_until_ms, full = !paused && !room(l);
-        struct pollfd p[2] = {{l->stop, POLLIN, 0}, {l->fd, paused || full ? 0 : POLLIN, 0}};
-        int wait = paused ? (int)(l->paused_until_ms - now) : full ? HTTP_LISTEN_FULL_POLL_MS : -1;
+        p[0] = (struct pollfd){l->stop, POLLIN, 0};
+        p[1] = (struct pollfd){l->fd, paused || full ? 0 : POLLIN, 0};
+        for (size_t k = 0; k < l->wait_n; k++)
+            p[2 + k] = (struct pollfd){wait_at(l, k)->fd, POLLIN | POLLRDHUP, 0};
+        size_t n_wait = l->wait_n;
 
-        if (poll(p, 2, wait) < 0 && errno != EINTR)
+        if (poll(p, 2 + n_wait, sleep_ms(l, now, paused, full)) < 0 && errno != EINTR)
             l->paused_until_ms = timefmt_mono_ms() + HTTP_LISTEN_ERROR_PAUSE_MS;
-        if (p[0].revents != 0)
+        if (p[0].revents != 0) {
+            wait_close_all(l);
             return NULL;
+        }
+        wait_done(l, p + 2, n_wait);
         if (p[1].events != 0 && p[1].revents != 0)
             accept_ready(l);
     }
@@ -163,11 +311,13 @@ http_listen_daemon_limit(unsigned max, unsigned threads)
 }
 
 int
-http_listen_start(struct http_listener *l, struct MHD_Daemon *d, unsigned max)
+http_listen_start(struct http_listener *l, struct MHD_Daemon *const pools[HTTP_POOLS], unsigned max,
+                  unsigned per_addr)
 {
-    l->daemon = d;
+    memcpy(l->pools, pools, sizeof l->pools);
     l->max = max;
-    if (pthread_create(&l->thread, NULL, run, l) != 0)
+    l->per_addr = addr_count_new(per_addr);
+    if (l->per_addr == NULL || pthread_create(&l->thread, NULL, run, l) != 0)
         return -1;
     l->started = true;
     return 0;
@@ -177,6 +327,15 @@ void
 http_listen_started(struct http_listener *l)
 {
     atomic_fetch_sub(&l->pending, 1);
+}
+
+void
+http_listen_closed(struct http_listener *l, const struct sockaddr *sa)
+{
+    socklen_t len = sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                              : (socklen_t)sizeof(struct sockaddr_in);
+
+    addr_count_give(l->per_addr, sa, len);
 }
 
 void
@@ -209,5 +368,6 @@ http_listen_free(struct http_listener *l)
     if (l == NULL)
         return;
     http_listen_stop(l);
+    addr_count_free(l->per_addr);
     free(l);
 }

@@ -1,11 +1,14 @@
-/* http_server.c -- the MHD daemon and the request life cycle: allocate on the URI-log callback,
- * take or make the request id, collect the body (bounded), route, authenticate, call the handler,
- * log, count and free on completion. Per the known MHD 0.9.75 trap, handlers answer on a later
- * callback than the first, which keeps keep-alive connections open. Errors caught before the body
- * is read are answered at once. While a callback runs for a request, the thread's log context
- * holds its request id and trace id, so every line logged on its behalf carries them. */
+/* http_server.c -- the MHD daemons (two pools, http_listen.h) and the request life cycle: allocate
+ * on the URI-log callback, take or make the request id, collect the body (bounded), route,
+ * authenticate, call the handler, log, count and free on completion. Per the known MHD 0.9.75 trap,
+ * handlers answer on a later callback than the first, which keeps keep-alive connections open.
+ * Errors caught before the body is read are answered at once. While a callback runs for a request,
+ * the thread's log context holds its request id and trace id, so every line logged on its behalf
+ * carries them. */
+#define _GNU_SOURCE /* gettid */
 #include "http_server.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "db.h"
 #include "http_accept.h"
@@ -30,6 +34,7 @@
 #include "hub.h"
 #include "log.h"
 #include "mirror.h"
+#include "panic.h"
 #include "timefmt.h"
 #include "trace.h"
 
@@ -45,9 +50,15 @@
 #define DRAIN_POLL_MS 10   /* how often shutdown checks for in-flight requests */
 #define FD_HEADROOM 256    /* descriptors beyond the connections: database, Redis, files, logs */
 #define BODY_DETAIL_MAX 64 /* the 413 detail with any int */
+/* The stream pool (http_listen.h): one thread for every STREAM_THREADS_SHARE of
+ * TOCSIN_HTTP_THREADS, at least STREAM_THREADS_MIN, each STREAM_NICE nice levels below the API's
+ * (a nice-5 thread weighs a third of a nice-0 one when both want the CPU). */
+#define STREAM_THREADS_SHARE 4
+#define STREAM_THREADS_MIN 2
+#define STREAM_NICE 5
 
 struct http_server {
-    struct MHD_Daemon *daemon;
+    struct MHD_Daemon *pools[HTTP_POOLS];
     const struct config *cfg;
     struct engine *engine;
     struct hub *hub;
@@ -424,20 +435,29 @@ server_free(struct http_server *srv)
     free(srv);
 }
 
-/* MHD_OPTION_NOTIFY_CONNECTION: the acceptor's pending count, then the request deadlines. */
+/* MHD_OPTION_NOTIFY_CONNECTION: the acceptor's counts, then the request deadlines. */
 static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
               enum MHD_ConnectionNotificationCode toe)
 {
     struct http_server *srv = cls;
 
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         http_listen_started(srv->listener);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        /* MHD keeps the address of every connection it was given: never NULL here. */
+        TOCSIN_ASSERT(ci != NULL && ci->client_addr != NULL);
+        http_listen_closed(srv->listener, ci->client_addr);
+    }
     http_limits_on_connection(srv->limits, conn, socket_context, (int)toe);
 }
 
+/* One pool's daemon with threads threads. The per-address bound is the acceptor's, over both
+ * pools (0: MHD keeps none of its own). */
 static struct MHD_Daemon *
-daemon_start(struct http_server *srv)
+daemon_start(struct http_server *srv, unsigned threads)
 {
     const struct config *cfg = srv->cfg;
     /* No listening socket of MHD's own: http_listen.c accepts and hands connections over. */
@@ -445,15 +465,62 @@ daemon_start(struct http_server *srv)
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_LIMIT,
-        http_listen_daemon_limit(connections_max(cfg), (unsigned)cfg->http_threads),
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_LIMIT, http_listen_daemon_limit(connections_max(cfg), threads),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_MAX,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->http_connections_per_addr, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
+}
+
+static unsigned
+stream_threads(const struct config *cfg)
+{
+    unsigned n = (unsigned)cfg->http_threads / STREAM_THREADS_SHARE;
+
+    return n > STREAM_THREADS_MIN ? n : STREAM_THREADS_MIN;
+}
+
+/* The stream pool's daemon, started on a thread of its own: a thread starts at its creator's nice
+ * value, so the pool's threads, which MHD_start_daemon creates, run STREAM_NICE below the rest. */
+static void *
+start_stream_pool(void *arg)
+{
+    struct http_server *srv = arg;
+    pid_t tid = gettid();
+
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, nice + STREAM_NICE) != 0)
+        LOG_WARN("http: cannot lower the stream threads' priority (%s): they run at the API's",
+                 strerror(errno));
+    srv->pools[HTTP_POOL_STREAMS] = daemon_start(srv, stream_threads(srv->cfg));
+    return NULL;
+}
+
+/* Both pools' daemons; 0, or -1 with none left running. */
+static int
+pools_start(struct http_server *srv)
+{
+    pthread_t th;
+
+    srv->pools[HTTP_POOL_API] = daemon_start(srv, (unsigned)srv->cfg->http_threads);
+    if (srv->pools[HTTP_POOL_API] != NULL && pthread_create(&th, NULL, start_stream_pool, srv) == 0)
+        pthread_join(th, NULL);
+    if (srv->pools[HTTP_POOL_STREAMS] != NULL)
+        return 0;
+    if (srv->pools[HTTP_POOL_API] != NULL)
+        MHD_stop_daemon(srv->pools[HTTP_POOL_API]);
+    srv->pools[HTTP_POOL_API] = NULL;
+    return -1;
+}
+
+static void
+pools_stop(struct http_server *srv)
+{
+    for (int p = 0; p < HTTP_POOLS; p++)
+        MHD_stop_daemon(srv->pools[p]); /* joins the pool: no worker is in use past this line */
 }
 
 struct http_server *
@@ -490,15 +557,15 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
         server_free(srv);
         return NULL;
     }
-    srv->daemon = daemon_start(srv);
-    if (srv->daemon == NULL) {
+    if (pools_start(srv) != 0) {
         snprintf(err, errlen, "http: cannot start the HTTP threads");
         server_free(srv);
         return NULL;
     }
-    if (http_listen_start(srv->listener, srv->daemon, connections_max(cfg)) != 0) {
+    if (http_listen_start(srv->listener, srv->pools, connections_max(cfg),
+                          (unsigned)cfg->http_connections_per_addr) != 0) {
         snprintf(err, errlen, "http: cannot start the accepting thread");
-        MHD_stop_daemon(srv->daemon);
+        pools_stop(srv);
         server_free(srv);
         return NULL;
     }
@@ -528,7 +595,7 @@ http_server_stop(struct http_server *srv)
     if (srv == NULL)
         return;
     drain(srv, srv->cfg->shutdown_grace_ms);
-    MHD_stop_daemon(srv->daemon); /* joins the pool: no worker is in use past this line */
+    pools_stop(srv);
     http_listen_free(srv->listener);
     http_limits_free(srv->limits);
     struct http_worker *w = srv->workers;

@@ -51,6 +51,12 @@ static const struct {
     [METRIC_STREAM_BACKLOG_READS] = {"tocsin_stream_backlog_reads_total",
                                      "Reads of missed events from PostgreSQL to resume streams "
                                      "(one per stream, or one filling the recent events for all)."},
+    [METRIC_HTTP_STREAM_POOL] = {"tocsin_http_stream_pool_connections_total",
+                                 "Connections whose first request opened a stream, handed to the "
+                                 "HTTP threads that serve streams."},
+    [METRIC_HTTP_ADDR_REFUSED] = {"tocsin_http_connections_refused_total",
+                                  "Connections closed at once: their address held "
+                                  "TOCSIN_HTTP_CONNECTIONS_PER_ADDR already."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -23,6 +23,8 @@ enum metric {
     METRIC_STREAM_RESETS,    /* streams told to reset: cursor garbage, too old or ahead */
     METRIC_STREAMS_CUT,      /* streams cut because their reader fell behind */
     METRIC_STREAM_BACKLOG_READS, /* reads of missed events from PostgreSQL to resume streams */
+    METRIC_HTTP_STREAM_POOL,     /* connections handed to the stream pool (http_listen.h) */
+    METRIC_HTTP_ADDR_REFUSED,    /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
     METRIC_COUNT
 };
 

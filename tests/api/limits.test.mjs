@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import { harness, test, sleep } from './harness.mjs';
+import { metric, mintToken } from './sse.mjs';
 
 const h = await harness('limits');
 const PER_ADDR = 8;
@@ -117,6 +118,75 @@ test('one address holds at most TOCSIN_HTTP_CONNECTIONS_PER_ADDR connections; ot
     const again = await open(srv.port, FLOODER);
     assert.ok(await healthz(again), 'a freed slot serves the address again');
     for (const c of [...held, other, again]) {
+        c.s.destroy();
+    }
+});
+
+// The nice value of each thread of process pid (/proc/<pid>/task/*/stat, field 19).
+function niceOfThreads(pid) {
+    const out = [];
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        try {
+            const st = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+            out.push(Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[16]));
+        } catch {
+            // a thread that ended meanwhile
+        }
+    }
+    return out;
+}
+
+const STREAM_NICE = 5;          // http_server.c: the stream pool's threads run this much lower
+const STREAM_THREADS = 16 / 4;  // and there are a quarter of TOCSIN_HTTP_THREADS of them
+
+// Streams go to a pool of their own at a lower priority (http_listen.h), and the per-address bound
+// is one over both pools: libmicrohttpd's own would count each pool apart, twice the bound.
+test('streams are served by the lower-priority pool, and one address bound counts streams and API connections together', async () => {
+    const nices = niceOfThreads(srv.pid);
+    assert.equal(nices.filter((n) => n === STREAM_NICE).length, STREAM_THREADS, `thread nice values: ${nices}`);
+    const tok = (await mintToken(srv, key, { sub: 'pools' })).token;
+    const routed0 = await metric(srv, 'tocsin_http_stream_pool_connections_total');
+    const refused0 = await metric(srv, 'tocsin_http_connections_refused_total');
+    const streams = [];
+    for (let i = 0; i < PER_ADDR / 2; i++) {
+        const c = await open(srv.port, FLOODER);
+        c.s.write(`GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tok}\r\n\r\n`);
+        const end = Date.now() + 5000;
+        while (!/event: hello/.test(c.data) && c.closedAt === null && Date.now() < end) {
+            await sleep(10);
+        }
+        assert.match(c.data, /^HTTP\/1\.1 200 [^]*event: hello/, `stream ${i} opened`);
+        streams.push(c);
+    }
+    assert.equal(await metric(srv, 'tocsin_http_stream_pool_connections_total') - routed0, PER_ADDR / 2,
+        'each stream went to the stream pool');
+    const api = [];
+    for (let i = 0; i < PER_ADDR / 2; i++) {
+        const c = await open(srv.port, FLOODER);
+        assert.ok(await healthz(c), `API connection ${i} answered`);
+        api.push(c);
+    }
+    // The bound is full with half streams, half API connections: one more of either kind is closed.
+    const extra = await open(srv.port, FLOODER);
+    assert.ok(await closedWithin(extra, 2000), 'a connection past the bound was closed');
+    assert.ok(!/HTTP\/1\.1 200/.test(extra.data), 'and not served');
+    assert.equal(await metric(srv, 'tocsin_http_connections_refused_total') - refused0, 1, 'counted as refused');
+    // A stream closed gives its place back, to either kind.
+    streams[0].s.destroy();
+    await closedWithin(streams[0], 1000);
+    let again = null;
+    const end = Date.now() + 5000;
+    while (Date.now() < end) { // the server learns of the close when its thread reads it
+        again = await open(srv.port, FLOODER);
+        if (await healthz(again, 1000)) {
+            break;
+        }
+        again.s.destroy();
+        again = null;
+        await sleep(100);
+    }
+    assert.ok(again !== null, 'the closed stream\'s place served an API connection');
+    for (const c of [...streams, ...api, again]) {
         c.s.destroy();
     }
 });

@@ -13,6 +13,7 @@ import http from 'node:http';
 import {
     harness, test, freePort, rawRequest, sleep, waitFor, isoIn, MIN, HOUR,
 } from './harness.mjs';
+import { closeAll, mintToken, openLive } from './sse.mjs';
 
 const h = await harness('ops');
 const LEAD_MS = 1500;
@@ -602,17 +603,23 @@ test('retention: 60,000 old rows purged in batches while writes go on with bound
 
 // ---------------------------------------------------------------- connections
 
-test('PostgreSQL connections of one replica stay within TOCSIN_HTTP_THREADS + TOCSIN_DELIVERY_WORKERS + 6', async () => {
+// The stream pool has a quarter of TOCSIN_HTTP_THREADS, at least 2 (http_server.c); its threads
+// open a connection when a stream's token needs its signing key read.
+test('PostgreSQL connections of one replica stay within TOCSIN_HTTP_THREADS + its stream threads + TOCSIN_DELIVERY_WORKERS + 6', async () => {
     const hc = await harness('ops_connections');
     const srv = await hc.startServer({ TOCSIN_HTTP_THREADS: '3', TOCSIN_DELIVERY_WORKERS: '2', TOCSIN_RETENTION_INTERVAL_S: '1' });
     const key = await srv.createKey('conns');
-    // Enough parallel requests that every HTTP thread serves some, and time for retention's pass.
+    // Enough parallel requests that every HTTP thread serves some, streams on every stream thread,
+    // and time for retention's pass.
     await Promise.all(Array.from({ length: 60 }, () => srv.req('GET', '/v1/meetings', { key })));
+    const tokens = await Promise.all(Array.from({ length: 8 }, (_, i) => mintToken(srv, key, { sub: `c${i}` })));
+    await Promise.all(tokens.map((t) => openLive(srv.base, { token: t.token })));
     await sleep(2000);
     const count = async () => Number(await hc.sql(
         'SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()'));
     const n = await count();
-    assert.ok(n <= 3 + 2 + 6, `${n} connections`);
+    assert.ok(n <= 3 + 2 + 2 + 6, `${n} connections`);
+    closeAll();
     // The fixed ones (dispatch, scheduler, reconciler, membership, retention) and the delivery
     // workers are there whatever the traffic.
     assert.ok(n >= 2 + 5, `${n} connections`);
