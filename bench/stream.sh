@@ -8,7 +8,8 @@
 # Environment: BENCH_SCENARIOS ("lateness fanout storm_missed storm"), BENCH_REPLICAS (3), BENCH_DUE (10000),
 # BENCH_SPREAD_S (20), BENCH_STREAMS (10000), BENCH_STREAMS_EACH (20), BENCH_IDLE_S (60),
 # BENCH_FANOUT_FIRES (3), BENCH_STORM_S (10), BENCH_STORM_REMINDERS (3), BENCH_API_RATE (200),
-# BENCH_API_CONNECTIONS (10), BENCH_CLIENT_SCHED (idle: SCHED_IDLE, or a nice value: the stream client's
+# BENCH_API_CONNECTIONS (10), BENCH_STORM_ROUNDS (1: each storm this many times, with the median
+# ratio), BENCH_CLIENT_SCHED (idle: SCHED_IDLE, or a nice value: the stream client's
 # priority during the storms);
 # TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT. Not part of CI.
 set -euo pipefail
