@@ -287,7 +287,8 @@ run(void *arg)
         int64_t now = timefmt_mono_ms();
         bool paused = now < l->paused_until_ms, full = !paused && !room(l);
         p[0] = (struct pollfd){l->stop, POLLIN, 0};
-        p[1] = (struct pollfd){l->fd, paused || full ? 0 : POLLIN, 0};
+        /* Not watched at all while paused or full: poll reports errors even with no events. */
+        p[1] = (struct pollfd){paused || full ? -1 : l->fd, POLLIN, 0};
         for (size_t k = 0; k < l->wait_n; k++)
             p[2 + k] = (struct pollfd){wait_at(l, k)->fd, POLLIN | POLLRDHUP, 0};
         size_t n_wait = l->wait_n;
@@ -299,7 +300,7 @@ run(void *arg)
             return NULL;
         }
         wait_done(l, p + 2, n_wait);
-        if (p[1].events != 0 && p[1].revents != 0)
+        if (p[1].fd >= 0 && p[1].revents != 0)
             accept_ready(l);
     }
 }
@@ -307,7 +308,7 @@ run(void *arg)
 unsigned
 http_listen_daemon_limit(unsigned max, unsigned threads)
 {
-    return 2 * max + threads * HTTP_LISTEN_BATCH_MAX;
+    return threads * (max + HTTP_LISTEN_BATCH_MAX);
 }
 
 int

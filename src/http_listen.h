@@ -21,8 +21,8 @@
  * in the backlog, as they did when MHD stopped listening at its limit. A handed-over connection
  * counts as pending until its thread starts it (http_listen_started): MHD counts it only then,
  * and a burst counted late would pass the bound, where MHD would close the extra connections
- * unanswered. Each daemon's own limit is set above `max` (http_listen_daemon_limit) so that its
- * check never closes one that the acceptor let in. */
+ * unanswered. Each daemon's own limit is set so that no thread's share of it is below `max`
+ * (http_listen_daemon_limit): its check never closes one that the acceptor let in. */
 #ifndef TOCSIN_HTTP_LISTEN_H
 #define TOCSIN_HTTP_LISTEN_H
 
@@ -45,9 +45,11 @@ enum http_pool { HTTP_POOL_API, HTTP_POOL_STREAMS, HTTP_POOLS };
  * err set on failure. */
 struct http_listener *http_listen_open(const struct sockaddr *sa, socklen_t len, char *err,
                                        size_t errlen);
-/* The connection limit to give the daemon for a bound of max with threads in its pool: room for
- * the pending connections of one batch on every thread, and for MHD spreading them by descriptor
- * rather than by load (each thread's limit is its share of this). */
+/* The connection limit to give a daemon for a bound of max with threads in its pool: each thread's
+ * limit, its share of this, holds the whole bound and a batch. MHD spreads connections over its
+ * threads by descriptor, not by load, and one that a thread finds over its share when it takes it
+ * up is closed there without a word to us (no NOTIFY_STARTED or CLOSED), leaving its pending
+ * count and its address's place taken for good; the acceptor's own bound keeps the total. */
 unsigned http_listen_daemon_limit(unsigned max, unsigned threads);
 /* The pool for a connection whose first n bytes are head (n may be 0: nothing arrived yet). */
 enum http_pool http_listen_route(const char *head, size_t n);
