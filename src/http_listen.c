@@ -155,12 +155,11 @@ peek(int fd, char head[HTTP_LISTEN_PEEK_MAX])
 }
 
 /* Hands a connection the acceptor counted (pending, its address's place) to the pool its first
- * bytes name. */
+ * bytes (head, n of them: what peek read) name. */
 static void
-hand_over(struct http_listener *l, int fd, const struct sockaddr_storage *sa, socklen_t len)
+hand_over(struct http_listener *l, int fd, const struct sockaddr_storage *sa, socklen_t len,
+          const char *head, size_t n)
 {
-    char head[HTTP_LISTEN_PEEK_MAX];
-    size_t n = peek(fd, head);
     enum http_pool pool = http_listen_route(head, n);
 
     if (pool == HTTP_POOL_STREAMS)
@@ -197,8 +196,9 @@ arrived(struct http_listener *l, int fd, const struct sockaddr_storage *sa, sock
 
     /* Counted from here: its thread may start it before MHD_add_connection returns. */
     atomic_fetch_add(&l->pending, 1);
-    if (peek(fd, head) > 0 || l->wait_n == HTTP_LISTEN_WAIT_MAX) {
-        hand_over(l, fd, sa, len);
+    size_t n = peek(fd, head);
+    if (n > 0 || l->wait_n == HTTP_LISTEN_WAIT_MAX) {
+        hand_over(l, fd, sa, len, head, n);
         return;
     }
     struct waiting *w = wait_at(l, l->wait_n++);
@@ -214,11 +214,13 @@ static void
 wait_done(struct http_listener *l, const struct pollfd *ready, size_t n_ready)
 {
     int64_t now = timefmt_mono_ms();
+    char head[HTTP_LISTEN_PEEK_MAX];
 
     for (size_t k = 0; k < l->wait_n; k++) {
         struct waiting *w = wait_at(l, k);
         if (w->fd >= 0 && ((k < n_ready && ready[k].revents != 0) || now >= w->until_ms)) {
-            hand_over(l, w->fd, &w->sa, w->len);
+            size_t n = peek(w->fd, head);
+            hand_over(l, w->fd, &w->sa, w->len, head, n);
             w->fd = -1;
         }
     }
@@ -271,7 +273,7 @@ sleep_ms(const struct http_listener *l, int64_t now, bool paused, bool full)
     int64_t until = paused ? l->paused_until_ms : full ? now + HTTP_LISTEN_FULL_POLL_MS : -1;
 
     if (l->wait_n > 0) {
-        int64_t first = ((struct http_listener *)l)->wait[l->wait_head].until_ms;
+        int64_t first = l->wait[l->wait_head].until_ms;
         until = until < 0 || first < until ? first : until;
     }
     return until < 0 ? -1 : until <= now ? 0 : (int)(until - now);
