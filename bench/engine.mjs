@@ -56,6 +56,8 @@ const SLOW_WEBHOOKS = env('BENCH_SLOW_WEBHOOKS', '1 16').split(/\s+/).filter(Boo
 const SLOW_DELIVERIES = Number(env('BENCH_SLOW_DELIVERIES', '20000'));
 const WORKERS = env('BENCH_WORKERS'); // TOCSIN_DELIVERY_WORKERS for the replicas, when set
 const PG_DATA = env('BENCH_PG_DATA'); // the PostgreSQL data directory: its processes' CPU is counted
+const BURST_ROUNDS = Number(env('BENCH_BURST_ROUNDS', '1')); // the burst (and BullMQ's) this many times
+const PG_STATEMENTS = env('BENCH_PG_STATEMENTS', '') === '1'; // engine.sh loaded pg_stat_statements
 
 const LEAD_MS = 15000;        // a batch written by SQL falls due this long after (> the 10 s window)
 const SETTLE_MS = 60000;      // wait for stragglers after the last due time
@@ -102,6 +104,11 @@ function quantile(sorted, q) {
     return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
 
+function median(v) {
+    const s = [...v].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
 const fmt = (v) => (Number.isFinite(v) ? String(Math.round(v)) : '-');
 const fmt1 = (v) => (Number.isFinite(v) ? v.toFixed(1) : '-');
 
@@ -132,6 +139,8 @@ function startReceiver(delayMs = 0) {
             }
         });
     });
+    rx.connections = 0;
+    rx.server.on('connection', () => rx.connections++);
     rx.server.keepAliveTimeout = 60000;
     rx.server.maxRequestsPerSocket = 0;
     // A deep accept queue: replicas x workers x webhooks x the share per receiver may connect at once.
@@ -423,19 +432,31 @@ function cpuSince(a, b) {
 // ------------------------------------------------------------------ scenarios
 
 async function burst(ctx) {
-    const out = { tag: `burst ${BURST}, ${REPLICAS} replicas` };
+    const out = { tag: `burst ${BURST}, ${REPLICAS} replicas${BURST_ROUNDS > 1 ? `, round ${ctx.round} of ${BURST_ROUNDS}` : ''}` };
     if (BULLMQ_REDIS_PORT > 0) {
         log(`BullMQ: ${BURST} delayed jobs due at one instant, ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY}`);
         out.bullmq = await bullmqBurst(BURST);
     }
     const t0 = Date.now() + LEAD_MS + 10000;
     const seenBefore = ctx.rx.seen.size;
+    const connsBefore = ctx.rx.connections;
     const b = { ...(await insertDue(ctx.tenant.id, BURST, t0, 0)), seenBefore };
     log(`tocsin: ${BURST} reminders due at one instant`);
     await sleep(t0 - CPU_LEAD_MS - Date.now());
+    if (PG_STATEMENTS) {
+        await psql('SELECT pg_stat_statements_reset()');
+    }
     const cpu0 = cpuSample(ctx.reps);
+    log('burst: the CPU window opens');
     const r = await collect(ctx.rx, b);
     r.cpu = cpuSince(cpu0, cpuSample(ctx.reps));
+    r.connections = ctx.rx.connections - connsBefore;
+    log('burst: the CPU window closes');
+    if (PG_STATEMENTS) {
+        r.statements = await psql(`SELECT concat_ws(' | ', round(total_exec_time)::text || ' ms', calls || ' calls',
+                rows || ' rows', round(shared_blks_hit::numeric / greatest(rows, 1), 1) || ' blocks/row', left(regexp_replace(query, '\\s+', ' ', 'g'), 90))
+            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`);
+    }
     r.allAfterMs = r.lost === 0 ? r.lastAt - t0 : NaN;
     r.firedAfterMs = Number(await psql(`SELECT round(extract(epoch FROM max(fired_at)) * 1000) - ${t0}
         FROM reminders WHERE fire_at = to_timestamp(${t0} / 1000.0)`));
@@ -657,10 +678,19 @@ function report(results) {
             console.log(`  tocsin: all recorded fired ${fmt(r.firedAfterMs)} ms and all received ${fmt(r.allAfterMs)} ms after the due instant (lateness ${lat(r)}, ${r.repeats} repeated on the wire)`);
             const c = r.cpu;
             console.log(`  tocsin CPU, from ${CPU_LEAD_MS} ms before the due instant to the end of the wait (the last receipt + about 1 s): PostgreSQL ${c.pg.toFixed(2)} s, ` +
-                `replicas ${c.replicas.toFixed(2)} s, this process (the receiver) ${c.self.toFixed(2)} s; ${fmt(((c.pg + c.replicas + c.self) * 1e6) / r.n)} us per reminder in all`);
+                `replicas ${c.replicas.toFixed(2)} s, this process (the receiver) ${c.self.toFixed(2)} s; ${fmt(((c.pg + c.replicas + c.self) * 1e6) / r.n)} us per reminder in all; ${r.connections} connections opened to the receiver`);
             if (r.bullmq) {
                 console.log(`  BullMQ: all ${r.bullmq.processed} of ${r.bullmq.n} jobs processed ${fmt(r.bullmq.allAfterMs)} ms after the due instant (lateness ${r.bullmq.lat}); ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY} whose processor only records receipt: no HTTP request, nothing recorded durably`);
                 console.log(`  ratio tocsin / BullMQ: ${(r.allAfterMs / r.bullmq.allAfterMs).toFixed(2)}`);
+            }
+            if (r.statements) {
+                console.log(`  PostgreSQL statements in the CPU window (pg_stat_statements, by time):\n    ${r.statements.split('\n').join('\n    ')}`);
+            }
+            const all = results.filter((x) => x.tag.startsWith('burst') && x.bullmq);
+            if (all.length > 1 && r === all[all.length - 1]) {
+                const ratios = all.map((x) => x.allAfterMs / x.bullmq.allAfterMs);
+                console.log(`\nburst, all ${all.length} rounds: ratio tocsin / BullMQ ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}` +
+                    `; tocsin median ${fmt(median(all.map((x) => x.allAfterMs)))} ms, BullMQ median ${fmt(median(all.map((x) => x.bullmq.allAfterMs)))} ms`);
             }
         } else if (r.tag.startsWith('kill')) {
             console.log(`\n${r.tag}: ${checks(r)}`);
@@ -712,7 +742,7 @@ async function main() {
         await registerWebhook(ctx.reps[0], ctx.tenant, `http://127.0.0.1:${ctx.rx.port}/hook`);
         ctx.loadTenant = await newTenant('load'); // no webhook: its reminders stay pending anyway
         for (const [name, fn] of [['burst', burst], ['kill', kill], ['work', work], ['throughput', throughput], ['lateness', lateness]]) {
-            if (SCENARIOS.includes(name)) {
+            for (ctx.round = 1; SCENARIOS.includes(name) && ctx.round <= (name === 'burst' ? BURST_ROUNDS : 1); ctx.round++) {
                 results.push(await fn(ctx));
             }
         }

@@ -3,12 +3,14 @@
 # as the baseline of the burst (bench/bullmq.mjs), in one run: a release build, its own PostgreSQL
 # and Redis under .local/bench-engine, a second Redis for BullMQ, replicas and local receivers.
 # Environment (defaults in engine.mjs): BENCH_SCENARIOS ("burst kill work throughput lateness"),
-# BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BULLMQ_WORKERS (3), BENCH_BULLMQ_CONCURRENCY
+# BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BURST_ROUNDS (1: the burst and BullMQ's this
+# many times, each ratio and the median), BENCH_BULLMQ_WORKERS (3), BENCH_BULLMQ_CONCURRENCY
 # (100), BENCH_KILL_BURST (10000), BENCH_WORK_REPLICAS ("1 3 6"), BENCH_WORK_DUE (10000),
 # BENCH_SLOW_MS (100), BENCH_SLOW_WEBHOOKS ("1 16"), BENCH_SLOW_DELIVERIES (20000), BENCH_PENDING
 # (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS
 # (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
-# TOCSIN_BENCH_BULLMQ_REDIS_PORT. Not part of CI.
+# TOCSIN_BENCH_BULLMQ_REDIS_PORT. BENCH_PG_STATEMENTS=1: the burst also prints PostgreSQL's
+# statements by time (pg_stat_statements). Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -57,12 +59,19 @@ done
 rm -rf "$DIR"
 mkdir -p "$DIR"
 # Six replicas of the work scenario hold about 25 connections each.
-tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 300" "shared_buffers = 512MB"
+PG_CONF=("max_connections = 300" "shared_buffers = 512MB")
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    PG_CONF+=("shared_preload_libraries = 'pg_stat_statements'")
+fi
+tocsin_pg_start "$DIR/pg" "$PG_PORT" "${PG_CONF[@]}"
 tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
 tocsin_redis_start "$DIR/bullmq-redis" "$BULLMQ_REDIS_PORT"
 
 export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
 "$BIN" migrate
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    "$(tocsin_pg_bindir)/psql" "$TOCSIN_DATABASE_URL" -qc 'CREATE EXTENSION pg_stat_statements'
+fi
 BENCH_TOKEN=$("$BIN" keys create --tenant bench)
 BENCH_PSQL=$(tocsin_pg_bindir)/psql
 export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$BIN BENCH_DB_URL=$TOCSIN_DATABASE_URL
