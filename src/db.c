@@ -117,10 +117,24 @@ setup_session(struct db *db)
 static struct db *
 open_session(const char *url, bool in_order, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"dbname", "connect_timeout", "fallback_application_name",
-                                       NULL};
-    char timeout[DB_I64_BUF];
-    const char *values[4] = {url, timeout, "tocsin", NULL};
+    /* The keys before dbname are defaults the URL may override (libpq lets each value override
+     * the ones before it); those after it are ours whatever the URL says. */
+    static const char *const keys[] = {
+        "keepalives",       "keepalives_idle",           "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout",          "dbname",
+        "connect_timeout",  "fallback_application_name", NULL};
+    char timeout[DB_I64_BUF], idle[DB_I64_BUF], interval[DB_I64_BUF], count[DB_I64_BUF],
+        user_timeout[DB_I64_BUF];
+    const char *values[] = {"1",
+                            db_i64(idle, DB_KEEPALIVE_IDLE_S),
+                            db_i64(interval, DB_KEEPALIVE_INTERVAL_S),
+                            db_i64(count, DB_KEEPALIVE_COUNT),
+                            db_i64(user_timeout, DB_TCP_USER_TIMEOUT_MS),
+                            url,
+                            db_i64(timeout, DB_CONNECT_TIMEOUT_S),
+                            "tocsin",
+                            NULL};
+    _Static_assert(sizeof values / sizeof *values == sizeof keys / sizeof *keys, "one value a key");
     struct db *db = calloc(1, sizeof(*db));
 
     if (db == NULL) {
@@ -128,7 +142,6 @@ open_session(const char *url, bool in_order, char *err, size_t errlen)
         return NULL;
     }
     db->in_order = in_order;
-    snprintf(timeout, sizeof(timeout), "%d", DB_CONNECT_TIMEOUT_S);
     db->conn = PQconnectdbParams(keys, values, 1);
     if (db->conn != NULL)
         PQsetNoticeProcessor(db->conn, on_notice, NULL);
@@ -177,6 +190,12 @@ db_close(struct db *db)
         return;
     PQfinish(db->conn);
     free(db);
+}
+
+int
+db_socket(const struct db *db)
+{
+    return db != NULL && db->conn != NULL ? PQsocket(db->conn) : -1;
 }
 
 enum db_status

@@ -20,6 +20,15 @@ enum db_status {
 #define DB_TX_RETRIES_MAX 3
 #define DB_ERR_MAX 256
 #define DB_CONNECT_TIMEOUT_S 5
+/* TCP settings of every connection unless its URL sets them: a server whose host vanished (no
+ * reset ever comes) is noticed within about a minute when idle (keepalive probes after
+ * DB_KEEPALIVE_IDLE_S, then every DB_KEEPALIVE_INTERVAL_S, DB_KEEPALIVE_COUNT unanswered) and
+ * within DB_TCP_USER_TIMEOUT_MS when a statement was sent and never acknowledged, instead of the
+ * kernel's hours: the thread waiting on it gets a lost connection and reconnects. */
+#define DB_KEEPALIVE_IDLE_S 30
+#define DB_KEEPALIVE_INTERVAL_S 10
+#define DB_KEEPALIVE_COUNT 3
+#define DB_TCP_USER_TIMEOUT_MS 30000
 
 struct db; /* opaque: a PGconn and its prepared-statement state */
 
@@ -28,8 +37,9 @@ struct db; /* opaque: a PGconn and its prepared-statement state */
  * no session setting is made (the statement timeout then belongs on the role, see README; each
  * db_tx_run transaction still sets it with SET LOCAL). Set once, before any connection. */
 void db_set_pooled(bool pooled);
-/* Connects (connect_timeout DB_CONNECT_TIMEOUT_S). Returns a handle to free with db_close, or NULL
- * with the reason in err. The handle reconnects by itself after a lost connection. */
+/* Connects (connect_timeout DB_CONNECT_TIMEOUT_S, the TCP settings above unless url sets them).
+ * Returns a handle to free with db_close, or NULL with the reason in err. The handle reconnects by
+ * itself after a lost connection. */
 struct db *db_open(const char *url, char *err, size_t errlen);
 /* db_open for a connection whose every statement is a probe by key or an index walk in order
  * (the scheduler's, dispatch's, each delivery worker's): its session has sequential and bitmap
@@ -38,6 +48,8 @@ struct db *db_open(const char *url, char *err, size_t errlen);
  * planned once per connection. Through a pooler it is db_open. */
 struct db *db_open_in_order(const char *url, char *err, size_t errlen);
 void db_close(struct db *db);
+/* The connection's socket, or -1 when it has none (tests read its TCP options). */
+int db_socket(const struct db *db);
 /* Checks url (a libpq URI or key=value string) with libpq's own parser, without connecting.
  * Returns 0, or -1 with libpq's reason in err. */
 int db_url_check(const char *url, char *err, size_t errlen);

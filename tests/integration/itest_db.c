@@ -5,9 +5,12 @@
  * checksum, marking a reminder fired, killing a backend). */
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -825,6 +828,57 @@ test_member_backend(const char *url, struct db *db)
           "leave");
 }
 
+/* One TCP option of fd, or -1. */
+static int
+sockopt(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+
+    return getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
+}
+
+/* Every connection has keepalives and a user timeout on its socket, each overridden by the URL
+ * when it names one. */
+static void
+test_tcp_options(const char *url)
+{
+    char err[DB_ERR_MAX], own[1200];
+    struct db *db = db_open(url, err, sizeof err);
+    int fd = db_socket(db);
+
+    CHECK(fd >= 0, "connect: %s", err);
+    if (fd >= 0) {
+        CHECK(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE) == 1, "keepalive off");
+        CHECK(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE) == DB_KEEPALIVE_IDLE_S, "idle %d",
+              sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE));
+        CHECK(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL) == DB_KEEPALIVE_INTERVAL_S, "interval %d",
+              sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL));
+        CHECK(sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT) == DB_KEEPALIVE_COUNT, "count %d",
+              sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT));
+        CHECK(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT) == DB_TCP_USER_TIMEOUT_MS,
+              "user timeout %d", sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT));
+    }
+    db_close(db);
+    /* A URI takes query parameters, a key=value string more pairs. */
+    bool uri = strncmp(url, "postgres", 8) == 0;
+    snprintf(own, sizeof own, "%s%skeepalives_idle=7%stcp_user_timeout=0", url,
+             !uri               ? " "
+             : strchr(url, '?') ? "&"
+                                : "?",
+             uri ? "&" : " ");
+    db = db_open(own, err, sizeof err);
+    fd = db_socket(db);
+    CHECK(fd >= 0, "connect with the URL's own settings: %s", err);
+    if (fd >= 0)
+        CHECK(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE) == 7 &&
+                  sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT) == 0 &&
+                  sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT) == DB_KEEPALIVE_COUNT,
+              "the URL's settings not taken: idle %d, user timeout %d",
+              sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT));
+    db_close(db);
+}
+
 static void
 run(const char *url)
 {
@@ -851,6 +905,7 @@ run(const char *url)
     test_errors(a);
     test_tx(a, b);
     test_member_backend(url, a);
+    test_tcp_options(url);
 out:
     db_close(a);
     db_close(b);
