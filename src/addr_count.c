@@ -10,7 +10,10 @@
 
 #include "panic.h"
 
-#define KEY_MAX 17 /* the family, then an IPv6 address */
+/* IPv6 clients are counted by network: one host is commonly given a whole /64 and could open
+ * connections from as many addresses as it likes. */
+#define IPV6_PREFIX_BYTES 8
+#define KEY_MAX (1 + IPV6_PREFIX_BYTES) /* the family, then an address or a network */
 
 struct entry {
     struct entry *next;
@@ -25,8 +28,9 @@ struct addr_count {
     struct entry *buckets[ADDR_COUNT_BUCKETS];
 };
 
-/* The address without the port: its family and its bytes (a family without either, a Unix
- * socket, is one address). */
+/* What a client is counted by, without the port: its family, then an IPv4 address (also one an
+ * IPv6 listener sees mapped, ::ffff:a.b.c.d) or an IPv6 address's /64 (a family with neither, a
+ * Unix socket, is one client). */
 static size_t
 key_of(const struct sockaddr *sa, socklen_t len, unsigned char key[KEY_MAX])
 {
@@ -36,13 +40,21 @@ key_of(const struct sockaddr *sa, socklen_t len, unsigned char key[KEY_MAX])
         return 5;
     }
     if (key[0] == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-        return 17;
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            key[0] = AF_INET;
+            memcpy(key + 1, &a->s6_addr[12], 4);
+            return 5;
+        }
+        memcpy(key + 1, a->s6_addr, IPV6_PREFIX_BYTES);
+        return 1 + IPV6_PREFIX_BYTES;
     }
     return 1;
 }
 
-/* FNV-1a: the keys are short, and a client cannot choose its address freely. */
+/* FNV-1a, not keyed: a client that picks networks whose keys share a chain makes each lookup walk
+ * that chain, but a chain holds at most the connections open at once (the acceptor's total
+ * bound), so the walk stays short. */
 static size_t
 bucket_of(const unsigned char *key, size_t n)
 {

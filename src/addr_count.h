@@ -1,8 +1,8 @@
 /* addr_count.h -- open connections per client address, bounded: the acceptor takes a place when
  * it hands a connection to an HTTP pool and gives it back when the connection closes, so that one
  * bound covers every pool (libmicrohttpd keeps its per-address bound per daemon, and the API and
- * the streams each have one). The port is not part of the address. Thread-safe: one lock, held
- * for a hash lookup. */
+ * the streams each have one). The port is not part of the address, and IPv6 clients are counted
+ * by /64 (key_of). Thread-safe: one lock, held for a hash lookup. */
 #ifndef TOCSIN_ADDR_COUNT_H
 #define TOCSIN_ADDR_COUNT_H
 

@@ -1,6 +1,7 @@
 /* test_addr_count.c -- per-address places: an address takes up to the bound and no more, a place
  * given back can be taken again, ports do not make addresses different, IPv4 and IPv6 addresses
- * and families do, and an address whose places all came back is forgotten. */
+ * and families do (an IPv6 client is its /64, a mapped IPv4 address its IPv4 one), and an address
+ * whose places all came back is forgotten. */
 #include "addr_count.h"
 #include "check.h"
 
@@ -65,12 +66,34 @@ test_families(void)
     struct sockaddr_in6 m = v6("::ffff:127.0.0.1", 1), l = v6("::1", 1);
     struct sockaddr un = {.sa_family = AF_UNIX};
 
-    CHECK(addr_count_take(ac, SA(a)) && addr_count_take(ac, SA(m)) && addr_count_take(ac, SA(l)),
-          "an IPv4 address, the IPv6 one mapping it and ::1 are three addresses");
+    CHECK(addr_count_take(ac, SA(a)) && addr_count_take(ac, SA(l)),
+          "an IPv4 address and ::1 are two clients");
+    CHECK(!addr_count_take(ac, SA(m)) && addr_count_held(ac, SA(m)) == 1,
+          "the IPv6 address mapping an IPv4 one is that IPv4 client");
     CHECK(addr_count_take(ac, SA(un)) && !addr_count_take(ac, SA(un)),
           "a socket without an address is one address");
     CHECK(!addr_count_take(ac, SA(l)), "::1 took a second place");
     addr_count_free(ac); /* frees entries still held */
+}
+
+/* IPv6 clients are counted by /64: any two addresses of one share its places, whatever the
+ * interface part, and the next /64 has its own. */
+static void
+test_ipv6_networks(void)
+{
+    struct addr_count *ac = addr_count_new(2);
+    struct sockaddr_in6 a = v6("2001:db8:1:2::1", 1), b = v6("2001:db8:1:2:ffff:ffff:ffff:ffff", 2),
+                        c = v6("2001:db8:1:2:8000::7", 3), d = v6("2001:db8:1:3::1", 1),
+                        e = v6("2001:db8:1:2::1", 4);
+
+    CHECK(addr_count_take(ac, SA(a)) && addr_count_take(ac, SA(b)), "two places in one /64");
+    CHECK(!addr_count_take(ac, SA(c)) && addr_count_held(ac, SA(c)) == 2,
+          "a third address of the same /64 got a place");
+    CHECK(addr_count_take(ac, SA(d)) && addr_count_held(ac, SA(d)) == 1,
+          "the next /64 is another client");
+    addr_count_give(ac, SA(b));
+    CHECK(addr_count_take(ac, SA(e)), "a place given back by one address serves another");
+    addr_count_free(ac);
 }
 
 /* Many addresses in the table at once: each keeps its own count through the hash chains. */
@@ -105,6 +128,7 @@ main(void)
 {
     test_bound();
     test_families();
+    test_ipv6_networks();
     test_many();
     return check_summary("test_addr_count");
 }
