@@ -17,7 +17,10 @@
 #include "tz.h"
 
 #define LINE_MAX_B64 76 /* characters of a base64 body line (RFC 2045) */
-#define WORD_RAW_MAX 45 /* bytes per encoded-word: 60 base64 characters, under 75 in all */
+#define WORD_RAW_MAX 45 /* bytes per encoded-word: 60 base64 characters, 73 on its line */
+/* The first word shares its line with "Subject: ", the longest name before one: 52 base64
+ * characters, 73 on the line. */
+#define WORD_FIRST_RAW_MAX 39
 #define ICS_LINE_MAX 75 /* octets of an iCalendar line before it is folded (RFC 5545) */
 /* The plain text and the calendar may each take TEXT_MAX * 4 bytes before encoding: room for a
  * meeting's title, location and description (5,700 characters) even in 4-byte UTF-8, escaped and
@@ -76,10 +79,12 @@ utf8_cut(const char *s, size_t len, size_t max)
     return max;
 }
 
-/* text as RFC 2047 encoded-words, folded onto continuation lines. Control characters (CR and LF
- * among them) become spaces: encoded, they could not break the header, but a reader decodes them
- * into the header's value, and mail programs refuse or mangle a name or subject with a line
- * break in it. */
+/* text as RFC 2047 encoded-words after "Name: ", the first on the header's line and each other on
+ * a continuation line of its own, so that no line with an encoded-word passes 76 characters (RFC
+ * 2047 section 2), the header's name included. Control
+ * characters (CR and LF among them) become spaces: encoded, they could not break the header, but
+ * a reader decodes them into the header's value, and mail programs refuse or mangle a name or
+ * subject with a line break in it. */
 static void
 put_words(struct strbuf *b, const char *text)
 {
@@ -87,7 +92,7 @@ put_words(struct strbuf *b, const char *text)
     size_t len = strlen(text), at = 0;
 
     while (at < len) {
-        size_t n = utf8_cut(text + at, len - at, WORD_RAW_MAX);
+        size_t n = utf8_cut(text + at, len - at, at == 0 ? WORD_FIRST_RAW_MAX : WORD_RAW_MAX);
         if (n == 0)
             n = 1; /* never stuck on a broken sequence */
         for (size_t i = 0; i < n; i++) {
@@ -168,15 +173,31 @@ zone_of(const struct meeting *m)
     return m->time_zone != NULL ? m->time_zone : "UTC";
 }
 
+/* The event's UID: the meeting's id, and for one occurrence of a series also its original start,
+ * so that each occurrence is an event of its own in a calendar (they share the series' id, and a
+ * calendar that imports an event with a UID it has replaces the older one). */
+static void
+calendar_uid(const struct meeting *m, char uid[MEETING_ID_LEN + 48])
+{
+    char t[32];
+
+    if (!m->is_occurrence) {
+        snprintf(uid, MEETING_ID_LEN + 48, "%s@tocsin", m->id);
+        return;
+    }
+    ics_time(t, m->original_start_ms);
+    snprintf(uid, MEETING_ID_LEN + 48, "%s-%s@tocsin", m->id, t);
+}
+
 static void
 calendar(struct strbuf *b, const struct mail_input *in)
 {
     const struct meeting *m = in->m;
-    char t[32], uid[MEETING_ID_LEN + 16];
+    char t[32], uid[MEETING_ID_LEN + 48];
 
     strbuf_puts(b, "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tocsin//reminders//EN\r\n"
                    "METHOD:PUBLISH\r\nBEGIN:VEVENT\r\n");
-    snprintf(uid, sizeof uid, "%s@tocsin", m->id);
+    calendar_uid(m, uid);
     put_ics(b, "UID", uid, false);
     ics_time(t, in->now_ms);
     put_ics(b, "DTSTAMP", t, false);
@@ -194,6 +215,21 @@ calendar(struct strbuf *b, const struct mail_input *in)
     strbuf_puts(b, "END:VEVENT\r\nEND:VCALENDAR\r\n");
 }
 
+/* text with each of its line breaks (CRLF, LF or a lone CR) as CRLF, the only one a text part
+ * may have (RFC 2046 section 4.1.1), also once it is base64. */
+static void
+put_lines(struct strbuf *b, const char *text)
+{
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '\r' || *p == '\n') {
+            strbuf_put(b, "\r\n", 2);
+            p += p[0] == '\r' && p[1] == '\n';
+        } else {
+            strbuf_put(b, p, 1);
+        }
+    }
+}
+
 static int
 plain_text(struct strbuf *b, const struct mail_input *in, const struct tz_local *start)
 {
@@ -204,22 +240,24 @@ plain_text(struct strbuf *b, const struct mail_input *in, const struct tz_local 
     for (size_t i = 0; i < m->n_reminders; i++)
         if (m->reminders[i].id == in->o.reminder_id)
             minutes = m->reminders[i].minutes_before;
-    strbuf_printf(b, "%s\n\nStarts: %04d-%02d-%02d %02d:%02d (%s)\n", m->title ? m->title : "",
-                  start->year, start->month, start->day, start->hour, start->minute, zone_of(m));
+    put_lines(b, m->title ? m->title : "");
+    strbuf_printf(b, "\r\n\r\nStarts: %04d-%02d-%02d %02d:%02d (%s)\r\n", start->year, start->month,
+                  start->day, start->hour, start->minute, zone_of(m));
     if (m->has_ends_at && tz_local(m->time_zone, m->ends_at_ms, &end) == 0)
-        strbuf_printf(b, "Ends:   %04d-%02d-%02d %02d:%02d (%s)\n", end.year, end.month, end.day,
+        strbuf_printf(b, "Ends:   %04d-%02d-%02d %02d:%02d (%s)\r\n", end.year, end.month, end.day,
                       end.hour, end.minute, zone_of(m));
     if (m->location != NULL) {
         strbuf_puts(b, "Where:  ");
-        strbuf_puts(b, m->location);
-        strbuf_puts(b, "\n");
+        put_lines(b, m->location);
+        strbuf_puts(b, "\r\n");
     }
     if (m->description != NULL) {
-        strbuf_puts(b, "\n");
-        strbuf_puts(b, m->description);
-        strbuf_puts(b, "\n");
+        strbuf_puts(b, "\r\n");
+        put_lines(b, m->description);
+        strbuf_puts(b, "\r\n");
     }
-    strbuf_printf(b, "\nThis reminder was sent %d minutes before the meeting starts.\n", minutes);
+    strbuf_printf(b, "\r\nThis reminder was sent %d minutes before the meeting starts.\r\n",
+                  minutes);
     return b->bad ? -1 : 0;
 }
 
@@ -243,9 +281,10 @@ headers(struct strbuf *b, const struct mail_input *in, const struct tz_local *st
     strbuf_printf(b, "From: %s\r\nTo: ", in->from);
     if (in->name != NULL && in->name[0] != '\0') {
         put_words(b, in->name);
-        strbuf_put(b, " ", 1);
+        strbuf_put(b, "\r\n", 2); /* the address on a line of its own, with no encoded-word */
     }
-    strbuf_printf(b, "<%s>\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\nSubject: ", in->address, date, id,
+    strbuf_printf(b, "%s<%s>\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\nSubject: ",
+                  in->name != NULL && in->name[0] != '\0' ? " " : "", in->address, date, id,
                   domain);
     snprintf(subject, sizeof subject, "Reminder: %s at %02d:%02d %s",
              in->m->title ? in->m->title : "", start->hour, start->minute, zone_of(in->m));

@@ -5,7 +5,9 @@ package (MIME, RFC 2047) and python3-icalendar (the .ics); local start times are
 Python's zoneinfo. Cases: the local time in the subject on both sides of DST changes (New York,
 Berlin, Lord Howe's half hour), hostile titles, descriptions, locations and names (CR, LF, a
 forged "Bcc:", control bytes, non-ASCII, the longest values the API takes, boundary-like and
-SMTP end-of-data text), a stable Message-ID, and addresses that cannot go into a header.
+SMTP end-of-data text), CRLF line breaks in the text part, header lines with encoded-words of at
+most 76 characters, a stable Message-ID, one calendar UID per occurrence of a series, and
+addresses that cannot go into a header.
 Exits non-zero on the first failed check.
 
 Usage: mail_check.py path/to/mail_tool
@@ -87,6 +89,11 @@ def well_formed(raw, c, what):
         if c.get(key) is not None:
             check(str(ev.get(field)) == ics_text(c[key]),
                   f"{what}: {field} {str(ev.get(field))[:80]!r}")
+    text = parts[0].get_payload(decode=True)
+    check(b"\n" not in text.replace(b"\r\n", b"") and b"\r" not in text.replace(b"\r\n", b""),
+          f"{what}: a bare CR or LF in the text part")
+    long = [line for line in head.split(b"\r\n") if b"=?" in line and len(line) > 76]
+    check(not long, f"{what}: a header line with an encoded-word over 76 characters: {long[:1]}")
     body = parts[0].get_content()
     check(c["title"].replace("\r", "") in body.replace("\r", "") or "\n" in c["title"] or
           "\r" in c["title"], f"{what}: the title is not in the text part")
@@ -187,6 +194,25 @@ def main():
     check(ids[0] == ids[1], "the Message-ID changed between two makings of one message")
     check(len({ids[0], ids[2], ids[3]}) == 3, f"Message-IDs not distinct: {ids}")
 
+    # A calendar keeps one event per UID: each occurrence of a series is its own event, and the
+    # reminders of one occurrence (or of a single meeting) name the same event.
+    sid = "5b0c3f0e-7d1a-4c55-9a55-1f4f0b8e2a10"
+    week = 7 * 86400000
+    first = ms("2027-01-11T09:00:00+00:00")
+    series = [case(id=sid), case(id=sid, reminder_id=42),
+              case(id=sid, original_start_ms=first), case(id=sid, original_start_ms=first,
+                                                          reminder_id=42),
+              case(id=sid, original_start_ms=first + week, starts_at_ms=first + week,
+                   now_ms=first + week - 600000)]
+    uids = []
+    for c, line in zip(series, run(tool, series)):
+        msg = well_formed(base64.b64decode(line[3:]), c, f"series {c.get('original_start_ms')}")
+        cal = icalendar.Calendar.from_ical(list(msg.iter_parts())[1].get_content())
+        uids.append(str(cal.walk("VEVENT")[0].get("UID")))
+    check(uids[0] == uids[1] == f"{sid}@tocsin", f"a single meeting's UID: {uids[:2]}")
+    check(uids[2] == uids[3] and len({uids[0], uids[2], uids[4]}) == 3,
+          f"occurrences' UIDs: {uids}")
+
     refused = [case(address="ada@example.com\r\nBcc: x@y"), case(address="ada@example.com>, x@y"),
                case(address="no-at-sign"), case(address="a b@example.com"),
                case(time_zone="Mars/Olympus_Mons")]
@@ -194,7 +220,7 @@ def main():
         check(line.startswith("ERR "), f"accepted {c['address']!r} / {c.get('time_zone')}: "
               f"{line[:60]}")
 
-    n = len(dst) + len(hostile) + len(same) + len(refused)
+    n = len(dst) + len(hostile) + len(same) + len(series) + len(refused)
     print(f"mail_check: {n} messages, {failures} failed checks")
     return 1 if failures else 0
 

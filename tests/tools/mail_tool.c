@@ -1,9 +1,9 @@
 /* mail_tool.c -- the C side of the email check (tests/property/mail_check.py): for each input line,
- * a JSON object {"title", "description"?, "location"?, "time_zone"?, "starts_at_ms",
- * "ends_at_ms"?, "reminder_id", "fire_at_ms", "participant_id", "name"?, "address", "from",
- * "now_ms"}, prints one line: "OK <the message, base64>" from mail_message (the production
- * path), or "ERR <reason>". The message is base64 on the wire so that every byte of it reaches
- * the Python parsers as it was written. */
+ * a JSON object {"id"?, "title", "description"?, "location"?, "time_zone"?, "starts_at_ms",
+ * "ends_at_ms"?, "original_start_ms"? (one occurrence of a series), "reminder_id", "fire_at_ms",
+ * "participant_id", "name"?, "address", "from", "now_ms"}, prints one line: "OK <the message,
+ * base64>" from mail_message (the production path), or "ERR <reason>". The message is base64 on the
+ * wire so that every byte of it reaches the Python parsers as it was written. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +35,11 @@ one(const char *line)
         m.description = dup_member(o, "description");
         m.location = dup_member(o, "location");
         m.time_zone = dup_member(o, "time_zone");
+        const char *id = json_string_value(json_object_get(o, "id"));
+        if (id != NULL)
+            snprintf(m.id, sizeof m.id, "%s", id);
+        m.is_occurrence = json_object_get(o, "original_start_ms") != NULL;
+        m.original_start_ms = json_integer_value(json_object_get(o, "original_start_ms"));
         m.starts_at_ms = json_integer_value(json_object_get(o, "starts_at_ms"));
         m.has_ends_at = json_object_get(o, "ends_at_ms") != NULL;
         m.ends_at_ms = json_integer_value(json_object_get(o, "ends_at_ms"));
