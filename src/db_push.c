@@ -96,14 +96,17 @@ put_tx_run(struct db *db, void *arg)
         return DB_ONE_RESULT;
     }
     PQclear(res);
-    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
-        return st;
-    PQclear(res);
+    /* The limit first: a refused request commits (DB_NO_RESULTS) and must change nothing, not
+     * take the browser from its participant. A row the take removes is not this participant's
+     * (sub_same found none), so the count is the same before and after it. */
     int64_t n = 0;
     if ((st = db_exec_i64(db, STMT_PUSH_SUB_COUNT, sub_count_sql, 2, count, &n)) != DB_ONE_RESULT)
         return st;
     if (n >= PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX)
         return DB_NO_RESULTS;
+    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
+        return st;
+    PQclear(res);
     if ((st = db_exec(db, STMT_PUSH_SUB_INSERT, sub_insert_sql, 8, ins, &res)) == DB_ONE_RESULT)
         PQclear(res);
     return st;

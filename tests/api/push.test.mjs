@@ -271,6 +271,15 @@ test('subscriptions: validation, scopes, re-subscribe, the limit of 10, deletion
     assert.equal(over.json.code, 'push_subscription_limit');
 
     const hal = await token(k, 'hal');
+    // A browser hal subscribed, signed into as gus, who is at the limit: refused, and hal keeps it.
+    const halsBrowser = ps.subscribe();
+    const hals = await subscribe(hal, halsBrowser);
+    assert.equal(hals.status, 201, hals.text);
+    const taken = await subscribe(gus, halsBrowser);
+    assert.equal(taken.status, 409, taken.text);
+    const kept = await subscribe(hal, halsBrowser);
+    assert.equal(kept.status, 200, `the refused request removed hal's subscription: ${kept.text}`);
+    assert.equal(kept.json.id, hals.json.id);
     assert.equal((await srv.req('DELETE', `/v1/push/subscriptions/${first.json.id}`, { key: hal })).status, 404, 'not hal\'s');
     const otherTenant = await token(await srv.createKey('push-other'), 'gus');
     assert.equal((await srv.req('DELETE', `/v1/push/subscriptions/${first.json.id}`, { key: otherTenant })).status, 404, 'not that tenant\'s');
