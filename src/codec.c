@@ -739,6 +739,18 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
     return text;
 }
 
+/* Whether JSON writes u as it is: printable ASCII but the quote and the backslash, as a URL is
+ * (RFC 3986: anything else percent-encoded). Escaped, a control character takes six bytes, and a
+ * URL of CODEC_PUSH_URL_MAX such bytes would not fit a push message. */
+static bool
+url_text(const char *u)
+{
+    for (const unsigned char *c = (const unsigned char *)u; *c != '\0'; c++)
+        if (*c <= ' ' || *c > '~' || *c == '"' || *c == '\\')
+            return false;
+    return true;
+}
+
 /* The metadata's "url" when it is an http(s) URL short enough for a push message (malloc'ed). */
 static char *
 push_url(const struct meeting *m)
@@ -747,7 +759,7 @@ push_url(const struct meeting *m)
     const char *u = json_string_value(json_object_get(meta, "url"));
     char *copy = NULL;
 
-    if (u != NULL && strlen(u) <= CODEC_PUSH_URL_MAX &&
+    if (u != NULL && strlen(u) <= CODEC_PUSH_URL_MAX && url_text(u) &&
         (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
         copy = strdup(u);
     json_decref(meta);

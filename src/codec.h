@@ -145,7 +145,8 @@ char *codec_notification_encode(const struct meeting *m, const struct occurrence
 /* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
  * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
  * "starts_at", "minutes_before"}, and "url" when the meeting's metadata has a "url" string of
- * http(s) of at most CODEC_PUSH_URL_MAX bytes (what a click on the notification opens).
+ * http(s) of at most CODEC_PUSH_URL_MAX bytes, printable ASCII with no quote or backslash (what
+ * a click on the notification opens; JSON writes it unescaped, so it always fits).
  * Malloc'ed text, NULL when out of memory. */
 #define CODEC_PUSH_TITLE_MAX 100
 #define CODEC_PUSH_URL_MAX 1024

@@ -822,7 +822,7 @@ export interface components {
             title: string;
             starts_at: components["schemas"]["UtcTime"];
             minutes_before: number;
-            /** @description The meeting's `metadata.url` when it is an http(s) URL of at most 1024 bytes. */
+            /** @description The meeting's `metadata.url` when it is an http(s) URL of at most 1024 bytes of printable ASCII other than the quote and the backslash (any other byte belongs percent-encoded in a URL). */
             url?: string;
         };
         SigningKey: {

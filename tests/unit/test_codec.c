@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "codec.h"
+#include "webpush.h"
 
 #define BODY_MAX 65536
 #define ERR_MAX 200
@@ -746,6 +747,25 @@ check_push_payload(void)
     m.metadata_json = strdup("{\"url\":\"javascript:alert(1)\"}");
     text = codec_push_payload(&m, &o);
     CHECK_EXPR(text != NULL && strstr(text, "\"url\"") == NULL);
+    free(text);
+    /* A URL of the longest length whose bytes JSON writes as six each, a title of the longest
+     * length made of the same, still fit a push message: such a URL is left out. */
+    static char meta[32 + 6 * CODEC_PUSH_URL_MAX];
+    strcpy(meta, "{\"url\":\"https://x/");
+    for (size_t i = strlen("https://x/"); i < CODEC_PUSH_URL_MAX; i++)
+        strcat(meta, "\\u0001");
+    strcat(meta, "\"}");
+    free(m.metadata_json);
+    m.metadata_json = strdup(meta);
+    memset(title, '\x01', CODEC_PUSH_TITLE_MAX);
+    title[CODEC_PUSH_TITLE_MAX] = '\0';
+    free(m.title);
+    m.title = strdup(title);
+    text = codec_push_payload(&m, &o);
+    CHECK(text != NULL && strstr(text, "\"url\"") == NULL, "a URL JSON escapes was kept: %zu bytes",
+          text ? strlen(text) : 0);
+    CHECK(text != NULL && strlen(text) <= WEBPUSH_PLAINTEXT_MAX, "%zu bytes",
+          text ? strlen(text) : 0);
     free(text);
     CHECK_EXPR(codec_push_starts_at("{}", &ms) == -1 && codec_push_starts_at("nope", &ms) == -1);
     meeting_fini(&m);
