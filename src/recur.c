@@ -5,7 +5,7 @@
  * without BYMONTH and week starts other than MO and SU (both read wrongly, found by the property
  * test against python-dateutil), EXRULE, and BYxxx parts that make libical search for seconds
  * for a day that never comes (February 30, a BYSETPOS past what a month holds: set_size_max).
- * libical generates nothing after its last year, 2582. */
+ * libical generates nothing after its last year, RECUR_YEAR_LAST. */
 #include "recur.h"
 
 #include <libical/ical.h>
@@ -573,6 +573,8 @@ recur_iter_skip_to(struct recur_iter *ri, const struct tz_wall *from)
 
     if (ri->has_count)
         return -1;
+    if (from->year > RECUR_YEAR_LAST)
+        return 1;
     pthread_mutex_lock(&recur_mu);
     ok = icalrecur_iterator_set_start(ri->it, floating(from));
     icalerror_clear_errno();

@@ -97,10 +97,17 @@ series_gen_init(struct series_gen *g, const struct meeting *m, int64_t from_ms)
         (g->it = recur_iter_new(rec->rrule, &start)) == NULL)
         return -1;
     g->ms_part = m->starts_at_ms - floor_div(m->starts_at_ms, MS_PER_SECOND) * MS_PER_SECOND;
-    /* A COUNT rule must be walked from its start to be counted; others jump near the range. */
-    if (!g->info.has_count && from_ms > m->starts_at_ms + SKIP_MARGIN_MS &&
-        (wall_of(m, from_ms - SKIP_MARGIN_MS, &skip) != 0 || recur_iter_skip_to(g->it, &skip) != 0))
-        return -1;
+    /* A COUNT rule must be walked from its start to be counted; others jump near the range (a
+     * range past the rule's last year has no rule times, only rdates). */
+    if (!g->info.has_count && from_ms > m->starts_at_ms + SKIP_MARGIN_MS) {
+        int moved = wall_of(m, from_ms - SKIP_MARGIN_MS, &skip) == 0
+                        ? recur_iter_skip_to(g->it, &skip)
+                        : -1;
+        if (moved < 0)
+            return -1;
+        if (moved == 1)
+            g->rule_next = INT64_MAX;
+    }
     do {
         if (rule_advance(g) != 0)
             return -1;

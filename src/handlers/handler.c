@@ -226,7 +226,7 @@ handler_cursor_open(const char *s, char *raw, size_t raw_max, const char *tag)
 }
 
 int
-handler_cursor_int(const char **p, char sep, int64_t *out)
+handler_cursor_ms(const char **p, char sep, int64_t *out)
 {
     char *end;
     long long v;
@@ -234,7 +234,7 @@ handler_cursor_int(const char **p, char sep, int64_t *out)
     /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
     errno = 0;
     v = strtoll(*p, &end, 10);
-    if (errno != 0 || end == *p || *end != sep)
+    if (errno != 0 || end == *p || *end != sep || v < 0 || v > TIMEFMT_MS_MAX)
         return -1;
     *out = v;
     *p = sep == '\0' ? end : end + 1;

@@ -115,8 +115,10 @@ int handler_page_query(struct request *rq, struct handler_page *p, int *ret);
  * NULL when s is not such a text. */
 const char *handler_cursor_open(const char *s, char *raw, size_t raw_max, const char *tag);
 
-/* Reads a decimal int64 at *p that ends at sep ('\0' for the last field) and moves *p past the
- * separator. 0, or -1 (nothing read, out of range, another character). */
-int handler_cursor_int(const char **p, char sep, int64_t *out);
+/* Reads a time at *p, decimal milliseconds that end at sep ('\0' for the last field), and moves
+ * *p past the separator. 0, or -1 (nothing read, another character, or outside the times the API
+ * takes, 0..TIMEFMT_MS_MAX: no cursor we wrote holds one, and a forged one must not reach the
+ * series generator or the database as an instant they cannot represent). */
+int handler_cursor_ms(const char **p, char sep, int64_t *out);
 
 #endif

@@ -35,7 +35,7 @@ meetings_expand_cursor_decode(const char *s, struct db_list_query *q)
     const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "x1"), *id;
     int64_t starts, original;
 
-    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0)
+    if (p == NULL || handler_cursor_ms(&p, ':', &starts) != 0)
         return -1;
     id = p;
     p += strcspn(p, ":");
@@ -43,7 +43,7 @@ meetings_expand_cursor_decode(const char *s, struct db_list_query *q)
         return -1;
     raw[p - raw] = '\0';
     p++;
-    if (!meeting_id_valid(id) || handler_cursor_int(&p, '\0', &original) != 0)
+    if (!meeting_id_valid(id) || handler_cursor_ms(&p, '\0', &original) != 0)
         return -1;
     q->has_after = true;
     q->after_starts_at_ms = starts;

@@ -29,7 +29,7 @@ cursor_decode(const char *s, struct db_list_query *q)
     const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "v1");
     int64_t starts;
 
-    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 || !meeting_id_valid(p))
+    if (p == NULL || handler_cursor_ms(&p, ':', &starts) != 0 || !meeting_id_valid(p))
         return -1;
     q->has_after = true;
     q->after_starts_at_ms = starts;

@@ -272,6 +272,28 @@ test('expand=true: singles and occurrences in one calendar range, paginated with
     }
 });
 
+test('ranges past the last year the rule engine generates, and forged cursors: an empty page or a 400, never a 500', async () => {
+    const k = await srv.createKey('recur-far');
+    const weekly = await created(series('2027-01-04T08:00:00Z', 'FREQ=WEEKLY'), k);
+    const far = await occurrences(weekly.id, '?from=2583-01-10T00:00:00Z&to=2583-12-31T00:00:00Z', k);
+    assert.equal(far.status, 200, far.text);
+    assert.deepEqual(far.json.items, []);
+    const farther = await occurrences(weekly.id, '?from=9999-01-01T00:00:00Z', k);
+    assert.equal(farther.status, 200, farther.text);
+    const cal = await srv.req('GET', '/v1/meetings?expand=true&from=3000-01-01T00:00:00Z&to=3000-02-01T00:00:00Z', { key: k });
+    assert.equal(cal.status, 200, cal.text);
+    assert.deepEqual(cal.json.items, []);
+    const hex = (text) => Buffer.from(text).toString('hex');
+    for (const [path, raw] of [[`/v1/meetings/${weekly.id}/occurrences`, 'o1:9223372036854775807:0'],
+        [`/v1/meetings/${weekly.id}/occurrences`, 'o1:-1:0'],
+        ['/v1/meetings?expand=true&from=2027-01-01T00:00:00Z&to=2027-02-01T00:00:00Z', `x1:253402300800000:${weekly.id}:0`],
+        ['/v1/meetings', `v1:9223372036854775807:${weekly.id}`]]) {
+        const r = await srv.req('GET', `${path}${path.includes('?') ? '&' : '?'}cursor=${hex(raw)}`, { key: k });
+        assert.equal(r.status, 400, `${raw}: ${r.text}`);
+        assert.equal(r.json.code, 'bad_query');
+    }
+});
+
 test('browser tokens: participants read occurrences, only the organizer changes one', async () => {
     const m = await created(series('2027-06-07T07:00:00Z', 'FREQ=WEEKLY;BYDAY=MO', {
         participants: [{ id: 'ada' }], organizer_id: 'grace',

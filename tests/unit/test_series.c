@@ -136,6 +136,13 @@ check_dates(void)
     }
     series_gen_fini(&walk);
     series_gen_fini(&skip);
+    /* A range after the last year libical generates: no rule times, the rdates there still. */
+    const char *none[] = {NULL};
+    expect(&m, at("2583-01-10T00:00:00Z"), none, 1);
+    m.recurrence->n_rdates = 1;
+    m.recurrence->rdates[0] = at("2600-06-01T12:00:00Z");
+    const char *rdate[] = {"2600-06-01T12:00:00.000Z", NULL};
+    expect(&m, at("2583-01-10T00:00:00Z"), rdate, 2);
     meeting_fini(&m);
 }
 
