@@ -1495,7 +1495,7 @@ export interface components {
     parameters: {
         /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
         MeetingId: string;
-        /** @description 1..255 printable ASCII characters, unique per intended creation; else 400 `bad_header`. */
+        /** @description 1..255 printable ASCII characters other than the space, unique per intended creation (per tenant for an API key, per participant for a browser token); else 400 `bad_header`. */
         IdempotencyKey: string;
         /** @description An ETag (or `*`); the change happens only when it matches, else 412. */
         IfMatch: string;
@@ -1590,7 +1590,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1..255 printable ASCII characters, unique per intended creation; else 400 `bad_header`. */
+                /** @description 1..255 printable ASCII characters other than the space, unique per intended creation (per tenant for an API key, per participant for a browser token); else 400 `bad_header`. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;

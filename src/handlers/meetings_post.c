@@ -20,6 +20,8 @@
 #include "timefmt.h"
 
 #define LOCATION_MAX 64
+#define SCOPED_KEY_LEN (2 + CRYPTO_SHA256_HEX_LEN) /* "b:" and a hash */
+_Static_assert(SCOPED_KEY_LEN <= IDEMPOTENCY_KEY_MAX, "a participant's key fits the key column");
 
 _Static_assert(DB_REQUEST_HASH_LEN == CRYPTO_SHA256_HEX_LEN, "a request hash is crypto_sha256_hex");
 
@@ -142,11 +144,35 @@ reply_outcome(struct request *rq, struct post_tx *t)
     TOCSIN_UNREACHABLE("a post outcome outside its enum");
 }
 
+/* What a request's Idempotency-Key is stored under: the key as given for an API key (a tenant's
+ * servers share one space of keys), and for a browser token a key of its participant's own, so
+ * that two people who pick the same natural key (a date) never get each other's meeting: "b:" and
+ * the SHA-256 of the subject and the key, which fits the key column whatever their lengths (a
+ * server that sends such a key itself only meets its own tenant's requests). */
+static const char *
+stored_key(const struct request *rq, const char *key, char out[SCOPED_KEY_LEN + 1])
+{
+    char in[PRINCIPAL_SUB_MAX + 1 + IDEMPOTENCY_KEY_MAX];
+
+    if (key == NULL || !rq->who.browser)
+        return key;
+    size_t sub = strlen(rq->who.sub), n = strlen(key);
+    memcpy(in, rq->who.sub, sub);
+    in[sub] = '\0'; /* a subject has no NUL: the pair reads back one way only */
+    memcpy(in + sub + 1, key, n);
+    memcpy(out, "b:", 2);
+    crypto_sha256_hex(in, sub + 1 + n, out + 2);
+    return out;
+}
+
 static int
 create(struct request *rq, struct db *db, struct meeting *m, const char *key)
 {
-    struct post_tx t = {
-        .tenant_id = rq->tenant_id, .key = key, .m = m, .series = series_params_of(rq->cfg)};
+    char scoped[SCOPED_KEY_LEN + 1];
+    struct post_tx t = {.tenant_id = rq->tenant_id,
+                        .key = stored_key(rq, key, scoped),
+                        .m = m,
+                        .series = series_params_of(rq->cfg)};
     enum db_status st;
     int ret;
 

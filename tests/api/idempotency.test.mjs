@@ -1,10 +1,12 @@
-// idempotency.test.mjs -- Idempotency-Key on POST /v1/meetings: replays, mismatches, races and
-// malformed keys. Each test uses its own tenant so "exactly one meeting exists" is checkable by list.
+// idempotency.test.mjs -- Idempotency-Key on POST /v1/meetings: replays, mismatches, races,
+// malformed keys, and keys per participant for browser tokens. Each test uses its own tenant so
+// "exactly one meeting exists" is checkable by list.
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { harness, test, isoIn, DAY } from './harness.mjs';
 import { checkResponse } from './contract.mjs';
+import { createSigningKey, mintToken } from './sse.mjs';
 
 const h = await harness('idempotency');
 let srv;
@@ -72,6 +74,30 @@ test('idempotency keys are per tenant', async () => {
     assert.equal((await listAll(key2)).length, 1);
 });
 
+test('idempotency keys are per participant for browser tokens: one natural key, a meeting each', async () => {
+    const key = await srv.createKey('idem-people');
+    await createSigningKey(srv, key);
+    const as = async (sub) => (await mintToken(srv, key, { sub, scope: 'meetings:read meetings:write' })).token;
+    const [alice, bob] = [await as('alice'), await as('bob')];
+    const k = 'standup-2030-02-01';
+    const body = { title: 'Standup', starts_at: isoIn(2 * DAY) };
+    const post = (tok) => srv.req('POST', '/v1/meetings', { key: tok, json: body, headers: { 'Idempotency-Key': k } });
+    const a = await post(alice);
+    const b = await post(bob);
+    assert.equal(a.status, 201, a.text);
+    assert.equal(b.status, 201, b.text);
+    assert.notEqual(a.json.id, b.json.id, 'bob got a replay of alice\'s meeting');
+    assert.equal(b.json.organizer_id, 'bob');
+    const again = await post(alice);
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.json.id, a.json.id, 'alice\'s retry is a replay');
+    assert.equal((await listAll(key)).length, 2);
+    // The key is the participant's own: the tenant's servers using it create another meeting.
+    const server = await srv.req('POST', '/v1/meetings', { key, json: body, headers: { 'Idempotency-Key': k } });
+    assert.equal(server.status, 201, server.text);
+    assert.ok(![a.json.id, b.json.id].includes(server.json.id));
+});
+
 test('concurrent requests with one key: one creation, others replay it or get 409', async () => {
     const key = await srv.createKey('idem-race');
     for (let round = 0; round < 3; round++) {
@@ -99,7 +125,7 @@ test('concurrent requests with one key: one creation, others replay it or get 40
 test('malformed Idempotency-Key -> 400 bad_header, nothing created', async () => {
     const key = await srv.createKey('idem-bad');
     const body = { title: 'Bad key', starts_at: isoIn(2 * DAY) };
-    for (const [what, k] of [['256 chars', 'k'.repeat(256)], ['empty', ''], ['non-ASCII', 'caf\u00e9']]) {
+    for (const [what, k] of [['256 chars', 'k'.repeat(256)], ['empty', ''], ['non-ASCII', 'caf\u00e9'], ['a space inside', 'weekly sync']]) {
         const headers = { 'Idempotency-Key': k };
         let r;
         if (what === 'non-ASCII') {
