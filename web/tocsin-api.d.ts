@@ -181,8 +181,9 @@ export interface paths {
          * @description A JSON merge patch of the occurrence's own values (`OccurrencePatch`); its reminders
          *     follow at once (a moved occurrence fires at its new time only, a cancelled one never,
          *     `cancelled: false` restores it). The occurrence keeps its `original_start`, which stays
-         *     its name, and its reminders their ids. The meeting's `version` grows by one. A change of
-         *     the series later keeps the override while its occurrence exists. 404
+         *     its name, and its reminders their ids. The meeting's `version` grows by one when the
+         *     patch changes the occurrence; one that changes nothing writes nothing. A change of the
+         *     series later keeps the override while its occurrence exists. 404
          *     `occurrence_not_found` for a time that is not an occurrence of the series (or not written
          *     as listed), `not_recurring` for a single meeting. Browser tokens: as `patchMeeting`.
          */

@@ -30,8 +30,8 @@ cursor_decode(const char *s, struct series_page_pos *pos)
     const char *p = handler_cursor_open(s, raw, CURSOR_RAW_MAX, "o1");
     int64_t starts, original;
 
-    if (p == NULL || handler_cursor_int(&p, ':', &starts) != 0 ||
-        handler_cursor_int(&p, '\0', &original) != 0)
+    if (p == NULL || handler_cursor_ms(&p, ':', &starts) != 0 ||
+        handler_cursor_ms(&p, '\0', &original) != 0)
         return -1;
     *pos = (struct series_page_pos){true, starts, original};
     return 0;
@@ -179,6 +179,7 @@ struct patch_tx {
     struct codec_errors errs;
     enum api_error refusal; /* the problem for PATCH_NOT_FOUND: 404s, or 403 not_organizer */
     enum patch_outcome outcome;
+    bool changed; /* the override differs from the stored one: only then is anything written */
     struct series_params series;
     struct db_key_list gone, fresh;
     json_t *body;
@@ -212,6 +213,9 @@ patched_override(struct db *db, struct patch_tx *t)
     json_t *base = codec_override_doc(cur), *input = base ? codec_merge_patch(base, t->doc) : NULL;
     enum api_error e =
         input ? codec_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
+    json_t *after = e == API_E_NONE ? codec_override_doc(&t->ov) : NULL;
+    t->changed = after == NULL || !json_equal(base, after);
+    json_decref(after);
     json_decref(base);
     json_decref(input);
     db_override_list_fini(&ol);
@@ -251,13 +255,18 @@ patch_tx_run(struct db *db, void *arg)
     t->outcome = PATCH_OK;
     if ((st = patched_override(db, t)) != DB_ONE_RESULT || t->outcome != PATCH_OK)
         return st != DB_ONE_RESULT ? st : DB_NO_RESULTS;
-    t->m.version++;
-    t->m.updated_at_ms = now;
-    if ((st = db_override_put(db, t->m.id, &t->ov)) != DB_ONE_RESULT ||
-        (st = db_meeting_touch(db, rq->tenant_id, t->m.id, t->m.updated_at_ms)) != DB_ONE_RESULT ||
-        (st = series_sync_write(db, rq->tenant_id, &t->m, true, &t->series, now, &t->gone,
-                                &t->fresh, NULL)) != DB_ONE_RESULT)
-        return st;
+    /* A patch that changes nothing writes nothing: the version counts changes (a bump would
+     * turn every other client's ETag stale for nothing). */
+    if (t->changed) {
+        t->m.version++;
+        t->m.updated_at_ms = now;
+        if ((st = db_override_put(db, t->m.id, &t->ov)) != DB_ONE_RESULT ||
+            (st = db_meeting_touch(db, rq->tenant_id, t->m.id, t->m.updated_at_ms)) !=
+                DB_ONE_RESULT ||
+            (st = series_sync_write(db, rq->tenant_id, &t->m, true, &t->series, now, &t->gone,
+                                    &t->fresh, NULL)) != DB_ONE_RESULT)
+            return st;
+    }
     struct db_occurrence_reminders rows = {0};
     if ((st = db_occurrence_reminders(db, t->m.id, &t->original, 1, &rows)) != DB_ONE_RESULT)
         return st;

@@ -145,6 +145,15 @@ test('overrides: move, retitle, cancel; a series change keeps those still occurr
     const cancelled = await patchOccurrence(m.id, '2027-05-05T07:00:00.000Z', { cancelled: true });
     assert.equal(cancelled.status, 200, cancelled.text);
     assert.equal(cancelled.json.cancelled, true);
+    // A patch that changes nothing (empty, or what the override already says) writes nothing.
+    const version = async () => (await srv.req('GET', `/v1/meetings/${m.id}`, { key })).json.version;
+    const was = await version();
+    for (const body of [{}, { cancelled: true }]) {
+        const same = await patchOccurrence(m.id, '2027-05-05T07:00:00.000Z', body);
+        assert.equal(same.status, 200, same.text);
+        assert.equal(same.json.cancelled, true);
+    }
+    assert.equal(await version(), was, 'a patch that changed nothing bumped the version');
     // Moved past two later ones: the list follows the actual start.
     await patchOccurrence(m.id, '2027-05-06T07:00:00.000Z', { starts_at: '2027-05-08T20:00:00Z' });
     const occ = await allOccurrences(m.id, '2027-05-01T00:00:00Z', '2027-06-01T00:00:00Z', 3);
