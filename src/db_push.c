@@ -16,11 +16,17 @@ static const char sub_same_sql[] =
     "UPDATE push_subscriptions SET origin = $4, p256dh = $5, auth = $6,"
     "  expires_at = " DB_TS("nullif($7::bigint, 0)")
     " WHERE tenant_id = $1::bigint AND endpoint = $2 AND participant_id = $3 RETURNING id";
-/* The browser now belongs to another participant (another user signed in on it). */
+/* The browser now belongs to another participant (another user signed in on it); and the
+ * participant's expired subscriptions go (a browser re-subscribes with a new endpoint when its
+ * subscription expires: they would pile up). */
 static const char sub_take_sql[] =
-    "DELETE FROM push_subscriptions WHERE tenant_id = $1::bigint AND endpoint = $2";
+    "DELETE FROM push_subscriptions WHERE tenant_id = $1::bigint"
+    " AND (endpoint = $2 OR (participant_id = $3 AND expires_at <= now()))";
+/* Live ones only: expired subscriptions are never sent to and must not hold the participant's
+ * places. */
 static const char sub_count_sql[] =
-    "SELECT count(*) FROM push_subscriptions WHERE tenant_id = $1::bigint AND participant_id = $2";
+    "SELECT count(*) FROM push_subscriptions WHERE tenant_id = $1::bigint AND participant_id = $2"
+    " AND (expires_at IS NULL OR expires_at > now())";
 static const char sub_insert_sql[] =
     "INSERT INTO push_subscriptions (id, tenant_id, participant_id, endpoint, origin, p256dh, auth,"
     "                                expires_at)"
@@ -104,7 +110,7 @@ put_tx_run(struct db *db, void *arg)
         return st;
     if (n >= PUSH_SUBSCRIPTIONS_PER_PARTICIPANT_MAX)
         return DB_NO_RESULTS;
-    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 2, same, &res)) != DB_ONE_RESULT)
+    if ((st = db_exec(db, STMT_PUSH_SUB_TAKE, sub_take_sql, 3, same, &res)) != DB_ONE_RESULT)
         return st;
     PQclear(res);
     if ((st = db_exec(db, STMT_PUSH_SUB_INSERT, sub_insert_sql, 8, ins, &res)) == DB_ONE_RESULT)

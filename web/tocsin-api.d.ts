@@ -2678,7 +2678,7 @@ export interface operations {
                 };
             };
             406: components["responses"]["NotAcceptable"];
-            /** @description The participant has 10 push subscriptions already. */
+            /** @description The participant has 10 live (unexpired) push subscriptions already. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -280,6 +280,15 @@ test('subscriptions: validation, scopes, re-subscribe, the limit of 10, deletion
     const kept = await subscribe(hal, halsBrowser);
     assert.equal(kept.status, 200, `the refused request removed hal's subscription: ${kept.text}`);
     assert.equal(kept.json.id, hals.json.id);
+    // An expired subscription holds no place, and the next subscription removes it.
+    const gusRows = `push_subscriptions WHERE participant_id = 'gus'
+        AND tenant_id = (SELECT tenant_id FROM push_subscriptions WHERE id = '${first.json.id}')`;
+    await h.sql(`UPDATE push_subscriptions SET expires_at = now() - interval '1 minute'
+                 WHERE id = (SELECT id FROM ${gusRows} AND id <> '${first.json.id}' LIMIT 1)`);
+    const renewed = await subscribe(gus, ps.subscribe());
+    assert.equal(renewed.status, 201, `an expired subscription held a place: ${renewed.text}`);
+    assert.equal(await h.sql(`SELECT count(*) FROM ${gusRows} AND expires_at <= now()`), '0');
+    assert.equal((await subscribe(gus, ps.subscribe())).status, 409, 'ten live ones again');
     assert.equal((await srv.req('DELETE', `/v1/push/subscriptions/${first.json.id}`, { key: hal })).status, 404, 'not hal\'s');
     const otherTenant = await token(await srv.createKey('push-other'), 'gus');
     assert.equal((await srv.req('DELETE', `/v1/push/subscriptions/${first.json.id}`, { key: otherTenant })).status, 404, 'not that tenant\'s');
