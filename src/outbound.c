@@ -12,10 +12,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "netguard.h"
 
 #define POLL_SLICE_MS 1000 /* curl_multi_poll waits at most this at once */
+#define OUTBOUND_DATE_MAX                                                                          \
+    64 /* bytes of a Retry-After HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT") */
 
 struct xfer {
     CURL *easy;
@@ -121,7 +124,31 @@ discard(char *ptr, size_t size, size_t nmemb, void *arg)
     return x->got > OUTBOUND_RESPONSE_MAX ? 0 : size * nmemb;
 }
 
-/* Keeps a Retry-After given in seconds (the HTTP-date form is rare for these answers). */
+int64_t
+outbound_retry_after_s(const char *value, size_t n, int64_t now_s)
+{
+    char date[OUTBOUND_DATE_MAX + 1];
+    int64_t v = 0;
+    size_t i = 0;
+
+    while (i < n && (value[i] == ' ' || value[i] == '\t'))
+        i++;
+    while (n > i && (value[n - 1] == '\r' || value[n - 1] == '\n' || value[n - 1] == ' ' ||
+                     value[n - 1] == '\t'))
+        n--;
+    if (i < n && value[i] >= '0' && value[i] <= '9') {
+        for (; i < n && value[i] >= '0' && value[i] <= '9' && v <= OUTBOUND_RETRY_AFTER_MAX; i++)
+            v = v * 10 + (value[i] - '0');
+    } else if (n - i > 0 && n - i <= OUTBOUND_DATE_MAX) {
+        memcpy(date, value + i, n - i);
+        date[n - i] = '\0';
+        time_t t = curl_getdate(date, NULL); /* the three date forms HTTP allows, and more */
+        v = t == (time_t)-1 || (int64_t)t <= now_s ? 0 : (int64_t)t - now_s;
+    }
+    return v > OUTBOUND_RETRY_AFTER_MAX ? OUTBOUND_RETRY_AFTER_MAX : v;
+}
+
+/* Keeps a Retry-After: how long the receiver asked to be left alone. */
 static size_t
 header(char *line, size_t size, size_t nitems, void *arg)
 {
@@ -129,15 +156,9 @@ header(char *line, size_t size, size_t nitems, void *arg)
     size_t n = size * nitems;
     static const char name[] = "retry-after:";
 
-    if (n > sizeof name && strncasecmp(line, name, sizeof name - 1) == 0) {
-        int64_t v = 0;
-        size_t i = sizeof name - 1;
-        while (i < n && (line[i] == ' ' || line[i] == '\t'))
-            i++;
-        for (; i < n && line[i] >= '0' && line[i] <= '9' && v <= OUTBOUND_RETRY_AFTER_MAX; i++)
-            v = v * 10 + (line[i] - '0');
-        x->retry_after_s = v > OUTBOUND_RETRY_AFTER_MAX ? OUTBOUND_RETRY_AFTER_MAX : v;
-    }
+    if (n > sizeof name && strncasecmp(line, name, sizeof name - 1) == 0)
+        x->retry_after_s = outbound_retry_after_s(line + sizeof name - 1, n - (sizeof name - 1),
+                                                  (int64_t)time(NULL));
     return n;
 }
 

@@ -50,11 +50,16 @@ struct outbound_done {
     void *tag;
     bool ok;                    /* a 2xx answer (mail: the server took the message) */
     long status;                /* the HTTP status (mail: the SMTP reply code), 0 when none */
-    int64_t retry_after_s;      /* from a Retry-After of seconds, 0 when none */
+    int64_t retry_after_s;      /* from a Retry-After (outbound_retry_after_s), 0 when none */
     char err[OUTBOUND_ERR_MAX]; /* why not ok */
 };
 
 struct outbound;
+
+/* The seconds a Retry-After value asks to wait (RFC 9110 10.2.3): delay-seconds, or an HTTP-date
+ * taken against now_s (one already past is 0); at most OUTBOUND_RETRY_AFTER_MAX, 0 when the value
+ * is neither. value is the field's value, n bytes, not NUL-terminated, trailing CRLF allowed. */
+int64_t outbound_retry_after_s(const char *value, size_t n, int64_t now_s);
 
 /* Once per process, before any thread uses libcurl. 0 or -1. */
 int outbound_global_init(void);
