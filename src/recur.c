@@ -579,7 +579,9 @@ recur_iter_skip_to(struct recur_iter *ri, const struct tz_wall *from)
     ok = icalrecur_iterator_set_start(ri->it, floating(from));
     icalerror_clear_errno();
     pthread_mutex_unlock(&recur_mu);
-    return ok ? 0 : -1;
+    /* Without a COUNT libical refuses only a start it moved (to the next period in step with
+     * INTERVAL) past RECUR_YEAR_LAST: the rule has nothing from `from` on there either. */
+    return ok ? 0 : 1;
 }
 
 int

@@ -47,9 +47,10 @@ struct recur_iter *recur_iter_new(const char *text, const struct tz_wall *dtstar
 /* libical generates nothing after this year (and refuses to start an iterator past it). */
 #define RECUR_YEAR_LAST 2582
 /* Moves a fresh iterator (no COUNT) so that it generates from `from` on, skipping what lies
- * before without walking it. 0 when moved; 1 when `from` is past RECUR_YEAR_LAST: the rule has
- * nothing from there on, and the iterator is left as it was; -1 when the rule has a COUNT (it
- * must be walked to be counted) or libical cannot move it. */
+ * before without walking it. 0 when moved; 1 when the rule has nothing from `from` on within
+ * libical's years (`from`, or the first period in step with INTERVAL after it, is past
+ * RECUR_YEAR_LAST), the iterator left as it was; -1 when the rule has a COUNT (it must be walked
+ * to be counted). */
 int recur_iter_skip_to(struct recur_iter *it, const struct tz_wall *from);
 /* The next wall-clock time the rule generates, in order: 1 with *out set, 0 at the end (COUNT
  * reached, or the rule has no further time libical can compute). */

@@ -144,6 +144,15 @@ check_dates(void)
     const char *rdate[] = {"2600-06-01T12:00:00.000Z", NULL};
     expect(&m, at("2583-01-10T00:00:00Z"), rdate, 2);
     meeting_fini(&m);
+    /* A range before it whose next period in step with INTERVAL is after it: no rule times. */
+    make(&m, "Europe/Berlin", "2027-01-04T08:00:00Z", "FREQ=YEARLY;INTERVAL=600", 5);
+    expect(&m, at("2028-01-10T00:00:00Z"), none, 1);
+    meeting_fini(&m);
+    make(&m, "Europe/Berlin", "2027-01-04T08:00:00Z", "FREQ=YEARLY;INTERVAL=2", 5);
+    const char *last[] = {"2581-01-04T08:00:00.000Z", NULL};
+    expect(&m, at("2580-06-01T00:00:00Z"), last, 2);
+    expect(&m, at("2582-06-01T00:00:00Z"), none, 1);
+    meeting_fini(&m);
 }
 
 static void
