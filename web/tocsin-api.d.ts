@@ -183,7 +183,8 @@ export interface paths {
          *     `cancelled: false` restores it). The occurrence keeps its `original_start`, which stays
          *     its name, and its reminders their ids. The meeting's `version` grows by one when the
          *     patch changes the occurrence; one that changes nothing writes nothing. A change of the
-         *     series later keeps the override while its occurrence exists. 404
+         *     series later keeps the override while its occurrence exists. At most 1,000 occurrences of
+         *     a series are overridden: past that 409 `series_override_limit`. 404
          *     `occurrence_not_found` for a time that is not an occurrence of the series (or not written
          *     as listed), `not_recurring` for a single meeting. Browser tokens: as `patchMeeting`.
          */
@@ -1190,7 +1191,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2002,6 +2003,20 @@ export interface operations {
             403: components["responses"]["NotOrganizer"];
             404: components["responses"]["OccurrenceNotFound"];
             406: components["responses"]["NotAcceptable"];
+            /** @description The series has 1,000 overridden occurrences already and this one is not one of them. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @constant */
+                        code?: "series_override_limit";
+                    };
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];

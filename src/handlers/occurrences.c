@@ -167,7 +167,8 @@ handle_occurrences_list(struct request *rq)
 
 /* ---- PATCH one occurrence ------------------------------------------------------------------ */
 
-enum patch_outcome { PATCH_OK, PATCH_NOT_FOUND, PATCH_INVALID };
+/* PATCH_REFUSED answers t->refusal (404s, 403 not_organizer, 409 series_override_limit). */
+enum patch_outcome { PATCH_OK, PATCH_REFUSED, PATCH_INVALID };
 
 struct patch_tx {
     struct request *rq;
@@ -177,7 +178,7 @@ struct patch_tx {
     struct meeting m;
     struct series_override ov;
     struct codec_errors errs;
-    enum api_error refusal; /* the problem for PATCH_NOT_FOUND: 404s, or 403 not_organizer */
+    enum api_error refusal; /* the problem for PATCH_REFUSED */
     enum patch_outcome outcome;
     bool changed; /* the override differs from the stored one: only then is anything written */
     struct series_params series;
@@ -218,7 +219,13 @@ patched_override(struct db *db, struct patch_tx *t)
     json_decref(after);
     json_decref(base);
     json_decref(input);
+    bool full = cur == NULL && ol.n >= SERIES_OVERRIDES_MAX;
     db_override_list_fini(&ol);
+    if (e == API_E_NONE && t->changed && full) {
+        t->outcome = PATCH_REFUSED;
+        t->refusal = API_E_SERIES_OVERRIDE_LIMIT;
+        return DB_ONE_RESULT;
+    }
     if (e == API_E_INTERNAL) {
         db_note_error(db, "meeting %s: cannot merge the override patch (out of memory)", t->m.id);
         return DB_HARD_ERROR;
@@ -237,7 +244,7 @@ patch_tx_run(struct db *db, void *arg)
     enum db_status st;
 
     patch_reset(t);
-    t->outcome = PATCH_NOT_FOUND;
+    t->outcome = PATCH_REFUSED;
     t->refusal = API_E_MEETING_NOT_FOUND;
     if ((st = db_meeting_get(db, rq->tenant_id, t->id, &t->m, true)) != DB_ONE_RESULT)
         return st;
