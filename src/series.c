@@ -77,7 +77,10 @@ rule_advance(struct series_gen *g)
     if (tz_resolve(g->m->time_zone, &w, &utc_s) != 0)
         return -1;
     g->rule_next = utc_s * MS_PER_SECOND + g->ms_part;
-    if (g->info.has_until && g->rule_next > g->info.until_ms)
+    /* UNTIL bounds the rule's own times, which are whole seconds (iCalendar has nothing finer;
+     * python-dateutil drops a start's milliseconds too): a start's milliseconds must not push
+     * the last occurrence past an UNTIL that names it. */
+    if (g->info.has_until && utc_s * MS_PER_SECOND > g->info.until_ms)
         g->rule_next = INT64_MAX;
     return 0;
 }
