@@ -284,6 +284,9 @@ put_context(struct line *l)
         put_member(l, "trace_id", ctx_trace_id, strlen(ctx_trace_id), false);
 }
 
+static void vlog(enum log_level level, const struct log_field *f, size_t n, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 4, 0)));
+
 static void
 vlog(enum log_level level, const struct log_field *f, size_t n, const char *fmt, va_list ap)
 {
