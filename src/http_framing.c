@@ -123,13 +123,21 @@ http_framing_verdict(const struct http_framing *f, bool http10, const char **det
     return API_E_BAD_REQUEST;
 }
 
-bool
-http_framing_target_has_nul(const char *raw_target)
+const char *
+http_framing_target_refusal(const char *raw_target)
 {
-    for (const char *p = raw_target; *p != '\0'; p++) /* one pass, no strchr per '%' */
-        if (p[0] == '%' && p[1] == '0' && p[2] == '0')
-            return true;
-    return false;
+    bool path = true;
+
+    for (const char *p = raw_target; *p != '\0'; p++) { /* one pass, no strchr per '%' */
+        path = path && *p != '?';
+        if (p[0] != '%')
+            continue;
+        if (p[1] == '0' && p[2] == '0')
+            return "the request target holds %00";
+        if (path && p[1] == '2' && (p[2] == 'F' || p[2] == 'f'))
+            return "the request path holds %2F (an encoded slash)";
+    }
+    return NULL;
 }
 
 static enum MHD_Result
@@ -141,13 +149,13 @@ on_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, c
 }
 
 enum api_error
-http_framing_check(struct MHD_Connection *conn, const char *version, bool target_has_nul,
+http_framing_check(struct MHD_Connection *conn, const char *version, const char *target_refusal,
                    const char **detail)
 {
     struct http_framing f = {0};
 
-    if (target_has_nul) {
-        *detail = "the request target holds %00";
+    if (target_refusal != NULL) {
+        *detail = target_refusal;
         return API_E_BAD_REQUEST;
     }
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, on_field, &f);

@@ -35,11 +35,15 @@ void http_framing_field(struct http_framing *f, const char *name, size_t name_le
  * static sentence. http10: the request line said HTTP/1.0 (no Transfer-Encoding allowed, Host
  * optional). */
 enum api_error http_framing_verdict(const struct http_framing *f, bool http10, const char **detail);
-/* Whether the raw (still percent-encoded) request target carries %00: decoded, a NUL would cut
- * the path or a query value short (/v1/meetings/<id>%00x named the meeting <id>). */
-bool http_framing_target_has_nul(const char *raw_target);
-/* Runs the checks above over the request head MHD parsed. version is MHD's version string. */
+/* Why the raw (still percent-encoded) request target is refused, a static sentence, or NULL:
+ * %00 anywhere (decoded, a NUL would cut the path or a query value short: /v1/meetings/<id>%00x
+ * named the meeting <id>), or %2F in the path (libmicrohttpd decodes the path before routing, so
+ * /v1/meetings/<id>%2Foccurrences was the occurrences list, which a proxy that allows or refuses
+ * by path prefix reads as something else; no resource has a slash in a segment). */
+const char *http_framing_target_refusal(const char *raw_target);
+/* Runs the checks above over the request head MHD parsed: target_refusal (from
+ * http_framing_target_refusal) first. version is MHD's version string. */
 enum api_error http_framing_check(struct MHD_Connection *conn, const char *version,
-                                  bool target_has_nul, const char **detail);
+                                  const char *target_refusal, const char **detail);
 
 #endif

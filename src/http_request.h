@@ -88,9 +88,9 @@ struct request {
     bool body_too_large;
     bool answered;
     int64_t tenant_id;
-    struct principal who; /* filled by authentication */
-    size_t target_len;    /* bytes of the raw request target, query included */
-    bool target_has_nul;  /* the raw target holds %00 (http_framing.h) */
+    struct principal who;       /* filled by authentication */
+    size_t target_len;          /* bytes of the raw request target, query included */
+    const char *target_refusal; /* why the raw target is refused, or NULL (http_framing.h) */
     int64_t start_ns;
     unsigned status;                           /* for the access log */
     unsigned retry_after_s;                    /* a Retry-After for the problem reply, 0 = none */

@@ -146,7 +146,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     rq->start_ns = mono_ns();
     atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
-    rq->target_has_nul = http_framing_target_has_nul(uri);
+    rq->target_refusal = http_framing_target_refusal(uri);
     return rq;
 }
 
@@ -189,7 +189,7 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
     const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *detail;
-    enum api_error e = http_framing_check(rq->conn, version, rq->target_has_nul, &detail);
+    enum api_error e = http_framing_check(rq->conn, version, rq->target_refusal, &detail);
     if (e != API_E_NONE) {
         *ret = (enum MHD_Result)http_reply_problem(rq, e, detail);
         return 1;

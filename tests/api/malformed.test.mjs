@@ -244,6 +244,9 @@ test('paths, methods, headers and query strings', async () => {
         ['GET', '/v1/meetings/%00', {}, 400, 'bad_request'],
         ['GET', `/v1/meetings/${id}%00anything`, {}, 400, 'bad_request'],
         ['GET', '/v1/meetings?cursor=%00', {}, 400, 'bad_request'],
+        // An encoded slash in the path is no separator (it named the occurrences list).
+        ['GET', `/v1/meetings/${id}%2Foccurrences`, {}, 400, 'bad_request'],
+        ['GET', `/v1/meetings/${id}%2freminders`, {}, 400, 'bad_request'],
         ['GET', `/v1/meetings?from=${encodeURIComponent(STARTS)}%00junk`, {}, 400, 'bad_request'],
         ['GET', `/v1/meetings/${id.toUpperCase()}`, {}, 404],
         ['GET', `/v1/meetings/${id}x`, {}, 404],

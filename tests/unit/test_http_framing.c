@@ -1,6 +1,6 @@
 /* test_http_framing.c -- the RFC 9112 framing verdicts over tables of request heads, a value
- * that is not NUL-terminated, and the %00 test of raw request targets. The HTTP-level cases (raw
- * sockets) are in tests/api/malformed.test.mjs. */
+ * that is not NUL-terminated, and the refusals of raw request targets (%00 anywhere, %2F in the
+ * path). The HTTP-level cases (raw sockets) are in tests/api/malformed.test.mjs. */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -65,7 +65,7 @@ static const struct {
 
 static const struct {
     const char *target;
-    bool nul;
+    bool refused;
 } targets[] = {
     {"/v1/meetings", false},
     {"/v1/meetings/%00", true},
@@ -75,6 +75,13 @@ static const struct {
     {"/v1/meetings?cursor=%", false},
     {"/v1/meetings?cursor=%2500", false}, /* a literal "%00", encoded */
     {"/%20%00", true},
+    {"/v1/meetings/x%2Foccurrences", true},
+    {"/v1/meetings/x%2foccurrences", true},
+    {"/v1/meetings%2F", true},
+    {"/v1/meetings/%252F", false},        /* a literal "%2F", encoded */
+    {"/v1/meetings?from=a%2Fb", false},   /* in the query a slash is data */
+    {"/v1/meetings?x=1&y=%2F%2f", false}, /* however many */
+    {"/v1/meetings/%2", false},
 };
 
 /* A field value is value_len bytes, not a C string: a Content-Length whose digits end the last
@@ -123,7 +130,7 @@ main(void)
               cases[i].what);
     }
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
-        CHECK(http_framing_target_has_nul(targets[i].target) == targets[i].nul, "%s",
+        CHECK((http_framing_target_refusal(targets[i].target) != NULL) == targets[i].refused, "%s",
               targets[i].target);
     check_unterminated();
     return check_summary("test_http_framing");
