@@ -81,10 +81,9 @@ utf8_cut(const char *s, size_t len, size_t max)
 
 /* text as RFC 2047 encoded-words after "Name: ", the first on the header's line and each other on
  * a continuation line of its own, so that no line with an encoded-word passes 76 characters (RFC
- * 2047 section 2), the header's name included. Control
- * characters (CR and LF among them) become spaces: encoded, they could not break the header, but
- * a reader decodes them into the header's value, and mail programs refuse or mangle a name or
- * subject with a line break in it. */
+ * 2047 section 2), the header's name included. Control characters (CR and LF among them) become
+ * spaces: encoded, they could not break the header, but a reader decodes them into the header's
+ * value, and mail programs refuse or mangle a name or subject with a line break in it. */
 static void
 put_words(struct strbuf *b, const char *text)
 {

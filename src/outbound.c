@@ -17,8 +17,8 @@
 #include "netguard.h"
 
 #define POLL_SLICE_MS 1000 /* curl_multi_poll waits at most this at once */
-#define OUTBOUND_DATE_MAX                                                                          \
-    64 /* bytes of a Retry-After HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT") */
+/* Bytes of a Retry-After HTTP-date read at most ("Sun, 06 Nov 1994 08:49:37 GMT" is 29). */
+#define OUTBOUND_DATE_MAX 64
 
 struct xfer {
     CURL *easy;
