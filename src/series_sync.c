@@ -79,15 +79,13 @@ keep_overrides(struct db *db, const struct meeting *m, struct db_override_list *
     int64_t *gone = calloc(l->n ? l->n : 1, sizeof *gone), t = INT64_MIN;
     size_t n_gone = 0, kept = 0;
     enum db_status st = DB_ONE_RESULT;
-    struct series_gen g;
-    int rc = l->n > 0 ? series_gen_init(&g, m, l->o[0].ov.original_start_ms) : 0;
+    struct series_gen g = {0}; /* finished whether or not it was started */
 
     if (gone == NULL) {
-        if (l->n > 0)
-            series_gen_fini(&g);
         db_note_error(db, "series %s: out of memory for its overrides", m->id);
         return DB_HARD_ERROR;
     }
+    int rc = l->n > 0 ? series_gen_init(&g, m, l->o[0].ov.original_start_ms) : 0;
     for (size_t i = 0; i < l->n; i++) {
         int64_t at = l->o[i].ov.original_start_ms;
         while (rc == 0 && t < at) {
@@ -101,8 +99,7 @@ keep_overrides(struct db *db, const struct meeting *m, struct db_override_list *
         gone[n_gone++] = at;
         series_override_fini(&l->o[i].ov);
     }
-    if (l->n > 0)
-        series_gen_fini(&g);
+    series_gen_fini(&g);
     l->n = kept;
     if (n_gone > 0)
         st = db_override_delete(db, m->id, gone, n_gone);
