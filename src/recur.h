@@ -40,9 +40,10 @@ struct recur_iter;
 
 /* Starts the expansion of a checked rule from dtstart (a wall-clock time; the zone is the
  * caller's). UNTIL is left out: the caller compares resolved UTC times with info.until_ms, which
- * libical cannot do on wall-clock times. COUNT stays libical's (it counts what the rule generates,
- * dtstart first when it matches). NULL when out of memory or libical refuses the rule. Free with
- * recur_iter_free. */
+ * libical cannot do on wall-clock times. COUNT stays in the iterator (it counts what the rule
+ * generates, dtstart first when it matches). A DAILY rule with BYMONTHDAY goes to libical as the
+ * MONTHLY rule generating the same days, which it walks month by month instead of day by day
+ * (recur.c). NULL when out of memory or libical refuses the rule. Free with recur_iter_free. */
 struct recur_iter *recur_iter_new(const char *text, const struct tz_wall *dtstart);
 /* libical generates nothing after this year (and refuses to start an iterator past it). */
 #define RECUR_YEAR_LAST 2582
