@@ -24,8 +24,10 @@ struct mail_input {
     int64_t now_ms;             /* Date and DTSTAMP */
 };
 
-/* Whether s can go into a header as an address: 1..MAIL_ADDRESS_MAX bytes of RFC 5322 atext and
- * dots, one '@', a domain of letters, digits, '-' and dots. */
+/* Whether s can go into a header as an address, and so whether the API takes
+ * it: 1..MAIL_ADDRESS_MAX bytes, an RFC 5322 dot-atom of ASCII atext (no leading, trailing or
+ * doubled dot), one '@', a host name (labels of letters, digits and inner hyphens, 1..63 bytes
+ * each). */
 int mail_address_ok(const char *s);
 /* The message for in, with CRLF line ends, as a malloc'ed NUL-terminated string (free() it); its
  * Message-ID is stable for (occurrence, participant), so a retry is recognisably the same

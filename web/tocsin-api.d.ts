@@ -1006,6 +1006,13 @@ export interface components {
         Participant: {
             id: string;
             name?: string;
+            /** @description An address the email channel can write into a message as it is: ASCII, a dot-atom before the `@` (no leading, trailing or doubled dot, no quotes), a host name with at least one dot after it. */
+            email?: string;
+        };
+        /** @description A participant as stored: a `Participant`, except that a meeting written before email addresses were checked as `Participant.email` says may hold any address of up to 254 bytes (its email reminders fail). */
+        StoredParticipant: {
+            id: string;
+            name?: string;
             email?: string;
         };
         ReminderInput: {
@@ -1049,7 +1056,7 @@ export interface components {
             ends_at: components["schemas"]["UtcTime"] | null;
             time_zone: components["schemas"]["TimeZone"];
             location: string | null;
-            participants: components["schemas"]["Participant"][];
+            participants: components["schemas"]["StoredParticipant"][];
             /**
              * @description Sorted by `minutes_before`, descending. For a recurring meeting: its reminders, each
              *     showing its next firing (the earliest occurrence where it is pending; once none is, its

@@ -83,6 +83,11 @@ const BODIES = [
     ['participants object', with_({ participants: { id: 'u1' } }), 400, 'validation'],
     ['participant name 201 chars', with_({ participants: [{ id: 'u1', name: 'n'.repeat(201) }] }), 400, 'validation'],
     ['participant email 255 bytes', with_({ participants: [{ id: 'u1', email: `${'e'.repeat(243)}@example.com` }] }), 400, 'validation'],
+    // Addresses the email channel could not write into a message: refused here, not at each reminder.
+    ['participant email non-ASCII', with_({ participants: [{ id: 'u1', email: 'jörg@example.com' }] }), 400, 'validation'],
+    ['participant email doubled dot', with_({ participants: [{ id: 'u1', email: 'a..b@example.com' }] }), 400, 'validation'],
+    ['participant email quoted', with_({ participants: [{ id: 'u1', email: '"ada"@example.com' }] }), 400, 'validation'],
+    ['participant email underscore host', with_({ participants: [{ id: 'u1', email: 'ada@mail_host.example.com' }] }), 400, 'validation'],
     ['6 reminders', rem(1, 2, 3, 4, 5, 6), 400, 'validation'],
     ['minutes_before -1', rem(-1), 400, 'validation'],
     ['minutes_before 40321', rem(40321), 400, 'validation'],

@@ -118,5 +118,22 @@ main(void)
               strncmp(err, "TOCSIN_DATABASE_URL: ", 21) == 0 && strstr(err, "sslmod") != NULL,
           "database url reason: %s", err);
     unsetenv("TOCSIN_DATABASE_URL");
+    /* The From address passes the check every message's addresses pass (mail_address_ok): one
+     * that did not would fail every email for good. */
+    setenv("TOCSIN_SMTP_URL", "smtp://127.0.0.1:2525", 1);
+    static const struct {
+        const char *from;
+        int ok;
+    } froms[] = {{"reminders@example.com", 1},  {"tocsin@localhost", 1},
+                 {"reminders@mail_host", 0},    {"a..b@example.com", 0},
+                 {"reminders@-example.com", 0}, {"r\xc3\xa9@example.com", 0}};
+    for (size_t i = 0; i < sizeof froms / sizeof froms[0]; i++) {
+        setenv("TOCSIN_SMTP_FROM", froms[i].from, 1);
+        int ok = config_load(&cfg, err, sizeof(err)) == 0;
+        CHECK(ok == froms[i].ok && (ok || strstr(err, "TOCSIN_SMTP_FROM") != NULL),
+              "TOCSIN_SMTP_FROM=%s -> %d (%s)", froms[i].from, ok, err);
+    }
+    unsetenv("TOCSIN_SMTP_FROM");
+    unsetenv("TOCSIN_SMTP_URL");
     return check_summary("test_config");
 }
