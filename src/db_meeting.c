@@ -98,10 +98,17 @@ static const char delete_sql[] =
     "UPDATE meetings SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL RETURNING id";
 /* Result rows: one per cancelled pending reminder (of every occurrence of a series), with its
- * key, soonest first. */
+ * key, soonest first. The reminders that fired and are still to be delivered (a retry waiting,
+ * a row not leased yet) are recorded failed: the meeting they remind of is gone. A row a worker
+ * has out or queued is that worker's: a failure it records later does not count (it holds no
+ * lease on the row any more), an answer that it was delivered does. */
 static const char cancel_sql[] =
     "WITH c AS (UPDATE reminders SET status = 'cancelled'"
-    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, fire_at)"
+    " WHERE meeting_id = $1::uuid AND status = 'pending' RETURNING id, fire_at),"
+    " o AS (UPDATE outbox SET status = 'failed', last_error = 'the meeting was deleted',"
+    "  lease_owner = NULL"
+    "  WHERE reminder_id IN (SELECT id FROM reminders WHERE meeting_id = $1::uuid)"
+    "  AND status = 'pending' RETURNING 1)"
     " SELECT id, " DB_MS("fire_at") " FROM c ORDER BY fire_at";
 
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index

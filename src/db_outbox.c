@@ -21,7 +21,11 @@
  * that registered again under a new name still has its old name's requests out, and taking them
  * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
  * read without a write; then due rows nobody holds, in order along
- * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
+ * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3,
+ * and of what they found, one receiver gets at most $6 rows ($7 for a push service: a share,
+ * deliver.c's hold cap), so that the rows of one receiver can never fill a worker's slots; the
+ * rest stay where they were (given rows stay given). The last column counts what the sources
+ * found before that cap: a full window means more may be waiting.
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
  * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
@@ -37,27 +41,32 @@ static const char claim_sql[] =
     " dead AS (SELECT h.o FROM holders h WHERE h.o IS NOT NULL AND h.o <> $1 AND NOT EXISTS"
     "   (SELECT 1 FROM delivery_owners d WHERE d.owner = h.o AND d.lease_until > now()"
     "    AND NOT tocsin_backend_gone(d.backend_pid, d.backend_start))),"
-    " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
+    " orphans AS (SELECT x.* FROM dead d CROSS JOIN LATERAL (SELECT id, receiver, channel FROM outbox"
     "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
     "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
-    " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
+    " mine AS (SELECT id, receiver, channel FROM outbox WHERE status = 'pending' AND lease_owner = $1"
     "   AND receiver <> ALL ($3::text[]) AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
-    " due AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
+    " due AS (SELECT id, receiver, channel FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
     "   AND next_attempt_at <= now() AND receiver <> ALL ($3::text[])"
     "   ORDER BY next_attempt_at, id LIMIT $2::int FOR UPDATE SKIP LOCKED),"
-    " c AS (SELECT id FROM orphans UNION ALL (SELECT id FROM due"
+    " c AS (SELECT *, 0 AS src FROM orphans UNION ALL (SELECT *, 2 FROM due"
     "   LIMIT $2::int - (SELECT count(*) FROM mine) - (SELECT count(*) FROM orphans))),"
-    " l AS (UPDATE outbox o SET lease_owner = $1 WHERE o.id = ANY (ARRAY(SELECT id FROM c))"
-    "   RETURNING o.*),"
+    " capped AS (SELECT a.id, a.src FROM (SELECT b.*, row_number() OVER (PARTITION BY b.receiver"
+    "   ORDER BY b.src, b.id) AS k FROM (SELECT * FROM c UNION ALL SELECT *, 1 FROM mine) b) a"
+    "   WHERE a.k <= CASE a.channel WHEN 'push' THEN $7::int ELSE $6::int END),"
+    " l AS (UPDATE outbox o SET lease_owner = $1"
+    "   WHERE o.id = ANY (ARRAY(SELECT id FROM capped WHERE src <> 1)) RETURNING o.*),"
     " r AS (SELECT l.*, false AS given FROM l UNION ALL"
-    "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
+    "   SELECT o.*, true FROM outbox o"
+    "   WHERE o.id = ANY (ARRAY(SELECT id FROM capped WHERE src = 1)))"
     " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
     "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
     "  CASE r.channel WHEN 'webhook' THEN (w.id IS NULL OR w.deleted_at IS NOT NULL)::int"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
-    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
+    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given,"
+    "  (SELECT count(*) FROM c) + (SELECT count(*) FROM mine)"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
     " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
 /* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing.
@@ -73,9 +82,14 @@ static const char owner_register_sql[] =
     "  " DB_BACKEND_PID("$3") ", " DB_BACKEND_START("$3") ")"
     " ON CONFLICT (owner) DO UPDATE SET lease_until = excluded.lease_until,"
     "  backend_pid = excluded.backend_pid, backend_start = excluded.backend_start";
+/* A renewal must find the lease alive by the clock as it runs (not now(), the statement's start)
+ * and by a margin, DB_OUTBOX_RENEW_MARGIN_MS: one that stalled past the lapse, or committed just
+ * after it, would tell the worker its rows are still its own while another worker that saw the
+ * lease lapse takes its queued rows and sends them too. */
 static const char owner_renew_sql[] =
     "UPDATE delivery_owners SET lease_until = now() + $2::bigint * interval '1 millisecond'"
-    " WHERE owner = $1 AND lease_until > now()"
+    " WHERE owner = $1 AND lease_until > clock_timestamp() + interval '"
+    DB_OUTBOX_RENEW_MARGIN_TEXT " milliseconds'"
     "  AND backend_pid IS NOT DISTINCT FROM " DB_BACKEND_PID("$3")
     "  AND backend_start IS NOT DISTINCT FROM " DB_BACKEND_START("$3");
 static const char owner_leave_sql[] =
@@ -85,13 +99,15 @@ static const char owner_leave_sql[] =
 /* A delivered row keeps no body it did not have: only a retry needs the bytes again. A row
  * already recorded delivered stays as it was: a worker whose lease ended while its request was
  * out and the worker that took the row over both send it, and the first answer is the record,
- * whoever holds the row. A failure counts only from the row's holder ($8): the holder's own
- * answer is still to come. */
+ * whoever holds the row (the ids returned are the rows this statement recorded, which metrics
+ * count). A row recorded failed (the last attempt of the worker that took it over, or its meeting
+ * deleted) becomes delivered when such a late answer says it was. A failure counts only from the
+ * row's holder ($8): the holder's own answer is still to come. */
 static const char delivered_sql[] =
     "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
     "  last_status = d.st, last_error = NULL, lease_owner = NULL"
     " FROM unnest($1::bigint[], $2::int[]) AS d(id, st)"
-    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'");
+    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'") " RETURNING o.id";
 static const char failed_sql[] =
     "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
     "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"
@@ -197,33 +213,40 @@ text_array(const char *const *v, size_t n)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *const *exclude,
-                size_t n_exclude, const int64_t *held, size_t n_held, struct db_outbox_item *out,
-                size_t max, size_t *n)
+db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a, struct db_outbox_item *out,
+                size_t max, size_t *n, size_t *found)
 {
-    char limit[DB_I64_BUF];
-    char *ex =
-        text_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
-    char *hd = db_array_i64(held, n_held);
+    char limit[DB_I64_BUF], cap[DB_I64_BUF], cap_push[DB_I64_BUF];
+    char *ex = text_array(a->exclude, a->n_exclude < DB_OUTBOX_EXCLUDE_MAX ? a->n_exclude
+                                                                           : DB_OUTBOX_EXCLUDE_MAX);
+    char *hd = db_array_i64(a->held, a->n_held);
     const char *params[] = {
-        owner, db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex,
-        hd, orphans ? "true" : "false"};
+        a->owner,
+        db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)),
+        ex,
+        hd,
+        a->orphans ? "true" : "false",
+        db_i64(cap, (int64_t)a->per_receiver),
+        db_i64(cap_push, (int64_t)a->per_push_service)};
     PGresult *res;
     enum db_status st = DB_HARD_ERROR;
 
     *n = 0;
+    *found = 0;
     /* In order: statistics describe the outbox at rest, a few rows due; planned on them, the
      * due rows were read whole through a bitmap and sorted on every lease, 50,000 of them each
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
     if (ex != NULL && hd != NULL)
-        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, DB_PLAN_GENERIC, &res);
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 7, params, DB_PLAN_GENERIC, &res);
     else
         db_set_err(db, "out of memory");
     free(ex);
     free(hd);
     if (st != DB_ONE_RESULT)
         return st;
+    if (PQntuples(res) > 0)
+        *found = (size_t)db_get_i64(res, 0, 19);
     for (int row = 0; row < PQntuples(res) && *n < max; row++) {
         if (fill_item(res, row, &out[*n]) != 0) {
             /* Out of memory, or a channel this version does not know: the row stays with this
@@ -322,18 +345,28 @@ failure_give_up(const void *arg, size_t i, char buf[DB_I64_BUF])
 }
 
 enum db_status
-db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n)
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n, bool *recorded)
 {
     char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status);
     const char *params[] = {a, b};
     enum db_status st = DB_HARD_ERROR;
+    PGresult *res;
 
+    memset(recorded, 0, n * sizeof *recorded);
     if (a != NULL && b != NULL)
-        st = exec_no_rows(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params);
+        st = db_exec(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params, &res);
     else
         db_set_err(db, "out of memory");
     free(a);
     free(b);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res); row++) {
+        int64_t id = db_get_i64(res, row, 0);
+        for (size_t i = 0; i < n; i++)
+            recorded[i] = recorded[i] || ids[i] == id;
+    }
+    PQclear(res);
     return st;
 }
 

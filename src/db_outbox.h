@@ -42,9 +42,12 @@ struct db_outbox_item {
  * nothing. On a direct connection (db_tracks_backend) the lease also ends with the connection's
  * backend: a killed replica's rows are orphans as soon as its connections are closed. */
 enum db_status db_outbox_owner_register(struct db *db, const char *owner, int64_t lease_ms);
-/* Extends owner's lease to lease_ms from now: ONE_RESULT, or NO_RESULTS when it had lapsed, or
- * was taken on a connection other than this one's (its rows may be another worker's already; it
- * must register under a new name). */
+/* A renewal finds the lease lapsed when less than this is left of it. */
+#define DB_OUTBOX_RENEW_MARGIN_MS 250
+#define DB_OUTBOX_RENEW_MARGIN_TEXT "250"
+/* Extends owner's lease to lease_ms from now: ONE_RESULT, or NO_RESULTS when it had lapsed (or had
+ * less than DB_OUTBOX_RENEW_MARGIN_MS left), or was taken on a connection other than this one's
+ * (its rows may be another worker's already; it must register under a new name). */
 enum db_status db_outbox_owner_renew(struct db *db, const char *owner, int64_t lease_ms);
 /* Gives back every row owner still holds (due at once, no attempt counted) and ends its lease:
  * a worker stopping with nothing in flight. */
@@ -58,16 +61,28 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
  * then the rows owner was given and does not hold yet (not in held[0..n_held): written owned by the
  * fire statement, read without a write), then due rows nobody holds, in order. The first and the
  * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that
- * range holds only rows anyone may take, however many are held. *n rows into out; free each with
- * db_outbox_item_fini. */
-enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
-                               const char *const *exclude, size_t n_exclude, const int64_t *held,
-                               size_t n_held, struct db_outbox_item *out, size_t max, size_t *n);
+ * range holds only rows anyone may take, however many are held. Of what is found, one receiver
+ * gets at most per_receiver rows (per_push_service for a push service); the rest stay as they
+ * were. *n rows into out (free each with db_outbox_item_fini); *found is what was found before
+ * that cap, max when more may be waiting. */
+struct db_outbox_claim_args {
+    const char *owner;
+    bool orphans;
+    const char *const *exclude;
+    size_t n_exclude;
+    const int64_t *held;
+    size_t n_held;
+    size_t per_receiver, per_push_service;
+};
+enum db_status db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a,
+                               struct db_outbox_item *out, size_t max, size_t *n, size_t *found);
 void db_outbox_item_fini(struct db_outbox_item *it);
-/* Marks rows delivered (one statement), with the HTTP status of their last attempt. The body sent
- * is not stored: a body is kept only for retries (db_outbox_failed), which must send the same
- * bytes. */
-enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n);
+/* Marks rows delivered (one statement), with the HTTP status of their last attempt; recorded[i]
+ * tells whether ids[i] was recorded by this call (false: another answer for it was recorded
+ * already). The body sent is not stored: a body is kept only for retries (db_outbox_failed),
+ * which must send the same bytes. */
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+                                   bool *recorded);
 
 /* One failed attempt to record. */
 struct db_outbox_failure {

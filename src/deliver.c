@@ -26,6 +26,8 @@
 #include "timefmt.h"
 #include "trace.h"
 
+_Static_assert(DELIVER_RENEW_MS + DB_OUTBOX_RENEW_MARGIN_MS < DELIVER_LEASE_MS,
+               "a renewal on time finds its lease alive");
 /* build_bodies reads the meetings of one lease's rows in one statement. */
 _Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
 #define RECEIVER_BUCKETS 1024
@@ -48,6 +50,7 @@ _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver k
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
     size_t share; /* requests it may have in flight (deliver_opts) */
+    size_t hold;  /* rows a lease may add for it, and what it holds before it is left out */
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
@@ -117,6 +120,7 @@ struct worker {
      * flush_delivered records them together. Their jobs keep their slots until then. */
     struct job **answered;
     int *answered_status;
+    bool *answered_recorded; /* which of them the statement recorded (not another's answer) */
     size_t n_answered;
     int64_t answered_ms;
 };
@@ -159,6 +163,21 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
+/* A lease gives one receiver at most its hold cap of rows, and leaves it out while it holds that
+ * many (sent and queued), so it holds fewer than twice the cap: a receiver's backlog (a burst
+ * given to this worker, a slow receiver's queue) never fills the worker's slots, and a lease still
+ * brings a batch. A fraction of the slots, or the receiver's share when larger (its share must
+ * fit): with the defaults (256 slots, shares 16 and 64) 64 rows, 127 held at most. */
+#define HOLD_DIVISOR 4
+
+static size_t
+hold_cap(const struct deliver *d, size_t share)
+{
+    size_t part = (size_t)d->concurrency / HOLD_DIVISOR;
+
+    return share > part ? share : part > 0 ? part : 1;
+}
+
 /* The receiver of a row: its key names one channel's receiver (a push service's origin is never
  * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
@@ -172,6 +191,7 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
         (*r)->share =
             (size_t)(it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver);
+        (*r)->hold = hold_cap(w->d, (*r)->share);
     }
     return *r;
 }
@@ -194,7 +214,8 @@ may_send(const struct receiver *r, int64_t now)
     return r->sending < r->share;
 }
 
-/* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. */
+/* Receivers whose rows must not be leased now: holding their hold cap, an open circuit, a probe
+ * out. */
 static size_t
 excluded(struct worker *w, int64_t now, const char **out, size_t max)
 {
@@ -203,8 +224,8 @@ excluded(struct worker *w, int64_t now, const char **out, size_t max)
     for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
         for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
             if (circuit_open(r, now) ||
-                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->share))
-                out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
+                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->hold))
+                out[n++] = r->key; /* open, half open with a probe at hand, or at its hold cap */
     return n;
 }
 
@@ -300,11 +321,11 @@ db_back(struct worker *w)
 static void
 slot_back(struct worker *w, struct job *j, int64_t now)
 {
-    /* A receiver whose rows filled its share (sent and queued: excluded from leases) has a slot
-     * again: rows for it are leased now, not at the next poll, or the slot idles until then. The
-     * total falls by one per answer (a queued row that starts moves within it), so it passes the
-     * share exactly here. */
-    if (j->rcv->sending-- + j->rcv->queued == j->rcv->share)
+    /* A receiver whose rows reached its hold cap (sent and queued: excluded from leases) is
+     * under it again: rows for it are leased now, not at the next poll, or its slots idle until
+     * then. The total falls by one per answer (a queued row that starts moves within it), so it
+     * passes the cap exactly here. */
+    if (j->rcv->sending-- + j->rcv->queued == j->rcv->hold)
         w->next_claim_ms = now;
 }
 
@@ -319,13 +340,16 @@ record_delivered(struct worker *w)
 
     for (size_t i = 0; i < n; i++)
         w->ids[i] = ok[i]->it.id;
-    if (w->db == NULL ||
-        db_outbox_delivered(w->db, w->ids, w->answered_status, n) != DB_ONE_RESULT) {
+    if (w->db == NULL || db_outbox_delivered(w->db, w->ids, w->answered_status, n,
+                                             w->answered_recorded) != DB_ONE_RESULT) {
         db_lost(w, "deliveries not recorded (they will be sent again)");
     } else {
+        /* An answer for a row another worker's answer recorded first was counted there. */
         int64_t now = timefmt_now_ms();
-        metrics_add(METRIC_DELIVERED, n);
         for (size_t i = 0; i < n; i++) {
+            if (!w->answered_recorded[i])
+                continue;
+            metrics_add(METRIC_DELIVERED, 1);
             metrics_channel_add(ok[i]->it.channel, OUTCOME_SENT, 1);
             metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
         }
@@ -702,8 +726,9 @@ take_rows(struct worker *w, size_t n)
         job_drop(w, gone[i]);
 }
 
-/* Leases what the worker has room for. Returns whether the statement filled the room it asked
- * for: only then may more be waiting (rows given later wake the worker). */
+/* Leases what the worker has room for, at most a receiver's hold cap for each. Returns whether the
+ * statement found as many rows as it had room for: only then may more be waiting (rows given
+ * later wake the worker). */
 static bool
 claim(struct worker *w, int64_t now)
 {
@@ -722,8 +747,17 @@ claim(struct worker *w, int64_t now)
     bool orphans = now - w->orphans_ms >= DELIVER_POLL_MS;
     if (orphans)
         w->orphans_ms = now;
-    if (db_outbox_claim(w->db, w->owner, orphans, exclude, n_ex, w->ids, w->n_held, w->claimed,
-                        room, &n) != DB_ONE_RESULT) {
+    struct db_outbox_claim_args a = {.owner = w->owner,
+                                     .orphans = orphans,
+                                     .exclude = exclude,
+                                     .n_exclude = n_ex,
+                                     .held = w->ids,
+                                     .n_held = w->n_held,
+                                     .per_receiver = hold_cap(w->d, (size_t)w->d->per_receiver),
+                                     .per_push_service =
+                                         hold_cap(w->d, (size_t)w->d->per_push_service)};
+    size_t found = 0;
+    if (db_outbox_claim(w->db, &a, w->claimed, room, &n, &found) != DB_ONE_RESULT) {
         db_lost(w, "cannot lease outbox rows");
         return false;
     }
@@ -735,7 +769,7 @@ claim(struct worker *w, int64_t now)
          !atomic_compare_exchange_weak(&w->given, &was, was > given ? was - given : 0);)
         ;
     take_rows(w, n);
-    return n == room;
+    return found == room;
 }
 
 /* Drops the rows queued and not sent: their lease may be gone, so another worker may send them. */
@@ -955,6 +989,7 @@ worker_fini(struct worker *w)
     free(w->jobs);
     free(w->answered);
     free(w->answered_status);
+    free(w->answered_recorded);
     free(w->verdicts);
     pthread_mutex_destroy(&w->pub_mu);
 }
@@ -987,9 +1022,10 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->verdicts = calloc(c, sizeof *w->verdicts);
     w->answered = calloc(c, sizeof *w->answered); // NOLINT(bugprone-sizeof-expression)
     w->answered_status = calloc(c, sizeof *w->answered_status);
+    w->answered_recorded = calloc(c, sizeof *w->answered_recorded);
     return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->texts &&
                    w->texts2 && w->fails && w->fail_channels && w->fail_final && w->jobs &&
-                   w->verdicts && w->answered && w->answered_status
+                   w->verdicts && w->answered && w->answered_status && w->answered_recorded
                ? 0
                : -1;
 }

@@ -225,6 +225,35 @@ test_concurrent_fire(struct db *a, struct db *b)
 
 /* ---- the outbox statements ---- */
 
+/* A lease that may find dead owners' rows, with one receiver's rows capped at cap; *found as
+ * db_outbox_claim's (NULL: not wanted). */
+static enum db_status
+claim_capped(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
+             const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max, size_t *n,
+             size_t cap, size_t *found)
+{
+    struct db_outbox_claim_args a = {.owner = owner,
+                                     .orphans = true,
+                                     .exclude = exclude,
+                                     .n_exclude = n_exclude,
+                                     .held = held,
+                                     .n_held = n_held,
+                                     .per_receiver = cap,
+                                     .per_push_service = cap};
+    size_t ignored;
+
+    return db_outbox_claim(db, &a, out, max, n, found != NULL ? found : &ignored);
+}
+
+/* The same with no cap a lease could reach. */
+static enum db_status
+claim_rows(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
+           const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max, size_t *n)
+{
+    return claim_capped(db, owner, exclude, n_exclude, held, n_held, out, max, n,
+                        DB_OUTBOX_CLAIM_MAX, NULL);
+}
+
 static void
 items_fini(struct db_outbox_item *it, size_t n)
 {
@@ -247,11 +276,9 @@ test_outbox(struct db *db)
               db_outbox_owner_register(db, "w/1", 60000) == DB_ONE_RESULT,
           "owners");
     /* Excluding every receiver leases nothing; excluding the others leases the webhook's. */
-    CHECK(db_outbox_claim(db, "w/0", true, exclude, 3, NULL, 0, it, 10, &n) == DB_ONE_RESULT &&
-              n == 0,
+    CHECK(claim_rows(db, "w/0", exclude, 3, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
           "claimed %zu with every receiver excluded", n);
-    CHECK(db_outbox_claim(db, "w/0", true, exclude + 1, 2, NULL, 0, it, 3, &n) == DB_ONE_RESULT &&
-              n == 3,
+    CHECK(claim_rows(db, "w/0", exclude + 1, 2, NULL, 0, it, 3, &n) == DB_ONE_RESULT && n == 3,
           "claimed %zu of 3", n);
     for (size_t i = 0; i < n; i++) {
         ids[i] = it[i].id;
@@ -262,7 +289,7 @@ test_outbox(struct db *db)
     }
     size_t again = 0;
     struct db_outbox_item more[DB_OUTBOX_CLAIM_MAX];
-    CHECK(db_outbox_claim(db, "w/1", true, NULL, 0, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
+    CHECK(claim_rows(db, "w/1", NULL, 0, NULL, 0, more, DB_OUTBOX_CLAIM_MAX, &again) ==
               DB_ONE_RESULT,
           "second claim");
     for (size_t i = 0; i < again; i++) {
@@ -279,7 +306,9 @@ test_outbox(struct db *db)
                       fixture_i64(b, ids[2]), NULL, NULL) == 1,
           "a release with a delay is due after it, unleased, without an attempt");
     status[0] = 204;
-    CHECK(db_outbox_delivered(db, ids, status, 1) == DB_ONE_RESULT, "delivered");
+    bool recorded[1];
+    CHECK(db_outbox_delivered(db, ids, status, 1, recorded) == DB_ONE_RESULT && recorded[0],
+          "delivered");
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
                 "attempts = 1 AND last_status = 204 AND lease_owner IS NULL AND payload IS NULL",
                 ids[0]) == 1,
@@ -287,7 +316,7 @@ test_outbox(struct db *db)
     /* A second worker's answer for the same row (it took the row over while the first one's
      * request was out): the first record stands. */
     int second[1] = {200};
-    CHECK(db_outbox_delivered(db, ids, second, 1) == DB_ONE_RESULT &&
+    CHECK(db_outbox_delivered(db, ids, second, 1, recorded) == DB_ONE_RESULT && !recorded[0] &&
               count("SELECT count(*) FROM outbox WHERE id = $1 AND attempts = 1"
                     " AND last_status = 204",
                     ids[0]) == 1,
@@ -316,7 +345,7 @@ test_outbox(struct db *db)
               failed == 1 && gone[0].recorded,
           "w/1's failure: %zu for good", failed);
     status[0] = 200;
-    CHECK(db_outbox_delivered(db, &ids[1], status, 1) == DB_ONE_RESULT &&
+    CHECK(db_outbox_delivered(db, &ids[1], status, 1, recorded) == DB_ONE_RESULT && recorded[0] &&
               count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
                     "attempts = 2 AND last_status = 200 AND payload = '{}'",
                     ids[1]) == 1,
@@ -349,17 +378,52 @@ test_orphans(struct db *db)
                       fixture_i64(b, orphan), NULL, NULL) == 1,
           "a lease that just ran out");
     CHECK(db_outbox_owner_register(db, "w/2", 60000) == DB_ONE_RESULT, "owner");
-    CHECK(db_outbox_claim(db, "w/2", true, NULL, 0, NULL, 0, it, 1, &n) == DB_ONE_RESULT &&
-              n == 1 && it[0].id == orphan,
+    CHECK(claim_rows(db, "w/2", NULL, 0, NULL, 0, it, 1, &n) == DB_ONE_RESULT && n == 1 &&
+              it[0].id == orphan,
           "the orphan first: got %lld, want %lld", n ? (long long)it[0].id : -1LL, orphan);
-    CHECK(db_outbox_claim(db, "w/2", true, NULL, 0, &it[0].id, 1, next, 1, &m) == DB_ONE_RESULT &&
-              m == 1 && next[0].id != orphan,
+    CHECK(claim_rows(db, "w/2", NULL, 0, &it[0].id, 1, next, 1, &m) == DB_ONE_RESULT && m == 1 &&
+              next[0].id != orphan,
           "then the backlog");
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'w/2'",
                       fixture_i64(b, orphan), NULL, NULL) == 1,
           "the orphan is leased to its new owner");
     items_fini(it, n);
     items_fini(next, m);
+}
+
+/* A lease gives one receiver at most its cap and leaves the rest where they were; what it found
+ * before the cap is told, so that the caller knows more may be waiting. */
+static void
+test_hold_cap(struct db *db)
+{
+    struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
+    size_t n = 0, found = 0;
+    long long pending;
+
+    CHECK(fixture_sql("UPDATE outbox SET lease_owner = NULL, next_attempt_at = now() WHERE status "
+                      "= 'pending'",
+                      NULL, NULL, NULL) >= 2,
+          "a backlog due now");
+    pending = fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending'", NULL, NULL, NULL);
+    long long receivers = fixture_sql(
+        "SELECT count(DISTINCT receiver) FROM outbox WHERE status = 'pending'", NULL, NULL, NULL);
+    long long window = pending < DB_OUTBOX_CLAIM_MAX ? pending : DB_OUTBOX_CLAIM_MAX;
+    CHECK(pending > receivers, "a receiver with several rows: %lld rows, %lld receivers", pending,
+          receivers);
+    CHECK(db_outbox_owner_register(db, "cap/0", 60000) == DB_ONE_RESULT, "owner");
+    CHECK(claim_capped(db, "cap/0", NULL, 0, NULL, 0, it, DB_OUTBOX_CLAIM_MAX, &n, 1, &found) ==
+                  DB_ONE_RESULT &&
+              n >= 1 && (long long)n <= receivers && (long long)found == window,
+          "cap 1: %zu rows for %lld receivers, found %zu of %lld", n, receivers, found, window);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            CHECK(strcmp(it[i].receiver, it[j].receiver) != 0, "two rows for %s", it[i].receiver);
+    CHECK(
+        fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NULL",
+                    NULL, NULL, NULL) == pending - (long long)n,
+        "the rows over the cap are nobody's");
+    items_fini(it, n);
+    CHECK(db_outbox_owner_leave(db, "cap/0") == DB_ONE_RESULT, "leave");
 }
 
 /* The rows of id list ids[0..n) that claim returned in it[0..got), flagged given or not. */
@@ -406,11 +470,10 @@ test_owners(struct db *db)
                       "'r/0/1'",
                       NULL, NULL, NULL) == (long long)n_given,
           "the fire statement wrote them owned");
-    CHECK(db_outbox_claim(db, "r/1/1", true, NULL, 0, NULL, 0, it, 10, &n) == DB_ONE_RESULT &&
-              n == 0,
+    CHECK(claim_rows(db, "r/1/1", NULL, 0, NULL, 0, it, 10, &n) == DB_ONE_RESULT && n == 0,
           "another live owner takes none: %zu", n);
     /* Its own: read without a write; one it holds already is not read again. */
-    CHECK(db_outbox_claim(db, "r/0/1", true, NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
+    CHECK(claim_rows(db, "r/0/1", NULL, 0, given, 1, it, 10, &n) == DB_ONE_RESULT &&
               n == n_given - 1 && claimed_of(it, n, given + 1, n_given - 1, true) == n,
           "its own not held: %zu", n);
     items_fini(it, n);
@@ -421,8 +484,8 @@ test_owners(struct db *db)
           "lapse");
     CHECK(db_outbox_owner_renew(db, "r/0/1", 60000) == DB_NO_RESULTS,
           "a lapsed lease is not renewed");
-    CHECK(db_outbox_claim(db, "r/1/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
-              n == 2 && claimed_of(it, n, given, n_given, false) == 2,
+    CHECK(claim_rows(db, "r/1/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 2 &&
+              claimed_of(it, n, given, n_given, false) == 2,
           "a lapsed owner's rows are taken over: %zu", n);
     items_fini(it, n);
     CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner = "
@@ -471,8 +534,7 @@ test_owner_backend(const char *url, struct db *db)
           "fired for k/0/1: %zu outbox rows", res.n_outbox);
     size_t fired = res.n_outbox;
     db_fire_result_fini(&res);
-    CHECK(db_outbox_claim(db, "k/1/1", true, NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
-              n == 0,
+    CHECK(claim_rows(db, "k/1/1", NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT && n == 0,
           "a live owner's rows stay its own: %zu taken", n);
     CHECK(fixture_sql("SELECT count(*) FROM delivery_owners WHERE owner = 'k/0/1'"
                       " AND backend_pid IS NOT NULL AND backend_start IS NOT NULL",
@@ -487,7 +549,7 @@ test_owner_backend(const char *url, struct db *db)
                       " AND lease_until > now() + interval '30 seconds'",
                       NULL, NULL, NULL) == 1,
           "its lease has most of a minute to run");
-    CHECK(db_outbox_claim(db, "k/1/1", true, NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
+    CHECK(claim_rows(db, "k/1/1", NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
               n == (fired < 8 ? fired : 8),
           "its rows are orphans once its backend is gone: %zu of %zu taken", n, fired);
     items_fini(it, n);
@@ -513,10 +575,23 @@ test_missing_webhook(struct db *db)
                       NULL, NULL, NULL) == 1,
           "a row of a missing webhook");
     CHECK(db_outbox_owner_register(db, "m/0/1", 60000) == DB_ONE_RESULT, "owner");
-    CHECK(db_outbox_claim(db, "m/0/1", true, NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT &&
-              n == 1 && it[0].target_gone,
+    CHECK(claim_rows(db, "m/0/1", NULL, 0, NULL, 0, it, 2, &n) == DB_ONE_RESULT && n == 1 &&
+              it[0].target_gone,
           "taken as gone: %zu", n);
     items_fini(it, n);
+}
+
+/* A meeting due now with one reminder, fired: its outbox rows are pending. */
+static void
+meeting_fired(struct db *db, struct meeting *m, struct reminder_key *k)
+{
+    struct db_fire_result res = {0};
+
+    meeting_due(db, m, timefmt_now_ms() + 5 * FIXTURE_MIN_MS, 5, k);
+    CHECK(db_reminder_fire_batch(db, k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
+              res.n_outbox >= 1,
+          "fire: %zu outbox rows", res.n_outbox);
+    db_fire_result_fini(&res);
 }
 
 /* A reminder removed from its meeting takes its outbox rows along (migrations/013: no key
@@ -527,17 +602,50 @@ test_removed_reminder(struct db *db)
     struct meeting m;
     struct reminder_key k;
     struct reminder_keys gone = {0};
-    struct db_fire_result res = {0};
 
-    meeting_due(db, &m, timefmt_now_ms() + 5 * FIXTURE_MIN_MS, 5, &k);
-    CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
-              res.n_outbox >= 1,
-          "fire: %zu outbox rows", res.n_outbox);
-    db_fire_result_fini(&res);
+    meeting_fired(db, &m, &k);
     m.n_reminders = 0;
     CHECK(db_meeting_update(db, tenant, &m, &gone) == DB_ONE_RESULT, "update: %s", db_errmsg(db));
     CHECK(count("SELECT count(*) FROM outbox WHERE reminder_id = $1", k.reminder_id) == 0,
           "the removed reminder's outbox rows must go with it");
+    meeting_fini(&m);
+}
+
+/* A deleted meeting's reminders that fired and wait for a delivery (a retry) are recorded
+ * failed: none is sent later. */
+static void
+test_renew_margin(struct db *db)
+{
+    /* A lease with less than the margin left is as good as lapsed: the renewal says so. */
+    CHECK(db_outbox_owner_register(db, "margin/0", DB_OUTBOX_RENEW_MARGIN_MS / 2) ==
+                  DB_ONE_RESULT &&
+              db_outbox_owner_renew(db, "margin/0", 60000) == DB_NO_RESULTS,
+          "a lease about to lapse was renewed");
+    CHECK(db_outbox_owner_register(db, "margin/1", 60000) == DB_ONE_RESULT &&
+              db_outbox_owner_renew(db, "margin/1", 60000) == DB_ONE_RESULT,
+          "a live lease was not renewed: %s", db_errmsg(db));
+}
+
+static void
+test_deleted_meeting(struct db *db)
+{
+    struct meeting m;
+    struct reminder_key k;
+    struct reminder_keys gone = {0};
+
+    meeting_fired(db, &m, &k);
+    CHECK(count("UPDATE outbox SET attempts = 1, payload = '{}', lease_owner = NULL,"
+                " next_attempt_at = now() + interval '1 minute'"
+                " WHERE reminder_id = $1 AND status = 'pending'",
+                k.reminder_id) >= 1,
+          "a retry waiting");
+    CHECK(db_meeting_delete(db, tenant, m.id, &gone) == DB_ONE_RESULT, "delete: %s", db_errmsg(db));
+    CHECK(count("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND status = 'pending'",
+                k.reminder_id) == 0 &&
+              count("SELECT count(*) FROM outbox WHERE reminder_id = $1 AND status = 'failed'"
+                    " AND last_error = 'the meeting was deleted'",
+                    k.reminder_id) >= 1,
+          "the waiting delivery must be recorded failed");
     meeting_fini(&m);
 }
 
@@ -563,10 +671,13 @@ run(const char *url)
     test_concurrent_fire(a, b);
     test_outbox(a);
     test_orphans(a);
+    test_hold_cap(a);
     test_owners(a);
     test_owner_backend(url, a);
     test_missing_webhook(a);
     test_removed_reminder(a);
+    test_deleted_meeting(a);
+    test_renew_margin(a);
 out:
     db_close(a);
     db_close(b);
