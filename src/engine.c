@@ -75,9 +75,9 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                  hooks->streamed_arg};
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
-    struct recon_opts ropt = {cfg->database_url,           mo,          cfg->recon_interval_ms,
-                              cfg->recon_full_interval_ms, e->dispatch, e->members,
-                              series_params_of(cfg)};
+    struct recon_opts ropt = {
+        cfg->database_url, mo,         cfg->recon_interval_ms, cfg->recon_full_interval_ms,
+        e->dispatch,       e->members, series_params_of(cfg),  cfg->instance_id};
     if ((e->recon = recon_start(&ropt)) == NULL)
         goto fail;
     struct sched_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,

@@ -46,6 +46,7 @@ struct recon {
     atomic_uint_fast64_t passes;
     atomic_bool redis_up; /* the last identity check (every tick) got answers */
     char *database_url;
+    char *instance_id; /* names the marker key */
     int64_t interval_ms;
     int64_t full_interval_ms;
     int64_t horizon_ms;
@@ -123,7 +124,8 @@ redis_lost(struct recon *r)
     int created;
     bool known = r->run_id[0] != '\0', changed;
 
-    if (mirror_run_id(r->mi, id) != 0 || (created = mirror_marker_ensure(r->mi)) < 0) {
+    if (mirror_run_id(r->mi, id) != 0 ||
+        (created = mirror_marker_ensure(r->mi, r->instance_id)) < 0) {
         atomic_store(&r->redis_up, false);
         outage(&r->redis_down, "redis", "no answer");
         return -1;
@@ -375,6 +377,7 @@ destroy(struct recon *r)
     mirror_free(r->mi);
     free(r->batch);
     free(r->database_url);
+    free(r->instance_id);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
@@ -410,9 +413,10 @@ recon_start(const struct recon_opts *opts)
     r->members = opts->members;
     r->series = opts->series;
     r->database_url = strdup(opts->database_url);
+    r->instance_id = strdup(opts->instance_id != NULL ? opts->instance_id : "recon");
     r->mi = mirror_new(&opts->mirror);
     r->batch = calloc(DB_DUE_BATCH_MAX, sizeof *r->batch);
-    if (r->database_url == NULL || r->mi == NULL || r->batch == NULL) {
+    if (r->database_url == NULL || r->instance_id == NULL || r->mi == NULL || r->batch == NULL) {
         destroy(r);
         return NULL;
     }

@@ -39,6 +39,7 @@ struct recon_opts {
     struct dispatch *dispatch;   /* borrowed, for the overdue sweep; NULL = no sweep */
     struct members *members;     /* the shards to repair and sweep; NULL = all (borrowed) */
     struct series_params series; /* recurring meetings' windows, extended for the same shards */
+    const char *instance_id;     /* names its Redis marker key (NULL: "recon") */
 };
 
 struct recon;

@@ -5,6 +5,7 @@
  * callers almost nothing. Uses hiredis directly to look. */
 #include "fixture_redis.h"
 #include "mirror.h"
+#include "mirror_internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -254,15 +255,30 @@ test_identity(struct mirror *mi)
     size_t hex = 0;
 
     CHECK(mirror_ping(mi) == 0, "PING failed");
+    /* Every connection keeps TCP keepalive: the subscriber, which only reads, notices a Redis
+     * host gone without a reset. */
+    int keepalive = 0;
+    socklen_t len = sizeof keepalive;
+    redisContext *c = mirror_conn(mi);
+    CHECK(c != NULL && getsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &keepalive, &len) == 0 &&
+              keepalive == 1,
+          "SO_KEEPALIVE on the connection");
     CHECK(mirror_run_id(mi, id) == 0, "run_id failed");
     for (const char *p = id; *p != '\0'; p++)
         hex += isxdigit((unsigned char)*p) != 0;
     CHECK(strlen(id) == 40 && hex == 40, "run_id \"%s\"", id);
-    snprintf(key, sizeof key, "%s:recon:marker", prefix);
-    CHECK(mirror_marker_ensure(mi) == 1, "marker must be missing in a fresh prefix");
-    CHECK(mirror_marker_ensure(mi) == 0, "marker must be there now");
+    snprintf(key, sizeof key, "%s:recon:marker:one", prefix);
+    CHECK(mirror_marker_ensure(mi, "one") == 1, "marker must be missing in a fresh prefix");
+    CHECK(mirror_marker_ensure(mi, "one") == 0, "marker must be there now");
+    CHECK(mirror_marker_ensure(mi, "two") == 1, "another replica's marker is its own");
+    const char *pttl[] = {"PTTL", key};
+    long long left = raw_int(2, pttl);
+    CHECK(left > MIRROR_MARKER_TTL_MS - 60000 && left <= MIRROR_MARKER_TTL_MS,
+          "the marker lives MIRROR_MARKER_TTL_MS, refreshed: %lld ms left", left);
     CHECK(raw_int(2, del) == 1, "DEL marker failed");
-    CHECK(mirror_marker_ensure(mi) == 1, "deleted marker must be reported missing");
+    CHECK(mirror_marker_ensure(mi, "one") == 1, "deleted marker must be reported missing");
+    raw_int(2, del);
+    snprintf(key, sizeof key, "%s:recon:marker:two", prefix);
     raw_int(2, del);
 }
 
@@ -296,7 +312,8 @@ test_dead(void)
     CHECK(mi != NULL && o.port > 0, "setup failed");
     for (int i = 0; i < DEAD_CALLS; i++)
         ok += mirror_arm(mi, &k, 1, now, 1) == 0 || mirror_disarm(mi, &k, 1) == 0 ||
-              mirror_ping(mi) == 0 || mirror_run_id(mi, id) == 0 || mirror_marker_ensure(mi) >= 0;
+              mirror_ping(mi) == 0 || mirror_run_id(mi, id) == 0 ||
+              mirror_marker_ensure(mi, "one") >= 0;
     CHECK(ok == 0, "%d calls against a closed port succeeded", ok);
     CHECK(mirror_ensure_notify(mi, err, sizeof err) == -1 && strstr(err, "notify-keyspace-events"),
           "err \"%s\"", err);

@@ -79,6 +79,9 @@ del_key(const char *key)
 }
 
 /* Deletes the reminder keys, and the marker too when with_marker (what FLUSHALL would do). */
+/* The replicas of the tests: each has its own marker key. */
+static const char *const owners[] = {"recon-a", "recon-b"};
+
 static void
 lose_keys(bool with_marker)
 {
@@ -89,8 +92,8 @@ lose_keys(bool with_marker)
                           near_keys[i].fire_at_ms);
         del_key(key);
     }
-    if (with_marker) {
-        snprintf(key, sizeof key, "%s:recon:marker", prefix);
+    for (size_t i = 0; with_marker && i < sizeof owners / sizeof owners[0]; i++) {
+        snprintf(key, sizeof key, "%s:recon:marker:%s", prefix, owners[i]);
         del_key(key);
     }
 }
@@ -303,16 +306,28 @@ test_loss_and_kick(const struct recon_opts *base)
     uint64_t passes;
 
     o.interval_ms = 3600000;
+    o.instance_id = owners[0];
     r = recon_start(&o);
-    CHECK(r != NULL, "recon_start failed");
-    if (r == NULL)
+    /* A second replica on the same Redis: a flush must be noticed by each (with one marker key
+     * for all, the first to recreate it hid the loss from the other). */
+    struct recon_opts o2 = o;
+    o2.instance_id = owners[1];
+    struct recon *r2 = recon_start(&o2);
+    CHECK(r != NULL && r2 != NULL, "recon_start failed");
+    if (r == NULL || r2 == NULL) {
+        recon_stop(r);
+        recon_stop(r2);
         return;
+    }
     CHECK(wait_mirrored() >= 0, "start-up pass did not mirror the keys");
     CHECK(pexpiretime(&far_key) == -2, "a reminder beyond the horizon was mirrored");
-    CHECK(wait_passes(r, 0) == 0, "no pass counted");
+    CHECK(wait_passes(r, 0) == 0 && wait_passes(r2, 0) == 0, "no pass counted");
+    uint64_t before2 = recon_passes(r2);
     lose_keys(true);
     CHECK(wait_mirrored() >= 0, "keys not restored after the marker vanished");
     CHECK(wait_passes(r, 1) == 0, "the repair after the marker vanished was not counted");
+    CHECK(wait_passes(r2, before2) == 0, "the second replica did not notice the loss");
+    recon_stop(r2);
     passes = recon_passes(r);
     lose_keys(false);
     recon_kick(r);

@@ -25,7 +25,7 @@ static const struct {
     {"tocsi:rem:1:2", -1, 0, 0},
     {"Tocsin:rem:1:2", -1, 0, 0},
     {"tocsin:claim:1:2", -1, 0, 0}, /* a claim key is not a reminder key */
-    {"tocsin:recon:marker", -1, 0, 0},
+    {"tocsin:recon:marker:replica-1", -1, 0, 0},
     {"tocsin:rem:", -1, 0, 0},
     {"tocsin:rem::", -1, 0, 0},
     {"tocsin:rem::2", -1, 0, 0}, /* empty id */
