@@ -21,11 +21,7 @@
  * that registered again under a new name still has its old name's requests out, and taking them
  * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
  * read without a write; then due rows nobody holds, in order along
- * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3,
- * and of what they found, one receiver gets at most $6 rows ($7 for a push service: a share,
- * deliver.c's hold cap), so that the rows of one receiver can never fill a worker's slots; the
- * rest stay where they were (given rows stay given). The last column counts what the sources
- * found before that cap: a full window means more may be waiting.
+ * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
  * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
@@ -41,32 +37,27 @@ static const char claim_sql[] =
     " dead AS (SELECT h.o FROM holders h WHERE h.o IS NOT NULL AND h.o <> $1 AND NOT EXISTS"
     "   (SELECT 1 FROM delivery_owners d WHERE d.owner = h.o AND d.lease_until > now()"
     "    AND NOT tocsin_backend_gone(d.backend_pid, d.backend_start))),"
-    " orphans AS (SELECT x.* FROM dead d CROSS JOIN LATERAL (SELECT id, receiver, channel FROM outbox"
+    " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
     "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
     "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
-    " mine AS (SELECT id, receiver, channel FROM outbox WHERE status = 'pending' AND lease_owner = $1"
+    " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
     "   AND receiver <> ALL ($3::text[]) AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
-    " due AS (SELECT id, receiver, channel FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
+    " due AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
     "   AND next_attempt_at <= now() AND receiver <> ALL ($3::text[])"
     "   ORDER BY next_attempt_at, id LIMIT $2::int FOR UPDATE SKIP LOCKED),"
-    " c AS (SELECT *, 0 AS src FROM orphans UNION ALL (SELECT *, 2 FROM due"
+    " c AS (SELECT id FROM orphans UNION ALL (SELECT id FROM due"
     "   LIMIT $2::int - (SELECT count(*) FROM mine) - (SELECT count(*) FROM orphans))),"
-    " capped AS (SELECT a.id, a.src FROM (SELECT b.*, row_number() OVER (PARTITION BY b.receiver"
-    "   ORDER BY b.src, b.id) AS k FROM (SELECT * FROM c UNION ALL SELECT *, 1 FROM mine) b) a"
-    "   WHERE a.k <= CASE a.channel WHEN 'push' THEN $7::int ELSE $6::int END),"
-    " l AS (UPDATE outbox o SET lease_owner = $1"
-    "   WHERE o.id = ANY (ARRAY(SELECT id FROM capped WHERE src <> 1)) RETURNING o.*),"
+    " l AS (UPDATE outbox o SET lease_owner = $1 WHERE o.id = ANY (ARRAY(SELECT id FROM c))"
+    "   RETURNING o.*),"
     " r AS (SELECT l.*, false AS given FROM l UNION ALL"
-    "   SELECT o.*, true FROM outbox o"
-    "   WHERE o.id = ANY (ARRAY(SELECT id FROM capped WHERE src = 1)))"
+    "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
     " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
     "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
     "  CASE r.channel WHEN 'webhook' THEN (w.id IS NULL OR w.deleted_at IS NOT NULL)::int"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
-    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given,"
-    "  (SELECT count(*) FROM c) + (SELECT count(*) FROM mine)"
+    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
     " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
 /* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing.
@@ -213,40 +204,33 @@ text_array(const char *const *v, size_t n)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a, struct db_outbox_item *out,
-                size_t max, size_t *n, size_t *found)
+db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *const *exclude,
+                size_t n_exclude, const int64_t *held, size_t n_held, struct db_outbox_item *out,
+                size_t max, size_t *n)
 {
-    char limit[DB_I64_BUF], cap[DB_I64_BUF], cap_push[DB_I64_BUF];
-    char *ex = text_array(a->exclude, a->n_exclude < DB_OUTBOX_EXCLUDE_MAX ? a->n_exclude
-                                                                           : DB_OUTBOX_EXCLUDE_MAX);
-    char *hd = db_array_i64(a->held, a->n_held);
+    char limit[DB_I64_BUF];
+    char *ex =
+        text_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
+    char *hd = db_array_i64(held, n_held);
     const char *params[] = {
-        a->owner,
-        db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)),
-        ex,
-        hd,
-        a->orphans ? "true" : "false",
-        db_i64(cap, (int64_t)a->per_receiver),
-        db_i64(cap_push, (int64_t)a->per_push_service)};
+        owner, db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex,
+        hd, orphans ? "true" : "false"};
     PGresult *res;
     enum db_status st = DB_HARD_ERROR;
 
     *n = 0;
-    *found = 0;
     /* In order: statistics describe the outbox at rest, a few rows due; planned on them, the
      * due rows were read whole through a bitmap and sorted on every lease, 50,000 of them each
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
     if (ex != NULL && hd != NULL)
-        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 7, params, DB_PLAN_GENERIC, &res);
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, DB_PLAN_GENERIC, &res);
     else
         db_set_err(db, "out of memory");
     free(ex);
     free(hd);
     if (st != DB_ONE_RESULT)
         return st;
-    if (PQntuples(res) > 0)
-        *found = (size_t)db_get_i64(res, 0, 19);
     for (int row = 0; row < PQntuples(res) && *n < max; row++) {
         if (fill_item(res, row, &out[*n]) != 0) {
             /* Out of memory, or a channel this version does not know: the row stays with this

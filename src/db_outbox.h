@@ -61,21 +61,11 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
  * then the rows owner was given and does not hold yet (not in held[0..n_held): written owned by the
  * fire statement, read without a write), then due rows nobody holds, in order. The first and the
  * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that
- * range holds only rows anyone may take, however many are held. Of what is found, one receiver
- * gets at most per_receiver rows (per_push_service for a push service); the rest stay as they
- * were. *n rows into out (free each with db_outbox_item_fini); *found is what was found before
- * that cap, max when more may be waiting. */
-struct db_outbox_claim_args {
-    const char *owner;
-    bool orphans;
-    const char *const *exclude;
-    size_t n_exclude;
-    const int64_t *held;
-    size_t n_held;
-    size_t per_receiver, per_push_service;
-};
-enum db_status db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a,
-                               struct db_outbox_item *out, size_t max, size_t *n, size_t *found);
+ * range holds only rows anyone may take, however many are held. *n rows into out; free each with
+ * db_outbox_item_fini. */
+enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
+                               const char *const *exclude, size_t n_exclude, const int64_t *held,
+                               size_t n_held, struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt; recorded[i]
  * tells whether ids[i] was recorded by this call (false: another answer for it was recorded

@@ -50,7 +50,6 @@ _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver k
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
     size_t share; /* requests it may have in flight (deliver_opts) */
-    size_t hold;  /* rows a lease may add for it, and what it holds before it is left out */
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
@@ -163,21 +162,6 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
-/* A lease gives one receiver at most its hold cap of rows, and leaves it out while it holds that
- * many (sent and queued), so it holds fewer than twice the cap: a receiver's backlog (a burst
- * given to this worker, a slow receiver's queue) never fills the worker's slots, and a lease still
- * brings a batch. A fraction of the slots, or the receiver's share when larger (its share must
- * fit): with the defaults (256 slots, shares 16 and 64) 64 rows, 127 held at most. */
-#define HOLD_DIVISOR 4
-
-static size_t
-hold_cap(const struct deliver *d, size_t share)
-{
-    size_t part = (size_t)d->concurrency / HOLD_DIVISOR;
-
-    return share > part ? share : part > 0 ? part : 1;
-}
-
 /* The receiver of a row: its key names one channel's receiver (a push service's origin is never
  * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
@@ -191,7 +175,6 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
         (*r)->share =
             (size_t)(it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver);
-        (*r)->hold = hold_cap(w->d, (*r)->share);
     }
     return *r;
 }
@@ -214,8 +197,7 @@ may_send(const struct receiver *r, int64_t now)
     return r->sending < r->share;
 }
 
-/* Receivers whose rows must not be leased now: holding their hold cap, an open circuit, a probe
- * out. */
+/* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. */
 static size_t
 excluded(struct worker *w, int64_t now, const char **out, size_t max)
 {
@@ -224,8 +206,8 @@ excluded(struct worker *w, int64_t now, const char **out, size_t max)
     for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
         for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
             if (circuit_open(r, now) ||
-                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->hold))
-                out[n++] = r->key; /* open, half open with a probe at hand, or at its hold cap */
+                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->share))
+                out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
     return n;
 }
 
@@ -321,11 +303,11 @@ db_back(struct worker *w)
 static void
 slot_back(struct worker *w, struct job *j, int64_t now)
 {
-    /* A receiver whose rows reached its hold cap (sent and queued: excluded from leases) is
-     * under it again: rows for it are leased now, not at the next poll, or its slots idle until
-     * then. The total falls by one per answer (a queued row that starts moves within it), so it
-     * passes the cap exactly here. */
-    if (j->rcv->sending-- + j->rcv->queued == j->rcv->hold)
+    /* A receiver whose rows filled its share (sent and queued: excluded from leases) has a slot
+     * again: rows for it are leased now, not at the next poll, or the slot idles until then. The
+     * total falls by one per answer (a queued row that starts moves within it), so it passes the
+     * share exactly here. */
+    if (j->rcv->sending-- + j->rcv->queued == j->rcv->share)
         w->next_claim_ms = now;
 }
 
@@ -726,9 +708,8 @@ take_rows(struct worker *w, size_t n)
         job_drop(w, gone[i]);
 }
 
-/* Leases what the worker has room for, at most a receiver's hold cap for each. Returns whether the
- * statement found as many rows as it had room for: only then may more be waiting (rows given
- * later wake the worker). */
+/* Leases what the worker has room for. Returns whether the statement filled the room it asked
+ * for: only then may more be waiting (rows given later wake the worker). */
 static bool
 claim(struct worker *w, int64_t now)
 {
@@ -747,17 +728,8 @@ claim(struct worker *w, int64_t now)
     bool orphans = now - w->orphans_ms >= DELIVER_POLL_MS;
     if (orphans)
         w->orphans_ms = now;
-    struct db_outbox_claim_args a = {.owner = w->owner,
-                                     .orphans = orphans,
-                                     .exclude = exclude,
-                                     .n_exclude = n_ex,
-                                     .held = w->ids,
-                                     .n_held = w->n_held,
-                                     .per_receiver = hold_cap(w->d, (size_t)w->d->per_receiver),
-                                     .per_push_service =
-                                         hold_cap(w->d, (size_t)w->d->per_push_service)};
-    size_t found = 0;
-    if (db_outbox_claim(w->db, &a, w->claimed, room, &n, &found) != DB_ONE_RESULT) {
+    if (db_outbox_claim(w->db, w->owner, orphans, exclude, n_ex, w->ids, w->n_held, w->claimed,
+                        room, &n) != DB_ONE_RESULT) {
         db_lost(w, "cannot lease outbox rows");
         return false;
     }
@@ -769,7 +741,7 @@ claim(struct worker *w, int64_t now)
          !atomic_compare_exchange_weak(&w->given, &was, was > given ? was - given : 0);)
         ;
     take_rows(w, n);
-    return found == room;
+    return n == room;
 }
 
 /* Drops the rows queued and not sent: their lease may be gone, so another worker may send them. */

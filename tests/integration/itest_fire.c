@@ -225,33 +225,12 @@ test_concurrent_fire(struct db *a, struct db *b)
 
 /* ---- the outbox statements ---- */
 
-/* A lease that may find dead owners' rows, with one receiver's rows capped at cap; *found as
- * db_outbox_claim's (NULL: not wanted). */
-static enum db_status
-claim_capped(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
-             const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max, size_t *n,
-             size_t cap, size_t *found)
-{
-    struct db_outbox_claim_args a = {.owner = owner,
-                                     .orphans = true,
-                                     .exclude = exclude,
-                                     .n_exclude = n_exclude,
-                                     .held = held,
-                                     .n_held = n_held,
-                                     .per_receiver = cap,
-                                     .per_push_service = cap};
-    size_t ignored;
-
-    return db_outbox_claim(db, &a, out, max, n, found != NULL ? found : &ignored);
-}
-
-/* The same with no cap a lease could reach. */
+/* A lease that may find dead owners' rows. */
 static enum db_status
 claim_rows(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
            const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max, size_t *n)
 {
-    return claim_capped(db, owner, exclude, n_exclude, held, n_held, out, max, n,
-                        DB_OUTBOX_CLAIM_MAX, NULL);
+    return db_outbox_claim(db, owner, true, exclude, n_exclude, held, n_held, out, max, n);
 }
 
 static void
@@ -389,41 +368,6 @@ test_orphans(struct db *db)
           "the orphan is leased to its new owner");
     items_fini(it, n);
     items_fini(next, m);
-}
-
-/* A lease gives one receiver at most its cap and leaves the rest where they were; what it found
- * before the cap is told, so that the caller knows more may be waiting. */
-static void
-test_hold_cap(struct db *db)
-{
-    struct db_outbox_item it[DB_OUTBOX_CLAIM_MAX];
-    size_t n = 0, found = 0;
-    long long pending;
-
-    CHECK(fixture_sql("UPDATE outbox SET lease_owner = NULL, next_attempt_at = now() WHERE status "
-                      "= 'pending'",
-                      NULL, NULL, NULL) >= 2,
-          "a backlog due now");
-    pending = fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending'", NULL, NULL, NULL);
-    long long receivers = fixture_sql(
-        "SELECT count(DISTINCT receiver) FROM outbox WHERE status = 'pending'", NULL, NULL, NULL);
-    long long window = pending < DB_OUTBOX_CLAIM_MAX ? pending : DB_OUTBOX_CLAIM_MAX;
-    CHECK(pending > receivers, "a receiver with several rows: %lld rows, %lld receivers", pending,
-          receivers);
-    CHECK(db_outbox_owner_register(db, "cap/0", 60000) == DB_ONE_RESULT, "owner");
-    CHECK(claim_capped(db, "cap/0", NULL, 0, NULL, 0, it, DB_OUTBOX_CLAIM_MAX, &n, 1, &found) ==
-                  DB_ONE_RESULT &&
-              n >= 1 && (long long)n <= receivers && (long long)found == window,
-          "cap 1: %zu rows for %lld receivers, found %zu of %lld", n, receivers, found, window);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++)
-            CHECK(strcmp(it[i].receiver, it[j].receiver) != 0, "two rows for %s", it[i].receiver);
-    CHECK(
-        fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner IS NULL",
-                    NULL, NULL, NULL) == pending - (long long)n,
-        "the rows over the cap are nobody's");
-    items_fini(it, n);
-    CHECK(db_outbox_owner_leave(db, "cap/0") == DB_ONE_RESULT, "leave");
 }
 
 /* The rows of id list ids[0..n) that claim returned in it[0..got), flagged given or not. */
@@ -671,7 +615,6 @@ run(const char *url)
     test_concurrent_fire(a, b);
     test_outbox(a);
     test_orphans(a);
-    test_hold_cap(a);
     test_owners(a);
     test_owner_backend(url, a);
     test_missing_webhook(a);
