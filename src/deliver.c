@@ -50,6 +50,7 @@ _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver k
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
     size_t share; /* requests it may have in flight (deliver_opts) */
+    size_t hold;  /* of its rows held, how many take the worker's slots (hold_cap) */
     size_t sending, queued;
     struct job *head, *tail; /* queued jobs, oldest first */
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
@@ -101,11 +102,11 @@ struct worker {
     int64_t renewed_ms, next_claim_ms;
     int64_t renew_retry_ms; /* after a failed renewal, the next is not tried before this */
     int64_t orphans_ms;     /* when its lease statement last looked for orphans */
-    struct job **held;      /* concurrency slots */
-    size_t n_held;
+    struct job **held;      /* the rows it holds: n_held of max_held (held_max) */
+    size_t n_held, max_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
     struct receiver *ready; /* receivers with queued jobs */
-    /* Scratch of one round: concurrency entries each, claimed DB_OUTBOX_CLAIM_MAX. */
+    /* Scratch of one round: max_held entries each, claimed DB_OUTBOX_CLAIM_MAX. */
     struct db_outbox_item *claimed;
     struct outbound_done *done;
     int64_t *ids;
@@ -115,7 +116,7 @@ struct worker {
     bool *fail_final;        /* whether it fails the row for good */
     struct job **jobs;
     enum channel_verdict *verdicts;
-    /* Delivered answers not recorded yet (concurrency entries), the oldest taken at answered_ms:
+    /* Delivered answers not recorded yet (max_held entries), the oldest taken at answered_ms:
      * flush_delivered records them together. Their jobs keep their slots until then. */
     struct job **answered;
     int *answered_status;
@@ -162,6 +163,35 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
+/* A worker's slots (TOCSIN_DELIVERY_CONCURRENCY) bound the rows it holds, but one receiver's rows
+ * take at most its hold cap of them: a fraction of the slots, or its share when larger. A lease
+ * may bring one receiver more rows than that (a burst the fire statement gave this worker, read
+ * in id order); they wait in its queue without a slot, and it is left out of leases while it
+ * holds its share, so a slow receiver's backlog never keeps the worker from other receivers'
+ * rows. Cutting the lease per receiver instead cost PostgreSQL each lease's whole window of given
+ * rows (twice its CPU in a 50,000 burst). With the defaults (256 slots, shares 16 and 64) a
+ * receiver takes 64 slots at most. */
+#define HOLD_DIVISOR 4
+
+static size_t
+hold_cap(int concurrency, size_t share)
+{
+    size_t part = (size_t)concurrency / HOLD_DIVISOR;
+
+    return share > part ? share : part > 0 ? part : 1;
+}
+
+/* The rows a worker may hold: its slots, and rows beyond their receivers' hold caps. Slots taken
+ * count every receiver at its cap at most, and they never pass the slots, so fewer than
+ * HOLD_DIVISOR * 2 receivers hold more than their cap at once (a cap is at least a
+ * HOLD_DIVISOR-th of the slots, rounded down), each with at most one lease's rows beyond it: it is
+ * left out of leases from then on. A bound, not a guess: claim never asks for more than fits. */
+static size_t
+held_max(int concurrency)
+{
+    return (size_t)concurrency + (size_t)HOLD_DIVISOR * 2 * DB_OUTBOX_CLAIM_MAX;
+}
+
 /* The receiver of a row: its key names one channel's receiver (a push service's origin is never
  * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
@@ -175,6 +205,7 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
         (*r)->share =
             (size_t)(it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver);
+        (*r)->hold = hold_cap(w->d->concurrency, (*r)->share);
     }
     return *r;
 }
@@ -197,16 +228,32 @@ may_send(const struct receiver *r, int64_t now)
     return r->sending < r->share;
 }
 
-/* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. */
+static bool
+left_out(const struct receiver *r, int64_t now)
+{
+    return circuit_open(r, now) || r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->share);
+}
+
+/* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. Those
+ * holding their hold cap come first: past DB_OUTBOX_EXCLUDE_MAX the others may be leased again,
+ * never they. Sets *beyond to the rows held beyond the receivers' caps (they take no slot). */
 static size_t
-excluded(struct worker *w, int64_t now, const char **out, size_t max)
+excluded(struct worker *w, int64_t now, const char **out, size_t max, size_t *beyond)
 {
     size_t n = 0;
 
+    *beyond = 0;
+    for (size_t b = 0; b < RECEIVER_BUCKETS; b++)
+        for (struct receiver *r = w->receivers[b]; r != NULL; r = r->next) {
+            size_t h = r->sending + r->queued;
+            if (h > r->hold)
+                *beyond += h - r->hold;
+            if (h >= r->hold && n < max)
+                out[n++] = r->key;
+        }
     for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
         for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
-            if (circuit_open(r, now) ||
-                r->sending + r->queued >= (r->open_until_ms != 0 ? 1 : r->share))
+            if (r->sending + r->queued < r->hold && left_out(r, now))
                 out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
     return n;
 }
@@ -708,15 +755,27 @@ take_rows(struct worker *w, size_t n)
         job_drop(w, gone[i]);
 }
 
+/* The slots not taken: rows held beyond their receivers' hold caps take none. */
+static size_t
+free_slots(const struct worker *w, size_t beyond)
+{
+    size_t taken = w->n_held - beyond;
+
+    return taken < (size_t)w->d->concurrency ? (size_t)w->d->concurrency - taken : 0;
+}
+
 /* Leases what the worker has room for. Returns whether the statement filled the room it asked
  * for: only then may more be waiting (rows given later wake the worker). */
 static bool
 claim(struct worker *w, int64_t now)
 {
     const char *exclude[DB_OUTBOX_EXCLUDE_MAX];
-    size_t room = (size_t)w->d->concurrency - w->n_held, n = 0;
-    size_t n_ex = excluded(w, now, exclude, DB_OUTBOX_EXCLUDE_MAX);
+    size_t beyond, n = 0;
+    size_t n_ex = excluded(w, now, exclude, DB_OUTBOX_EXCLUDE_MAX, &beyond);
+    size_t room = free_slots(w, beyond);
 
+    if (room > w->max_held - w->n_held)
+        room = w->max_held - w->n_held;
     if (room > DB_OUTBOX_CLAIM_MAX)
         room = DB_OUTBOX_CLAIM_MAX;
     if (room == 0 || !w->registered)
@@ -873,7 +932,7 @@ round_of(struct worker *w)
     if (connected(w, now)) {
         renew(w, now);
         if (woken || now >= w->next_claim_ms) {
-            bool more = claim(w, now) && w->n_held < (size_t)w->d->concurrency;
+            bool more = claim(w, now);
             w->next_claim_ms = more ? now : now + DELIVER_POLL_MS;
         }
     } else {
@@ -969,16 +1028,17 @@ worker_fini(struct worker *w)
 static int
 worker_init(struct deliver *d, struct worker *w, int i)
 {
-    size_t c = (size_t)d->concurrency;
+    size_t c = held_max(d->concurrency);
 
     w->d = d;
+    w->max_held = c;
     w->index = i;
     pthread_mutex_init(&w->pub_mu, NULL);
     w->seed = (unsigned)time(NULL) ^ (unsigned)(i * 7919);
     atomic_init(&w->woken, false);
     atomic_init(&w->live, false);
     atomic_init(&w->given, 0);
-    w->out = outbound_new(c);
+    w->out = outbound_new((size_t)d->concurrency);
     w->keys = push_keys_new(d->channel.vapid_subject);
     /* Arrays of pointers: sizeof *p is a pointer's size, as meant. */
     w->held = calloc(c, sizeof *w->held); // NOLINT(bugprone-sizeof-expression)

@@ -52,7 +52,7 @@ struct deliver_opts {
     const char *database_url;
     const char *instance_id; /* lease owners are "<instance_id>/<worker>" */
     int workers;
-    int concurrency;      /* rows a worker holds at once (queued or in flight) */
+    int concurrency;      /* rows a worker holds at once (queued or in flight; see hold_cap) */
     int per_receiver;     /* of those, at most this many for one receiver */
     int per_push_service; /* the same for a push service (one origin of Web Push endpoints) */
     int64_t retry_base_ms;

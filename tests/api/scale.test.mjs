@@ -1,10 +1,11 @@
 // scale.test.mjs -- delivery and the engine's shared work at scale, against real replicas on one
 // PostgreSQL and one Redis: a tenant whose receivers are dead (one never answers, one answers 500)
-// does not delay another tenant; a replica killed with kill -9 in a burst loses nothing and repeats
-// on the wire at most what it could have had in flight; replicas joining and leaving under a steady
-// load lose nothing and fire nothing twice, and settle on owning the 256 shards between them; a
-// replica whose clock runs ahead (libfaketime) never fires early and reports its skew; a scheduler
-// whose heap fills says so once when it starts and once when it ends, not at every poll.
+// does not delay another tenant, nor does a slow receiver's backlog given to one worker; a replica
+// killed with kill -9 in a burst loses nothing and repeats on the wire at most what it could have
+// had in flight; replicas joining and leaving under a steady load lose nothing and fire nothing
+// twice, and settle on owning the 256 shards between them; a replica whose clock runs ahead
+// (libfaketime) never fires early and reports its skew; a scheduler whose heap fills says so once
+// when it starts and once when it ends, not at every poll.
 // Reminders are written straight into PostgreSQL with exact fire times (the engine reads what any
 // writer committed); webhooks are registered through the API, and receipts are timed at local
 // receivers by the same clock as the database's.
@@ -227,6 +228,7 @@ const hKill = await harness('scale_kill');
 const hChurn = await harness('scale_churn');
 const hSkew = await harness('scale_skew');
 const hHeap = await harness('scale_heap');
+const hBacklog = await harness('scale_backlog');
 
 test('a tenant with a black-hole and a 500-ing receiver delays no other tenant; their circuits open', async (t) => {
     const hh = hIso;
@@ -289,6 +291,41 @@ test('a tenant with a black-hole and a 500-ing receiver delays no other tenant; 
     for (const w of [hole, err]) {
         assert.match(srv.log, new RegExp(`receiver ${w.id} failed \\d+ times in a row; circuit open`), `circuit of ${w.url}`);
     }
+});
+
+test('a slow receiver\'s backlog given to one worker leaves its other slots to other receivers', async (t) => {
+    const hh = hBacklog;
+    hh.prefix = `backlog${process.pid}`;
+    // One worker of 32 slots, 8 a receiver: one lease takes 32 of the slow receiver's 40 rows
+    // (given in id order), but they take 8 slots (its hold cap, a quarter of them), and the next
+    // lease leaves the slow receiver out. When they took all 32 slots the other receiver's
+    // reminder waited for the slow answers.
+    const SLOTS = 32, SHARE = 8, SLOW_MS = 2000, BACKLOG = 40;
+    const [srv] = await replicas(hh, 1, {
+        TOCSIN_DELIVERY_WORKERS: '1',
+        TOCSIN_DELIVERY_CONCURRENCY: String(SLOTS),
+        TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: String(SHARE),
+        TOCSIN_DELIVERY_TIMEOUT_MS: '20000',
+    });
+    t.after(() => srv.stop());
+    const slowTenant = await tenant(hh, srv, 'slow');
+    const quickTenant = await tenant(hh, srv, 'quick');
+    const slow = await receiver(t, { delayMs: SLOW_MS });
+    const quick = await receiver(t);
+    await register(srv, slowTenant, slow.url);
+    await register(srv, quickTenant, quick.url);
+    const t0 = Date.now() + LEAD_MS;
+    const backlog = await insertDue(hh, slowTenant, 'backlog-slow', BACKLOG, t0, 0);
+    const one = await insertDue(hh, quickTenant, 'backlog-quick', 1, t0 + 20, 0);
+    const got = await arrivals(hh, quick, one);
+    t.diagnostic(`the other receiver's reminder: ${fmt(got)}`);
+    assert.equal(got.missing.length, 0);
+    // Generous for ASan on a shared machine; waiting behind the slow receiver's answers made it
+    // SLOW_MS late.
+    assert.ok(got.max < SLOW_MS / 2, `the other receiver waited ${got.max} ms`);
+    const all = await arrivals(hh, slow, backlog);
+    assert.equal(all.missing.length, 0, `the slow receiver's backlog: ${fmt(all)}`);
+    assert.equal(all.repeats + got.repeats, 0, 'none twice');
 });
 
 test('kill -9 of one of three replicas in a burst: nothing lost or recorded twice, late by the recovery at most, repeats bounded by its in-flight', async (t) => {
