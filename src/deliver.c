@@ -533,6 +533,24 @@ circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
     release_queued(w, r, r->open_ms);
 }
 
+/* A receiver in trouble that said when to come back (Retry-After on a 429 or 5xx) gets nothing
+ * from this worker until then: its circuit opens for that long (unless open longer already), its
+ * queued rows go back due then without spending attempts, and the first request after it is the
+ * probe. Delaying only the row that got the answer sent the rest of the queue into the same
+ * refusal. */
+static void
+circuit_hold_off(struct worker *w, struct receiver *r, int64_t ms, int64_t now)
+{
+    if (ms <= 0 || (circuit_open(r, now) && r->open_until_ms >= now + ms))
+        return;
+    r->open_until_ms = now + ms;
+    r->open_ms = ms;
+    r->probing = false;
+    LOG_WARN("deliver: receiver %s asked to wait %lld ms (Retry-After); circuit open until then",
+             r->key, (long long)ms);
+    release_queued(w, r, ms);
+}
+
 /* ---- one round ------------------------------------------------------------------------------ */
 
 /* Takes the answers done[0..n): failed attempts are recorded in one statement and their jobs
@@ -547,7 +565,10 @@ take_answers(struct worker *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct job *j = w->done[i].tag;
         j->sending = false;
-        circuit_note(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]), now);
+        bool trouble = channel_receiver_trouble(j->it.channel, &w->done[i]);
+        circuit_note(w, j->rcv, trouble, now);
+        if (trouble)
+            circuit_hold_off(w, j->rcv, w->done[i].retry_after_s * 1000, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             if (w->n_answered == 0)

@@ -2,10 +2,13 @@
 // real replicas, PostgreSQL and Redis: a replica stopped while a slow receiver holds one of its
 // requests records the answers that come meanwhile and keeps its lease, so the other replica sends
 // none of them again; a worker whose database connection is replaced while a request is out
-// does not take that row over from itself and send it twice; and while PostgreSQL is down a
-// replica waits between its tries instead of spinning on them.
+// does not take that row over from itself and send it twice; while PostgreSQL is down a replica
+// waits between its tries instead of spinning on them; a receiver's Retry-After holds back its
+// other queued rows too, not only the one it answered; and a 2xx whose body is cut off is a
+// delivery, not a failure to retry.
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { harness, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
 import { cpuMsOf, statFields } from '../../bench/proc.mjs';
 
@@ -82,6 +85,8 @@ const cpuMs = (pid) => cpuMsOf(statFields(pid));
 const hStop = await harness('faults_stop');
 const hConn = await harness('faults_conn');
 const hDown = await harness('faults_down');
+const hWait = await harness('faults_wait');
+const hCut = await harness('faults_cut');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -146,4 +151,68 @@ test('while PostgreSQL is down a replica waits between its tries instead of spin
     }
     const up = await waitFor(async () => (await srv.req('GET', '/readyz', { validate: false })).status === 200, BOUND_MS, 200);
     assert.ok(up, 'ready again once PostgreSQL is back');
+});
+
+test('a receiver\'s Retry-After holds back the rest of its queue, not only the row it answered', async (t) => {
+    // One request at a time to the receiver, so the other rows wait queued in the worker when the
+    // first answer says 503, Retry-After: 2. Before, only that row waited: the next went at once.
+    const N = 4, WAIT_S = 2;
+    const arrivals = [];
+    const server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            arrivals.push(Date.now());
+            if (arrivals.length === 1)
+                res.writeHead(503, { 'retry-after': String(WAIT_S) }).end();
+            else
+                res.writeHead(204).end();
+        });
+    });
+    const url = await serveLocal(t, server);
+    const srv = await replica(hWait, t, 'wait-1', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1' });
+    const key = await srv.createKey('faults-wait');
+    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
+    assert.equal(hook.status, 201, hook.text);
+    const ids = await dueSoon(srv, key, N);
+    assert.ok(await waitFor(async () => await delivered(hWait, ids) === N, BOUND_MS), 'every row delivered');
+    const quiet = arrivals[1] - arrivals[0];
+    t.diagnostic(`requests at ${arrivals.map((a) => a - arrivals[0]).join(', ')} ms`);
+    // A lower bound only: our side enforces it, so a slow machine cannot make it fail.
+    assert.ok(quiet >= WAIT_S * 1000 - 100, `the next request came ${quiet} ms after the 503`);
+    assert.equal(arrivals.length, N + 1, 'the 503-ed row once more, the others once');
+    assert.match(srv.proc.log, /asked to wait \d+ ms \(Retry-After\)/);
+});
+
+test('a 2xx whose body is cut off is a delivery, not a failure to retry', async (t) => {
+    // The receiver answers 200 with a Content-Length it never fills and closes the connection.
+    let requests = 0;
+    const server = net.createServer((sock) => {
+        let got = '';
+        sock.on('data', (b) => {
+            got += b.toString('latin1');
+            const head = got.indexOf('\r\n\r\n');
+            const len = /content-length: *(\d+)/i.exec(got);
+            if (head < 0 || len === null || got.length < head + 4 + Number(len[1]))
+                return;
+            requests++;
+            got = '';
+            sock.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\ncut short');
+        });
+        sock.on('error', () => {});
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    t.after(() => new Promise((r) => server.close(() => r())));
+    const url = `http://127.0.0.1:${server.address().port}/hook`;
+    const srv = await replica(hCut, t, 'cut-1', { TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
+    const key = await srv.createKey('faults-cut');
+    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
+    assert.equal(hook.status, 201, hook.text);
+    const ids = await dueSoon(srv, key, 1);
+    assert.ok(await waitFor(() => requests >= 1, BOUND_MS), 'the request arrived');
+    assert.ok(await waitFor(async () => await delivered(hCut, ids) === 1, BOUND_MS, 100),
+        await hCut.sql(`SELECT status || ' ' || attempts || ' ' || coalesce(last_error, '') FROM outbox
+            WHERE reminder_id = ${ids[0]}`));
+    await sleep(SETTLE_MS); // a retry after a 100 ms base would come within this
+    assert.equal(requests, 1, 'sent once');
+    assert.equal(await hCut.sql(`SELECT attempts || ' ' || last_status FROM outbox WHERE reminder_id = ${ids[0]}`), '1 200');
 });
