@@ -23,7 +23,7 @@ tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # The API files that run a second time against the ThreadSanitizer build.
 TSAN_NODE_TESTS="tests/api/limits.test.mjs tests/api/stream.test.mjs tests/api/stream_load.test.mjs
-tests/api/stream_replicas.test.mjs"
+tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
 NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}

@@ -1,10 +1,15 @@
 /* hub.c -- the stream hub of hub.h. One lock (h->mu) guards the tenants, their rings and stream
  * lists and the per-participant counts; each stream's own lock guards its buffer and the flags its
- * reader shares. The hub thread drops h->mu around every database call and around the writes of
- * a fan-out, and works on copies meanwhile; it is the only writer of a tenant's last_seen and ring,
- * so those are still as it left them when it takes the lock back. A stream the thread needs while
- * the lock is dropped holds a reference, so hub_stream_close cannot free it underneath. Resumes go
- * through a wake queue (wakeq.h) with a lock of its own, taken last. */
+ * reader shares. Two threads: the hub thread (run) owns the database connection; the timer thread
+ * (run_timers) never touches the database and writes the heartbeats, reauth warnings and ends,
+ * cuts closed peers and unsticks the wake queue, so a database call that hangs (PostgreSQL
+ * stopped or unreachable) holds none of those up. The hub thread drops h->mu around every
+ * database call and around the writes of a fan-out, and works on copies meanwhile; it is the only
+ * writer of a tenant's last_seen and ring, and the only one that frees a tenant, so those are still
+ * as it left them when it takes the lock back. The timer thread holds h->mu for each of its walks.
+ * A stream a thread needs while the lock is dropped holds a reference, so hub_stream_close cannot
+ * free it underneath. Resumes go through a wake queue (wakeq.h) with a lock of its own, taken
+ * last. */
 #define _GNU_SOURCE /* EPOLLRDHUP: the peer closed its end */
 #include "hub.h"
 
@@ -112,12 +117,15 @@ struct hub_stream {
 struct hub {
     struct hub_opts o;
     char *database_url;
-    pthread_t thread;
+    pthread_t thread, timer_thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* monotonic clock; signalled on work and on stream close */
+    pthread_cond_t cv;       /* monotonic clock; signalled on work and on stream close */
+    pthread_cond_t timer_cv; /* monotonic clock; signalled on stop (the timer thread's) */
     bool stop, draining, work;
     size_t n_streams;
-    int64_t next_poll_ms, next_heartbeat_ms, next_timers_ms, next_peer_check_ms; /* monotonic */
+    int64_t next_poll_ms; /* monotonic; the hub thread's */
+    /* Monotonic; the timer thread's. */
+    int64_t next_heartbeat_ms, next_timers_ms, next_peer_check_ms;
     int64_t next_due_ms; /* wall clock: no stream's end or reauth is due before this */
     int epfd;          /* every stream's socket, watched for a closed peer; -1 when epoll failed */
     struct wakeq wake; /* every resume of a stream goes through it */
@@ -1133,8 +1141,8 @@ stream_timers(struct hub_stream *s, int64_t now, bool heartbeat)
         stream_comment(s, "hb");
 }
 
-/* Timers of every stream, the heartbeat when due, and forgetting tenants idle for long. Also
- * finds when the next stream timer is due: until then only the heartbeat needs a walk. */
+/* Timers of every stream and the heartbeat when due. Also finds when the next stream timer is
+ * due: until then only the heartbeat needs a walk. Timer thread. */
 static void
 timers(struct hub *h, int64_t mono)
 {
@@ -1144,14 +1152,23 @@ timers(struct hub *h, int64_t mono)
     if (heartbeat)
         h->next_heartbeat_ms = mono + h->o.heartbeat_ms;
     h->next_due_ms = INT64_MAX;
-    for (size_t b = 0; b < TENANT_BUCKETS; b++) {
-        struct tenant **slot = &h->tenants[b];
-        while (*slot != NULL) {
-            struct tenant *t = *slot;
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next)
             for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
                 stream_timers(s, now, heartbeat);
                 lower_due(h, s);
             }
+}
+
+/* Forgets tenants without streams for long. Hub thread: the only one that frees a tenant, so
+ * the tenants it works on stay valid while it has h->mu dropped. */
+static void
+forget_idle(struct hub *h, int64_t mono)
+{
+    for (size_t b = 0; b < TENANT_BUCKETS; b++) {
+        struct tenant **slot = &h->tenants[b];
+        while (*slot != NULL) {
+            struct tenant *t = *slot;
             if (t->n_streams == 0 && mono - t->idle_since_ms > HUB_TENANT_IDLE_MS) {
                 *slot = t->next;
                 tenant_free(t);
@@ -1200,8 +1217,6 @@ wait_for_work(struct hub *h)
 
     if (h->next_poll_ms < until)
         until = h->next_poll_ms;
-    if (h->next_heartbeat_ms < until)
-        until = h->next_heartbeat_ms;
     int64_t wait = until - now;
     if (wait <= 0 || h->work || h->stop)
         return;
@@ -1234,9 +1249,42 @@ run(void *arg)
                 read_tenant(h, t);
                 serve_new(h, t, round);
             }
-        /* Timers walk every stream: at their tick once one is due, not on every wake-up (a
-         * busy tenant wakes the hub for each commit), and at each heartbeat. */
-        now = mono_ms();
+        forget_idle(h, mono_ms());
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Waits (h->mu held) for the timer thread's next tick or heartbeat, or for stop. */
+static void
+wait_for_tick(struct hub *h)
+{
+    int64_t now = mono_ms(), until = now + HUB_TICK_MS;
+    struct timespec ts;
+
+    if (h->next_heartbeat_ms < until)
+        until = h->next_heartbeat_ms;
+    if (until <= now || h->stop)
+        return;
+    ts = cond_deadline(until - now);
+    while (!h->stop)
+        if (pthread_cond_timedwait(&h->timer_cv, &h->mu, &ts) == ETIMEDOUT)
+            break;
+}
+
+/* The timer thread: never calls the database, so it keeps the streams' clocks while the hub
+ * thread waits on PostgreSQL. */
+static void *
+run_timers(void *arg)
+{
+    struct hub *h = arg;
+
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        wait_for_tick(h);
+        /* Timers walk every stream: at their tick once one is due, not at every tick, and at
+         * each heartbeat. */
+        int64_t now = mono_ms();
         if ((now >= h->next_timers_ms && timefmt_now_ms() >= h->next_due_ms) ||
             now >= h->next_heartbeat_ms) {
             h->next_timers_ms = now + HUB_TIMERS_MS;
@@ -1255,6 +1303,21 @@ run(void *arg)
     return NULL;
 }
 
+/* Stops the running threads (those of started[]) and waits for them. */
+static void
+stop_threads(struct hub *h, const bool started[2])
+{
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_cond_broadcast(&h->timer_cv);
+    pthread_mutex_unlock(&h->mu);
+    if (started[0])
+        pthread_join(h->thread, NULL);
+    if (started[1])
+        pthread_join(h->timer_thread, NULL);
+}
+
 struct hub *
 hub_start(const struct hub_opts *opts)
 {
@@ -1271,10 +1334,17 @@ hub_start(const struct hub_opts *opts)
     h->epfd = epoll_create1(EPOLL_CLOEXEC);
     pthread_mutex_init(&h->mu, NULL);
     cond_init_monotonic(&h->cv);
+    cond_init_monotonic(&h->timer_cv);
     wakeq_init(&h->wake, WAKE_SLOTS, WAKE_STALL_MS);
-    if (h->database_url == NULL || h->evbuf == NULL || h->fan == NULL ||
-        pthread_create(&h->thread, NULL, run, h) != 0) {
+    bool started[2] = {false, false};
+    if (h->database_url != NULL && h->evbuf != NULL && h->fan != NULL)
+        started[0] = pthread_create(&h->thread, NULL, run, h) == 0;
+    if (started[0])
+        started[1] = pthread_create(&h->timer_thread, NULL, run_timers, h) == 0;
+    if (!started[1]) {
+        stop_threads(h, started);
         wakeq_fini(&h->wake);
+        pthread_cond_destroy(&h->timer_cv);
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
         if (h->epfd >= 0)
@@ -1334,11 +1404,7 @@ hub_stop(struct hub *h)
 {
     if (h == NULL)
         return;
-    pthread_mutex_lock(&h->mu);
-    h->stop = true;
-    pthread_cond_broadcast(&h->cv);
-    pthread_mutex_unlock(&h->mu);
-    pthread_join(h->thread, NULL);
+    stop_threads(h, (const bool[2]){true, true});
     for (size_t b = 0; b < TENANT_BUCKETS; b++)
         while (h->tenants[b] != NULL) {
             struct tenant *t = h->tenants[b];
@@ -1353,6 +1419,7 @@ hub_stop(struct hub *h)
         }
     db_close(h->db);
     wakeq_fini(&h->wake);
+    pthread_cond_destroy(&h->timer_cv);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     if (h->epfd >= 0)

@@ -2,11 +2,12 @@
  * reads each tenant's new stream events once (on a wake-up from a fire, or its catch-up poll) and
  * fans them out to the open streams that may see them; it also serves each new stream its
  * backlog after the client's cursor (from a ring of recent events, or from PostgreSQL; from the
- * ring hub_stream_open serves it itself, on the HTTP thread), and writes the heartbeats, the
- * reauth warnings and the ends. The HTTP layer (http_stream.c) owns the
- * connections: the hub only appends bytes to a stream's buffer, watches its socket for a closed
- * peer, and asks the connection, through struct hub_conn_ops, to resume (its reader had
- * suspended; a bounded number at once, see wakeq.h) or to be cut.
+ * ring hub_stream_open serves it itself, on the HTTP thread). A second thread, which never calls
+ * the database, writes the heartbeats, the reauth warnings and the ends, so a call that hangs
+ * delays none of them. The HTTP layer (http_stream.c) owns the connections: the hub only appends
+ * bytes to a stream's buffer, watches its socket for a closed peer, and asks the connection,
+ * through struct hub_conn_ops, to resume (its reader had suspended; a bounded number at once, see
+ * wakeq.h) or to be cut.
  *
  * Threads: hub_notify and hub_streams from any thread; hub_stream_open/read/close from the HTTP
  * threads; hub_start, hub_drain and hub_stop from the thread that wires the replica (main.c).
@@ -26,7 +27,7 @@
 #define HUB_REAUTH_LEAD_MS 30000  /* event: reauth this long before the token expires */
 #define HUB_MAX_AGE_JITTER_PCT 20 /* a stream's lifetime is spread by up to this percentage */
 #define HUB_TENANT_IDLE_MS 300000 /* a tenant without streams is forgotten after this */
-#define HUB_TICK_MS 250           /* the thread wakes at least this often */
+#define HUB_TICK_MS 250           /* each thread wakes at least this often */
 #define HUB_TIMERS_MS 500         /* stream timers (reauth, end, heartbeat) are walked this often */
 #define HUB_PEER_CHECK_MS 1000    /* streams' sockets are checked for a closed peer this often */
 #define HUB_PEER_EVENTS_MAX 256   /* closed peers per epoll_wait; a check reads until fewer */
@@ -76,10 +77,10 @@ enum hub_open_status { HUB_OPENED, HUB_FULL, HUB_PARTICIPANT_FULL, HUB_STOPPING,
 struct hub;
 struct hub_stream;
 
-/* Starts the hub thread (connecting lazily). opts strings are copied. NULL when out of memory or
- * the thread cannot start. */
+/* Starts the hub's threads (connecting lazily). opts strings are copied. NULL when out of memory
+ * or a thread cannot start. */
 struct hub *hub_start(const struct hub_opts *opts);
-/* Stops the thread and frees h. No stream may be open: http_server_stop ends them (hub_drain,
+/* Stops the threads and frees h. No stream may be open: http_server_stop ends them (hub_drain,
  * then MHD_stop_daemon closes what is left). NULL ok. */
 void hub_stop(struct hub *h);
 

@@ -427,6 +427,75 @@ class Server {
     }
 }
 
+// ---------------------------------------------------------------- a PostgreSQL in the way
+
+// A TCP forwarder on 127.0.0.1 to the PostgreSQL of dbUrl that can slow or stop its replies,
+// for every connection through it: delay(ms) holds each reply chunk that long (a database read
+// that takes ms more), hold() keeps every reply from then on (a PostgreSQL that hangs: libpq's
+// connects and statements block), release() sends what was held and forwards again. Replies keep
+// their order. Resolves with {url (dbUrl through it), delay, hold, release, close}.
+async function postgresProxy(dbUrl) {
+    const target = new URL(dbUrl);
+    const socks = new Set();
+    const queues = new Set();
+    let delayMs = 0;
+    let held = false;
+    // Writes out the chunks that are due, in order; a later one never overtakes an earlier one.
+    const pump = (q) => {
+        clearTimeout(q.timer);
+        q.timer = null;
+        while (!held && q.chunks.length > 0 && q.chunks[0].due <= Date.now()) {
+            q.to.write(q.chunks.shift().data);
+        }
+        if (!held && q.chunks.length > 0) {
+            q.timer = setTimeout(() => pump(q), q.chunks[0].due - Date.now());
+        }
+    };
+    const server = net.createServer((down) => {
+        const up = net.connect(Number(target.port), target.hostname);
+        const q = { to: down, chunks: [], timer: null };
+        queues.add(q);
+        for (const s of [down, up]) {
+            socks.add(s);
+            s.on('error', () => {});
+            s.on('close', () => {
+                socks.delete(s);
+                queues.delete(q);
+                clearTimeout(q.timer);
+                down.destroy();
+                up.destroy();
+            });
+        }
+        down.pipe(up);
+        up.on('data', (data) => {
+            q.chunks.push({ data, due: Date.now() + delayMs });
+            if (q.timer === null) {
+                pump(q);
+            }
+        });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = new URL(dbUrl);
+    url.port = String(server.address().port);
+    return {
+        url: url.toString(),
+        delay: (ms) => { delayMs = ms; },
+        hold: () => { held = true; },
+        release: () => {
+            held = false;
+            for (const q of queues) {
+                pump(q);
+            }
+        },
+        close: () => {
+            for (const s of socks) {
+                s.destroy();
+            }
+            return new Promise((resolve) => server.close(resolve));
+        },
+    };
+}
+
 // ---------------------------------------------------------------- redis
 
 export function redisCli(url) {
@@ -564,6 +633,12 @@ export async function harness(name) {
         }
     };
     h.restartPostgres = () => pgCtl('restart');
+    h.proxies = [];
+    h.postgresProxy = async () => {
+        const p = await postgresProxy(h.dbUrl);
+        h.proxies.push(p);
+        return p;
+    };
     h.stopPostgres = () => pgCtl('stop');
     h.startPostgres = () => pgCtl('start');
 
@@ -602,6 +677,9 @@ export async function harness(name) {
         for (const c of [...h.children]) {
             c.child.kill('SIGKILL');
             await c.exit;
+        }
+        for (const p of h.proxies) {
+            await p.close();
         }
         for (const r of h.redises) {
             fs.rmSync(r.dir, { recursive: true, force: true });
