@@ -28,6 +28,9 @@ tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
 NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
 CTEST=${TOCSIN_TEST_CTEST:-1}
+# TOCSIN_TEST_CTEST_REGEX=hub runs only the ctest tests whose names match (ctest -R), in both the
+# ASan and the TSan stage.
+CTEST_REGEX=${TOCSIN_TEST_CTEST_REGEX:-}
 TEST_DIR=$TOCSIN_ROOT/.local/test
 TEST_DB=tocsin_test
 CTEST_TIMEOUT_S=600 # per test executable
@@ -101,7 +104,7 @@ run_ctest()
     wrap=$(tocsin_sanitizer_wrap "$dir/tocsin" --help)
     [ -z "$wrap" ] || tocsin_log "sanitizer runtime needs ASLR off here: running under $wrap"
     $wrap ctest --test-dir "$dir" --output-on-failure --no-tests=error \
-        --timeout "$CTEST_TIMEOUT_S" "$@"
+        --timeout "$CTEST_TIMEOUT_S" ${CTEST_REGEX:+-R "$CTEST_REGEX"} "$@"
 }
 
 # node's runner reports "tests 0" and exits 0 when it found no test file: that is a failure here.
