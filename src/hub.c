@@ -39,7 +39,7 @@
 #define CONTROL_DATA_MAX 128 /* the JSON of hello, reset and reauth */
 /* A whole hello, reset, reauth or id-only frame. */
 #define CONTROL_FRAME_MAX (CONTROL_DATA_MAX + 64)
-#define DB_RETRY_MS 1000 /* after a failed connect or statement, the next try waits this */
+#define DB_RETRY_MS 1000 /* after a failed connect or statement, the next call waits this */
 /* Streams resumed at once (wakeq.h): enough to keep every HTTP thread busy during a fan-out and
  * to resume in batches (each reaches a thread as one walk of its suspended connections), few
  * enough that a request waits for its thread's share of them, 8 with 16 threads, not for
@@ -644,7 +644,8 @@ event_fill(struct event *e, const struct db_stream_event *ev, char *body_steal)
 /* ---- database (called without h->mu) ------------------------------------------------------ */
 
 /* Notes whether the last database call worked: one line when an outage starts (with why), one
- * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS. */
+ * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS
+ * (hub_db): a connect, or a statement on a connection that broke, may block for seconds. */
 static void
 db_note(struct hub *h, bool ok, const char *why)
 {
@@ -657,15 +658,16 @@ db_note(struct hub *h, bool ok, const char *why)
         h->db_retry_ms = mono_ms() + DB_RETRY_MS;
 }
 
+/* The thread's connection, or NULL (nothing tried) while a failure holds calls off. */
 static struct db *
 hub_db(struct hub *h)
 {
     char err[DB_ERR_MAX];
 
-    if (h->db != NULL)
-        return h->db;
     if (mono_ms() < h->db_retry_ms)
         return NULL;
+    if (h->db != NULL)
+        return h->db;
     if ((h->db = db_open(h->database_url, err, sizeof err)) == NULL)
         db_note(h, false, err);
     return h->db;
