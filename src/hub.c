@@ -69,6 +69,7 @@ struct tenant {
     int64_t purged_through; /* retention removed every event up to here */
     int64_t hint;           /* a wake-up's seq: read up to here */
     bool poll;              /* read the head in the next round */
+    uint64_t heads_read;    /* the last read of the heads applied (h->heads_started's count) */
     struct event *ring;     /* HUB_RING_MAX slots by seq; NULL until the first event */
     size_t ring_n;          /* the ring holds seqs last_seen - ring_n + 1 .. last_seen */
     struct hub_stream *streams;
@@ -99,7 +100,8 @@ struct hub_stream {
     int64_t expires_ms, reauth_at_ms, end_at_ms; /* wall clock */
     /* Guarded by h->mu. */
     enum stream_state state;
-    bool greeted, ahead_checked, reauth_sent, ended, closed;
+    bool greeted, ahead_seen, reauth_sent, ended, closed;
+    uint64_t ahead_after; /* found ahead when this many reads of the heads had started */
     /* Wall clock: ended and still open then, it is cut (its client stopped reading, so its
      * reader never comes for the end); 0 once cut or never ended. */
     int64_t cut_at_ms;
@@ -123,7 +125,8 @@ struct hub {
     pthread_cond_t timer_cv; /* monotonic clock; signalled on stop (the timer thread's) */
     bool stop, draining, work;
     size_t n_streams;
-    int64_t next_poll_ms; /* monotonic; the hub thread's */
+    int64_t next_poll_ms;   /* monotonic; the hub thread's */
+    uint64_t heads_started; /* reads of the heads started (read_heads) */
     /* Monotonic; the timer thread's. */
     int64_t next_heartbeat_ms, next_timers_ms, next_peer_check_ms;
     int64_t next_due_ms; /* wall clock: no stream's end or reauth is due before this */
@@ -801,10 +804,10 @@ read_tenant(struct hub *h, struct tenant *t)
     }
 }
 
-/* Applies read heads. A tenant that had no head yet starts at it; one whose ring is close
- * behind reads the gap instead (its streams may resume from the ring). */
+/* Applies the heads of read number gen. A tenant that had no head yet starts at it; one whose
+ * ring is close behind reads the gap instead (its streams may resume from the ring). */
 static void
-apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
+apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n, uint64_t gen)
 {
     for (size_t i = 0; i < n; i++) {
         struct tenant *t = *tenant_slot(h, hd[i].tenant_id);
@@ -820,6 +823,7 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
             t->last_seen = hd[i].seq;
         }
         t->known = true;
+        t->heads_read = gen;
         /* Raised, never lowered: a wake-up that came during the heads' read may be past them. */
         if (hd[i].seq > t->hint)
             t->hint = hd[i].seq;
@@ -831,6 +835,8 @@ apply_heads(struct hub *h, const struct db_stream_head *hd, size_t n)
 static void
 read_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *hd)
 {
+    uint64_t gen = ++h->heads_started;
+
     pthread_mutex_unlock(&h->mu);
     struct db *db = hub_db(h);
     enum db_status st = db ? db_stream_heads(db, ids, n, hd) : DB_SOFT_ERROR;
@@ -838,7 +844,7 @@ read_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *h
         db_note(h, st == DB_ONE_RESULT, db_errmsg(db));
     pthread_mutex_lock(&h->mu);
     if (st == DB_ONE_RESULT)
-        apply_heads(h, hd, n);
+        apply_heads(h, hd, n, gen);
 }
 
 /* Reads the heads of tenants that have none yet, asked for one, or all at a poll. */
@@ -1039,6 +1045,25 @@ resume_after_backfill(struct hub *h, struct tenant *t, struct hub_stream *s)
     return true;
 }
 
+/* Whether a cursor ahead of t's head may be judged: this replica may only lag (a fire elsewhere
+ * whose wake-up has not come), so a read of the heads that started after the cursor was first
+ * found ahead must have been applied. One that was under way then may have read the head before
+ * the client's event existed: judged on it, the stream got a reset and then that event again.
+ * Until then the tenant's head is read in the next round. h->mu held. */
+static bool
+ahead_judged(struct hub *h, struct tenant *t, struct hub_stream *s)
+{
+    if (!s->ahead_seen) {
+        s->ahead_seen = true;
+        s->ahead_after = h->heads_started;
+        h->work = true;
+    }
+    if (t->heads_read > s->ahead_after)
+        return true;
+    t->poll = true;
+    return false;
+}
+
 /* A stream's first frames. Returns false when it must wait for a later round, or, on the thread
  * that opens it (!hub_thread), for the hub thread: only that one may drop h->mu for a read. */
 static bool
@@ -1062,12 +1087,8 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s, bool hub_thread
     case HUB_CURSOR_SET:
         break;
     }
-    if (s->cursor > t->last_seen && !s->ahead_checked) {
-        s->ahead_checked = true; /* this replica may lag: read the head once before judging */
-        t->poll = true;
-        h->work = true;
+    if (s->cursor > t->last_seen && !ahead_judged(h, t, s))
         return false;
-    }
     if (s->cursor > t->last_seen)
         send_reset(t, s, "cursor_ahead");
     else if (s->cursor < t->purged_through)

@@ -1,11 +1,13 @@
 // stream_hub.test.mjs -- the stream hub while its database is slow or hangs, each server on a
 // PostgreSQL reached through a forwarder of this file (h.postgresProxy) that delays or holds the
 // replies: with every reply held (libpq's statement and connects blocking) the streams still get
-// their heartbeats, their reauth warning and their end at the token's exp.
+// their heartbeats, their reauth warning and their end at the token's exp; a cursor ahead of the
+// replica's head is judged on a read of the heads that started after it came, not on one that was
+// under way (and read the head before the client's event existed).
 import { after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep } from './harness.mjs';
-import { openLive, mintToken, closeAll } from './sse.mjs';
+import { openLive, openStream, mintToken, closeAll, dbHead, tenantIdOf } from './sse.mjs';
 
 const HEARTBEAT_MS = 300;
 const POLL_MS = 200;       // the hub reads heads this often: it is soon inside a call that hangs
@@ -56,4 +58,43 @@ test('PostgreSQL hangs under the hub: heartbeats go on, reauth comes and the str
     assert.ok(end, `the stream did not end within 5 s of exp: ${s.describe()}`);
     assert.equal(end.how, 'end', 'a clean end of the response');
     assert.ok(end.at >= expMs - 50 && end.at <= expMs + END_SLACK_MS, `ended ${end.at - expMs} ms after exp`);
+});
+
+test('a cursor ahead of the replica is judged on a read of the heads that started after it came', async () => {
+    const { proxy, srv, key } = await serverThroughProxy({
+        TOCSIN_AUTH_CACHE_MS: '60000', // the stream opened while PostgreSQL hangs needs no read
+        TOCSIN_HTTP_THREADS: '4',      // two stream threads, both warmed below
+    });
+    const tenant = await tenantIdOf(h, `hub${servers.length}`);
+    const tok = async (sub) => (await mintToken(srv, key, { sub })).token;
+    const witness = await openLive(srv.base, { token: await tok('ah-witness') }); // the tenant is polled
+    for (let i = 0; i < 4; i++) { // every stream thread has the signing key in its cache
+        (await openLive(srv.base, { token: await tok(`ah-warm${i}`) })).close();
+    }
+    const meeting = await srv.req('POST', '/v1/meetings', { key, json: { title: 'ahead', starts_at: '2099-01-01T10:00:00Z',
+        participants: [{ id: 'ah1' }] } });
+    assert.equal(meeting.status, 201, meeting.text);
+    const token = await tok('ah1');
+    const head = await dbHead(h, tenant);
+    proxy.hold();
+    await sleep(2 * POLL_MS + 300); // a read of the heads is under way: PostgreSQL read head, its reply waits
+    // A reminder fired on another replica: this one has no wake-up for it (nor a reply yet).
+    await h.sql(`BEGIN;
+        INSERT INTO stream_events (tenant_id, seq, reminder_id, fire_at, fired_at, meeting_id, audience)
+        VALUES (${tenant}, ${head + 1}, 1, now(), now(), '${meeting.json.id}', ARRAY['ah1']);
+        INSERT INTO stream_heads (tenant_id, seq) VALUES (${tenant}, ${head + 1})
+        ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq;
+        COMMIT`);
+    // Its client got it there and comes here with its id.
+    const opening = openStream(srv.base, { token, lastEventId: head + 1 });
+    await sleep(500);
+    proxy.release();
+    const s = await opening;
+    assert.equal(s.status, 200, s.body);
+    await s.until((x) => x.frames.length > 0, 10000, 'the first frame');
+    assert.equal(s.frames[0].event, 'hello', `not judged ahead on a read that was under way: ${s.describe()}`);
+    assert.deepEqual(JSON.parse(s.frames[0].data), { seq: head + 1, resumed: true, replayed: 0 });
+    await sleep(2 * POLL_MS + 300);
+    assert.deepEqual(s.reminders, [], 'its own event is not sent again');
+    witness.close();
 });
