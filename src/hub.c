@@ -70,6 +70,7 @@ struct tenant {
     int64_t hint;           /* a wake-up's seq: read up to here */
     bool poll;              /* read the head in the next round */
     uint64_t heads_read;    /* the last read of the heads applied (h->heads_started's count) */
+    uint64_t backlog_turn;  /* h->backlog_turns when a stream of it last had a backlog read */
     struct event *ring;     /* HUB_RING_MAX slots by seq; NULL until the first event */
     size_t ring_n;          /* the ring holds seqs last_seen - ring_n + 1 .. last_seen */
     struct hub_stream *streams;
@@ -105,8 +106,8 @@ struct hub_stream {
     /* Wall clock: ended and still open then, it is cut (its client stopped reading, so its
      * reader never comes for the end); 0 once cut or never ended. */
     int64_t cut_at_ms;
-    bool watched;   /* its socket is in h->epfd (check_peers) */
-    unsigned round; /* the hub round that last tried to serve it (while ST_NEW) */
+    bool watched;     /* its socket is in h->epfd (check_peers) */
+    bool no_backfill; /* its backlog is read on its own: filling the ring found a gap */
     int refs;
     struct hub_stream *prev, *next;
     /* Guarded by mu. */
@@ -127,6 +128,7 @@ struct hub {
     size_t n_streams;
     int64_t next_poll_ms;   /* monotonic; the hub thread's */
     uint64_t heads_started; /* reads of the heads started (read_heads) */
+    uint64_t backlog_turns; /* backlog reads made (serve_backlog); the hub thread's */
     /* Monotonic; the timer thread's. */
     int64_t next_heartbeat_ms, next_timers_ms, next_peer_check_ms;
     int64_t next_due_ms; /* wall clock: no stream's end or reauth is due before this */
@@ -992,57 +994,59 @@ resume_from_db(struct hub *h, struct tenant *t, struct hub_stream *s)
     return true;
 }
 
-/* Reads the events just older than the ring's into it, back to the one after cursor (within
- * HUB_RING_MAX of the head), so that streams reconnecting with cursors from before this replica
- * kept the tenant's events (its clients came from a replica that was lost) resume from the ring:
- * one read for all of them, not one each. Drops h->mu around each read. False when the events
- * are not all there (purged, or database trouble); the ring is left as it was then read. */
-static bool
+enum fill { FILL_READ, FILL_FAILED, FILL_GAP };
+
+/* Reads one batch (HUB_READ_MAX) of the events just older than the ring's into it, towards the
+ * one after cursor (within HUB_RING_MAX of the head), so that streams reconnecting with cursors
+ * from before this replica kept the tenant's events (its clients came from a replica that was
+ * lost) resume from the ring: one read for all of them, not one each. One batch a call, so that
+ * a backlog turn is one read. Drops h->mu around the read. FILL_FAILED: database trouble or out
+ * of memory; FILL_GAP: the events are not all there (purged); the ring is left as it was then. */
+static enum fill
 backfill_ring(struct hub *h, struct tenant *t, int64_t cursor)
 {
-    if (!ring_alloc(t))
-        return false;
-    while (cursor < t->last_seen - (int64_t)t->ring_n) {
-        int64_t id = t->id, until = t->last_seen - (int64_t)t->ring_n;
-        int64_t after = until - HUB_READ_MAX > cursor ? until - HUB_READ_MAX : cursor;
+    int64_t id = t->id, until = t->last_seen - (int64_t)t->ring_n;
+    int64_t after = until - HUB_READ_MAX > cursor ? until - HUB_READ_MAX : cursor;
 
-        pthread_mutex_unlock(&h->mu);
-        metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
-        long n = read_events(h, id, after, until, NULL, HUB_READ_MAX, h->evbuf);
-        int64_t purged = n >= 0 ? purged_now(h, id) : -1; /* as resume_from_db: after the read */
-        pthread_mutex_lock(&h->mu);
-        bool whole = n == until - after && purged >= 0 && after >= purged;
-        for (long i = 0; whole && i < n; i++)
-            whole = h->evbuf[i].seq == after + 1 + i;
-        for (long i = 0; i < n; i++) {
-            if (whole)
-                ring_put(t, &h->evbuf[i]);
-            else
-                event_clear(&h->evbuf[i]);
-        }
-        if (!whole)
-            return false;
-        t->ring_n += (size_t)n;
+    if (!ring_alloc(t))
+        return FILL_FAILED;
+    pthread_mutex_unlock(&h->mu);
+    metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
+    long n = read_events(h, id, after, until, NULL, HUB_READ_MAX, h->evbuf);
+    int64_t purged = n >= 0 ? purged_now(h, id) : -1; /* as resume_from_db: after the read */
+    pthread_mutex_lock(&h->mu);
+    bool whole = n == until - after && purged >= 0 && after >= purged;
+    for (long i = 0; whole && i < n; i++)
+        whole = h->evbuf[i].seq == after + 1 + i;
+    for (long i = 0; i < n; i++) {
+        if (whole)
+            ring_put(t, &h->evbuf[i]);
+        else
+            event_clear(&h->evbuf[i]);
     }
-    return true;
+    if (!whole)
+        return n < 0 || purged < 0 ? FILL_FAILED : FILL_GAP;
+    t->ring_n += (size_t)n;
+    return FILL_READ;
 }
 
-/* The backlog from the ring once backfill_ring has filled it back to the cursor; from PostgreSQL
- * when it could not. */
+/* One batch of backfill_ring for s; then its backlog from the ring once the ring reaches its
+ * cursor (else a later turn reads the next batch), or, after a gap, from PostgreSQL on its own in
+ * a later turn. False on trouble. */
 static bool
 resume_after_backfill(struct hub *h, struct tenant *t, struct hub_stream *s)
 {
     s->refs++;
-    bool filled = backfill_ring(h, t, s->cursor);
+    enum fill f = backfill_ring(h, t, s->cursor);
     bool closed = s->closed;
     TOCSIN_ASSERT(closed || s->refs >= 2); /* as in resume_from_db */
     stream_unref(s);
     if (closed)
         return true;
-    if (!filled)
-        return resume_from_db(h, t, s);
-    resume_from_ring(t, s);
-    return true;
+    s->no_backfill = f == FILL_GAP;
+    if (f == FILL_READ && s->cursor >= t->last_seen - (int64_t)t->ring_n)
+        resume_from_ring(t, s);
+    return f != FILL_FAILED;
 }
 
 /* Whether a cursor ahead of t's head may be judged: this replica may only lag (a fire elsewhere
@@ -1065,7 +1069,8 @@ ahead_judged(struct hub *h, struct tenant *t, struct hub_stream *s)
 }
 
 /* A stream's first frames. Returns false when it must wait for a later round, or, on the thread
- * that opens it (!hub_thread), for the hub thread: only that one may drop h->mu for a read. */
+ * that opens it (!hub_thread), for the hub thread: only that one may drop h->mu for a read, and
+ * makes at most one (serve_backlog). */
 static bool
 serve_one(struct hub *h, struct tenant *t, struct hub_stream *s, bool hub_thread)
 {
@@ -1097,7 +1102,7 @@ serve_one(struct hub *h, struct tenant *t, struct hub_stream *s, bool hub_thread
         resume_from_ring(t, s);
     else if (!hub_thread)
         return false;
-    else if (t->last_seen - s->cursor <= HUB_RING_MAX)
+    else if (t->last_seen - s->cursor <= HUB_RING_MAX && !s->no_backfill)
         return resume_after_backfill(h, t, s);
     else
         return resume_from_db(h, t, s);
@@ -1115,23 +1120,49 @@ serve_at_open(struct hub *h, struct tenant *t, struct hub_stream *s)
     return t->known && t->hint <= t->last_seen && serve_one(h, t, s, false);
 }
 
-/* Serves the tenant's new streams; one that must wait is left for the next round. */
-static void
-serve_new(struct hub *h, struct tenant *t, unsigned round)
+/* Whether s waits for its backlog from PostgreSQL: its cursor is older than the ring. */
+static bool
+needs_read(const struct tenant *t, const struct hub_stream *s)
 {
-    bool again = true;
+    return s->state == ST_NEW && s->cursor_kind == HUB_CURSOR_SET &&
+           s->cursor >= t->purged_through && s->cursor < t->last_seen - (int64_t)t->ring_n;
+}
 
-    while (again && t->known && t->n_new > 0 && t->hint <= t->last_seen) {
-        again = false;
-        for (struct hub_stream *s = t->streams; s != NULL; s = s->next) {
-            if (s->state != ST_NEW || s->round == round)
-                continue;
-            s->round = round;
-            serve_one(h, t, s, true);
-            again = true; /* the list may have changed while h->mu was dropped */
-            break;
-        }
-    }
+/* Serves the tenant's new streams that need no read (without dropping h->mu). True when one
+ * waits for a read of its backlog: serve_backlog makes those, one a round. */
+static bool
+serve_new(struct hub *h, struct tenant *t)
+{
+    bool waits = false;
+
+    if (!t->known || t->n_new == 0 || t->hint > t->last_seen)
+        return false;
+    for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
+        if (s->state == ST_NEW && !serve_one(h, t, s, false))
+            waits = waits || needs_read(t, s);
+    return waits;
+}
+
+/* One backlog read, for the stream of t that has waited longest for one (streams are listed
+ * newest first). A round makes one, for the tenant that had one least recently, so that resumes
+ * from PostgreSQL (about 40 ms each) delay other tenants' live events by one read at most, and a
+ * tenant with many resumes takes its turn with the others. */
+static void
+serve_backlog(struct hub *h, struct tenant *t)
+{
+    struct hub_stream *oldest = NULL;
+
+    /* A wake-up may have come while other tenants were read: their events first (next round). */
+    if (!t->known || t->hint > t->last_seen)
+        return;
+    for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
+        if (needs_read(t, s))
+            oldest = s;
+    if (oldest == NULL)
+        return;
+    t->backlog_turn = ++h->backlog_turns;
+    if (serve_one(h, t, oldest, true))
+        h->work = true; /* the next round at once: live reads first, then the next turn */
 }
 
 /* ---- timers (h->mu held) ------------------------------------------------------------------ */
@@ -1253,7 +1284,6 @@ static void *
 run(void *arg)
 {
     struct hub *h = arg;
-    unsigned round = 0;
 
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
@@ -1264,14 +1294,18 @@ run(void *arg)
         if (poll)
             h->next_poll_ms = now + h->o.poll_ms;
         heads_round(h, poll);
-        round++;
+        /* Only this thread frees tenants: turn stays valid while other reads drop h->mu. */
+        struct tenant *turn = NULL;
         for (size_t b = 0; b < TENANT_BUCKETS; b++)
             for (struct tenant *t = h->tenants[b]; t != NULL; t = t->next) {
                 if (t->n_streams == 0)
                     continue;
                 read_tenant(h, t);
-                serve_new(h, t, round);
+                if (serve_new(h, t) && (turn == NULL || t->backlog_turn < turn->backlog_turn))
+                    turn = t;
             }
+        if (turn != NULL)
+            serve_backlog(h, turn);
         forget_idle(h, mono_ms());
     }
     pthread_mutex_unlock(&h->mu);

@@ -3,11 +3,16 @@
 // replies: with every reply held (libpq's statement and connects blocking) the streams still get
 // their heartbeats, their reauth warning and their end at the token's exp; a cursor ahead of the
 // replica's head is judged on a read of the heads that started after it came, not on one that was
-// under way (and read the head before the client's event existed).
+// under way (and read the head before the client's event existed); with every read 40 ms slower,
+// one tenant's fifty clients reconnecting again and again with cursors older than the replica's
+// ring (each a read of PostgreSQL) delay another tenant's live events by about one read, not by
+// all of theirs.
 import { after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep } from './harness.mjs';
-import { openLive, openStream, mintToken, closeAll, dbHead, tenantIdOf } from './sse.mjs';
+import {
+    openLive, openStream, mintToken, closeAll, dbHead, dbEvents, tenantIdOf, meetingFiringNow,
+} from './sse.mjs';
 
 const HEARTBEAT_MS = 300;
 const POLL_MS = 200;       // the hub reads heads this often: it is soon inside a call that hangs
@@ -97,4 +102,64 @@ test('a cursor ahead of the replica is judged on a read of the heads that starte
     await sleep(2 * POLL_MS + 300);
     assert.deepEqual(s.reminders, [], 'its own event is not sent again');
     witness.close();
+});
+
+test('fifty resumes from PostgreSQL over and over delay another tenant\'s live events by about one read', async (t) => {
+    const READ_MS = 40;          // every reply of PostgreSQL comes this much later
+    const CLIENTS = 50;          // tenant A's, each reconnecting with the same old cursor at once
+    const FILLER = 1100;         // events of A nobody here gets: the cursor is older than the ring
+    const LIVE = 4;              // reminders of tenant B fired while A's clients reconnect
+    const LATE_BOUND_MS = 1000;  // generous: a read is 40-120 ms here, fifty of them seconds
+    const { proxy, srv, key } = await serverThroughProxy({ TOCSIN_HTTP_CONNECTIONS_PER_ADDR: '1000' });
+    const keyB = await srv.createKey('hub-fair-b');
+    const tenantA = await tenantIdOf(h, `hub${servers.length}`);
+    const tenantB = await tenantIdOf(h, 'hub-fair-b');
+    const filler = await srv.req('POST', '/v1/meetings', { key, json: { title: 'filler', starts_at: '2099-01-01T10:00:00Z',
+        participants: [{ id: 'filler' }] } });
+    assert.equal(filler.status, 201, filler.text);
+    const cursor = await dbHead(h, tenantA);
+    await h.sql(`BEGIN;
+        INSERT INTO stream_events (tenant_id, seq, reminder_id, fire_at, fired_at, meeting_id, audience)
+        SELECT ${tenantA}, x, 1, now(), now(), '${filler.json.id}', ARRAY['filler']
+        FROM generate_series(${cursor + 1}, ${cursor + FILLER}) AS x;
+        INSERT INTO stream_heads (tenant_id, seq) VALUES (${tenantA}, ${cursor + FILLER})
+        ON CONFLICT (tenant_id) DO UPDATE SET seq = EXCLUDED.seq;
+        COMMIT`);
+    const tokensA = await Promise.all(Array.from({ length: CLIENTS }, async (_, i) =>
+        (await mintToken(srv, key, { sub: `a${i}`, ttl_s: 3600 })).token));
+    const b = await openLive(srv.base, { token: (await mintToken(srv, keyB, { sub: 'b1', ttl_s: 3600 })).token });
+    proxy.delay(READ_MS);
+    let stop = false;
+    let resumes = 0;
+    let waiting = 0; // A's clients that wait for their hello
+    const client = async (token) => {
+        while (!stop) {
+            waiting++;
+            const s = await openLive(srv.base, { token, lastEventId: cursor }, 60000);
+            waiting--;
+            assert.equal(s.frames[0].event, 'hello', s.describe());
+            resumes++;
+            s.close();
+        }
+    };
+    const flood = Promise.all(tokensA.map(client));
+    t.after(() => { stop = true; });
+    await sleep(1500); // A's resumes are queued up
+    const queued = [];
+    for (let i = 0; i < LIVE; i++) {
+        queued.push(waiting);
+        await meetingFiringNow(srv, keyB, { participants: [{ id: 'b1' }] });
+        await b.remindersAtLeast(i + 1, 30000);
+        await sleep(300);
+    }
+    const during = resumes;
+    stop = true;
+    await flood;
+    proxy.delay(0);
+    const fired = new Map((await dbEvents(h, tenantB, 'b1')).map((e) => [e.seq, e.firedMs]));
+    const late = b.reminders.map((r) => r.at - fired.get(r.seq));
+    t.diagnostic(`B's lateness ${late.join(', ')} ms; ${during} resumes of A meanwhile, ` +
+        `${queued.join(', ')} waiting at each fire`);
+    assert.ok(Math.min(...queued) >= CLIENTS / 2, `A's clients waiting at B's fires: ${queued.join(', ')}`);
+    assert.ok(Math.max(...late) <= LATE_BOUND_MS, `B's events ${late.join(', ')} ms late`);
 });
