@@ -22,8 +22,9 @@ tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test
 tests/api/mirror.test.mjs"}
 TSAN=${TOCSIN_TEST_TSAN:-1}
 # The API files that run a second time against the ThreadSanitizer build.
-TSAN_NODE_TESTS="tests/api/limits.test.mjs tests/api/stream.test.mjs tests/api/stream_load.test.mjs
-tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"
+# TOCSIN_TEST_TSAN_NODE names them (and runs them also when TOCSIN_TEST_NODE is set).
+TSAN_NODE_TESTS=${TOCSIN_TEST_TSAN_NODE:-"tests/api/limits.test.mjs tests/api/stream.test.mjs
+tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"}
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
 NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
@@ -202,7 +203,7 @@ if [ "$TSAN" != 0 ]; then
     # only exercised by a server with streams, and the acceptor's bounds (counted by it, given back
     # by both pools' threads) by connections coming and going: those suites again, against the
     # TSan build.
-    if [ -d tests/api ] && [ -z "${TOCSIN_TEST_NODE:-}" ]; then
+    if [ -d tests/api ] && { [ -z "${TOCSIN_TEST_NODE:-}" ] || [ -n "${TOCSIN_TEST_TSAN_NODE:-}" ]; }; then
         record tsan-streams run_node "$TSAN_NODE_TESTS"
     fi
 fi
