@@ -507,16 +507,17 @@ mirror_probe_touch(struct mirror *mi, const char *key)
     return call(mi, 2, argv, reply_integer, NULL);
 }
 
-/* SET NX replies OK when it created the marker, nil when the marker was there. */
+/* SET ... GET replies nil when the marker was missing (it is created now), its old value when it
+ * was there. */
 static int
 reply_marker(const redisReply *r, void *arg)
 {
     int *created = arg;
 
     if (r->type == REDIS_REPLY_NIL)
-        *created = 0;
-    else if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
         *created = 1;
+    else if (r->type == REDIS_REPLY_STRING)
+        *created = 0;
     else
         return -1;
     return 0;
@@ -529,14 +530,13 @@ int
 mirror_marker_ensure(struct mirror *mi, const char *owner)
 {
     char key[MIRROR_KEY_MAX + MARKER_OWNER_MAX], ttl[24];
-    const char *argv[] = {"SET", key, "1", "NX", "PX", ttl};
-    const char *refresh[] = {"PEXPIRE", key, ttl};
+    /* One command sets it with a fresh TTL and says whether it was there (Redis 6.2). */
+    const char *argv[] = {"SET", key, "1", "PX", ttl, "GET"};
     int created = 0;
 
     snprintf(ttl, sizeof ttl, "%d", MIRROR_MARKER_TTL_MS);
     if (snprintf(key, sizeof key, "%s:recon:marker:%s", mi->prefix, owner) >= (int)sizeof key ||
-        call(mi, 6, argv, reply_marker, &created) != 0 ||
-        (created == 0 && call(mi, 3, refresh, reply_integer, NULL) != 0))
+        call(mi, 6, argv, reply_marker, &created) != 0)
         return -1;
     return created;
 }

@@ -82,12 +82,13 @@ int mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen);
  * sampler gets to it. 0 or -1 each. */
 int mirror_probe_set(struct mirror *mi, const char *key, int64_t ttl_ms);
 int mirror_probe_touch(struct mirror *mi, const char *key);
-/* Sets owner's marker key "<prefix>:recon:marker:<owner>" unless it exists, and gives it
- * MIRROR_MARKER_TTL_MS to live either way. Returns 1 when it was missing (Redis lost data since the
- * last call, or this is its first use), 0 when it was there, -1 on error. Used by recon.c to notice
- * FLUSHALL and restarts without persistence: a marker per replica, since the first replica to
- * recreate a shared one would hide the loss from the others. The TTL takes a stopped replica's
- * marker away (a live one refreshes it every check; one that could not for a day repairs once). */
+/* Sets owner's marker key "<prefix>:recon:marker:<owner>" with MIRROR_MARKER_TTL_MS to live, in
+ * one command that says whether it existed (SET ... GET). Returns 1 when it was missing (Redis lost
+ * data since the last call, or this is its first use), 0 when it was there, -1 on error. Used by
+ * recon.c to notice FLUSHALL and restarts without persistence: a marker per replica, since the
+ * first replica to recreate a shared one would hide the loss from the others. The TTL takes a
+ * stopped replica's marker away (a live one refreshes it every check; one that could not for a day
+ * repairs once). */
 #define MIRROR_MARKER_TTL_MS 86400000
 int mirror_marker_ensure(struct mirror *mi, const char *owner);
 /* Redis INFO server run_id into out (MIRROR_RUN_ID_MAX + 1 bytes). 0 or -1. */

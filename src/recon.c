@@ -94,16 +94,18 @@ stopping(struct recon *r)
     return stop;
 }
 
-/* Sleeps until the next tick, a kick or stop. Returns false when the thread must end. */
+/* Sleeps until the next tick (RECON_TICK_MS, or the interval when shorter), a kick or stop;
+ * not at all when at_once (a flat-out walk that stopped for the sweep goes on). Returns false
+ * when the thread must end. */
 static bool
-wait_tick(struct recon *r, bool *due)
+wait_tick(struct recon *r, bool *due, bool at_once)
 {
     struct timespec until;
     bool go;
 
-    until = cond_deadline(RECON_TICK_MS);
+    until = cond_deadline(r->interval_ms < RECON_TICK_MS ? r->interval_ms : RECON_TICK_MS);
     pthread_mutex_lock(&r->mu);
-    while (!r->stop && !r->kicked)
+    while (!at_once && !r->stop && !r->kicked)
         if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
             break;
     go = !r->stop;
@@ -270,16 +272,18 @@ walk_begin(struct recon *r, bool lost)
         r->armed_until = until;
 }
 
-/* Takes the full pass a step further (to its end when it is flat out). Returns true when it
- * ended with this step. */
+/* Takes the full pass a step further; one that is flat out, on until its end or until the
+ * sweep is due (until, monotonic): with 600,000 pending a flat-out walk held the sweep off for
+ * 4.3-4.7 s, and the sweep is what bounds lateness while Redis events are lost. Returns true when
+ * the walk ended with this step. */
 static bool
-walk_on(struct recon *r)
+walk_on(struct recon *r, int64_t until)
 {
     enum recon_walk_result res;
 
     do
         res = recon_walk_step(&r->walk, r->db, r->mi, r->batch, timefmt_mono_ms());
-    while (res == RECON_WALK_MORE && r->walk.flat_out && !stopping(r));
+    while (res == RECON_WALK_MORE && r->walk.flat_out && timefmt_mono_ms() < until && !stopping(r));
     if (res == RECON_WALK_DB)
         outage(&r->db_down, "database", db_errmsg(r->db));
     else if (res == RECON_WALK_REDIS)
@@ -289,8 +293,12 @@ walk_on(struct recon *r)
 
 /* One tick: starts the full pass when one is owed (*full: at start, when kicked, every full
  * interval after the last one ended, and flat out when Redis lost data), takes it a step further,
- * and every interval runs the short pass and the sweep. *lost persists until the pass that
- * repairs a data loss ends, so that it is reported. */
+ * and every interval runs the short pass and the sweep. A kick during a walk does not start it
+ * again: the walk goes on and the next one begins when it ends, so every key is armed by a walk
+ * that began after the kick, and walks still end under a stream of kicks (each kick starting
+ * the walk from its first shard put every full pass off for as long as kicks came: none in 40 s
+ * of subscriber restarts). A data loss does start it again, flat out: what it armed before is
+ * gone. *lost persists until a walk after the loss begins; the walk's flat_out says it was one. */
 static void
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
@@ -302,26 +310,27 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
         *full = *lost = true;
     if (!r->walk.active && mono - *last_full_ms >= r->full_interval_ms)
         *full = true;
-    if (*full && l >= 0 && db_ready(r)) {
+    if (*full && (!r->walk.active || l > 0) && l >= 0 && db_ready(r)) {
         walk_begin(r, *lost);
-        *full = false;
+        *full = *lost = false;
     }
-    if (r->walk.active && l >= 0 && db_ready(r) && walk_on(r)) {
+    if (r->walk.active && l >= 0 && db_ready(r) && walk_on(r, *last_pass_ms + r->interval_ms)) {
         atomic_fetch_add(&r->passes, 1);
         *last_full_ms = timefmt_mono_ms();
-        if (*lost)
+        if (r->walk.flat_out)
             LOG_INFO("recon: redis data loss detected, re-mirrored %zu keys", r->walk.rearmed);
         else if (r->walk.rearmed > 0)
             LOG_INFO("recon: re-mirrored %zu missing keys", r->walk.rearmed);
-        *lost = false;
     }
-    if (mono - *last_pass_ms < r->interval_ms)
+    if (timefmt_mono_ms() - *last_pass_ms < r->interval_ms)
         return;
-    /* The sweep needs no Redis: with Redis down, overdue reminders still fire from the database. */
+    /* The sweep needs no Redis: with Redis down, overdue reminders still fire from the database,
+     * also when its connection could not be opened before (nothing else opens it then). */
     if (l >= 0)
         pass(r, r->armed_until);
-    sweep(r);
-    *last_pass_ms = mono;
+    if (db_ready(r))
+        sweep(r);
+    *last_pass_ms = timefmt_mono_ms();
 }
 
 /* Extends the windows of the due series of the owned shards, batch after batch while a backlog
@@ -366,7 +375,7 @@ run(void *arg)
     do {
         tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
         extend_series(r);
-    } while (wait_tick(r, &full));
+    } while (wait_tick(r, &full, r->walk.active && r->walk.flat_out));
     return NULL;
 }
 
