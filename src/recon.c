@@ -274,9 +274,9 @@ walk_begin(struct recon *r, bool lost)
 
 /* Takes the full pass a step further; one that is flat out, on until its end or until the
  * sweep is due (until, monotonic): with 600,000 pending a flat-out walk held the sweep off for
- * 4.3-4.7 s, and the sweep is what bounds lateness while Redis events are lost. Returns true when
- * the walk ended with this step. */
-static bool
+ * 4.3-4.7 s, and the sweep is what bounds lateness while Redis events are lost. Returns what the
+ * last step did (RECON_WALK_DONE: the walk ended with it). */
+static enum recon_walk_result
 walk_on(struct recon *r, int64_t until)
 {
     enum recon_walk_result res;
@@ -288,7 +288,7 @@ walk_on(struct recon *r, int64_t until)
         outage(&r->db_down, "database", db_errmsg(r->db));
     else if (res == RECON_WALK_REDIS)
         outage(&r->redis_down, "redis", "write failed");
-    return res == RECON_WALK_DONE;
+    return res;
 }
 
 /* One tick: starts the full pass when one is owed (*full: at start, when kicked, every full
@@ -298,12 +298,15 @@ walk_on(struct recon *r, int64_t until)
  * that began after the kick, and walks still end under a stream of kicks (each kick starting
  * the walk from its first shard put every full pass off for as long as kicks came: none in 40 s
  * of subscriber restarts). A data loss does start it again, flat out: what it armed before is
- * gone. *lost persists until a walk after the loss begins; the walk's flat_out says it was one. */
-static void
+ * gone. *lost persists until a walk after the loss begins; the walk's flat_out says it was one.
+ * Returns whether a flat-out walk stopped for the sweep and goes on at once: not after a failed
+ * step, which waits for the next tick like any retry (else an outage would spin the thread). */
+static bool
 tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *last_full_ms)
 {
     int64_t mono = timefmt_mono_ms();
     int l = redis_lost(r);
+    enum recon_walk_result res = RECON_WALK_DB; /* no step taken */
 
     sample_clock(r, mono);
     if (l > 0)
@@ -314,7 +317,8 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
         walk_begin(r, *lost);
         *full = *lost = false;
     }
-    if (r->walk.active && l >= 0 && db_ready(r) && walk_on(r, *last_pass_ms + r->interval_ms)) {
+    if (r->walk.active && l >= 0 && db_ready(r) &&
+        (res = walk_on(r, *last_pass_ms + r->interval_ms)) == RECON_WALK_DONE) {
         atomic_fetch_add(&r->passes, 1);
         *last_full_ms = timefmt_mono_ms();
         if (r->walk.flat_out)
@@ -322,8 +326,9 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
         else if (r->walk.rearmed > 0)
             LOG_INFO("recon: re-mirrored %zu missing keys", r->walk.rearmed);
     }
+    bool again = res == RECON_WALK_MORE && r->walk.active && r->walk.flat_out;
     if (timefmt_mono_ms() - *last_pass_ms < r->interval_ms)
-        return;
+        return again;
     /* The sweep needs no Redis: with Redis down, overdue reminders still fire from the database,
      * also when its connection could not be opened before (nothing else opens it then). */
     if (l >= 0)
@@ -331,6 +336,7 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
     if (db_ready(r))
         sweep(r);
     *last_pass_ms = timefmt_mono_ms();
+    return again;
 }
 
 /* Extends the windows of the due series of the owned shards, batch after batch while a backlog
@@ -369,13 +375,13 @@ static void *
 run(void *arg)
 {
     struct recon *r = arg;
-    bool full = true, lost = false;
+    bool full = true, lost = false, again;
     int64_t last_pass_ms = timefmt_mono_ms(), last_full_ms = last_pass_ms;
 
     do {
-        tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
+        again = tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
         extend_series(r);
-    } while (wait_tick(r, &full, r->walk.active && r->walk.flat_out));
+    } while (wait_tick(r, &full, again));
     return NULL;
 }
 
