@@ -19,6 +19,9 @@ Usage: recur_property.py PATH_TO_recur_expand [RULES] [SEED]. Exit status 0 when
 held; the first failures are printed.
 """
 import calendar
+import functools
+import itertools
+import multiprocessing
 import random
 import subprocess
 import sys
@@ -179,6 +182,9 @@ def exists(zone, wall):
     return back == wall
 
 
+ZONE_TRANSITIONS = {z: transitions(z) for z in ZONES}
+
+
 def make_case(rng, zone_transitions):
     zone = rng.choice(ZONES)
     parts, end = random_rule(rng)
@@ -219,6 +225,16 @@ def make_case(rng, zone_transitions):
     return zone, first, rule, until, False
 
 
+def case_at(seed, index):
+    """Candidate index of the run with this seed: make_case with a generator of its own, and
+    dateutil's walls for it (None for a rule to be refused)."""
+    c = make_case(random.Random(seed * 1000003 + index), ZONE_TRANSITIONS)
+    if c is None:
+        return None
+    zone, first, rule, until, refuse = c
+    return c + (None if refuse else expected(zone, first, rule, until),)
+
+
 def expected(zone, first, rule, until):
     """dateutil's walls (UNTIL left out: it is applied to instants), and the instants."""
     plain = ";".join(p for p in rule.split(";") if not p.startswith("UNTIL="))
@@ -230,67 +246,76 @@ def expected(zone, first, rule, until):
     return walls
 
 
+def check(case, answer):
+    """The failure of one case (None when its properties held), and how many of its times fall
+    in a gap or overlap."""
+    zone, first, rule, until, refuse, want_walls = case
+    what = "%s %s %s" % (zone, first.isoformat(), rule)
+    if refuse:
+        return None if answer.startswith("ERR rule") else \
+            "%s: should be refused, got %s" % (what, answer[:80]), 0
+    if not answer.startswith("OK"):
+        return "%s: refused: %s" % (what, answer), 0
+    walls_text, instants_text = answer[3:].split("|")
+    got_walls = [datetime.strptime(w, "%Y%m%dT%H%M%S") for w in walls_text.split()]
+    got_walls = [w for w in got_walls if w.year <= LAST_YEAR]
+    if got_walls != want_walls:
+        diff = next((i for i, (a, b) in enumerate(zip(got_walls, want_walls)) if a != b),
+                    min(len(got_walls), len(want_walls)))
+        return "%s: wall #%d: tocsin %s, dateutil %s (%d vs %d times)" % (
+            what, diff, got_walls[diff] if diff < len(got_walls) else "-",
+            want_walls[diff] if diff < len(want_walls) else "-", len(got_walls),
+            len(want_walls)), 0
+    if not want_walls:
+        return None, 0
+    bound = resolve(zone, want_walls[-1])
+    want = []
+    hits = 0
+    for w in want_walls:
+        t = resolve(zone, w)
+        if not exists(zone, w) or w.replace(tzinfo=ZoneInfo(zone), fold=1).utcoffset() != \
+                w.replace(tzinfo=ZoneInfo(zone), fold=0).utcoffset():
+            hits += 1
+        if until is not None and t > until.timestamp() * 1000:
+            break
+        if t <= bound and (not want or t != want[-1]):
+            want.append(t)
+    got = [int(x) for x in instants_text.split() if int(x) <= bound]
+    if got != want:
+        diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                    min(len(got), len(want)))
+        return "%s: instant #%d: tocsin %s, expected %s" % (
+            what, diff, got[diff] if diff < len(got) else "-",
+            want[diff] if diff < len(want) else "-"), hits
+    return None, hits
+
+
 def main():
     tool = sys.argv[1]
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20260308
-    rng = random.Random(seed)
-    zone_transitions = {z: transitions(z) for z in ZONES}
+    # Each candidate has its own generator (from the seed and its index), so the cases do not
+    # depend on how many processes make and check them: dateutil is most of the run, and ctest
+    # runs this alone, with the other cores idle.
     cases = []
-    while len(cases) < count:
-        c = make_case(rng, zone_transitions)
-        if c is not None:
-            cases.append(c)
-    lines = "".join("%s\t%s\t%s\t%d\n" % (z, f.strftime("%Y%m%dT%H%M%S"), r, OCCURRENCES)
-                    for z, f, r, _, _ in cases)
-    out = subprocess.run([tool], input=lines, capture_output=True, text=True, check=True)
-    answers = out.stdout.splitlines()
-    if len(answers) != len(cases):
-        print("recur_expand answered %d lines for %d cases" % (len(answers), len(cases)))
-        return 1
-    failures = []
-    transitions_hit = 0
-    for (zone, first, rule, until, refuse), answer in zip(cases, answers):
-        what = "%s %s %s" % (zone, first.isoformat(), rule)
-        if refuse:
-            if not answer.startswith("ERR rule"):
-                failures.append("%s: should be refused, got %s" % (what, answer[:80]))
-            continue
-        if not answer.startswith("OK"):
-            failures.append("%s: refused: %s" % (what, answer))
-            continue
-        walls_text, instants_text = answer[3:].split("|")
-        got_walls = [datetime.strptime(w, "%Y%m%dT%H%M%S") for w in walls_text.split()]
-        got_walls = [w for w in got_walls if w.year <= LAST_YEAR]
-        want_walls = expected(zone, first, rule, until)
-        if got_walls != want_walls:
-            diff = next((i for i, (a, b) in enumerate(zip(got_walls, want_walls)) if a != b),
-                        min(len(got_walls), len(want_walls)))
-            failures.append("%s: wall #%d: tocsin %s, dateutil %s (%d vs %d times)" % (
-                what, diff, got_walls[diff] if diff < len(got_walls) else "-",
-                want_walls[diff] if diff < len(want_walls) else "-", len(got_walls),
-                len(want_walls)))
-            continue
-        if not want_walls:
-            continue
-        bound = resolve(zone, want_walls[-1])
-        want = []
-        for w in want_walls:
-            t = resolve(zone, w)
-            if not exists(zone, w) or w.replace(tzinfo=ZoneInfo(zone), fold=1).utcoffset() != \
-                    w.replace(tzinfo=ZoneInfo(zone), fold=0).utcoffset():
-                transitions_hit += 1
-            if until is not None and t > until.timestamp() * 1000:
-                break
-            if t <= bound and (not want or t != want[-1]):
-                want.append(t)
-        got = [int(x) for x in instants_text.split() if int(x) <= bound]
-        if got != want:
-            diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
-                        min(len(got), len(want)))
-            failures.append("%s: instant #%d: tocsin %s, expected %s" % (
-                what, diff, got[diff] if diff < len(got) else "-",
-                want[diff] if diff < len(want) else "-"))
+    index = 0
+    with multiprocessing.Pool() as pool:
+        while len(cases) < count:
+            batch = range(index, index + count - len(cases) + 32)  # some candidates give none
+            index = batch.stop
+            cases += [c for c in pool.map(functools.partial(case_at, seed), batch, chunksize=16)
+                      if c is not None]
+        cases = cases[:count]
+        lines = "".join("%s\t%s\t%s\t%d\n" % (z, f.strftime("%Y%m%dT%H%M%S"), r, OCCURRENCES)
+                        for z, f, r, _, _, _ in cases)
+        out = subprocess.run([tool], input=lines, capture_output=True, text=True, check=True)
+        answers = out.stdout.splitlines()
+        if len(answers) != len(cases):
+            print("recur_expand answered %d lines for %d cases" % (len(answers), len(cases)))
+            return 1
+        results = pool.starmap(check, zip(cases, answers), chunksize=32)
+    failures = [f for f, _ in results if f is not None]
+    transitions_hit = sum(h for _, h in results)
     print("recur_property: %d rules, %d occurrences in a gap or overlap, %d failures" % (
         len(cases), transitions_hit, len(failures)))
     for f in failures[:FAILURES_SHOWN]:
