@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/lint.sh -- the static analysers, as CI runs them (.ci/run): cppcheck over src/ and the
 # C tests, then clang-tidy with the checks of .clang-tidy over src/. Both must be silent; any
-# finding fails. About a minute on two cores. Configures build-lint/ for its
+# finding fails. About a minute and a half on two cores. Configures build-lint/ for its
 # compile_commands.json (no build needed). Usage: bash scripts/lint.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,7 +1,8 @@
 // stream_hub.test.mjs -- the stream hub while its database is slow or hangs, each server on a
 // PostgreSQL reached through a forwarder of this file (h.postgresProxy) that delays or holds the
 // replies: with every reply held (libpq's statement and connects blocking) the streams still get
-// their heartbeats, their reauth warning and their end at the token's exp; a cursor ahead of the
+// their heartbeats, their reauth warning and their end (at the maximum age: the timer of an end
+// at the token's exp); a cursor ahead of the
 // replica's head is judged on a read of the heads that started after it came, not on one that was
 // under way (and read the head before the client's event existed); with every read 40 ms slower,
 // one tenant's fifty clients reconnecting again and again with cursors older than the replica's
@@ -16,7 +17,7 @@ import {
 
 const HEARTBEAT_MS = 300;
 const POLL_MS = 200;       // the hub reads heads this often: it is soon inside a call that hangs
-const END_SLACK_MS = 1500; // as stream.test.mjs: a stream ends this close to exp
+const END_SLACK_MS = 1500; // as stream.test.mjs: a stream ends this close to its end time
 
 const h = await harness('stream_hub');
 const servers = [];
@@ -43,12 +44,14 @@ async function serverThroughProxy(extra = {}) {
     return { proxy, srv, key: await srv.createKey(`hub${servers.length}`) };
 }
 
-test('PostgreSQL hangs under the hub: heartbeats go on, reauth comes and the stream ends at exp', async (t) => {
-    const { proxy, srv, key } = await serverThroughProxy();
+test('PostgreSQL hangs under the hub: heartbeats go on, reauth comes and the stream ends at its maximum age', async (t) => {
+    const AGE_S = 10; // the least TOCSIN_STREAM_MAX_AGE_S: the end comes from the same timer as at exp
+    const { proxy, srv, key } = await serverThroughProxy({ TOCSIN_STREAM_MAX_AGE_S: String(AGE_S) });
     t.after(() => proxy.release());
     // 33 s to live: the reauth warning is due 3 s from now, while PostgreSQL hangs.
     const minted = await mintToken(srv, key, { sub: 'hang1', ttl_s: 33 });
     const expMs = Date.parse(minted.expires_at);
+    const opened = Date.now();
     const s = await openLive(srv.base, { token: minted.token });
     proxy.hold();
     const heldAt = Date.now();
@@ -59,10 +62,13 @@ test('PostgreSQL hangs under the hub: heartbeats go on, reauth comes and the str
     const reauth = await s.next('reauth', expMs - 30000 - Date.now() + 5000);
     assert.deepEqual(JSON.parse(reauth.data), { expires_at: minted.expires_at });
     assert.ok(reauth.at > heldAt, 'the warning came while PostgreSQL hung');
-    const end = await Promise.race([s.ended, sleep(expMs - Date.now() + 5000).then(() => null)]);
-    assert.ok(end, `the stream did not end within 5 s of exp: ${s.describe()}`);
+    // The age spread by its jitter (20 %) from the opening.
+    const first = opened + AGE_S * 800, last = opened + AGE_S * 1200 + END_SLACK_MS;
+    const end = await Promise.race([s.ended, sleep(last - Date.now() + 5000).then(() => null)]);
+    assert.ok(end, `the stream did not end within 5 s of its age: ${s.describe()}`);
     assert.equal(end.how, 'end', 'a clean end of the response');
-    assert.ok(end.at >= expMs - 50 && end.at <= expMs + END_SLACK_MS, `ended ${end.at - expMs} ms after exp`);
+    assert.ok(end.at >= first - 50 && end.at <= last, `ended ${end.at - opened} ms after it opened (age ${AGE_S} s)`);
+    assert.ok(end.at < expMs - 10000, 'the end came from the age, well before exp');
 });
 
 test('a cursor ahead of the replica is judged on a read of the heads that started after it came', async () => {
