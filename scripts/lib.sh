@@ -340,6 +340,7 @@ pool_mode = transaction
 max_client_conn = 2000
 default_pool_size = 20
 server_reset_query =
+server_login_retry = 1
 ignore_startup_parameters = extra_float_digits
 pidfile = $dir/pgbouncer.pid
 logfile = $dir/pgbouncer.log

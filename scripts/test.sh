@@ -17,6 +17,7 @@ PG_PORT=${TOCSIN_TEST_PG_PORT:-25339}
 REDIS_PORT=${TOCSIN_TEST_REDIS_PORT:-63809}
 POOLER_PORT=${TOCSIN_TEST_POOLER_PORT:-$((PG_PORT + 1))}
 # The API and engine files that run a second time through PgBouncer in transaction mode.
+# TOCSIN_TEST_POOLED names them (and runs them also when TOCSIN_TEST_NODE is set).
 POOLED_TESTS=${TOCSIN_TEST_POOLED:-"tests/api/auth.test.mjs tests/api/meetings.test.mjs
 tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test.mjs
 tests/api/mirror.test.mjs"}
@@ -181,7 +182,7 @@ if [ "$CTEST" != 0 ]; then
 fi
 if [ -d tests/api ]; then
     record node run_node
-    if [ -z "${TOCSIN_TEST_NODE:-}" ]; then
+    if [ -z "${TOCSIN_TEST_NODE:-}" ] || [ -n "${TOCSIN_TEST_POOLED:-}" ]; then
         record pgbouncer run_node_pooled
     fi
 fi
