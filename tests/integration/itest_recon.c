@@ -41,6 +41,8 @@
 #define KICK_EVERY_MS 30   /* kicks come faster than a walk ends */
 #define KICK_WAIT_MS 30000 /* generous: two walks of KICK_ROWS under ASan */
 #define FLAT_ROWS 300000   /* a flat-out walk of them takes seconds (longer than the bound) */
+#define FLAT_LEAD_MS                                                                               \
+    300 /* due soon after the loss: fired, by the sweep, long before that walk ends */
 #define BULK_FIRST_ID 5000000000LL /* ids of the bulk rows: above any the tests make otherwise */
 
 static char prefix[MIRROR_PREFIX_MAX + 1];
@@ -265,16 +267,16 @@ check_seen_dropped(struct dispatch *d, const struct reminder_key *k)
     CHECK(!key_exists(key), "the second copy was claimed in Redis");
 }
 
-/* Writes a reminder due SWEEP_LEAD_MS from now and checks the sweep alone fires it, never early,
+/* Writes a reminder due lead_ms from now and checks the sweep alone fires it, never early,
  * within one sweep interval plus the slack (what: the case, for the messages). Its key, or
  * reminder_id 0 when it was not written. */
 static struct reminder_key
-check_swept(struct db *db, const char *what)
+check_swept(struct db *db, const char *what, int64_t lead_ms)
 {
     struct reminder_key k = {0};
     int64_t late = INT64_MIN, deadline;
 
-    if (insert_due_soon(db, SWEEP_LEAD_MS, &k) != 0)
+    if (insert_due_soon(db, lead_ms, &k) != 0)
         return (struct reminder_key){0};
     deadline = k.fire_at_ms + SWEEP_INTERVAL_MS + SWEEP_SLACK_MS + WAIT_MS;
     while ((late = fired_lateness(k.reminder_id)) == INT64_MIN &&
@@ -319,7 +321,7 @@ test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
     struct recon *r = start_sweeping(base, url, &d);
 
     if (r != NULL) {
-        struct reminder_key k = check_swept(db, "sweep bound");
+        struct reminder_key k = check_swept(db, "sweep bound", SWEEP_LEAD_MS);
         if (k.reminder_id != 0)
             check_seen_dropped(d, &k);
     }
@@ -396,8 +398,10 @@ test_kicks(const struct recon_opts *base)
 }
 
 /* A walk flat out after a data loss (the marker gone) over FLAT_ROWS pending reminders: the sweep
- * still comes every interval (the walk ran to its end first: 4.3-4.7 s without a sweep with
- * 600,000 pending). */
+ * still comes every interval, and comes while the walk goes on (the walk ran to its end first:
+ * 4.3-4.7 s without a sweep with 600,000 pending). No pass has ended when the reminder fires:
+ * the paced start-up walk of those rows takes far longer than the wait before the loss, and the
+ * loss starts the walk again, so the first pass to end is the flat-out one. */
 static void
 test_flat_out_sweep(const struct recon_opts *base, struct db *db, const char *url)
 {
@@ -410,9 +414,18 @@ test_flat_out_sweep(const struct recon_opts *base, struct db *db, const char *ur
     struct recon *r = start_sweeping(&o, url, &d);
     if (r != NULL) {
         usleep(3 * RECON_TICK_MS * 1000); /* it has seen Redis: a loss is one from now on */
+        CHECK(recon_passes(r) == 0, "the start-up walk of %d rows ended already", FLAT_ROWS);
         snprintf(marker, sizeof marker, "%s:recon:marker:%s", prefix, owners[1]);
         del_key(marker);
-        check_swept(db, "during a flat-out walk");
+        int64_t t0 = clock_ms(CLOCK_MONOTONIC);
+        if (check_swept(db, "during a flat-out walk", FLAT_LEAD_MS).reminder_id != 0)
+            CHECK(recon_passes(r) == 0, "the sweep waited for the flat-out walk's end");
+        uint64_t walks = recon_passes(r);
+        while ((walks = recon_passes(r)) == 0 && clock_ms(CLOCK_MONOTONIC) - t0 < KICK_WAIT_MS)
+            usleep(20000);
+        printf("itest_recon: the flat-out walk of %d rows took %" PRId64 " ms\n", FLAT_ROWS,
+               clock_ms(CLOCK_MONOTONIC) - t0);
+        CHECK(walks == 1, "%" PRIu64 " flat-out walks ended in %d ms", walks, KICK_WAIT_MS);
     }
     recon_stop(r);
     dispatch_stop(d);
@@ -450,7 +463,7 @@ test_sweep_late_db(const struct recon_opts *base, struct db *db, const char *url
     snprintf(sql, sizeof sql, "CREATE ROLE %s LOGIN SUPERUSER", role);
     CHECK(fixture_sql(sql, NULL, NULL, NULL) >= 0, "create the role");
     if (r != NULL)
-        check_swept(db, "database late, Redis down");
+        check_swept(db, "database late, Redis down", SWEEP_LEAD_MS);
     recon_stop(r);
     dispatch_stop(d);
     snprintf(sql, sizeof sql, "DROP ROLE %s", role);
