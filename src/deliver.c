@@ -56,7 +56,8 @@ struct receiver {
     int failures;            /* failed attempts in a row (channel_receiver_trouble) */
     int64_t open_until_ms;   /* circuit open until (monotonic); 0 = closed, passed = half open */
     int64_t open_ms;         /* how long it opened last */
-    bool probing;            /* half open: one request decides */
+    int64_t hold_until_ms; /* Retry-After: nothing before (monotonic), whatever answers meanwhile */
+    bool probing;          /* half open: one request decides */
     int64_t idle_since_ms;
     bool warned; /* a failure was logged, at warned_ms (monotonic) */
     int64_t warned_ms;
@@ -213,7 +214,7 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
 static bool
 circuit_open(const struct receiver *r, int64_t now)
 {
-    return r->open_until_ms != 0 && now < r->open_until_ms;
+    return now < r->hold_until_ms || (r->open_until_ms != 0 && now < r->open_until_ms);
 }
 
 /* Room for one more request now: a closed circuit under the receiver's share, or a half-open one
@@ -266,7 +267,8 @@ forget_idle(struct worker *w, int64_t now)
         while (*r != NULL) {
             struct receiver *x = *r;
             bool idle = x->sending == 0 && x->queued == 0 && x->open_until_ms == 0 &&
-                        x->failures == 0 && now - x->idle_since_ms > RECEIVER_IDLE_MS;
+                        x->failures == 0 && now >= x->hold_until_ms &&
+                        now - x->idle_since_ms > RECEIVER_IDLE_MS;
             if (idle) {
                 *r = x->next;
                 free(x);
@@ -504,11 +506,12 @@ release_queued(struct worker *w, struct receiver *r, int64_t delay_ms)
     }
     if (n > 0 && w->db != NULL &&
         db_outbox_release(w->db, w->owner, w->ids, n, delay_ms) != DB_ONE_RESULT)
-        db_lost(w, "rows not given back (their leases run out instead)");
+        db_lost(w, "rows not given back (still this worker's: its next lease reads them again)");
 }
 
 /* Accounts one answer (or its absence) of receiver r: broken when it says the receiver itself
- * is in trouble (channel_receiver_trouble). */
+ * is in trouble (channel_receiver_trouble). A success closes the circuit but ends no Retry-After
+ * hold: it answers a request sent before the receiver asked to be left alone. */
 static void
 circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 {
@@ -524,6 +527,8 @@ circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
     if (!r->probing && (r->open_until_ms != 0 || r->failures < DELIVER_CIRCUIT_FAILURES))
         return;
     r->open_ms = r->probing ? r->open_ms * 2 : DELIVER_CIRCUIT_OPEN_MS;
+    if (r->open_ms < DELIVER_CIRCUIT_OPEN_MS) /* after a shorter Retry-After hold */
+        r->open_ms = DELIVER_CIRCUIT_OPEN_MS;
     if (r->open_ms > DELIVER_CIRCUIT_OPEN_MAX_MS)
         r->open_ms = DELIVER_CIRCUIT_OPEN_MAX_MS;
     r->open_until_ms = now + r->open_ms;
@@ -534,21 +539,26 @@ circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 }
 
 /* A receiver in trouble that said when to come back (Retry-After on a 429 or 5xx) gets nothing
- * from this worker until then: its circuit opens for that long (unless open longer already), its
- * queued rows go back due then without spending attempts, and the first request after it is the
- * probe. Delaying only the row that got the answer sent the rest of the queue into the same
- * refusal. */
+ * from this worker until then, even if an answer to an earlier request succeeds meanwhile: its
+ * circuit opens for that long at least, its queued rows go back due when it may close without
+ * spending attempts, and the first request after it is the probe. Delaying only the row that got
+ * the answer sent the rest of the queue into the same refusal. Called before circuit_note, which
+ * then leaves the open circuit as it is: the other way round, the failure that opened the circuit
+ * gave the queue back due in DELIVER_CIRCUIT_OPEN_MS, before the time asked for. */
 static void
 circuit_hold_off(struct worker *w, struct receiver *r, int64_t ms, int64_t now)
 {
-    if (ms <= 0 || (circuit_open(r, now) && r->open_until_ms >= now + ms))
+    if (ms <= 0 || r->hold_until_ms >= now + ms)
         return;
-    r->open_until_ms = now + ms;
-    r->open_ms = ms;
+    r->hold_until_ms = now + ms;
+    if (r->open_until_ms < now + ms)
+        r->open_until_ms = now + ms;
+    if (r->open_ms < ms)
+        r->open_ms = ms;
     r->probing = false;
     LOG_WARN("deliver: receiver %s asked to wait %lld ms (Retry-After); circuit open until then",
              r->key, (long long)ms);
-    release_queued(w, r, ms);
+    release_queued(w, r, r->open_until_ms - now);
 }
 
 /* ---- one round ------------------------------------------------------------------------------ */
@@ -566,9 +576,9 @@ take_answers(struct worker *w, size_t n)
         struct job *j = w->done[i].tag;
         j->sending = false;
         bool trouble = channel_receiver_trouble(j->it.channel, &w->done[i]);
-        circuit_note(w, j->rcv, trouble, now);
         if (trouble)
             circuit_hold_off(w, j->rcv, w->done[i].retry_after_s * 1000, now);
+        circuit_note(w, j->rcv, trouble, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             if (w->n_answered == 0)
@@ -751,7 +761,8 @@ take_rows(struct worker *w, size_t n)
         for (size_t i = 0; i < k; i++)
             w->ids[i] = fresh[i]->it.id;
         if (db_outbox_release(w->db, w->owner, w->ids, k, 0) != DB_ONE_RESULT)
-            db_lost(w, "rows not given back (their leases run out instead)");
+            db_lost(w,
+                    "rows not given back (still this worker's: its next lease reads them again)");
         for (size_t i = 0; i < k; i++)
             job_drop(w, fresh[i]);
         return;

@@ -52,7 +52,8 @@ struct deliver_opts {
     const char *database_url;
     const char *instance_id; /* lease owners are "<instance_id>/<worker>" */
     int workers;
-    int concurrency;      /* rows a worker holds at once (queued or in flight; see hold_cap) */
+    int concurrency;      /* a worker's slots: rows in flight or queued, but a receiver's rows
+                           * beyond its hold cap wait without one (hold_cap, held_max) */
     int per_receiver;     /* of those, at most this many for one receiver */
     int per_push_service; /* the same for a push service (one origin of Web Push endpoints) */
     int64_t retry_base_ms;

@@ -391,10 +391,12 @@ finish(struct outbound *o, CURLMsg *m, struct outbound_done *d)
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
     *d = (struct outbound_done){.tag = x->tag, .retry_after_s = x->retry_after_s};
     curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &d->status);
-    /* A status line that came is the receiver's answer, whatever became of the body after it
-     * (cut, timed out, or a long one this side stopped reading): a 2xx took the delivery, and
-     * sending it again would repeat it. */
-    bool answered = cc == CURLE_OK || d->status != 0;
+    /* A final status line that came is the receiver's answer, whatever became of the body after
+     * it (cut, timed out, or a long one this side stopped reading): a 2xx took the delivery, and
+     * sending it again would repeat it. An interim one (1xx) answers nothing. */
+    bool answered = cc == CURLE_OK || d->status >= 200;
+    if (!answered)
+        d->status = 0;
     d->ok = x->mail ? cc == CURLE_OK : answered && d->status >= 200 && d->status <= 299;
     if (x->refused)
         snprintf(d->err, sizeof d->err,

@@ -4,8 +4,9 @@
 // none of them again; a worker whose database connection is replaced while a request is out
 // does not take that row over from itself and send it twice; while PostgreSQL is down a replica
 // waits between its tries instead of spinning on them; a receiver's Retry-After holds back its
-// other queued rows too, not only the one it answered; and a 2xx whose body is cut off is a
-// delivery, not a failure to retry.
+// other queued rows too, not only the one it answered, for as long as it asked (a success to an
+// earlier request does not end it, nor does the circuit its failure opens); and a 2xx whose body
+// is cut off is a delivery, not a failure to retry.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
@@ -87,6 +88,7 @@ const hConn = await harness('faults_conn');
 const hDown = await harness('faults_down');
 const hWait = await harness('faults_wait');
 const hCut = await harness('faults_cut');
+const hHold = await harness('faults_hold');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -181,6 +183,68 @@ test('a receiver\'s Retry-After holds back the rest of its queue, not only the r
     assert.ok(quiet >= WAIT_S * 1000 - 100, `the next request came ${quiet} ms after the 503`);
     assert.equal(arrivals.length, N + 1, 'the 503-ed row once more, the others once');
     assert.match(srv.proc.log, /asked to wait \d+ ms \(Retry-After\)/);
+});
+
+test('a Retry-After is not cut short by a success to an earlier request, nor by the circuit its failure opens', async (t) => {
+    // Two requests out at once: the first answered 503, Retry-After: 5 at once, the second 204
+    // after 300 ms (the receiver took it before it started refusing). Rows fired 2 s later wait
+    // for the 5 s: that success used to close the circuit, and they went out at once.
+    const WAIT_S = 5;
+    const arrivals = [];
+    const server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const n = arrivals.push(Date.now());
+            if (n === 1)
+                res.writeHead(503, { 'retry-after': String(WAIT_S) }).end();
+            else if (n === 2)
+                setTimeout(() => res.writeHead(204).end(), 300);
+            else
+                res.writeHead(204).end();
+        });
+    });
+    const url = await serveLocal(t, server);
+    const srv = await replica(hHold, t, 'hold-1', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '2' });
+    const key = await srv.createKey('faults-hold');
+    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
+    assert.equal(hook.status, 201, hook.text);
+    const first = await dueSoon(srv, key, 2);
+    assert.ok(await waitFor(() => arrivals.length >= 2, BOUND_MS), 'the first two requests');
+    const later = await dueSoon(srv, key, 2);
+    assert.ok(await waitFor(async () => await delivered(hHold, [...first, ...later]) === 4, BOUND_MS),
+        'every row delivered');
+    t.diagnostic(`requests at ${arrivals.map((a) => a - arrivals[0]).join(', ')} ms`);
+    const next = Math.min(...arrivals.slice(2));
+    assert.ok(next - arrivals[0] >= WAIT_S * 1000 - 100, `a request ${next - arrivals[0]} ms after the 503`);
+
+    // Four failures without Retry-After, then a 503 with one: that fifth failure also opens the
+    // circuit (DELIVER_CIRCUIT_OPEN_MS, 5 s), which gave the queued rows back due then, not at
+    // the 30 s asked for. One request at a time; failed rows come back after a minute at least.
+    const HOLD_S = 30;
+    let answers = 0;
+    const refusing = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            answers++;
+            res.writeHead(answers < 5 ? 500 : 503, answers === 5 ? { 'retry-after': String(HOLD_S) } : {}).end();
+        });
+    });
+    const url2 = await serveLocal(t, refusing);
+    const srv2 = await replica(hHold, t, 'hold-2', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1',
+        TOCSIN_DELIVERY_RETRY_BASE_MS: '60000' });
+    const key2 = await srv2.createKey('faults-hold-2');
+    const hook2 = await srv2.req('POST', '/v1/webhooks', { key: key2, json: { url: url2 } });
+    assert.equal(hook2.status, 201, hook2.text);
+    const ids = await dueSoon(srv2, key2, 10);
+    assert.ok(await waitFor(() => answers >= 5, BOUND_MS), 'five requests');
+    // The rows queued in the worker at the 503 go back; rows still given to it in the database
+    // (if they fired in a later batch) stay its own until the hold ends.
+    const back = `FROM outbox WHERE reminder_id IN (${ids.join(',')}) AND attempts = 0 AND lease_owner IS NULL`;
+    assert.ok(await waitFor(async () => Number(await hHold.sql(`SELECT count(*) ${back}`)) >= 1, BOUND_MS, 50),
+        'the queued rows were given back');
+    const dueIn = Number(await hHold.sql(`SELECT extract(epoch FROM min(next_attempt_at) - now()) ${back}`));
+    assert.ok(dueIn >= HOLD_S - 3, `a queued row is due again in ${dueIn.toFixed(1)} s (Retry-After: ${HOLD_S})`);
+    assert.equal(answers, 5, 'nothing more was sent');
 });
 
 test('a 2xx whose body is cut off is a delivery, not a failure to retry', async (t) => {
