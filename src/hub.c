@@ -330,6 +330,8 @@ stream_retry(struct hub_stream *s, int64_t ms)
         stream_unlock(s, sse_write_retry(&s->buf, ms));
 }
 
+static void lower_due(struct hub *h, const struct hub_stream *s);
+
 /* The stream ends cleanly once its reader took what is buffered. h->mu held. */
 static void
 stream_end(struct hub_stream *s)
@@ -338,6 +340,7 @@ stream_end(struct hub_stream *s)
         return;
     s->ended = true;
     s->cut_at_ms = timefmt_now_ms() + s->hub->o.heartbeat_ms;
+    lower_due(s->hub, s); /* ended outside the timer walk too (a partial backlog, a drain) */
     pthread_mutex_lock(&s->mu);
     s->ending = true;
     poke(s);
@@ -430,13 +433,16 @@ person_put(struct hub *h, struct person *p)
     free(p);
 }
 
-/* The earliest of s's own timers (an end, a reauth warning), wall clock; INT64_MAX: none. */
+/* The earliest of s's own timers (an end, a reauth warning: only once live, when it is sent),
+ * wall clock; INT64_MAX: none. */
 static int64_t
 stream_due(const struct hub_stream *s)
 {
     if (s->ended)
         return s->cut_at_ms != 0 ? s->cut_at_ms : INT64_MAX;
-    return !s->reauth_sent && s->reauth_at_ms < s->end_at_ms ? s->reauth_at_ms : s->end_at_ms;
+    return !s->reauth_sent && s->state == ST_LIVE && s->reauth_at_ms < s->end_at_ms
+               ? s->reauth_at_ms
+               : s->end_at_ms;
 }
 
 /* Lowers h->next_due_ms to s's own next timer. h->mu held. */
@@ -685,9 +691,11 @@ purged_now(struct hub *h, int64_t tenant_id)
     struct db_stream_head hd;
     struct db *db = hub_db(h);
 
-    return db != NULL && db_stream_heads(db, &tenant_id, 1, &hd) == DB_ONE_RESULT
-               ? hd.purged_through
-               : -1;
+    if (db == NULL)
+        return -1;
+    bool ok = db_stream_heads(db, &tenant_id, 1, &hd) == DB_ONE_RESULT;
+    db_note(h, ok, db_errmsg(db)); /* a failure holds off the next call, as every other's */
+    return ok ? hd.purged_through : -1;
 }
 
 /* Reads events (after, until] (only sub's when sub is set) into out with their bodies. Returns
@@ -881,6 +889,7 @@ go_live(struct tenant *t, struct hub_stream *s)
     s->state = ST_LIVE;
     s->cursor = t->last_seen;
     t->n_new--;
+    lower_due(s->hub, s); /* its reauth warning counts from now */
 }
 
 static void
@@ -1124,7 +1133,7 @@ serve_at_open(struct hub *h, struct tenant *t, struct hub_stream *s)
 static bool
 needs_read(const struct tenant *t, const struct hub_stream *s)
 {
-    return s->state == ST_NEW && s->cursor_kind == HUB_CURSOR_SET &&
+    return s->state == ST_NEW && !s->ended && s->cursor_kind == HUB_CURSOR_SET &&
            s->cursor >= t->purged_through && s->cursor < t->last_seen - (int64_t)t->ring_n;
 }
 
@@ -1138,7 +1147,9 @@ serve_new(struct hub *h, struct tenant *t)
     if (!t->known || t->n_new == 0 || t->hint > t->last_seen)
         return false;
     for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
-        if (s->state == ST_NEW && !serve_one(h, t, s, false))
+        if (s->state == ST_NEW && s->ended) /* its time ran out while it waited: nothing to send */
+            go_live(t, s);
+        else if (s->state == ST_NEW && !serve_one(h, t, s, false))
             waits = waits || needs_read(t, s);
     return waits;
 }
@@ -1152,8 +1163,10 @@ serve_backlog(struct hub *h, struct tenant *t)
 {
     struct hub_stream *oldest = NULL;
 
-    /* A wake-up may have come while other tenants were read: their events first (next round). */
-    if (!t->known || t->hint > t->last_seen)
+    /* Not skipped when a wake-up came while other tenants were read: t keeps the lowest turn, so
+     * skipping it for that gave no tenant a backlog read while t's wake-ups kept coming. The
+     * stream goes live at last_seen and the next round fans out the rest. */
+    if (!t->known)
         return;
     for (struct hub_stream *s = t->streams; s != NULL; s = s->next)
         if (needs_read(t, s))
