@@ -49,6 +49,18 @@ async function receiver(t) {
 
 const repeats = (rx) => [...rx.seen.entries()].filter(([, n]) => n > 1);
 
+// A receiver that answers its nth request (from 1) as answer(n, res) does; rx.arrivals holds when
+// each came (ms).
+async function scripted(t, answer) {
+    const rx = { arrivals: [] };
+    const server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => answer(rx.arrivals.push(Date.now()), res));
+    });
+    rx.url = await serveLocal(t, server);
+    return rx;
+}
+
 // n meetings of one reminder each, all due LEAD_MS from now; returns their reminder ids.
 async function dueSoon(srv, key, n) {
     const starts = new Date(Date.now() + LEAD_MS + 5 * MIN).toISOString();
@@ -78,6 +90,15 @@ async function replica(hh, t, name, env = {}) {
     });
     t.after(() => srv.kill());
     return srv;
+}
+
+// A replica (as replica does) with tenant `tenant`, whose one webhook goes to url: { srv, key }.
+async function withWebhook(hh, t, name, tenant, url, env = {}) {
+    const srv = await replica(hh, t, name, env);
+    const key = await srv.createKey(tenant);
+    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
+    assert.equal(hook.status, 201, hook.text);
+    return { srv, key };
 }
 
 // CPU time of a process so far, ms (bench/proc.mjs reads /proc/<pid>/stat).
@@ -118,10 +139,7 @@ test('a replica stopped while a receiver holds one of its requests records the o
 
 test('a worker whose connection is replaced while a request is out does not take that row from itself and send it again', async (t) => {
     const rx = await receiver(t);
-    const srv = await replica(hConn, t, 'conn-1');
-    const key = await srv.createKey('faults-conn');
-    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
-    assert.equal(hook.status, 201, hook.text);
+    const { srv, key } = await withWebhook(hConn, t, 'conn-1', 'faults-conn', rx.url);
     const ids = await dueSoon(srv, key, 1);
     assert.ok(await waitFor(() => rx.total === 1, BOUND_MS), 'the request arrived');
 
@@ -159,22 +177,11 @@ test('a receiver\'s Retry-After holds back the rest of its queue, not only the r
     // One request at a time to the receiver, so the other rows wait queued in the worker when the
     // first answer says 503, Retry-After: 2. Before, only that row waited: the next went at once.
     const N = 4, WAIT_S = 2;
-    const arrivals = [];
-    const server = http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-            arrivals.push(Date.now());
-            if (arrivals.length === 1)
-                res.writeHead(503, { 'retry-after': String(WAIT_S) }).end();
-            else
-                res.writeHead(204).end();
-        });
-    });
-    const url = await serveLocal(t, server);
-    const srv = await replica(hWait, t, 'wait-1', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1' });
-    const key = await srv.createKey('faults-wait');
-    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
-    assert.equal(hook.status, 201, hook.text);
+    const rx = await scripted(t, (n, res) =>
+        res.writeHead(n === 1 ? 503 : 204, n === 1 ? { 'retry-after': String(WAIT_S) } : {}).end());
+    const { arrivals } = rx;
+    const { srv, key } = await withWebhook(hWait, t, 'wait-1', 'faults-wait', rx.url,
+        { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1' });
     const ids = await dueSoon(srv, key, N);
     assert.ok(await waitFor(async () => await delivered(hWait, ids) === N, BOUND_MS), 'every row delivered');
     const quiet = arrivals[1] - arrivals[0];
@@ -190,24 +197,15 @@ test('a Retry-After is not cut short by a success to an earlier request, nor by 
     // after 300 ms (the receiver took it before it started refusing). Rows fired 2 s later wait
     // for the 5 s: that success used to close the circuit, and they went out at once.
     const WAIT_S = 5;
-    const arrivals = [];
-    const server = http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-            const n = arrivals.push(Date.now());
-            if (n === 1)
-                res.writeHead(503, { 'retry-after': String(WAIT_S) }).end();
-            else if (n === 2)
-                setTimeout(() => res.writeHead(204).end(), 300);
-            else
-                res.writeHead(204).end();
-        });
+    const rx = await scripted(t, (n, res) => {
+        if (n === 1)
+            res.writeHead(503, { 'retry-after': String(WAIT_S) }).end();
+        else
+            setTimeout(() => res.writeHead(204).end(), n === 2 ? 300 : 0);
     });
-    const url = await serveLocal(t, server);
-    const srv = await replica(hHold, t, 'hold-1', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '2' });
-    const key = await srv.createKey('faults-hold');
-    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
-    assert.equal(hook.status, 201, hook.text);
+    const { arrivals } = rx;
+    const { srv, key } = await withWebhook(hHold, t, 'hold-1', 'faults-hold', rx.url,
+        { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '2' });
     const first = await dueSoon(srv, key, 2);
     assert.ok(await waitFor(() => arrivals.length >= 2, BOUND_MS), 'the first two requests');
     const later = await dueSoon(srv, key, 2);
@@ -221,22 +219,13 @@ test('a Retry-After is not cut short by a success to an earlier request, nor by 
     // circuit (DELIVER_CIRCUIT_OPEN_MS, 5 s), which gave the queued rows back due then, not at
     // the 30 s asked for. One request at a time; failed rows come back after a minute at least.
     const HOLD_S = 30;
-    let answers = 0;
-    const refusing = http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-            answers++;
-            res.writeHead(answers < 5 ? 500 : 503, answers === 5 ? { 'retry-after': String(HOLD_S) } : {}).end();
-        });
-    });
-    const url2 = await serveLocal(t, refusing);
-    const srv2 = await replica(hHold, t, 'hold-2', { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1',
-        TOCSIN_DELIVERY_RETRY_BASE_MS: '60000' });
-    const key2 = await srv2.createKey('faults-hold-2');
-    const hook2 = await srv2.req('POST', '/v1/webhooks', { key: key2, json: { url: url2 } });
-    assert.equal(hook2.status, 201, hook2.text);
-    const ids = await dueSoon(srv2, key2, 10);
-    assert.ok(await waitFor(() => answers >= 5, BOUND_MS), 'five requests');
+    const refusing = await scripted(t, (n, res) =>
+        res.writeHead(n < 5 ? 500 : 503, n === 5 ? { 'retry-after': String(HOLD_S) } : {}).end());
+    const answers = () => refusing.arrivals.length;
+    const two = await withWebhook(hHold, t, 'hold-2', 'faults-hold-2', refusing.url,
+        { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1', TOCSIN_DELIVERY_RETRY_BASE_MS: '60000' });
+    const ids = await dueSoon(two.srv, two.key, 10);
+    assert.ok(await waitFor(() => answers() >= 5, BOUND_MS), 'five requests');
     // The rows queued in the worker at the 503 go back; rows still given to it in the database
     // (if they fired in a later batch) stay its own until the hold ends.
     const back = `FROM outbox WHERE reminder_id IN (${ids.join(',')}) AND attempts = 0 AND lease_owner IS NULL`;
@@ -244,7 +233,7 @@ test('a Retry-After is not cut short by a success to an earlier request, nor by 
         'the queued rows were given back');
     const dueIn = Number(await hHold.sql(`SELECT extract(epoch FROM min(next_attempt_at) - now()) ${back}`));
     assert.ok(dueIn >= HOLD_S - 3, `a queued row is due again in ${dueIn.toFixed(1)} s (Retry-After: ${HOLD_S})`);
-    assert.equal(answers, 5, 'nothing more was sent');
+    assert.equal(answers(), 5, 'nothing more was sent');
 });
 
 test('a 2xx whose body is cut off is a delivery, not a failure to retry', async (t) => {
@@ -267,10 +256,8 @@ test('a 2xx whose body is cut off is a delivery, not a failure to retry', async 
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     t.after(() => new Promise((r) => server.close(() => r())));
     const url = `http://127.0.0.1:${server.address().port}/hook`;
-    const srv = await replica(hCut, t, 'cut-1', { TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
-    const key = await srv.createKey('faults-cut');
-    const hook = await srv.req('POST', '/v1/webhooks', { key, json: { url } });
-    assert.equal(hook.status, 201, hook.text);
+    const { srv, key } = await withWebhook(hCut, t, 'cut-1', 'faults-cut', url,
+        { TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
     const ids = await dueSoon(srv, key, 1);
     assert.ok(await waitFor(() => requests >= 1, BOUND_MS), 'the request arrived');
     assert.ok(await waitFor(async () => await delivered(hCut, ids) === 1, BOUND_MS, 100),
