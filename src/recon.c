@@ -219,7 +219,7 @@ sweep(struct recon *r)
     struct shard_set owned;
     size_t n;
 
-    if (r->d == NULL || r->db == NULL)
+    if (r->d == NULL || !db_ready(r)) /* opens it, also when nothing else did (Redis down) */
         return;
     if (dispatch_depth(r->d) > 0 && mono - r->swept_ms < RECON_SWEEP_DEFER_MS)
         return;
@@ -333,8 +333,7 @@ tick(struct recon *r, bool *full, bool *lost, int64_t *last_pass_ms, int64_t *la
      * also when its connection could not be opened before (nothing else opens it then). */
     if (l >= 0)
         pass(r, r->armed_until);
-    if (db_ready(r))
-        sweep(r);
+    sweep(r);
     *last_pass_ms = timefmt_mono_ms();
     return again;
 }
