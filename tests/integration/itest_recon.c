@@ -125,14 +125,14 @@ wait_mirrored(void)
 }
 
 /* Polls until r has completed more than `than` passes: the keys appear during a pass, the count
- * only after it. Returns 0, or -1 after WAIT_MS. */
+ * only after it. Returns 0, or -1 after within_ms. */
 static int
-wait_passes(struct recon *r, uint64_t than)
+wait_passes(struct recon *r, uint64_t than, int64_t within_ms)
 {
     int64_t t0 = clock_ms(CLOCK_MONOTONIC);
 
     while (recon_passes(r) <= than)
-        if (clock_ms(CLOCK_MONOTONIC) - t0 >= WAIT_MS)
+        if (clock_ms(CLOCK_MONOTONIC) - t0 >= within_ms)
             return -1;
         else
             usleep(20000);
@@ -381,7 +381,7 @@ test_kicks(const struct recon_opts *base)
     struct recon *r = recon_start(&o);
     CHECK(r != NULL, "recon_start failed");
     if (r != NULL) {
-        CHECK(wait_passes(r, 0) == 0, "no start-up pass");
+        CHECK(wait_passes(r, 0, WAIT_MS) == 0, "no start-up pass");
         uint64_t before = recon_passes(r);
         int64_t t0 = clock_ms(CLOCK_MONOTONIC);
         while (recon_passes(r) < before + 2 && clock_ms(CLOCK_MONOTONIC) - t0 < KICK_WAIT_MS) {
@@ -420,12 +420,11 @@ test_flat_out_sweep(const struct recon_opts *base, struct db *db, const char *ur
         int64_t t0 = clock_ms(CLOCK_MONOTONIC);
         if (check_swept(db, "during a flat-out walk", FLAT_LEAD_MS).reminder_id != 0)
             CHECK(recon_passes(r) == 0, "the sweep waited for the flat-out walk's end");
-        uint64_t walks = recon_passes(r);
-        while ((walks = recon_passes(r)) == 0 && clock_ms(CLOCK_MONOTONIC) - t0 < KICK_WAIT_MS)
-            usleep(20000);
+        int ended = wait_passes(r, 0, KICK_WAIT_MS);
         printf("itest_recon: the flat-out walk of %d rows took %" PRId64 " ms\n", FLAT_ROWS,
                clock_ms(CLOCK_MONOTONIC) - t0);
-        CHECK(walks == 1, "%" PRIu64 " flat-out walks ended in %d ms", walks, KICK_WAIT_MS);
+        CHECK(ended == 0 && recon_passes(r) == 1, "%" PRIu64 " flat-out walks ended in %d ms",
+              recon_passes(r), KICK_WAIT_MS);
     }
     recon_stop(r);
     dispatch_stop(d);
@@ -494,18 +493,18 @@ test_loss_and_kick(const struct recon_opts *base)
     }
     CHECK(wait_mirrored() >= 0, "start-up pass did not mirror the keys");
     CHECK(pexpiretime(&far_key) == -2, "a reminder beyond the horizon was mirrored");
-    CHECK(wait_passes(r, 0) == 0 && wait_passes(r2, 0) == 0, "no pass counted");
+    CHECK(wait_passes(r, 0, WAIT_MS) == 0 && wait_passes(r2, 0, WAIT_MS) == 0, "no pass counted");
     uint64_t before2 = recon_passes(r2);
     lose_keys(true);
     CHECK(wait_mirrored() >= 0, "keys not restored after the marker vanished");
-    CHECK(wait_passes(r, 1) == 0, "the repair after the marker vanished was not counted");
-    CHECK(wait_passes(r2, before2) == 0, "the second replica did not notice the loss");
+    CHECK(wait_passes(r, 1, WAIT_MS) == 0, "the repair after the marker vanished was not counted");
+    CHECK(wait_passes(r2, before2, WAIT_MS) == 0, "the second replica did not notice the loss");
     recon_stop(r2);
     passes = recon_passes(r);
     lose_keys(false);
     recon_kick(r);
     CHECK(wait_mirrored() >= 0, "keys not restored after a kick");
-    CHECK(wait_passes(r, passes) == 0, "kick did not count a pass");
+    CHECK(wait_passes(r, passes, WAIT_MS) == 0, "kick did not count a pass");
     recon_stop(r);
 }
 

@@ -185,10 +185,10 @@ def exists(zone, wall):
 ZONE_TRANSITIONS = {z: transitions(z) for z in ZONES}
 
 
-def make_case(rng, zone_transitions):
+def make_case(rng):
     zone = rng.choice(ZONES)
     parts, end = random_rule(rng)
-    trans = zone_transitions[zone]
+    trans = ZONE_TRANSITIONS[zone]
     if trans and rng.random() < 0.5:
         # A wall-clock time in or near the transition's gap or overlap, days before it.
         t = rng.choice(trans)
@@ -228,7 +228,7 @@ def make_case(rng, zone_transitions):
 def case_at(seed, index):
     """Candidate index of the run with this seed: make_case with a generator of its own, and
     dateutil's walls for it (None for a rule to be refused)."""
-    c = make_case(random.Random(seed * 1000003 + index), ZONE_TRANSITIONS)
+    c = make_case(random.Random(seed * 1000003 + index))
     if c is None:
         return None
     zone, first, rule, until, refuse = c
