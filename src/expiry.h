@@ -16,10 +16,10 @@
 #include "dispatch.h"
 #include "mirror.h"
 
-#define EXPIRY_POLL_MS 250          /* how often the thread looks at its stop flag while idle */
-#define EXPIRY_PROBE_WAIT_MS 2000   /* how long the probe key's event may take */
-#define EXPIRY_PROBE_TOUCH_MS 50    /* how often the probe key is touched while waiting */
-#define EXPIRY_PROBE_RETRY_MS 10000 /* a probe that saw no event is repeated this often */
+#define EXPIRY_POLL_MS 250         /* how often the thread looks at its stop flag while idle */
+#define EXPIRY_PROBE_WAIT_MS 2000  /* how long the probe key's event may take */
+#define EXPIRY_PROBE_TOUCH_MS 50   /* how often the probe key is touched while waiting */
+#define EXPIRY_PROBE_RETRY_MS 5000 /* a probe that saw no event is repeated this often */
 #define EXPIRY_PROBE_ERROR_RETRY_MS 1000 /* one that could not set its key (Redis just back) */
 
 /* What the last probe found out about notify-keyspace-events. */

@@ -11,7 +11,7 @@ import { harness, freePort, isoIn, redisCli, run, sleep, waitFor, MIN } from './
 // A hung Redis may cost one API call a command timeout (200 ms) once per reconnect backoff; a
 // second is far above that and far below the 1 s command timeout stacking up per call.
 const CALL_BOUND_MS = 1000;
-const PROBE_RETRY_MS = 10000; // EXPIRY_PROBE_RETRY_MS
+const PROBE_RETRY_MS = 5000; // EXPIRY_PROBE_RETRY_MS
 const REPAIR_BOUND_MS = 10000;
 
 const h = await harness('readiness');
