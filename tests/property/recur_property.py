@@ -246,6 +246,12 @@ def expected(zone, first, rule, until):
     return walls
 
 
+def first_difference(got, want):
+    """Where two lists first differ, and their items there ("-" past an end)."""
+    at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    return (at, got[at] if at < len(got) else "-", want[at] if at < len(want) else "-")
+
+
 def check(case, answer):
     """The failure of one case (None when its properties held), and how many of its times fall
     in a gap or overlap."""
@@ -260,12 +266,9 @@ def check(case, answer):
     got_walls = [datetime.strptime(w, "%Y%m%dT%H%M%S") for w in walls_text.split()]
     got_walls = [w for w in got_walls if w.year <= LAST_YEAR]
     if got_walls != want_walls:
-        diff = next((i for i, (a, b) in enumerate(zip(got_walls, want_walls)) if a != b),
-                    min(len(got_walls), len(want_walls)))
+        at, g, w = first_difference(got_walls, want_walls)
         return "%s: wall #%d: tocsin %s, dateutil %s (%d vs %d times)" % (
-            what, diff, got_walls[diff] if diff < len(got_walls) else "-",
-            want_walls[diff] if diff < len(want_walls) else "-", len(got_walls),
-            len(want_walls)), 0
+            what, at, g, w, len(got_walls), len(want_walls)), 0
     if not want_walls:
         return None, 0
     bound = resolve(zone, want_walls[-1])
@@ -282,11 +285,8 @@ def check(case, answer):
             want.append(t)
     got = [int(x) for x in instants_text.split() if int(x) <= bound]
     if got != want:
-        diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
-                    min(len(got), len(want)))
-        return "%s: instant #%d: tocsin %s, expected %s" % (
-            what, diff, got[diff] if diff < len(got) else "-",
-            want[diff] if diff < len(want) else "-"), hits
+        at, g, w = first_difference(got, want)
+        return "%s: instant #%d: tocsin %s, expected %s" % (what, at, g, w), hits
     return None, hits
 
 
