@@ -335,8 +335,11 @@ async function postMeetings(reps, tenant, count, connections, body) {
     return Date.now() - start;
 }
 
-// Waits until the n reminders due in [t0, last] were all received, or SETTLE_MS after last.
-async function collect(rx, b) {
+// Waits until the n reminders due in [t0, last] were all received, or SETTLE_MS after last, then
+// checks them in PostgreSQL; beforeChecks, when given, runs just before those queries (the work
+// scenario reads its counters there: the checks scan the whole reminders table, which after the
+// burst and the kill doubled its rows read per fired reminder).
+async function collect(rx, b, beforeChecks = null) {
     // Scanning every receipt while they arrive would hold up the receiver on this thread: the wait
     // counts new ids (nothing else is due meanwhile), the scan runs once at the end.
     while (Date.now() < b.last + SETTLE_MS) {
@@ -346,6 +349,7 @@ async function collect(rx, b) {
         await sleep(100);
     }
     await sleep(1000); // a repeat, if any, has time to arrive
+    await beforeChecks?.();
     const got = receiptsBetween(rx, b.t0, b.last);
     const late = got.map((v) => v.at - v.fireAt).sort((x, y) => x - y);
     const span = `to_timestamp(${b.t0} / 1000.0) AND to_timestamp(${b.last} / 1000.0)`;
@@ -611,18 +615,30 @@ async function work(ctx) {
             reminders: [{ minutes_before: 5 }],
         }));
         await sleep(STATS_FLUSH_MS);
+        if (PG_STATEMENTS) {
+            await psql('SELECT pg_stat_statements_reset()');
+        }
         const w0 = await workCounters();
         const b = { n: WORK_DUE, t0, last: t0 + Math.floor(((WORK_DUE - 1) * spread) / WORK_DUE), seenBefore: ctx.rx.seen.size };
         if (Date.now() > t0) {
             log(`warning: creating ${WORK_DUE} meetings took past their due time`);
         }
-        const r = await collect(ctx.rx, b);
-        await sleep(STATS_FLUSH_MS);
-        const d = delta(w0, await workCounters());
+        let w1 = null;
+        const r = await collect(ctx.rx, b, async () => {
+            await sleep(STATS_FLUSH_MS);
+            w1 = await workCounters();
+        });
+        const d = delta(w0, w1);
         const fired = WORK_DUE - r.notFired;
         const net = (x, idleX) => (x - (idleX * d.ms) / idle.ms) / fired;
+        // What read the rows: pg_stat_statements' rows are those returned or changed, a lower
+        // bound of what each statement read, so the blocks it touched are shown too.
+        const statements = PG_STATEMENTS ? await psql(`SELECT concat_ws(' | ', round(rows::numeric / ${fired}, 2) || ' rows',
+                round(shared_blks_hit::numeric / ${fired}, 2) || ' blocks', calls || ' calls', round(total_exec_time)::text || ' ms',
+                left(regexp_replace(query, '\\s+', ' ', 'g'), 90))
+            FROM pg_stat_statements ORDER BY shared_blks_hit DESC LIMIT 10`) : null;
         results.push({
-            k, r, d, idle, fired,
+            k, r, d, idle, fired, statements,
             cmds: d.cmds / fired, rows: d.rows / fired, blocks: d.blocks / fired,
             cmdsNet: net(d.cmds, idle.cmds), rowsNet: net(d.rows, idle.rows), blocksNet: net(d.blocks, idle.blocks),
         });
@@ -709,6 +725,9 @@ function report(results) {
             for (const w of r.work) {
                 console.log(`${String(w.k).padStart(8)} ${String(w.fired).padStart(6)} ${fmt1(w.d.ms / 1000).padStart(9)}  ${`${fmt1(w.cmds)}/${fmt1(w.cmdsNet)}`.padStart(20)}  ${`${fmt1(w.rows)}/${fmt1(w.rowsNet)}`.padStart(22)}  ${`${fmt1(w.blocks)}/${fmt1(w.blocksNet)}`.padStart(19)}  ${`${fmt(w.idle.cmds * 1000 / w.idle.ms)} ${fmt(w.idle.rows * 1000 / w.idle.ms)} ${fmt(w.idle.blocks * 1000 / w.idle.ms)}`.padStart(24)}  ${lat(w.r)} (${checks(w.r)})`);
                 console.log(`         gross by Redis command: ${top(w.d.byCmd, w.fired)}; rows read by table: ${top(w.d.byTable, w.fired)}`);
+                if (w.statements) {
+                    console.log(`         statements per fired reminder, by blocks (pg_stat_statements):\n           ${w.statements.split('\n').join('\n           ')}`);
+                }
             }
             console.log(`idle CPU, ms per second over ${IDLE_WINDOW_MS / 1000} s: PostgreSQL with no replica ${fmt1(r.quiet.pg)}`);
             for (const w of r.work) {

@@ -10,7 +10,8 @@
 # (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS
 # (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # TOCSIN_BENCH_BULLMQ_REDIS_PORT. BENCH_PG_STATEMENTS=1: the burst also prints PostgreSQL's
-# statements by time (pg_stat_statements). Not part of CI.
+# statements by time, and the work scenario by blocks per fired reminder (pg_stat_statements).
+# Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$TOCSIN_ROOT"
