@@ -504,7 +504,9 @@ async function kill(ctx) {
     victim.child.kill('SIGKILL');
     await sampler;
     // The rows it held, in flight, queued or given by its fires: a worker's lease names it
-    // "<instance>/<n>/<token>", and no other replica takes them before the lease runs out.
+    // "<instance>/<n>/<token>". Read at once after the kill, not before (that would move the
+    // moment picked above): the others may take them at their next look (250 ms apart) once
+    // PostgreSQL has seen its connections close, so a slow read finds fewer, never more.
     const held = (await psql(`SELECT id FROM outbox WHERE status = 'pending' AND lease_owner LIKE '${victim.name}/%'`))
         .split('\n').filter(Boolean);
     const r = await collect(ctx.rx, b);
