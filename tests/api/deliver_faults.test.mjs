@@ -253,9 +253,7 @@ test('a 2xx whose body is cut off is a delivery, not a failure to retry', async 
         });
         sock.on('error', () => {});
     });
-    await new Promise((r) => server.listen(0, '127.0.0.1', r));
-    t.after(() => new Promise((r) => server.close(() => r())));
-    const url = `http://127.0.0.1:${server.address().port}/hook`;
+    const url = await serveLocal(t, server);
     const { srv, key } = await withWebhook(hCut, t, 'cut-1', 'faults-cut', url,
         { TOCSIN_DELIVERY_RETRY_BASE_MS: '100' });
     const ids = await dueSoon(srv, key, 1);

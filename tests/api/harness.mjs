@@ -113,12 +113,13 @@ export async function freePort() {
     return got;
 }
 
-// Starts an HTTP server of a test (a webhook receiver, say) on 127.0.0.1 and closes it, its open
-// connections included, when test t ends. Returns the URL of path on it.
+// Starts a server of a test (a webhook receiver, say; an http.Server, or a net.Server speaking
+// HTTP by hand) on 127.0.0.1 and closes it when test t ends, an http.Server's open connections
+// included. Returns the URL of path on it.
 export async function serveLocal(t, server, path = '/hook') {
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     t.after(() => new Promise((r) => {
-        server.closeAllConnections();
+        server.closeAllConnections?.();
         server.close(() => r());
     }));
     return `http://127.0.0.1:${server.address().port}${path}`;
