@@ -41,8 +41,8 @@
 #define KICK_EVERY_MS 30   /* kicks come faster than a walk ends */
 #define KICK_WAIT_MS 30000 /* generous: two walks of KICK_ROWS under ASan */
 #define FLAT_ROWS 300000   /* a flat-out walk of them takes seconds (longer than the bound) */
-#define FLAT_LEAD_MS                                                                               \
-    300 /* due soon after the loss: fired, by the sweep, long before that walk ends */
+/* Due soon after the loss: fired, by the sweep, long before that walk ends. */
+#define FLAT_LEAD_MS 300
 #define BULK_FIRST_ID 5000000000LL /* ids of the bulk rows: above any the tests make otherwise */
 
 static char prefix[MIRROR_PREFIX_MAX + 1];
