@@ -1,5 +1,5 @@
 -- bench/create.sql -- pgbench script for bench/create.sh: PostgreSQL's own rate for what one
--- POST /v1/meetings writes, in the same shape as db_meeting_insert (src/db_meeting.c): one
+-- POST /v1/meetings writes, in the same shape as db_meeting_insert (src/db/db_meeting.c): one
 -- statement whose CTE inserts the meeting and whose outer INSERT adds its 2 reminder rows.
 -- Needs -D tenant=<tenants.id>. Same body as bench/create.lua: 3 participants, 2 reminders, 2 h ahead.
 WITH m AS (

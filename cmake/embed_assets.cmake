@@ -1,5 +1,5 @@
 # embed_assets.cmake -- run with cmake -P at build time: turns the files of web/ into a C table
-# (src/assets.h) so the tocsin binary serves its browser client and demo page with no files.
+# (src/http/assets.h) so the tocsin binary serves its browser client and demo page with no files.
 # Inputs: -DASSETS_DIR=<dir> -DOUTPUT=<file.c>. Each entry keeps every byte of its file, its
 # content type (from the extension) and a strong ETag (the file's SHA-256, first 32 hex digits).
 

@@ -1,5 +1,5 @@
 # embed_migrations.cmake -- run with cmake -P at build time: turns migrations/NNN_name.sql into
-# a C array (src/db_migrations.h) so the tocsin binary carries its schema and needs no files.
+# a C array (src/db/db_migrations.h) so the tocsin binary carries its schema and needs no files.
 # Inputs: -DMIGRATIONS_DIR=<dir> -DOUTPUT=<file.c>. Every byte of each file is kept, because the
 # runtime checksum (SHA-256 of the SQL text) must equal the file's own.
 

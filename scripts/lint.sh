@@ -14,8 +14,10 @@ jobs=$(nproc)
 # wrong too often here (knownConditionTrueFalse on guarded loops) to start green. The tests are
 # checked too: a leak or an uninitialised read there hides a real failure.
 tocsin_log "cppcheck"
+# Every folder of src/ is on the include path, as in CMakeLists.txt.
+mapfile -t includes < <(find src -type d -printf '-I\n%p\n')
 cppcheck --std=c11 --enable=warning,portability,performance --inline-suppr --error-exitcode=1 \
-    --quiet -j "$jobs" -D__GNUC__ -I src -I tests --suppress=missingIncludeSystem \
+    --quiet -j "$jobs" -D__GNUC__ "${includes[@]}" -I tests --suppress=missingIncludeSystem \
     src tests/unit tests/integration tests/tools tests/fuzz
 
 # clang-tidy: .clang-tidy says which checks and why; WarningsAsErrors makes any finding fatal.

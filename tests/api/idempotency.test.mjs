@@ -152,7 +152,7 @@ test('malformed Idempotency-Key -> 400 bad_header, nothing created', async () =>
 
 // A finished request's replay is read before the in-flight lock is tried, so it never gets 409:
 // made deterministic by holding that very lock (pg_try_advisory_xact_lock on tenant:key, see
-// src/db_idem.c) from a second connection, as a parallel replay would.
+// src/db/db_idem.c) from a second connection, as a parallel replay would.
 test('replays of a finished key are answered while another request holds its lock', async () => {
     const key = await srv.createKey('idem-finished');
     const k = ikey();

@@ -1,4 +1,4 @@
-// jwt_cross.test.mjs -- tocsin's JWT code (src/jwt.c) against an independent implementation, the
+// jwt_cross.test.mjs -- tocsin's JWT code (src/http/jwt.c) against an independent implementation, the
 // npm `jose` library: tokens jose signs (HS256 with kid, the key being the signing secret's UTF-8
 // bytes) verify in C with the same claims; tokens jose signs that tocsin's policy forbids are
 // refused for the right reason; tokens C mints pass jose's jwtVerify with the same claims. The C

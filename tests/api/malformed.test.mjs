@@ -284,7 +284,7 @@ test('paths, methods, headers and query strings', async () => {
             assert.ok(r.header('allow'), `${method} ${path}: Allow header`);
         }
     }
-    // Past libmicrohttpd's per-connection memory (src/http_server.c, about 12 KB of request line
+    // Past libmicrohttpd's per-connection memory (src/http/http_server.c, about 12 KB of request line
     // and headers) it answers by itself, 414 or 431 without problem+json; still a 4xx, then the
     // server goes on.
     const huge = await srv.req('GET', `/v1/meetings/${'b'.repeat(16000)}`, { key: k, validate: false });

@@ -519,7 +519,7 @@ test('a replica whose clock runs 30 s ahead fires neither early nor late and rep
 // ms) 2 s past the window's end when written: a poll reads them when the window reaches them,
 // every later poll starts before where the heap filled, and none falls due during the test. The
 // reconciler is kept away (its passes an hour apart) so that Redis is not loaded with their keys.
-const SCHED_HEAP_MAX = 131072; // src/scheduler.h
+const SCHED_HEAP_MAX = 131072; // src/engine/scheduler.h
 
 test('more occurrences due in the window than the scheduler holds: one line when its heap fills, one when it has room', async (t) => {
     const hh = hHeap;

@@ -1,4 +1,4 @@
-// webpush_cross.test.mjs -- tocsin's Web Push code (src/webpush.c) against independent
+// webpush_cross.test.mjs -- tocsin's Web Push code (src/delivery/webpush.c) against independent
 // implementations: bodies C encrypts for key pairs that node's crypto generates decrypt with the
 // npm `http_ece` library (as a browser would); VAPID JWTs C signs, with keys node generated or C
 // generated, verify with the npm `jose` library and with node's own ECDSA, the key taken from the

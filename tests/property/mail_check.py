@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """mail_check.py -- the reminder email checked by parsers that are not tocsin's: messages made
-by src/mail.c (through tests/tools/mail_tool, the production path) are parsed with Python's email
+by src/delivery/mail.c (through tests/tools/mail_tool, the production path) are parsed with Python's email
 package (MIME, RFC 2047) and python3-icalendar (the .ics); local start times are computed with
 Python's zoneinfo. Cases: the local time in the subject on both sides of DST changes (New York,
 Berlin, Lord Howe's half hour), hostile titles, descriptions, locations and names (CR, LF, a
