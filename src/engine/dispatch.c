@@ -22,6 +22,7 @@
 #include "mirror_claim.h"
 #include "mirror_stream.h"
 #include "queue.h"
+#include "thread.h"
 #include "timefmt.h"
 
 _Static_assert(DISPATCH_BATCH_MAX <= DB_FIRE_BATCH_MAX,
@@ -309,9 +310,11 @@ process(struct dispatch *d, size_t n)
 }
 
 static void *
-run(void *arg)
+dispatch_thread(void *arg)
 {
     struct dispatch *d = arg;
+
+    thread_set_name("tocsin-dispatch");
 
     for (;;) {
         int64_t now = dbclock_now_ms(), next, wait = DISPATCH_IDLE_WAIT_MS;
@@ -366,7 +369,7 @@ dispatch_start(const struct dispatch_opts *opts)
     d->instance_id = strdup(opts->instance_id);
     d->seen = calloc(DISPATCH_SEEN_SLOTS, sizeof *d->seen);
     if (d->q == NULL || d->mi == NULL || d->database_url == NULL || d->instance_id == NULL ||
-        d->seen == NULL || pthread_create(&d->thread, NULL, run, d) != 0) {
+        d->seen == NULL || pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
         destroy(d);
         return NULL;
     }

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "mirror_internal.h"
 #include "mirror_stream.h"
+#include "thread.h"
 #include "timefmt.h"
 
 #define EXPIRY_CHANNEL_MAX 48
@@ -240,9 +241,11 @@ pump(struct expiry *e, redisContext *c)
 }
 
 static void *
-run(void *arg)
+expiry_thread(void *arg)
 {
     struct expiry *e = arg;
+
+    thread_set_name("tocsin-expiry");
 
     while (!atomic_load(&e->stop)) {
         redisContext *c = mirror_conn(e->mi);
@@ -287,7 +290,8 @@ expiry_start(const struct expiry_opts *opts)
     snprintf(e->channel, sizeof e->channel, "__keyevent@%d__:expired", opts->mirror.db);
     e->mi = mirror_new(&opts->mirror);
     e->cmd = mirror_new(&opts->mirror);
-    if (e->mi == NULL || e->cmd == NULL || pthread_create(&e->thread, NULL, run, e) != 0) {
+    if (e->mi == NULL || e->cmd == NULL ||
+        pthread_create(&e->thread, NULL, expiry_thread, e) != 0) {
         mirror_free(e->mi);
         mirror_free(e->cmd);
         free(e);

@@ -12,6 +12,7 @@
 #include "db.h"
 #include "db_members.h"
 #include "log.h"
+#include "thread.h"
 #include "timefmt.h"
 
 struct members {
@@ -90,10 +91,12 @@ beat(struct members *m)
 }
 
 static void *
-run(void *arg)
+members_thread(void *arg)
 {
     struct members *m = arg;
     struct timespec ts;
+
+    thread_set_name("tocsin-members");
 
     pthread_mutex_lock(&m->mu);
     while (!m->stop) {
@@ -145,7 +148,7 @@ members_new(const struct members_opts *opts)
 int
 members_run(struct members *m)
 {
-    if (pthread_create(&m->thread, NULL, run, m) != 0)
+    if (pthread_create(&m->thread, NULL, members_thread, m) != 0)
         return -1;
     m->running = true;
     return 0;

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "members.h"
 #include "recon_walk.h"
+#include "thread.h"
 #include "timefmt.h"
 
 /* Keys per page of the short pass: one database read. The read walks each owned shard's slice,
@@ -371,11 +372,13 @@ extend_series(struct recon *r)
 }
 
 static void *
-run(void *arg)
+recon_thread(void *arg)
 {
     struct recon *r = arg;
     bool full = true, lost = false, again;
     int64_t last_pass_ms = timefmt_mono_ms(), last_full_ms = last_pass_ms;
+
+    thread_set_name("tocsin-recon");
 
     do {
         again = tick(r, &full, &lost, &last_pass_ms, &last_full_ms);
@@ -441,7 +444,7 @@ recon_start(const struct recon_opts *opts)
      * the thread samples once it connects. The connection is the thread's from here on. */
     if (db_ready(r))
         sample_clock(r, timefmt_mono_ms());
-    if (pthread_create(&r->thread, NULL, run, r) != 0) {
+    if (pthread_create(&r->thread, NULL, recon_thread, r) != 0) {
         destroy(r);
         return NULL;
     }

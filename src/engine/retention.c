@@ -16,6 +16,7 @@
 #include "log.h"
 #include "members.h"
 #include "metrics.h"
+#include "thread.h"
 #include "timefmt.h"
 
 #define OWNER_SHARD_OF 0 /* the replica owning the shard of reminder id 0 purges */
@@ -113,9 +114,11 @@ pass(struct retention *r)
 }
 
 static void *
-run(void *arg)
+retention_thread(void *arg)
 {
     struct retention *r = arg;
+
+    thread_set_name("tocsin-purge");
 
     while (!wait_ms(r, r->o.interval_ms))
         if (members_owns(r->o.members, OWNER_SHARD_OF))
@@ -136,7 +139,7 @@ retention_start(const struct retention_opts *opts)
     pthread_mutex_init(&r->mu, NULL);
     cond_init_monotonic(&r->cv);
     if ((r->database_url = strdup(opts->database_url)) == NULL ||
-        pthread_create(&r->thread, NULL, run, r) != 0) {
+        pthread_create(&r->thread, NULL, retention_thread, r) != 0) {
         pthread_cond_destroy(&r->cv);
         pthread_mutex_destroy(&r->mu);
         free(r->database_url);

@@ -19,6 +19,7 @@
 #include "dbclock.h"
 #include "log.h"
 #include "members.h"
+#include "thread.h"
 #include "timefmt.h"
 #include "timerheap.h"
 
@@ -258,9 +259,11 @@ wait_next(struct sched *s)
 }
 
 static void *
-run(void *arg)
+scheduler_thread(void *arg)
 {
     struct sched *s = arg;
+
+    thread_set_name("tocsin-sched");
 
     do {
         int64_t mono = timefmt_mono_ms(), now;
@@ -312,7 +315,7 @@ sched_start(const struct sched_opts *opts)
     s->read_at = INT64_MIN;
     s->database_url = strdup(opts->database_url);
     if (s->database_url == NULL || timerheap_init(&s->h, SCHED_HEAP_MAX) != 0 ||
-        pthread_create(&s->thread, NULL, run, s) != 0) {
+        pthread_create(&s->thread, NULL, scheduler_thread, s) != 0) {
         destroy(s);
         return NULL;
     }

@@ -17,6 +17,7 @@
 
 #include "cond.h"
 #include "log.h"
+#include "thread.h"
 #include "timefmt.h"
 
 struct conn_entry {
@@ -70,10 +71,12 @@ sweep(struct http_limits *l, int64_t now)
 }
 
 static void *
-run(void *arg)
+limits_thread(void *arg)
 {
     struct http_limits *l = arg;
     struct timespec until;
+
+    thread_set_name("tocsin-deadline");
 
     pthread_mutex_lock(&l->lock);
     while (!l->stop) {
@@ -97,7 +100,7 @@ http_limits_new(int head_timeout_s, int body_timeout_s)
     l->body_ms = (int64_t)body_timeout_s * 1000;
     pthread_mutex_init(&l->lock, NULL);
     cond_init_monotonic(&l->wake);
-    if (pthread_create(&l->thread, NULL, run, l) != 0) {
+    if (pthread_create(&l->thread, NULL, limits_thread, l) != 0) {
         pthread_cond_destroy(&l->wake);
         pthread_mutex_destroy(&l->lock);
         free(l);

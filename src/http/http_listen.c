@@ -21,6 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "panic.h"
+#include "thread.h"
 #include "timefmt.h"
 
 #define WARN_EVERY_MS 10000 /* a failing accept is logged this often at most */
@@ -280,10 +281,12 @@ sleep_ms(const struct http_listener *l, int64_t now, bool paused, bool full)
 }
 
 static void *
-run(void *arg)
+listen_thread(void *arg)
 {
     struct http_listener *l = arg;
     struct pollfd p[2 + HTTP_LISTEN_WAIT_MAX];
+
+    thread_set_name("tocsin-accept");
 
     for (;;) {
         int64_t now = timefmt_mono_ms();
@@ -320,7 +323,7 @@ http_listen_start(struct http_listener *l, struct MHD_Daemon *const pools[HTTP_P
     memcpy(l->pools, pools, sizeof l->pools);
     l->max = max;
     l->per_addr = addr_count_new(per_addr);
-    if (l->per_addr == NULL || pthread_create(&l->thread, NULL, run, l) != 0)
+    if (l->per_addr == NULL || pthread_create(&l->thread, NULL, listen_thread, l) != 0)
         return -1;
     l->started = true;
     return 0;

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "mirror.h"
 #include "panic.h"
+#include "thread.h"
 #include "timefmt.h"
 #include "trace.h"
 
@@ -482,32 +483,54 @@ stream_threads(const struct config *cfg)
     return n > STREAM_THREADS_MIN ? n : STREAM_THREADS_MIN;
 }
 
-/* The stream pool's daemon, started on a thread of its own: a thread starts at its creator's nice
- * value, so the pool's threads, which MHD_start_daemon creates, run STREAM_NICE below the rest. */
+/* How a pool's daemon is started: from a thread of its own, because a thread starts with its
+ * creator's name and nice value, so the pool's threads, which MHD_start_daemon creates, carry the
+ * name given here (top -H tells the pools apart) and the stream pool's run STREAM_NICE below the
+ * API's. */
+struct pool_start {
+    struct http_server *srv;
+    enum http_pool pool;
+    unsigned threads;
+    const char *name;
+    int nice;
+};
+
 static void *
-start_stream_pool(void *arg)
+pool_starter(void *arg)
 {
-    struct http_server *srv = arg;
+    struct pool_start *p = arg;
     pid_t tid = gettid();
 
+    thread_set_name(p->name);
     errno = 0;
-    int nice = getpriority(PRIO_PROCESS, (id_t)tid);
-    if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, nice + STREAM_NICE) != 0)
-        LOG_WARN("http: cannot lower the stream threads' priority (%s): they run at the API's",
+    int nice = p->nice == 0 ? 0 : getpriority(PRIO_PROCESS, (id_t)tid);
+    if (p->nice != 0 && (errno != 0 || setpriority(PRIO_PROCESS, (id_t)tid, nice + p->nice) != 0))
+        LOG_WARN("http: cannot lower the %s threads' priority (%s): they run at the API's", p->name,
                  strerror(errno));
-    srv->pools[HTTP_POOL_STREAMS] = daemon_start(srv, stream_threads(srv->cfg));
+    p->srv->pools[p->pool] = daemon_start(p->srv, p->threads);
     return NULL;
+}
+
+/* Starts one pool (pool_starter says why on a thread); srv->pools[pool] is NULL if it failed. */
+static void
+pool_start(struct http_server *srv, enum http_pool pool, unsigned threads, const char *name,
+           int nice)
+{
+    struct pool_start p = {srv, pool, threads, name, nice};
+    pthread_t th;
+
+    srv->pools[pool] = NULL;
+    if (pthread_create(&th, NULL, pool_starter, &p) == 0)
+        pthread_join(th, NULL);
 }
 
 /* Both pools' daemons; 0, or -1 with none left running. */
 static int
 pools_start(struct http_server *srv)
 {
-    pthread_t th;
-
-    srv->pools[HTTP_POOL_API] = daemon_start(srv, (unsigned)srv->cfg->http_threads);
-    if (srv->pools[HTTP_POOL_API] != NULL && pthread_create(&th, NULL, start_stream_pool, srv) == 0)
-        pthread_join(th, NULL);
+    pool_start(srv, HTTP_POOL_API, (unsigned)srv->cfg->http_threads, "tocsin-http", 0);
+    if (srv->pools[HTTP_POOL_API] != NULL)
+        pool_start(srv, HTTP_POOL_STREAMS, stream_threads(srv->cfg), "tocsin-stream", STREAM_NICE);
     if (srv->pools[HTTP_POOL_STREAMS] != NULL)
         return 0;
     if (srv->pools[HTTP_POOL_API] != NULL)
