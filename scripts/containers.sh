@@ -157,7 +157,7 @@ starts=$(date -u -d "+$FIRE_IN_S seconds" +%Y-%m-%dT%H:%M:%SZ)
 meeting=$(lb POST /v1/meetings -H 'Content-Type: application/json' \
     -d "{\"title\":\"containers\",\"starts_at\":\"$starts\",\"reminders\":[{\"minutes_before\":0}]}") ||
     tocsin_die "POST /v1/meetings through the load balancer failed"
-# webhook-id is rem_<reminder id>_<fire_at in ms> (README, Webhooks).
+# webhook-id is rem_<reminder id>_<fire_at in ms> (docs/channels.md, Webhooks).
 read -r id want < <(printf '%s' "$meeting" | node -e '
     const m = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const r = m.reminders[0];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/demo-screenshot.sh [OUT.png] -- takes the README's screenshot of the demo page
+# scripts/demo-screenshot.sh [OUT.png] -- takes the screenshot of the demo page in docs/browsers.md
 # (docs/demo.png by default): builds build/, starts a throwaway PostgreSQL and Redis under
 # .local/screenshot, installs Debian's chromium when it is missing, and runs
 # tests/demo-screenshot.mjs, which starts tocsin with TOCSIN_DEMO=1, opens /demo in headless

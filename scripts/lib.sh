@@ -8,11 +8,11 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests, the benchmark and the README's commands need (faketime:
 # tests/api/scale.test.mjs runs a replica with its clock ahead; python3-dateutil and
 # python3-icalendar: independent checks of recurrences and emails; python3-aiosmtpd: the email
-# tests' SMTP server).
+# tests' SMTP server; jq: the curl sessions of README.md and docs/ read ids and fields with it).
 TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
 redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr faketime python3-dateutil
-python3-icalendar python3-aiosmtpd"
+python3-icalendar python3-aiosmtpd jq"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
 

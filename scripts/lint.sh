@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # scripts/lint.sh -- the static analysers, as CI runs them (.ci/run): cppcheck over src/ and the
-# C tests, then clang-tidy with the checks of .clang-tidy over src/. Both must be silent; any
-# finding fails. About a minute and a half on two cores. Configures build-lint/ for its
-# compile_commands.json (no build needed). Usage: bash scripts/lint.sh
+# C tests, then clang-tidy with the checks of .clang-tidy over src/, then scripts/check_maps.py
+# (the maps of the repository: HACKING.md names every source file, docs/configuration.md every
+# setting the binary reads and no other, every relative link of the Markdown files resolves).
+# All must be silent; any finding fails. About a minute and a half on two cores. Configures
+# build-lint/ for its compile_commands.json (no build needed). Usage: bash scripts/lint.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -27,4 +29,9 @@ cmake -S . -B build-lint --log-level=WARNING -DCMAKE_EXPORT_COMPILE_COMMANDS=ON 
 find src -name '*.c' -print0 | sort -z |
     xargs -0 -P "$jobs" -n 6 clang-tidy -p build-lint --quiet 2>&1 |
     { grep -Ev '^[0-9]+ warnings? generated\.$' || true; }
+
+# The maps: first its self-test (each check must still catch the defect it is for), then the tree.
+tocsin_log "check_maps"
+python3 scripts/check_maps.py --self-test
+python3 scripts/check_maps.py
 tocsin_log "lint: clean"

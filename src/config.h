@@ -1,5 +1,5 @@
 /* config.h -- environment -> struct config, validated once at start, read-only afterwards and
- * shared by every thread as const. Each setting has a default and a bound (see README). */
+ * shared by every thread as const. Each setting's default and bound: docs/configuration.md. */
 #ifndef TOCSIN_CONFIG_H
 #define TOCSIN_CONFIG_H
 

@@ -32,7 +32,7 @@ static const char usage_main[] =
     "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
     "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
-    "Configuration comes from TOCSIN_* environment variables; see README.md.\n";
+    "Configuration comes from TOCSIN_* environment variables; see docs/configuration.md.\n";
 
 static int
 is_help(const char *s)

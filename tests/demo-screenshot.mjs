@@ -1,4 +1,4 @@
-// demo-screenshot.mjs OUT.png -- the README's picture of the demo page, taken by
+// demo-screenshot.mjs OUT.png -- the picture of the demo page in docs/browsers.md, taken by
 // scripts/demo-screenshot.sh (which provides TOCSIN_BIN, TOCSIN_DATABASE_URL, TOCSIN_REDIS_URL).
 // Starts tocsin with TOCSIN_DEMO=1 on a free loopback port, creates a participant's meetings
 // (two reminders fire at once and fill the inbox), opens /demo#token=... in headless Chromium,

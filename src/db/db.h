@@ -34,8 +34,8 @@ struct db; /* opaque: a PGconn and its prepared-statement state */
 
 /* Whether connections go through a pooler in transaction mode (PgBouncer): then statements are
  * unnamed (PQexecParams: no prepared statement outlives a transaction's server connection) and
- * no session setting is made (the statement timeout then belongs on the role, see README; each
- * db_tx_run transaction still sets it with SET LOCAL). Set once, before any connection. */
+ * no session setting is made (the statement timeout then belongs on the role, docs/deployment.md;
+ * each db_tx_run transaction still sets it with SET LOCAL). Set once, before any connection. */
 void db_set_pooled(bool pooled);
 /* Connects (connect_timeout DB_CONNECT_TIMEOUT_S, the TCP settings above unless url sets them).
  * Returns a handle to free with db_close, or NULL with the reason in err. The handle reconnects by

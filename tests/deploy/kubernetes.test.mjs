@@ -3,7 +3,7 @@
 // then what those schemas cannot see: unknown fields in containers and probes (the schemas allow
 // them, so a typo would pass), probe paths that exist in the API contract, the container port of
 // TOCSIN_HTTP_ADDR, selectors that match, a termination grace that covers the shutdown, settings
-// that tocsin knows, and the migration Job wired as the README says. kubectl missing is a
+// that tocsin knows, and the migration Job wired as docs/deployment.md says. kubectl missing is a
 // failure, never a skip.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,8 +69,9 @@ const pdb = one('PodDisruptionBudget');
 const container = deployment.spec.template.spec.containers[0];
 const settings = { ...config.data, ...secret.stringData };
 
-// The README's configuration table: the settings tocsin reads.
-const documented = new Set([...fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+// The configuration reference's tables: the settings tocsin reads (scripts/check_maps.py checks
+// them against the code).
+const documented = new Set([...fs.readFileSync(path.join(ROOT, 'docs/configuration.md'), 'utf8')
     .matchAll(/^\| `(TOCSIN_[A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
 
 test('every rendered object is valid against the Kubernetes API schema of its kind', () => {
@@ -151,9 +152,9 @@ test('the Service and the PodDisruptionBudget select the Deployment\'s pods, and
 });
 
 test('settings: every TOCSIN_* key is one tocsin reads; the connection URLs are in the Secret', () => {
-    assert.ok(documented.size > 20, 'README configuration table found');
+    assert.ok(documented.size > 20, 'docs/configuration.md tables found');
     for (const k of Object.keys(settings)) {
-        assert.ok(documented.has(k), `${k} is not a setting of the README's table`);
+        assert.ok(documented.has(k), `${k} is not a setting of docs/configuration.md`);
     }
     assert.ok(secret.stringData.TOCSIN_DATABASE_URL && secret.stringData.TOCSIN_REDIS_URL);
     assert.equal(config.data.TOCSIN_DATABASE_URL, undefined, 'no password in the ConfigMap');

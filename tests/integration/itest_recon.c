@@ -31,7 +31,7 @@
 #define HORIZON_MS 3600000
 #define WAIT_MS 10000 /* the bound on how long recon may take to repair */
 #define N_NEAR 3
-#define SWEEP_INTERVAL_MS 1000 /* TOCSIN_RECON_INTERVAL_MS's default, the bound README states */
+#define SWEEP_INTERVAL_MS 1000 /* TOCSIN_RECON_INTERVAL_MS's default: design.md section 4 */
 #define SWEEP_SLACK_MS 1500    /* one sweep, one claim, one fire statement: generous */
 #define SWEEP_LEAD_MS 1500     /* the reminder falls due this long after it is written */
 #define WALK_SHARD 7           /* the shard the walk test fills */
@@ -313,7 +313,7 @@ start_sweeping(const struct recon_opts *base, const char *url, struct dispatch *
 
 /* Every Redis event lost, no scheduler: nobody listens to this prefix's expired events and only
  * the reconciler feeds dispatch. The reminder must still fire, never early, within one sweep
- * interval plus the slack: the worst case README states. */
+ * interval plus the slack: the worst case docs/design.md section 4 states. */
 static void
 test_sweep_bound(const struct recon_opts *base, struct db *db, const char *url)
 {
