@@ -3,9 +3,9 @@
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
 # loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
 # the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
-# puppeteer-core), the Kubernetes manifest check (tests/deploy), then the integration
-# tests, the stream suites and the connection limits again under ThreadSanitizer (build-tsan/;
-# TOCSIN_TEST_TSAN=0 skips that).
+# puppeteer-core), the deployment checks (tests/deploy: Kubernetes manifests, alert rules), then
+# the integration tests, the stream suites and the connection limits again under ThreadSanitizer
+# (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -139,7 +139,8 @@ run_node_pooled()
 
 tocsin_install_deps
 tocsin_npm_install
-# Prometheus's promtool checks /metrics in tests/api/ops.test.mjs; not getting it fails the run.
+# Prometheus's promtool checks /metrics in tests/api/ops.test.mjs and the alert rules in
+# tests/deploy; not getting it fails the run.
 TOCSIN_PROMTOOL=$(tocsin_promtool)
 export TOCSIN_PROMTOOL
 tocsin_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=ON \
@@ -186,7 +187,8 @@ if [ -d tests/api ]; then
         record pgbouncer run_node_pooled
     fi
 fi
-# deploy/kubernetes rendered with kubectl kustomize and schema-checked, offline (no servers).
+# deploy/kubernetes rendered with kubectl kustomize and schema-checked, deploy/prometheus's rules
+# checked and unit-tested with promtool: offline (no servers).
 if [ -d tests/deploy ]; then
     record manifests node --test tests/deploy/
 fi

@@ -130,6 +130,7 @@ static const int64_t delivery_bounds[DELIVERY_BUCKETS_MAX - 1] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
 
 static atomic_uint_fast64_t outcomes[CHANNEL_SLOTS][OUTCOME_COUNT];
+static atomic_int_fast64_t circuits[CHANNEL_SLOTS];
 static atomic_uint_fast64_t delivery_buckets[CHANNEL_SLOTS][DELIVERY_BUCKETS_MAX];
 static atomic_uint_fast64_t delivery_sum_ms[CHANNEL_SLOTS];
 
@@ -175,6 +176,23 @@ metrics_observe_delivery_ms(unsigned channel, int64_t ms)
         b++;
     atomic_fetch_add_explicit(&delivery_buckets[s][b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&delivery_sum_ms[s], (uint64_t)ms, memory_order_relaxed);
+}
+
+void
+metrics_circuits_add(unsigned channel, int delta)
+{
+    int s = slot_of(channel);
+
+    if (s >= 0)
+        atomic_fetch_add_explicit(&circuits[s], delta, memory_order_relaxed);
+}
+
+int64_t
+metrics_circuits_get(unsigned channel)
+{
+    int s = slot_of(channel);
+
+    return s >= 0 ? (int64_t)atomic_load_explicit(&circuits[s], memory_order_relaxed) : 0;
 }
 
 /* ---- retention ------------------------------------------------------------------------------ */
@@ -295,6 +313,21 @@ render_delivery_latency(char *buf, size_t *len)
 }
 
 static int
+render_circuits(char *buf, size_t *len)
+{
+    static const char name[] = "tocsin_delivery_circuits_open";
+    int rc = put(buf, len,
+                 "# HELP %s Receivers whose circuit is open or half open, counted per delivery "
+                 "worker, by channel.\n# TYPE %s gauge\n",
+                 name, name);
+
+    for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++)
+        rc = put(buf, len, "%s{channel=\"%s\"} %" PRId64 "\n", name,
+                 channel_name(channel_of_slot[s]), metrics_circuits_get(channel_of_slot[s]));
+    return rc;
+}
+
+static int
 render_retention(char *buf, size_t *len)
 {
     static const char name[] = "tocsin_retention_purged_rows_total";
@@ -326,6 +359,8 @@ metrics_render(void)
         rc = render_outcomes(buf, &len);
     if (rc == 0)
         rc = render_delivery_latency(buf, &len);
+    if (rc == 0)
+        rc = render_circuits(buf, &len);
     if (rc == 0)
         rc = render_retention(buf, &len);
     if (rc != 0) {

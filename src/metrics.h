@@ -54,6 +54,14 @@ void metrics_observe_delivery_ms(unsigned channel, int64_t ms);
 /* A channel's count of outcome o so far. For tests. */
 uint64_t metrics_channel_get(unsigned channel, enum metric_outcome o);
 
+/* Delivery receivers whose circuit is open or half open (deliver.h: opened after failures in a
+ * row or by Retry-After, closed only by a success), by channel (as metrics_channel_add; others are
+ * ignored), rendered as the gauge tocsin_delivery_circuits_open{channel}. Each delivery worker
+ * keeps its own circuits, so one broken receiver counts once per worker that sent to it. delta is
+ * +1 when a circuit opens, -1 when it closes or its worker stops. Thread-safe. */
+void metrics_circuits_add(unsigned channel, int delta);
+int64_t metrics_circuits_get(unsigned channel);
+
 /* Rows retention purged, by kind (an enum db_retention_kind; others are ignored), rendered as
  * tocsin_retention_purged_rows_total{kind}. Thread-safe. */
 void metrics_retention_add(unsigned kind, uint64_t n);

@@ -98,6 +98,9 @@ enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t
                                  int64_t delay_ms);
 /* The number of outbox rows still to deliver (status pending), for /metrics. */
 enum db_status db_outbox_backlog(struct db *db, int64_t *n);
+/* How long, in milliseconds, the longest-waiting row that is due and held by no worker has been
+ * due (0 when none is), for /metrics. Rows of receivers whose circuit is open wait there too. */
+enum db_status db_outbox_oldest_due(struct db *db, int64_t *ms);
 
 struct db_delivery {
     int64_t id, reminder_id, fire_at_ms, next_attempt_at_ms, delivered_at_ms; /* 0 = never */

@@ -49,6 +49,8 @@ _Static_assert(RECEIVER_KEY_MAX >= MEETING_ID_LEN, "a webhook id is a receiver k
 /* A receiver: the unit of isolation (a webhook, a push service or the SMTP server). */
 struct receiver {
     char key[RECEIVER_KEY_MAX + 1];
+    /* The channel of its rows: the label it is counted under in tocsin_delivery_circuits_open. */
+    unsigned channel;
     size_t share; /* requests it may have in flight (deliver_opts) */
     size_t hold;  /* of its rows held, how many take the worker's slots (hold_cap) */
     size_t sending, queued;
@@ -204,6 +206,7 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
         r = &(*r)->next;
     if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL) {
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
+        (*r)->channel = it->channel;
         (*r)->share =
             (size_t)(it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver);
         (*r)->hold = hold_cap(w->d->concurrency, (*r)->share);
@@ -516,8 +519,10 @@ static void
 circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
 {
     if (!broken) {
-        if (r->open_until_ms != 0)
+        if (r->open_until_ms != 0) {
             LOG_INFO("deliver: receiver %s answers again; circuit closed", r->key);
+            metrics_circuits_add(r->channel, -1);
+        }
         r->failures = 0;
         r->open_until_ms = r->open_ms = 0;
         r->probing = false;
@@ -531,6 +536,8 @@ circuit_note(struct worker *w, struct receiver *r, bool broken, int64_t now)
         r->open_ms = DELIVER_CIRCUIT_OPEN_MS;
     if (r->open_ms > DELIVER_CIRCUIT_OPEN_MAX_MS)
         r->open_ms = DELIVER_CIRCUIT_OPEN_MAX_MS;
+    if (r->open_until_ms == 0)
+        metrics_circuits_add(r->channel, 1);
     r->open_until_ms = now + r->open_ms;
     r->probing = false;
     LOG_WARN("deliver: receiver %s failed %d times in a row; circuit open for %lld ms", r->key,
@@ -551,6 +558,8 @@ circuit_hold_off(struct worker *w, struct receiver *r, int64_t ms, int64_t now)
     if (ms <= 0 || r->hold_until_ms >= now + ms)
         return;
     r->hold_until_ms = now + ms;
+    if (r->open_until_ms == 0)
+        metrics_circuits_add(r->channel, 1);
     if (r->open_until_ms < now + ms)
         r->open_until_ms = now + ms;
     if (r->open_ms < ms)
@@ -1036,6 +1045,8 @@ worker_fini(struct worker *w)
         while (w->receivers[b] != NULL) {
             struct receiver *r = w->receivers[b];
             w->receivers[b] = r->next;
+            if (r->open_until_ms != 0)
+                metrics_circuits_add(r->channel, -1);
             free(r);
         }
     push_keys_free(w->keys);

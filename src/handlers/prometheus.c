@@ -1,11 +1,13 @@
 /* prometheus.c -- GET /metrics: the process's counters and fire-lateness histogram (metrics.c),
  * the HTTP requests by route (http_metrics.c), plus gauges read now: the engine's queues, the
  * subscriber, shards and replicas, open streams, deliveries in flight, the clock skew, Redis as
- * the engine last saw it, the build, and the outbox backlog from PostgreSQL
- * (omitted when the database is down, so a scrape still works in an outage). Prometheus text
- * format 0.0.4. Public, like /healthz: it holds counts, never tenant data. */
+ * the engine last saw it, the build, and from PostgreSQL the outbox backlog and how long its
+ * oldest due row has waited (omitted when the database is down, so a scrape still works in an
+ * outage; tocsin_postgres_up says which). Prometheus text format 0.0.4. Public, like /healthz:
+ * it holds counts, never tenant data. */
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +23,37 @@
 #include "metrics.h"
 #include "version.h"
 
-#define METRICS_GAUGES_MAX 2048 /* bytes of the gauge section */
+#define METRICS_GAUGES_MAX 4096 /* bytes of the gauge section (about 2,200 used) */
+
+/* What this scrape reads from PostgreSQL (the backlog and its oldest due row, db_outbox.h), and
+ * whether it could. */
+static void
+db_gauges(struct db *db, char *buf, size_t cap)
+{
+    int64_t backlog = 0, oldest_due_ms = 0;
+    bool up = db != NULL && db_outbox_backlog(db, &backlog) == DB_ONE_RESULT &&
+              db_outbox_oldest_due(db, &oldest_due_ms) == DB_ONE_RESULT;
+    int n = snprintf(buf, cap,
+                     "# HELP tocsin_postgres_up 1 when PostgreSQL answered this scrape's queries.\n"
+                     "# TYPE tocsin_postgres_up gauge\ntocsin_postgres_up %d\n",
+                     up ? 1 : 0);
+
+    if (!up || n < 0 || (size_t)n >= cap)
+        return;
+    snprintf(buf + n, cap - (size_t)n,
+             "# HELP tocsin_outbox_pending Notifications written and not yet delivered.\n"
+             "# TYPE tocsin_outbox_pending gauge\ntocsin_outbox_pending %" PRId64 "\n"
+             "# HELP tocsin_outbox_oldest_due_seconds How long the longest-waiting due "
+             "notification no delivery worker holds has been due (0: none).\n"
+             "# TYPE tocsin_outbox_oldest_due_seconds gauge\n"
+             "tocsin_outbox_oldest_due_seconds %.3f\n",
+             backlog, (double)oldest_due_ms / 1000.0);
+}
 
 static void
 gauges(struct request *rq, char *buf, size_t cap)
 {
     struct engine_gauges g;
-    struct db *db = http_db(rq);
-    int64_t backlog = 0;
     int n;
 
     engine_gauges(rq->w->engine, &g);
@@ -65,12 +90,8 @@ gauges(struct request *rq, char *buf, size_t cap)
                  g.shards_owned, g.replicas, hub_streams(rq->w->hub), deliver_in_flight(),
                  (double)dbclock_skew_ms() / 1000.0, g.redis_up ? 1 : 0,
                  g.notify == EXPIRY_NOTIFY_OK ? 1 : 0, version_number, version_commit);
-    if (n < 0 || (size_t)n >= cap || db == NULL || db_outbox_backlog(db, &backlog) != DB_ONE_RESULT)
-        return;
-    snprintf(buf + n, cap - (size_t)n,
-             "# HELP tocsin_outbox_pending Notifications written and not yet delivered.\n"
-             "# TYPE tocsin_outbox_pending gauge\ntocsin_outbox_pending %" PRId64 "\n",
-             backlog);
+    if (n >= 0 && (size_t)n < cap)
+        db_gauges(http_db(rq), buf + n, cap - (size_t)n);
 }
 
 int

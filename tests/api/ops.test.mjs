@@ -8,12 +8,12 @@
 // purging 60,000 old rows while writes go on, and the PostgreSQL connections of one replica.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import {
     harness, test, freePort, rawRequest, sleep, waitFor, isoIn, MIN, HOUR,
 } from './harness.mjs';
 import { closeAll, mintToken, openLive } from './sse.mjs';
+import { findPromtool } from './promql.mjs';
 
 const h = await harness('ops');
 const LEAD_MS = 1500;
@@ -243,18 +243,6 @@ test('log forging: paths, header values and request ids with CR, LF, ESC and inv
 
 // ---------------------------------------------------------------- metrics
 
-function promtool() {
-    const p = process.env.TOCSIN_PROMTOOL;
-    if (p && fs.existsSync(p)) {
-        return p;
-    }
-    const onPath = (process.env.PATH || '').split(':').map((d) => `${d}/promtool`).find((f) => fs.existsSync(f));
-    if (!onPath) {
-        throw new Error('promtool not found: set TOCSIN_PROMTOOL (scripts/test.sh fetches it) or put it on PATH; refusing to skip');
-    }
-    return onPath;
-}
-
 function check(tool, text) {
     return new Promise((resolve) => {
         const child = execFile(tool, ['check', 'metrics'], { timeout: 30000 }, (err, stdout, stderr) => {
@@ -265,7 +253,7 @@ function check(tool, text) {
 }
 
 test('/metrics passes promtool check metrics after traffic; HTTP requests by route pattern; durations in seconds', async () => {
-    const tool = promtool();
+    const tool = findPromtool();
     const srv = await h.startServer();
     const key = await srv.createKey('metrics');
     const m = await createMeeting(srv, key);

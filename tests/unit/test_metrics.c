@@ -1,6 +1,6 @@
 /* test_metrics.c -- counters and the lateness histogram: bucket boundaries (a value equal to a
  * bound falls in that bucket), negatives count as 0, and the rendered text carries cumulative
- * buckets, _sum and _count. */
+ * buckets, _sum and _count; the per-channel outcomes, latencies and open circuits. */
 #include "check.h"
 #include "meeting.h"
 #include "metrics.h"
@@ -96,6 +96,27 @@ main(void)
                      "tocsin_channel_delivery_latency_seconds_count{channel=\"webhook\"} 1\n") !=
                   NULL,
               "webhook count");
+    }
+    free(text);
+
+    /* Open circuits: a gauge by channel, up and down; stream is not counted. */
+    metrics_circuits_add(CHANNEL_WEBHOOK, 1);
+    metrics_circuits_add(CHANNEL_WEBHOOK, 1);
+    metrics_circuits_add(CHANNEL_EMAIL, 1);
+    metrics_circuits_add(CHANNEL_WEBHOOK, -1);
+    metrics_circuits_add(CHANNEL_STREAM, 1); /* ignored */
+    CHECK(metrics_circuits_get(CHANNEL_WEBHOOK) == 1, "webhook circuits");
+    CHECK(metrics_circuits_get(CHANNEL_STREAM) == 0, "stream circuits not counted");
+    text = metrics_render();
+    CHECK(text != NULL, "render with circuits");
+    if (text != NULL) {
+        CHECK(strstr(text, "\n# TYPE tocsin_delivery_circuits_open gauge\n") != NULL, "type");
+        CHECK(strstr(text, "\ntocsin_delivery_circuits_open{channel=\"webhook\"} 1\n") != NULL,
+              "webhook circuits line");
+        CHECK(strstr(text, "\ntocsin_delivery_circuits_open{channel=\"email\"} 1\n") != NULL,
+              "email circuits line");
+        CHECK(strstr(text, "\ntocsin_delivery_circuits_open{channel=\"push\"} 0\n") != NULL,
+              "push circuits line");
     }
     free(text);
     return check_summary("test_metrics");
