@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mail.h"
+#include "email_addr.h"
 #include "timefmt.h"
 #include "tz.h"
 
@@ -195,7 +195,7 @@ opt_text(const json_t *doc, const char *key, size_t max_cp, bool multiline, char
         *out = strdup(json_string_value(v));
 }
 
-/* What the email channel can write into a message (mail_address_ok) with a dot in the domain: an
+/* What the email channel can write into a message (email_addr_ok) with a dot in the domain: an
  * address accepted here and refused when the message is made would fail for good at every
  * reminder. Deliverability is the receiver's business. */
 static bool
@@ -204,7 +204,7 @@ email_ok(const char *s, size_t len)
     const char *at = memchr(s, '@', len);
 
     return len <= PARTICIPANT_EMAIL_MAX && memchr(s, '\0', len) == NULL && at != NULL &&
-           mail_address_ok(s) && memchr(at, '.', len - (size_t)(at - s)) != NULL;
+           email_addr_ok(s) && memchr(at, '.', len - (size_t)(at - s)) != NULL;
 }
 
 /* ---- times and time zone ---------------------------------------------------------------- */

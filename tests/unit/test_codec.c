@@ -162,7 +162,7 @@ static const struct {
      NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
     {"participant email space", BASE ",'participants':[{'id':'a','email':'a da@example.com'}]}",
      NULL, NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
-    /* What the email channel could not write into a message (mail_address_ok). */
+    /* What the email channel could not write into a message (email_addr_ok). */
     {"participant email double dot",
      BASE ",'participants':[{'id':'a','email':'a..b@example.com'}]}", NULL, NULL, 0, "",
      API_E_VALIDATION, "participants[0].email"},
