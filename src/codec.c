@@ -360,7 +360,7 @@ channels(const json_t *r, size_t i, struct codec_errors *errs)
     }
     json_array_foreach(v, k, c)
     {
-        unsigned bit = json_is_string(c) ? channel_parse(json_string_value(c)) : 0;
+        unsigned bit = json_is_string(c) ? meeting_channel_parse(json_string_value(c)) : 0;
         if (bit == 0 || (bits & bit) != 0) {
             add_error(errs, field,
                       "must name distinct channels among webhook, stream, push, email");
@@ -527,8 +527,8 @@ channel_list(unsigned bits)
     json_t *a = json_array();
 
     for (unsigned i = 0; a != NULL && i < CHANNEL_COUNT; i++)
-        if (bits & channel_at(i))
-            json_array_append_new(a, json_string(channel_name(channel_at(i))));
+        if (bits & meeting_channel_at(i))
+            json_array_append_new(a, json_string(meeting_channel_name(meeting_channel_at(i))));
     return a;
 }
 
@@ -551,7 +551,8 @@ reminder_value(const struct reminder *r, bool full)
         bad |= json_object_set_new(o, "channels", channel_list(r->channels));
     if (full) {
         bad |= json_object_set_new(o, "fire_at", time_value(r->fire_at_ms));
-        bad |= json_object_set_new(o, "status", json_string(reminder_status_name(r->status)));
+        bad |=
+            json_object_set_new(o, "status", json_string(meeting_reminder_status_name(r->status)));
         bad |= json_object_set_new(o, "fired_at",
                                    r->fired_at_ms ? time_value(r->fired_at_ms) : json_null());
     }

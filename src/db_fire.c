@@ -147,7 +147,7 @@ collect(PGresult *res, struct db_fire_result *out)
         it->fire_at_ms = db_get_i64(res, row, 2);
         it->fired_at_ms = db_get_i64(res, row, 4);
         it->lateness_ms = it->fired_at_ms - it->fire_at_ms;
-        if (reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
+        if (meeting_reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
             return -1;
     }
     return 0;

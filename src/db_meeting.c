@@ -150,7 +150,7 @@ parse_reminder(const char *s, struct reminder *r)
         return NULL;
     memcpy(status, s, len);
     status[len] = '\0';
-    if (reminder_status_parse(status, &r->status) != 0)
+    if (meeting_reminder_status_parse(status, &r->status) != 0)
         return NULL;
     r->fired_at_ms = strtoll(s + len + 1, &end, 10);
     if (*end != ',')
@@ -286,7 +286,7 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
         fired[i] = r->fired_at_ms;
         channels[i] = r->channels != 0 ? r->channels : CHANNELS_DEFAULT; /* 0: not set by caller */
         len += (size_t)snprintf(a->status + len, sizeof(a->status) - len, "%s%s", i ? "," : "",
-                                reminder_status_name(r->status));
+                                meeting_reminder_status_name(r->status));
     }
     snprintf(a->status + len, sizeof(a->status) - len, "}");
     array_i64(a->minutes, minutes, n);
@@ -425,7 +425,7 @@ read_update(struct db *db, const PGresult *res, struct meeting *m, struct remind
             if (add_gone(db, gone, id, fire_at_ms) != 0)
                 return DB_HARD_ERROR;
         } else if (n < MEETING_REMINDERS_MAX &&
-                   reminder_status_parse(PQgetvalue(res, row, 4), &rs[n].status) == 0) {
+                   meeting_reminder_status_parse(PQgetvalue(res, row, 4), &rs[n].status) == 0) {
             rs[n].id = id;
             rs[n].minutes_before = (int)db_get_i64(res, row, 2);
             rs[n].fire_at_ms = fire_at_ms;

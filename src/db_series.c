@@ -816,7 +816,7 @@ db_occurrence_reminders(struct db *db, const char *meeting_id, const int64_t *or
         o->r.fire_at_ms = db_get_i64(res, row, 3);
         o->r.fired_at_ms = db_get_i64(res, row, 5);
         o->r.channels = (unsigned)db_get_i64(res, row, 6);
-        if (reminder_status_parse(PQgetvalue(res, row, 4), &o->r.status) == 0)
+        if (meeting_reminder_status_parse(PQgetvalue(res, row, 4), &o->r.status) == 0)
             out->n++;
     }
     PQclear(res);

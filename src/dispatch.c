@@ -211,7 +211,7 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
             metrics_observe_lateness_ms(it->lateness_ms);
         }
         LOG_DEBUG("dispatch: reminder %lld %s, %lld ms late", (long long)it->reminder_id,
-                  reminder_status_name(it->status), (long long)it->lateness_ms);
+                  meeting_reminder_status_name(it->status), (long long)it->lateness_ms);
     }
     metrics_add(METRIC_FIRED, fired);
     metrics_add(METRIC_MISSED, d->res.n - fired);

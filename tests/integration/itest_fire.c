@@ -74,7 +74,7 @@ test_fire_rules(struct db *db)
         bool is_due = res.item[i].reminder_id == k[0].reminder_id;
         CHECK(res.item[i].status == (is_due ? REMINDER_FIRED : REMINDER_MISSED),
               "reminder %lld status %s", (long long)res.item[i].reminder_id,
-              reminder_status_name(res.item[i].status));
+              meeting_reminder_status_name(res.item[i].status));
         CHECK(res.item[i].fired_at_ms >= res.item[i].fire_at_ms, "fired before its time");
     }
     CHECK(res.n_outbox == 1, "outbox rows %zu, want 1 (the missed one gets none)", res.n_outbox);
