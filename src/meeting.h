@@ -1,6 +1,6 @@
 /* meeting.h -- the domain: a meeting, its reminders, their limits and fire-time rules.
- * Pure (but meeting_new_id's random bytes): no I/O and no library types. codec.c fills these
- * structs from JSON, db*.c from rows. */
+ * Pure (but meeting_new_id's random bytes): no I/O and no library types. codec_meeting.c fills
+ * these structs from JSON, db*.c from rows. */
 #ifndef TOCSIN_MEETING_H
 #define TOCSIN_MEETING_H
 

@@ -197,7 +197,7 @@ int
 handler_meeting_visible(struct request *rq, const struct meeting *m, int *ret)
 {
     if (!rq->who.browser ||
-        (http_meeting_allowed(rq, m->id) && codec_meeting_has_person(m, rq->who.sub)))
+        (http_meeting_allowed(rq, m->id) && codec_people_in_meeting(m, rq->who.sub)))
         return 0;
     *ret = http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
     return -1;

@@ -146,7 +146,7 @@ replace_tx_run(struct db *db, void *arg)
         return st;
     if (t->rq->who.browser) {
         if (!http_meeting_allowed(t->rq, t->cur.id) ||
-            !codec_meeting_has_person(&t->cur, t->rq->who.sub)) {
+            !codec_people_in_meeting(&t->cur, t->rq->who.sub)) {
             t->outcome = REPLACE_NOT_FOUND;
             return DB_NO_RESULTS;
         }

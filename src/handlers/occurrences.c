@@ -61,7 +61,8 @@ page_items(const struct meeting *m, const struct series_occurrence *occ, size_t 
         for (size_t r = 0; r < rows->n && k < MEETING_REMINDERS_MAX; r++)
             if (rows->r[r].original_start_ms == occ[i].original_start_ms)
                 mine[k++] = rows->r[r].r;
-        if (json_array_append_new(items, codec_occurrence_encode(m, &occ[i], mine, k)) != 0) {
+        if (json_array_append_new(items, codec_series_occurrence_encode(m, &occ[i], mine, k)) !=
+            0) {
             json_decref(items);
             items = NULL;
         }
@@ -211,10 +212,11 @@ patched_override(struct db *db, struct patch_tx *t)
     for (size_t i = 0; i < ol.n; i++)
         if (ol.o[i].ov.original_start_ms == t->original)
             cur = &ol.o[i].ov;
-    json_t *base = codec_override_doc(cur), *input = base ? codec_merge_patch(base, t->doc) : NULL;
+    json_t *base = codec_series_override_doc(cur),
+           *input = base ? codec_merge_patch(base, t->doc) : NULL;
     enum api_error e =
-        input ? codec_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
-    json_t *after = e == API_E_NONE ? codec_override_doc(&t->ov) : NULL;
+        input ? codec_series_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
+    json_t *after = e == API_E_NONE ? codec_series_override_doc(&t->ov) : NULL;
     t->changed = after == NULL || !json_equal(base, after);
     json_decref(after);
     json_decref(base);
@@ -249,7 +251,7 @@ patch_tx_run(struct db *db, void *arg)
     if ((st = db_meeting_get(db, rq->tenant_id, t->id, &t->m, true)) != DB_ONE_RESULT)
         return st;
     if (rq->who.browser &&
-        (!http_meeting_allowed(rq, t->m.id) || !codec_meeting_has_person(&t->m, rq->who.sub)))
+        (!http_meeting_allowed(rq, t->m.id) || !codec_people_in_meeting(&t->m, rq->who.sub)))
         return DB_NO_RESULTS;
     if (rq->who.browser &&
         (t->m.organizer_id == NULL || strcmp(t->m.organizer_id, rq->who.sub) != 0)) {
@@ -283,7 +285,7 @@ patch_tx_run(struct db *db, void *arg)
     for (size_t i = 0; i < rows.n && k < MEETING_REMINDERS_MAX; i++)
         mine[k++] = rows.r[i].r;
     series_occurrence_of(&t->m, t->original, &t->ov, &occ);
-    t->body = codec_occurrence_encode(&t->m, &occ, mine, k);
+    t->body = codec_series_occurrence_encode(&t->m, &occ, mine, k);
     db_occurrence_reminders_fini(&rows);
     if (t->body == NULL) {
         db_note_error(db, "meeting %s: cannot encode the occurrence", t->m.id);

@@ -808,11 +808,11 @@ check_people(void)
     CHECK_EXPR(!codec_people_participant(ps, "no id", NULL) && !codec_people_has(ps, ""));
     CHECK_EXPR(codec_people_has(ps, "org") && codec_people_has(ps, "ada"));
     CHECK_EXPR(!codec_people_has(ps, "bob") && !codec_people_has(ps, "Ada"));
-    CHECK_EXPR(codec_meeting_has_person(&m, "mia") && !codec_meeting_has_person(&m, "bob"));
+    CHECK_EXPR(codec_people_in_meeting(&m, "mia") && !codec_people_in_meeting(&m, "bob"));
     codec_people_free(ps);
     free(m.participants_json);
     m.participants_json = strdup("not json");
-    CHECK_EXPR(codec_people_parse(&m) == NULL && !codec_meeting_has_person(&m, "ada"));
+    CHECK_EXPR(codec_people_parse(&m) == NULL && !codec_people_in_meeting(&m, "ada"));
     free(m.participants_json);
     m.participants_json = NULL; /* none: only the organizer */
     ps = codec_people_parse(&m);
