@@ -112,7 +112,8 @@ enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
 /* Revokes live keys whose prefix starts with prefix. ONE_RESULT when at least one was revoked. */
 enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
 
-/* ---- meetings (db_meeting.c). tenant_id scopes every statement. ---- */
+/* ---- meetings: writes (db_meeting.c), reads by id (db_meeting_get.c), lists
+ * (db_meeting_list.c). tenant_id scopes every statement but the delivery's batched read. ---- */
 /* Inserts m (m->id, created/updated and organizer set by the caller; m->version is set to 1) and
  * its reminders (status pending, or as the caller set them); fills each reminder's id. */
 enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
@@ -134,6 +135,10 @@ enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *i
  * appended to gone, which the caller resets when its transaction is retried. */
 enum db_status db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id,
                                     struct reminder_keys *gone);
+/* Counts a change of meeting id that its writable fields do not show (an occurrence override):
+ * version + 1, updated_at = updated_at_ms. */
+enum db_status db_meeting_touch(struct db *db, int64_t tenant_id, const char *id,
+                                int64_t updated_at_ms);
 
 #define DB_LIST_LIMIT_MAX 200
 struct db_list_query {
@@ -158,6 +163,24 @@ void db_meeting_list_fini(struct db_meeting_list *l);
 /* The most meetings one batched read loads in one round trip (db_meeting_get_many_for, the
  * occurrence reminders of db_series.h). */
 #define DB_GET_MANY_MAX 1000
+/* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[at[i]] is
+ * the meeting (a single one, as GET /v1/meetings/{id} shows it) or, for a reminder of a series'
+ * occurrence, that occurrence (is_occurrence set; starts_at, ends_at and title with its override
+ * applied; reminders: the occurrence's). Equal pairs share one entry, read once. An absent
+ * meeting leaves its entry's id "". n <= DB_GET_MANY_MAX; at has n entries. */
+enum db_status db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids,
+                                       size_t n, struct db_meeting_list *out, size_t *at);
+
+/* The meetings a calendar range [q->from_ms, q->to_ms) may show (GET /v1/meetings?expand=true):
+ * single meetings starting in it after q's cursor position (keyset on starts_at, id), at most
+ * q->limit + 1 of them, then every series that starts before the range's end and is not over
+ * before its start, or has an occurrence moved into it; with q's viewer filters. More than
+ * DB_EXPAND_SERIES_MAX series: NO_RESULTS (the range is too wide to expand in one request).
+ * out->m holds the singles first (*n_singles of them, in order), then the series. */
+#define DB_EXPAND_SERIES_MAX 1000
+enum db_status db_meeting_list_range(struct db *db, int64_t tenant_id,
+                                     const struct db_list_query *q, struct db_meeting_list *out,
+                                     size_t *n_singles);
 
 /* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
 #define IDEMPOTENCY_KEY_MAX 255

@@ -126,8 +126,8 @@ override_array(const struct db_override_list *l)
 
 enum db_status
 series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m, bool was_series,
-                  const struct series_params *p, int64_t now, struct db_key_list *gone,
-                  struct db_key_list *fresh, struct series_dropped *dropped)
+                  const struct series_params *p, int64_t now, struct db_series_keys *gone,
+                  struct db_series_keys *fresh, struct series_dropped *dropped)
 {
     struct series_rows rows = {0};
     struct db_override_list l = {0};

@@ -43,7 +43,7 @@ void series_dropped_fini(struct series_dropped *d);
  * fresh. */
 enum db_status series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m,
                                  bool was_series, const struct series_params *p, int64_t now,
-                                 struct db_key_list *gone, struct db_key_list *fresh,
+                                 struct db_series_keys *gone, struct db_series_keys *fresh,
                                  struct series_dropped *dropped);
 
 /* The reconciler's step: extends the windows of up to DB_SERIES_BATCH_MAX series of the shards

@@ -41,7 +41,7 @@ struct replace_tx {
     bool unchanged; /* next equals cur: nothing written */
     /* A series (before or after): its occurrence rows' keys and the overrides it dropped. */
     struct series_params series;
-    struct db_key_list series_gone, series_fresh;
+    struct db_series_keys series_gone, series_fresh;
     struct series_dropped dropped;
 };
 
@@ -249,7 +249,7 @@ handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
     meeting_init(&t.next);
     ret = reply(rq, &t, db_tx_run(db, replace_tx_run, &t));
     replace_reset(&t);
-    db_key_list_fini(&t.series_gone);
-    db_key_list_fini(&t.series_fresh);
+    db_series_keys_fini(&t.series_gone);
+    db_series_keys_fini(&t.series_fresh);
     return ret;
 }

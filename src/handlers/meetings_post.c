@@ -38,7 +38,7 @@ struct post_tx {
     struct db_idem_response stored;
     enum post_outcome outcome;
     struct series_params series; /* a series is written with its first window of occurrences */
-    struct db_key_list fresh;
+    struct db_series_keys fresh;
 };
 
 static int
@@ -192,7 +192,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     free(t.body);
     db_idem_response_fini(&t.stored);
-    db_key_list_fini(&t.fresh);
+    db_series_keys_fini(&t.fresh);
     return ret;
 }
 

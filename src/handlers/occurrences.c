@@ -183,7 +183,7 @@ struct patch_tx {
     enum patch_outcome outcome;
     bool changed; /* the override differs from the stored one: only then is anything written */
     struct series_params series;
-    struct db_key_list gone, fresh;
+    struct db_series_keys gone, fresh;
     json_t *body;
 };
 
@@ -343,8 +343,8 @@ handle_occurrence_patch(struct request *rq)
         ret = http_reply_problem(rq, t.refusal, NULL);
     }
     patch_reset(&t);
-    db_key_list_fini(&t.gone);
-    db_key_list_fini(&t.fresh);
+    db_series_keys_fini(&t.gone);
+    db_series_keys_fini(&t.fresh);
     json_decref(doc);
     return ret;
 }

@@ -12,8 +12,8 @@
 #include "timefmt.h"
 
 void
-handler_series_keys(struct request *rq, const struct db_key_list *gone,
-                    const struct db_key_list *fresh)
+handler_series_keys(struct request *rq, const struct db_series_keys *gone,
+                    const struct db_series_keys *fresh)
 {
     bool failed = false;
 
