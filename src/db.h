@@ -88,10 +88,9 @@ enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
  * releases the lock by itself) and so has no error to return. */
 int db_migrate(struct db *db, char *err, size_t errlen);
 /* 0 when every embedded migration is applied with a matching checksum; -1 otherwise. */
-int db_migrations_current(struct db *db);
+int db_migrate_current(struct db *db);
 
-/* ---- tenants and API keys (db_keys.c) ---- */
-#define DB_KEY_PREFIX_MAX 32
+/* ---- tenants (db_tenant.c) ---- */
 #define TENANT_NAME_MAX 100
 enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
 /* Locks the tenant's row until the transaction ends (use inside db_tx_run): every limit checked
@@ -99,6 +98,9 @@ enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant
  * first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
  * tenant does not exist. */
 enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
+
+/* ---- API keys (db_keys.c) ---- */
+#define DB_KEY_PREFIX_MAX 32
 enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
                              const uint8_t hash[32]);
 /* Finds the live (not revoked) key with this prefix; compares hashes in constant time.

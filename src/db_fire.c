@@ -154,9 +154,8 @@ collect(PGresult *res, struct db_fire_result *out)
 }
 
 enum db_status
-db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                       int64_t missed_grace_ms, bool email, const char *owner,
-                       struct db_fire_result *out)
+db_fire_batch(struct db *db, const struct reminder_key *k, size_t n, int64_t missed_grace_ms,
+              bool email, const char *owner, struct db_fire_result *out)
 {
     char grace[DB_I64_BUF];
     PGresult *res = NULL;

@@ -11,9 +11,9 @@
 /* Every prepared statement; the id indexes the per-connection "prepared" flags and names the
  * statement (tocsin_<id>), so ids keep the order they were added in, each marked with its file. */
 enum db_stmt {
-    STMT_TENANT_ENSURE, /* db_keys.c */
+    STMT_TENANT_ENSURE, /* db_tenant.c */
     STMT_TENANT_LOCK,
-    STMT_KEY_INSERT,
+    STMT_KEY_INSERT, /* db_keys.c */
     STMT_KEY_LOOKUP,
     STMT_KEY_LIST,
     STMT_KEY_REVOKE,
@@ -38,7 +38,7 @@ enum db_stmt {
     STMT_OUTBOX_OWNER_REGISTER,
     STMT_OUTBOX_OWNER_RENEW,
     STMT_OUTBOX_OWNER_LEAVE,
-    STMT_MEETING_DELIVERIES,
+    STMT_OUTBOX_DELIVERIES,
     STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
     STMT_WEBHOOK_DELETE,

@@ -428,8 +428,8 @@ db_outbox_backlog(struct db *db, int64_t *n)
 }
 
 enum db_status
-db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
-                      db_delivery_row_fn fn, void *arg)
+db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
+                     db_delivery_row_fn fn, void *arg)
 {
     char tenant[DB_I64_BUF];
     const char *params[] = {meeting_id, db_i64(tenant, tenant_id)};
@@ -437,7 +437,7 @@ db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
 
     if (!meeting_id_valid(meeting_id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_MEETING_DELIVERIES, deliveries_sql, 2, params, &res);
+    enum db_status st = db_exec(db, STMT_OUTBOX_DELIVERIES, deliveries_sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;

@@ -95,7 +95,7 @@ wait_migrated(const struct config *cfg, struct db *db)
 {
     int64_t start = timefmt_mono_ms(), step = DB_WAIT_FIRST_MS, pause;
 
-    while (db_migrations_current(db) != 0) {
+    while (db_migrate_current(db) != 0) {
         if ((pause = next_pause(cfg, start, &step)) < 0) {
             LOG_ERROR("the schema is not migrated (TOCSIN_MIGRATE_ON_START=0: run tocsin migrate; "
                       "gave up after TOCSIN_DB_WAIT_S)");

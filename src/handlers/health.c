@@ -26,7 +26,7 @@ check_postgres(struct request *rq, const char **migrations)
     *migrations = "unknown";
     if (db == NULL || db_ping(db) != 0)
         return "down";
-    *migrations = db_migrations_current(db) == 0 ? "ok" : "pending";
+    *migrations = db_migrate_current(db) == 0 ? "ok" : "pending";
     return "ok";
 }
 

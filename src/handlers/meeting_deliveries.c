@@ -50,7 +50,7 @@ handle_meeting_deliveries(struct request *rq)
     if ((db = http_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     items = json_array();
-    enum db_status st = db_meeting_deliveries(db, rq->tenant_id, id, add_row, items);
+    enum db_status st = db_outbox_deliveries(db, rq->tenant_id, id, add_row, items);
     if (st != DB_ONE_RESULT) {
         json_decref(items);
         return handler_db_problem(rq, st);

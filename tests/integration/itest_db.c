@@ -63,10 +63,10 @@ test_migrate(struct db *db)
     char err[DB_ERR_MAX];
     PGresult *res;
 
-    CHECK(db_migrations_current(db) == -1, "fresh database reported current");
+    CHECK(db_migrate_current(db) == -1, "fresh database reported current");
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "first migrate: %s", err);
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "second migrate: %s", err);
-    CHECK(db_migrations_current(db) == 0, "not current after migrate");
+    CHECK(db_migrate_current(db) == 0, "not current after migrate");
     CHECK(fixture_sql("SELECT count(*) FROM schema_migrations", NULL, NULL, NULL) ==
               (long long)db_migrations_count,
           "schema_migrations rows != %zu", db_migrations_count);
@@ -85,9 +85,9 @@ test_migrate(struct db *db)
     err[0] = '\0';
     CHECK(db_migrate(db, err, sizeof(err)) == -1, "tampered checksum accepted");
     CHECK(strstr(err, "001_init.sql") != NULL, "error does not name the file: %s", err);
-    CHECK(db_migrations_current(db) == -1, "tampered checksum reported current");
+    CHECK(db_migrate_current(db) == -1, "tampered checksum reported current");
     fixture_sql("UPDATE schema_migrations SET checksum = $1 WHERE version = 1", saved, NULL, NULL);
-    CHECK(db_migrations_current(db) == 0, "not current after restoring the checksum");
+    CHECK(db_migrate_current(db) == 0, "not current after restoring the checksum");
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "migrate after restore: %s", err);
 }
 
@@ -650,7 +650,7 @@ test_fire_deleted(struct db *db)
           "soft-delete without cancelling");
     struct reminder_key k[] = {{dead.reminders[0].id, dead.reminders[0].fire_at_ms},
                                {live.reminders[0].id, live.reminders[0].fire_at_ms}};
-    CHECK(db_reminder_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
+    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
     CHECK(out.n == 1 && out.item[0].reminder_id == live.reminders[0].id,
           "only the live meeting's reminder fired: n=%zu", out.n);
     CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
