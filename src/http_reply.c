@@ -33,7 +33,7 @@ static bool
 add_cors(struct request *rq, struct MHD_Response *resp)
 {
     const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
-    const char *origin = http_header(rq, "Origin");
+    const char *origin = http_request_header(rq, "Origin");
 
     if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL ||
         strncmp(rq->path, "/v1/", 4) != 0)
@@ -198,7 +198,7 @@ static void
 log_refused_preflight(struct request *rq)
 {
     static struct log_throttle refused = LOG_THROTTLE_INIT(CORS_REFUSED_LOG_EVERY_MS);
-    const char *origin = http_header(rq, "Origin");
+    const char *origin = http_request_header(rq, "Origin");
     unsigned long unlogged;
     int64_t since_ms;
     char more[CORS_REFUSED_MORE_MAX] = "";
@@ -287,7 +287,7 @@ _Static_assert(ETAG_HEX_DIGITS <= CRYPTO_SHA256_HEX_LEN && ETAG_HEX_DIGITS + 3 <
                "HTTP_ETAG_MAX holds the quoted digits and the NUL");
 
 void
-http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
+http_reply_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {
     char hex[CRYPTO_SHA256_HEX_LEN + 1];
     crypto_sha256_hex(body, len, hex);
@@ -295,7 +295,7 @@ http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 }
 
 int
-http_etag_matches(const char *header, const char *etag, int weak_ok)
+http_reply_etag_matches(const char *header, const char *etag, int weak_ok)
 {
     size_t elen = strlen(etag);
     const char *p = header;

@@ -63,7 +63,7 @@ int handler_meeting_organized(struct request *rq, const struct meeting *m, int *
  * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
 int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);
 
-/* ---- recurring meetings (series_handler.c) ---- */
+/* ---- recurring meetings (handler_series.c) ---- */
 struct db_series_keys;
 /* After a commit that wrote a series' occurrence rows: deletes the keys in gone, arms fresh
  * (those within the mirror horizon) and tells the engine. Redis failures are handled as in

@@ -47,7 +47,7 @@ handle_meeting_deliveries(struct request *rq)
 
     if (handler_no_query(rq, &ret) != 0 || (id = handler_meeting_id(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     items = json_array();
     enum db_status st = db_outbox_deliveries(db, rq->tenant_id, id, add_row, items);

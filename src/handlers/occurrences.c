@@ -157,7 +157,7 @@ handle_occurrences_list(struct request *rq)
         return ret;
     if (a.cursor != NULL && cursor_decode(a.cursor, &pos) != 0)
         return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     meeting_init(&m);
     if (load_series(rq, db, id, &m, false, &ret) == 0)
@@ -182,7 +182,7 @@ struct patch_tx {
     enum api_error refusal; /* the problem for PATCH_REFUSED */
     enum patch_outcome outcome;
     bool changed; /* the override differs from the stored one: only then is anything written */
-    struct series_params series;
+    struct series_sync_params series;
     struct db_series_keys gone, fresh;
     json_t *body;
 };
@@ -251,7 +251,7 @@ patch_tx_run(struct db *db, void *arg)
     if ((st = db_meeting_get(db, rq->tenant_id, t->id, &t->m, true)) != DB_ONE_RESULT)
         return st;
     if (rq->who.browser &&
-        (!http_meeting_allowed(rq, t->m.id) || !codec_people_in_meeting(&t->m, rq->who.sub)))
+        (!http_auth_meeting_allowed(rq, t->m.id) || !codec_people_in_meeting(&t->m, rq->who.sub)))
         return DB_NO_RESULTS;
     if (rq->who.browser &&
         (t->m.organizer_id == NULL || strcmp(t->m.organizer_id, rq->who.sub) != 0)) {
@@ -309,7 +309,7 @@ original_arg(struct request *rq, int64_t *out)
 int
 handle_occurrence_patch(struct request *rq)
 {
-    struct patch_tx t = {.rq = rq, .series = series_params_of(rq->cfg)};
+    struct patch_tx t = {.rq = rq, .series = series_sync_params_of(rq->cfg)};
     struct db *db;
     json_t *doc;
     int ret;
@@ -325,7 +325,7 @@ handle_occurrence_patch(struct request *rq)
     if (handler_require_type(rq, "application/merge-patch+json", &ret) != 0 ||
         (doc = handler_parse_body(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL) {
+    if ((db = http_request_db(rq)) == NULL) {
         json_decref(doc);
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     }

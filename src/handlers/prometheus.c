@@ -27,7 +27,7 @@ static void
 gauges(struct request *rq, char *buf, size_t cap)
 {
     struct engine_gauges g;
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
     int64_t backlog = 0;
     int n;
 

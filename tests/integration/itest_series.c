@@ -20,7 +20,7 @@
 #define HOUR_MS 3600000LL
 #define WINDOW_MS (3 * DAY_MS)
 
-static const struct series_params params = {WINDOW_MS, HOUR_MS, 60000};
+static const struct series_sync_params params = {WINDOW_MS, HOUR_MS, 60000};
 
 static long long
 count(const char *sql, const char *id)

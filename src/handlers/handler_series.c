@@ -1,4 +1,4 @@
-/* series_handler.c -- what the endpoints that write a series share (handler.h's "recurring
+/* handler_series.c -- what the endpoints that write a series share (handler.h's "recurring
  * meetings" part): the Redis side after the commit, the ten-year look-ahead, the re-read body. */
 #include <stdlib.h>
 #include <string.h>
