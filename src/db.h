@@ -101,18 +101,18 @@ enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
 
 /* ---- API keys (db_keys.c) ---- */
 #define DB_KEY_PREFIX_MAX 32
-enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
-                             const uint8_t hash[32]);
+enum db_status db_keys_insert(struct db *db, int64_t tenant_id, const char *prefix,
+                              const uint8_t hash[32]);
 /* Finds the live (not revoked) key with this prefix; compares hashes in constant time.
  * ONE_RESULT with *tenant_id, or NO_RESULTS. */
-enum db_status db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32],
-                             int64_t *tenant_id);
+enum db_status db_keys_lookup(struct db *db, const char *prefix, const uint8_t hash[32],
+                              int64_t *tenant_id);
 /* Calls fn once per key row, ordered by created_at. */
-typedef void (*db_key_row_fn)(void *arg, const char *prefix, const char *tenant,
-                              int64_t created_at_ms, int64_t revoked_at_ms /* 0 = live */);
-enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
+typedef void (*db_keys_row_fn)(void *arg, const char *prefix, const char *tenant,
+                               int64_t created_at_ms, int64_t revoked_at_ms /* 0 = live */);
+enum db_status db_keys_list(struct db *db, db_keys_row_fn fn, void *arg);
 /* Revokes live keys whose prefix starts with prefix. ONE_RESULT when at least one was revoked. */
-enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
+enum db_status db_keys_revoke(struct db *db, const char *prefix, int *n_revoked);
 
 /* ---- meetings: writes (db_meeting.c), reads by id (db_meeting_get.c), lists
  * (db_meeting_list.c). tenant_id scopes every statement but the delivery's batched read. ---- */

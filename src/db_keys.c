@@ -12,7 +12,7 @@
 /* NO_RESULTS when the prefix is taken (the caller makes a new key): prefixes are random, so this
  * is rare, and not an error worth logging. */
 enum db_status
-db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_t hash[32])
+db_keys_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_t hash[32])
 {
     static const char sql[] = "INSERT INTO api_keys (tenant_id, prefix, key_hash)"
                               " VALUES ($1, $2, decode($3, 'hex'))"
@@ -25,7 +25,7 @@ db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_
 }
 
 enum db_status
-db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t *tenant_id)
+db_keys_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t *tenant_id)
 {
     static const char sql[] = "SELECT tenant_id, encode(key_hash, 'hex') FROM api_keys"
                               " WHERE prefix = $1 AND revoked_at IS NULL";
@@ -51,7 +51,7 @@ db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t
 
 /* ONE_RESULT when the query ran, even with no keys at all. */
 enum db_status
-db_key_list(struct db *db, db_key_row_fn fn, void *arg)
+db_keys_list(struct db *db, db_keys_row_fn fn, void *arg)
 {
     /* clang-format off */
     static const char sql[] =
@@ -72,7 +72,7 @@ db_key_list(struct db *db, db_key_row_fn fn, void *arg)
 
 /* An empty prefix would match every key; it matches none instead. */
 enum db_status
-db_key_revoke(struct db *db, const char *prefix, int *n_revoked)
+db_keys_revoke(struct db *db, const char *prefix, int *n_revoked)
 {
     static const char sql[] = "UPDATE api_keys SET revoked_at = now()"
                               " WHERE revoked_at IS NULL AND starts_with(prefix, $1)";

@@ -67,7 +67,7 @@ api_key(struct request *rq, const char *key, size_t len)
     struct db *db = http_request_db(rq);
     if (db == NULL)
         return API_E_DB_UNAVAILABLE;
-    switch (db_key_lookup(db, prefix, hash, &rq->tenant_id)) {
+    switch (db_keys_lookup(db, prefix, hash, &rq->tenant_id)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
         return API_E_DB_UNAVAILABLE;

@@ -112,25 +112,25 @@ static json_t *
 problem_new(enum api_error e, const char *detail)
 {
     char type[80];
-    snprintf(type, sizeof(type), "urn:tocsin:problem:%s", api_error_code(e));
+    snprintf(type, sizeof(type), "urn:tocsin:problem:%s", api_errors_code(e));
     json_t *p = json_object();
     json_object_set_new(p, "type", json_string(type));
-    json_object_set_new(p, "title", json_string(api_error_title(e)));
-    json_object_set_new(p, "status", json_integer(api_error_status(e)));
+    json_object_set_new(p, "title", json_string(api_errors_title(e)));
+    json_object_set_new(p, "status", json_integer(api_errors_status(e)));
     /* detail is ours or cut client text: json_string refuses invalid UTF-8 (a sequence cut at
      * PROBLEM_DETAIL_MAX included), and the title stands in for it. */
     char d[PROBLEM_DETAIL_MAX];
-    snprintf(d, sizeof(d), "%s", detail ? detail : api_error_title(e));
+    snprintf(d, sizeof(d), "%s", detail ? detail : api_errors_title(e));
     json_t *ds = json_string(d);
-    json_object_set_new(p, "detail", ds ? ds : json_string(api_error_title(e)));
-    json_object_set_new(p, "code", json_string(api_error_code(e)));
+    json_object_set_new(p, "detail", ds ? ds : json_string(api_errors_title(e)));
+    json_object_set_new(p, "code", json_string(api_errors_code(e)));
     return p;
 }
 
 static int
 reply_problem_json(struct request *rq, enum api_error e, json_t *p)
 {
-    unsigned status = api_error_status(e);
+    unsigned status = api_errors_status(e);
     char *s = codec_dump(p);
     json_decref(p);
     if (s == NULL)

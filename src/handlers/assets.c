@@ -13,7 +13,7 @@
 static int
 serve(struct request *rq, const char *name, const char *sw_allowed)
 {
-    const struct asset *a = asset_find(name);
+    const struct asset *a = assets_find(name);
     const char *inm = http_request_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
     /* Revalidated on every use: a page gets the current module after an upgrade, and a 304
      * while it is unchanged (no-store would make the ETag useless to a browser). */

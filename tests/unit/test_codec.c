@@ -298,7 +298,7 @@ check_table(void)
         meeting_init(&m);
         got = decode(body, strlen(body), &m, &errs);
         CHECK(got == cases[i].want, "%s: got %s want %s (%s: %s)", cases[i].name,
-              api_error_code(got), api_error_code(cases[i].want), errs.n ? errs.e[0].field : "-",
+              api_errors_code(got), api_errors_code(cases[i].want), errs.n ? errs.e[0].field : "-",
               errs.n ? errs.e[0].message : "-");
         CHECK(got != cases[i].want || cases[i].field == NULL || has_field(&errs, cases[i].field),
               "%s: no error for field \"%s\" (first: %s)", cases[i].name, cases[i].field,
