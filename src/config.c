@@ -2,7 +2,7 @@
  * bound; anything malformed or out of range stops the start with one line naming the variable. */
 #include "config.h"
 #include "db.h"
-#include "mail.h"
+#include "email_addr.h"
 #include "redis_url.h"
 
 #include <errno.h>
@@ -327,7 +327,7 @@ load_people(struct config *cfg, char *err, size_t errlen)
                            copy_str(cfg->smtp_url, sizeof cfg->smtp_url, url) != 0))
         return fail(err, errlen, "TOCSIN_SMTP_URL",
                     "must be smtp://host[:port] or smtps://host[:port], under 1024 bytes");
-    if (url[0] != '\0' && (from == NULL || !mail_address_ok(from)))
+    if (url[0] != '\0' && (from == NULL || !email_addr_ok(from)))
         return fail(err, errlen, "TOCSIN_SMTP_FROM",
                     "must be an address such as reminders@example.com when TOCSIN_SMTP_URL is set");
     copy_str(cfg->smtp_from, sizeof cfg->smtp_from, from && url[0] != '\0' ? from : "");

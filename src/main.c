@@ -95,7 +95,7 @@ wait_migrated(const struct config *cfg, struct db *db)
 {
     int64_t start = timefmt_mono_ms(), step = DB_WAIT_FIRST_MS, pause;
 
-    while (db_migrations_current(db) != 0) {
+    while (db_migrate_current(db) != 0) {
         if ((pause = next_pause(cfg, start, &step)) < 0) {
             LOG_ERROR("the schema is not migrated (TOCSIN_MIGRATE_ON_START=0: run tocsin migrate; "
                       "gave up after TOCSIN_DB_WAIT_S)");
@@ -228,7 +228,7 @@ keys_create(struct db *db, const char *tenant)
         db_tenant_ensure(db, tenant, &tenant_id) != DB_ONE_RESULT)
         return 1;
     apikey_hash(key, strlen(key), hash);
-    if (db_key_insert(db, tenant_id, prefix, hash) != DB_ONE_RESULT)
+    if (db_keys_insert(db, tenant_id, prefix, hash) != DB_ONE_RESULT)
         return 1;
     printf("%s\n", key);
     return 0;
@@ -258,8 +258,8 @@ keys(const struct config *cfg, int argc, char **argv)
     if (create)
         rc = keys_create(db, argv[2]);
     else if (list)
-        rc = db_key_list(db, print_key_row, NULL) >= 0 ? 0 : 1;
-    else if (db_key_revoke(db, argv[1], &n) < 0)
+        rc = db_keys_list(db, print_key_row, NULL) >= 0 ? 0 : 1;
+    else if (db_keys_revoke(db, argv[1], &n) < 0)
         rc = 1;
     else {
         fprintf(stderr, "revoked %d key(s)\n", n);

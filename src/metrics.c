@@ -275,7 +275,7 @@ render_outcomes(char *buf, size_t *len)
         rc = put(buf, len, "# HELP %s %s\n# TYPE %s counter\n", o[k].name, o[k].help, o[k].name);
         for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++)
             rc = put(buf, len, "%s{channel=\"%s\"} %" PRIu64 "\n", o[k].name,
-                     channel_name(channel_of_slot[s]),
+                     meeting_channel_name(channel_of_slot[s]),
                      (uint64_t)atomic_load_explicit(&outcomes[s][k], memory_order_relaxed));
     }
     return rc;
@@ -291,7 +291,7 @@ render_delivery_latency(char *buf, size_t *len)
                  name, name);
 
     for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++) {
-        const char *ch = channel_name(channel_of_slot[s]);
+        const char *ch = meeting_channel_name(channel_of_slot[s]);
         uint64_t cum = 0;
         for (size_t b = 0; b < DELIVERY_BUCKETS_MAX && rc == 0; b++) {
             cum += atomic_load_explicit(&delivery_buckets[s][b], memory_order_relaxed);

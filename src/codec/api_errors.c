@@ -24,13 +24,13 @@ static const char *const names[] = {
 static char codes[API_E__COUNT][40];
 
 unsigned
-api_error_status(enum api_error e)
+api_errors_status(enum api_error e)
 {
     return (unsigned)e < API_E__COUNT ? statuses[e] : 500;
 }
 
 const char *
-api_error_title(enum api_error e)
+api_errors_title(enum api_error e)
 {
     return (unsigned)e < API_E__COUNT ? titles[e] : "Internal error";
 }
@@ -55,7 +55,7 @@ codes_fill(void)
 }
 
 const char *
-api_error_code(enum api_error e)
+api_errors_code(enum api_error e)
 {
     pthread_once(&codes_once, codes_fill);
     return (unsigned)e < API_E__COUNT ? codes[e] : "internal";

@@ -12,10 +12,10 @@ enum api_error {
 };
 
 /* HTTP status of an error. */
-unsigned api_error_status(enum api_error e);
+unsigned api_errors_status(enum api_error e);
 /* Human title of an error (static string). */
-const char *api_error_title(enum api_error e);
+const char *api_errors_title(enum api_error e);
 /* Machine code of an error, lower snake case, e.g. "meeting_not_found" (static string). */
-const char *api_error_code(enum api_error e);
+const char *api_errors_code(enum api_error e);
 
 #endif

@@ -1,5 +1,7 @@
 /* codec.h -- JSON <-> domain structs (jansson). Decoding validates: bounds, types, unknown fields,
- * each problem reported per field. Encoding writes the API's output representations. */
+ * each problem reported per field. Encoding writes the API's output representations. One header
+ * for the whole codec, a section per file: the toolkit (codec.c), then one part per kind of data
+ * (codec_<kind>.c). What the parts share with each other only is in codec_internal.h. */
 #ifndef TOCSIN_CODEC_H
 #define TOCSIN_CODEC_H
 
@@ -11,11 +13,13 @@
 #include "meeting.h"
 #include "series.h"
 
+/* ---- the toolkit (codec.c) ---- */
+
 #define CODEC_FIELD_ERRORS_MAX 16 /* further problems are dropped; the first ones say enough */
 #define CODEC_FIELD_NAME_MAX 64
 #define CODEC_MESSAGE_MAX 160
 /* Bytes of client input an error may quote: only an unknown member's name is, in its field path
- * (cut on a UTF-8 boundary), by codec.c and codec_series.c alike. */
+ * (cut on a UTF-8 boundary), by codec_unknown_fields for every part. */
 #define CODEC_ECHO_MAX 40
 
 struct codec_field_error {
@@ -34,6 +38,21 @@ struct codec_errors {
 #define CODEC_DEPTH_MAX 32
 json_t *codec_parse(const char *body, size_t len, char *err, size_t errlen);
 
+/* RFC 7396 JSON merge patch: returns a new reference to the patched copy of target. */
+json_t *codec_merge_patch(const json_t *target, const json_t *patch);
+
+/* Compact, deterministic serialization (malloc'ed; free()). */
+char *codec_dump(const json_t *v);
+
+/* A time in the output form: RFC 3339 text in UTC with milliseconds. New reference. */
+json_t *codec_time(int64_t ms);
+
+/* A webhook URL or a push endpoint, in characters here; webhook.c and webpush.c bound the bytes
+ * again (WEBHOOK_URL_MAX, WEBPUSH_ENDPOINT_MAX). */
+#define CODEC_URL_MAX 2048
+
+/* ---- meetings (codec_meeting.c) ---- */
+
 /* Validates a meeting input document (the fields a client may write: MeetingInput in
  * api/openapi.yaml) into m (which must be fresh from meeting_init). Reminders get minutes_before
  * set and fire times derived; ids and statuses are left for the database. Returns API_E_NONE, or
@@ -44,9 +63,6 @@ enum api_error codec_meeting_decode(const json_t *doc, struct meeting *m,
 /* The meeting's input document (only the writable fields, absent optionals as null): the target
  * that a JSON merge patch applies to. New reference. */
 json_t *codec_meeting_input_doc(const struct meeting *m);
-
-/* RFC 7396 JSON merge patch: returns a new reference to the patched copy of target. */
-json_t *codec_merge_patch(const json_t *target, const json_t *patch);
 
 /* The meeting's output representation (input fields + id, version, created_at, updated_at and
  * reminders with id, fire_at, status, fired_at). New reference. */
@@ -60,45 +76,36 @@ json_t *codec_meeting_encode(const struct meeting *m);
  * required, and starts_at must be the rule's first occurrence (series_check_start). Sets
  * m->recurrence, or adds errors (fields "recurrence.rrule", "recurrence.exdates[2]", ...). Runs
  * after the other members were decoded into m. */
-void codec_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors *errs);
+void codec_series_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors *errs);
 /* {"rrule", "exdates", "rdates"} (times in the output form), or null for NULL. New reference. */
-json_t *codec_recurrence_encode(const struct meeting_recurrence *rec);
+json_t *codec_series_recurrence_encode(const struct meeting_recurrence *rec);
 
 /* An occurrence of a series: {"original_start", "starts_at", "ends_at", "title", "cancelled",
  * "reminders"}. rows[0..n_rows) are its reminder rows (any order); each reminder of m without a
  * row is shown as it will be (fire_at from the occurrence's start) with id, status and fired_at
  * null. New reference, NULL when out of memory. */
-json_t *codec_occurrence_encode(const struct meeting *m, const struct series_occurrence *o,
-                                const struct reminder *rows, size_t n_rows);
+json_t *codec_series_occurrence_encode(const struct meeting *m, const struct series_occurrence *o,
+                                       const struct reminder *rows, size_t n_rows);
 /* The writable fields of an occurrence, as a merge patch's target: {"starts_at", "ends_at",
  * "title", "cancelled"}, null where it follows the series. New reference. */
-json_t *codec_override_doc(const struct series_override *ov);
-/* Validates a patched override document (codec_override_doc's shape) into out (fresh, its title
- * malloc'ed; series_override_fini it in both cases). original_ms is the occurrence's, ends_at
+json_t *codec_series_override_doc(const struct series_override *ov);
+/* Validates a patched override document (codec_series_override_doc's shape) into out (fresh, its
+ * title malloc'ed; series_override_fini it in both cases). original_ms is the occurrence's, ends_at
  * must come after its start. API_E_NONE or API_E_VALIDATION with errs filled. */
-enum api_error codec_override_decode(const json_t *doc, int64_t original_ms,
-                                     struct series_override *out, struct codec_errors *errs);
+enum api_error codec_series_override_decode(const json_t *doc, int64_t original_ms,
+                                            struct series_override *out, struct codec_errors *errs);
 
-/* For codec_series.c: the output form of a reminder and of a time, a field error, and an
- * "unknown field" error for each member of obj not in known (NULL-terminated), its field prefix
- * and the name cut to CODEC_ECHO_MAX bytes. */
-json_t *codec_reminder_encode(const struct reminder *r);
-json_t *codec_time(int64_t ms);
-void codec_add_error(struct codec_errors *errs, const char *field, const char *message);
-void codec_unknown_fields(const json_t *obj, const char *const *known, const char *prefix,
-                          struct codec_errors *errs);
+/* ---- notifications (codec_notification.c) ---- */
 
-/* A webhook URL or a push endpoint, in characters here; webhook.c and webpush.c bound the bytes
- * again (WEBHOOK_URL_MAX, WEBPUSH_ENDPOINT_MAX). */
-#define CODEC_URL_MAX 2048
-#define CODEC_WEBHOOK_DESCRIPTION_MAX 500 /* characters */
+/* The body of a fired reminder for webhooks, the stream and the inbox (push and email have their
+ * own), malloc'ed text or NULL when out of memory: {"type":"meeting.reminder","id":<occurrence id
+ * = the webhook-id>,"timestamp":ts,"data":{"reminder":{...},"meeting":{...}}}, and in "data" an
+ * "occurrence":{"original_start"} when m is an occurrence of a series. The reminder is the
+ * meeting's own, with the occurrence's fire time (and fired state when o->fired_at_ms is set);
+ * null if the meeting no longer has it. */
+char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
 
-/* Validates a webhook input document {"url", "description"?}: shape, unknown fields, lengths,
- * control characters. The URL's meaning (scheme, host, addresses) is webhook.c's to check. On
- * API_E_NONE *url (and *description unless absent or null) are malloc'ed copies; free() them in
- * both cases. errs must be empty on entry (this decoder does not reset it). */
-enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
-                                    struct codec_errors *errs);
+/* ---- Web Push (codec_push.c): subscriptions in, payloads out ---- */
 
 /* POST /v1/push/subscriptions: what PushSubscription.toJSON() gives, {"endpoint",
  * "expirationTime"?: null or ms since the epoch, "keys": {"p256dh", "auth"}}; other members are
@@ -114,6 +121,31 @@ enum api_error codec_push_subscription_decode(const json_t *doc,
                                               struct codec_push_subscription *out,
                                               struct codec_errors *errs);
 void codec_push_subscription_fini(struct codec_push_subscription *s);
+
+/* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
+ * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
+ * "starts_at", "minutes_before"}, and "url" when the meeting's metadata has a "url" string of
+ * http(s) of at most CODEC_PUSH_URL_MAX bytes, printable ASCII with no quote or backslash (what
+ * a click on the notification opens; JSON writes it unescaped, so it always fits).
+ * Malloc'ed text, NULL when out of memory. */
+#define CODEC_PUSH_TITLE_MAX 100
+#define CODEC_PUSH_URL_MAX 1024
+char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
+/* The "starts_at" of a payload codec_push_payload made, in ms into *ms: 0, or -1. */
+int codec_push_starts_at(const char *payload, int64_t *ms);
+
+/* ---- webhooks (codec_webhook.c) ---- */
+
+#define CODEC_WEBHOOK_DESCRIPTION_MAX 500 /* characters */
+
+/* Validates a webhook input document {"url", "description"?}: shape, unknown fields, lengths,
+ * control characters. The URL's meaning (scheme, host, addresses) is webhook.c's to check. On
+ * API_E_NONE *url (and *description unless absent or null) are malloc'ed copies; free() them in
+ * both cases. errs must be empty on entry (this decoder does not reset it). */
+enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
+                                    struct codec_errors *errs);
+
+/* ---- browser tokens (codec_token.c) ---- */
 
 /* POST /v1/browser-tokens: {"sub", "scope", "ttl_s"?, "mtg"?}. */
 #define CODEC_TOKEN_TTL_DEFAULT_S 900
@@ -132,27 +164,6 @@ enum api_error codec_token_request_decode(const json_t *doc, struct codec_token_
                                           struct codec_errors *errs);
 void codec_token_request_fini(struct codec_token_request *r);
 
-/* Compact, deterministic serialization (malloc'ed; free()). */
-char *codec_dump(const json_t *v);
-
-/* The body of a fired reminder for webhooks, the stream and the inbox (push and email have their
- * own), malloc'ed text or NULL when out of memory: {"type":"meeting.reminder","id":<occurrence id
- * = the webhook-id>,"timestamp":ts,"data":{"reminder":{...},"meeting":{...}}}, and in "data" an
- * "occurrence":{"original_start"} when m is an occurrence of a series. The reminder is the
- * meeting's own, with the occurrence's fire time (and fired state when o->fired_at_ms is set);
- * null if the meeting no longer has it. */
-char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
-/* The Web Push payload of an occurrence: small, as push services take about 4 KiB: {"type",
- * "id" (the occurrence id), "meeting_id", "title" (cut to CODEC_PUSH_TITLE_MAX characters),
- * "starts_at", "minutes_before"}, and "url" when the meeting's metadata has a "url" string of
- * http(s) of at most CODEC_PUSH_URL_MAX bytes, printable ASCII with no quote or backslash (what
- * a click on the notification opens; JSON writes it unescaped, so it always fits).
- * Malloc'ed text, NULL when out of memory. */
-#define CODEC_PUSH_TITLE_MAX 100
-#define CODEC_PUSH_URL_MAX 1024
-char *codec_push_payload(const struct meeting *m, const struct occurrence *o);
-/* The "starts_at" of a payload codec_push_payload made, in ms into *ms: 0, or -1. */
-int codec_push_starts_at(const char *payload, int64_t *ms);
 /* ---- people (codec_people.c): a meeting's participants parsed once, for many lookups ---- */
 struct codec_people;
 /* m's participants (and organizer) for lookup; NULL when out of memory or participants_json is
@@ -166,7 +177,10 @@ bool codec_people_participant(const struct codec_people *ps, const char *person_
 /* True when person_id is the organizer or one of the participants. */
 bool codec_people_has(const struct codec_people *ps, const char *person_id);
 /* The same for one question about m (parses m's participants each call). */
-bool codec_meeting_has_person(const struct meeting *m, const char *person_id);
+bool codec_people_in_meeting(const struct meeting *m, const char *person_id);
+
+/* ---- stored JSON: string lists (codec_string.c) ---- */
+
 /* Parses a JSON array of strings into *out: n malloc'ed strings in a malloc'ed array, sorted by
  * strcmp (free with codec_string_list_free). 0, or -1 for anything else or out of memory. */
 int codec_string_list_parse(const char *json, char ***out, size_t *n);

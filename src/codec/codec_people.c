@@ -77,7 +77,7 @@ codec_people_has(const struct codec_people *ps, const char *person_id)
 }
 
 bool
-codec_meeting_has_person(const struct meeting *m, const char *person_id)
+codec_people_in_meeting(const struct meeting *m, const char *person_id)
 {
     if (m->organizer_id != NULL && strcmp(m->organizer_id, person_id) == 0)
         return true; /* no need to parse */

@@ -1,27 +1,14 @@
 /* codec_series.c -- JSON of recurring meetings (codec.h's "recurring meetings" part): the
  * recurrence member of a meeting, an occurrence as the occurrences endpoints show it, and the
- * override an occurrence PATCH writes. Validation reports per field, as codec.c does; messages
- * quote no client input but the bounded rule parts recur.c names. */
-#include <stdarg.h>
+ * override an occurrence PATCH writes. Validation reports per field, as codec_meeting.c does;
+ * messages quote no client input but the bounded rule parts recur.c names. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "codec_internal.h"
 #include "recur.h"
 #include "timefmt.h"
-
-static void __attribute__((format(printf, 3, 4)))
-field_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
-{
-    char message[CODEC_MESSAGE_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    codec_add_error(errs, field, message);
-}
 
 static bool
 has_error(const struct codec_errors *errs, const char *field)
@@ -53,8 +40,8 @@ dates(const json_t *rec, const char *name, int64_t *out, size_t *n, struct codec
     if (v == NULL || json_is_null(v))
         return;
     if (!json_is_array(v) || json_array_size(v) > MEETING_RECURRENCE_DATES_MAX) {
-        field_error(errs, field, "must be an array of at most %d date-times",
-                    MEETING_RECURRENCE_DATES_MAX);
+        codec_add_error(errs, field, "must be an array of at most %d date-times",
+                        MEETING_RECURRENCE_DATES_MAX);
         return;
     }
     json_array_foreach(v, i, t)
@@ -62,14 +49,14 @@ dates(const json_t *rec, const char *name, int64_t *out, size_t *n, struct codec
         snprintf(field, sizeof field, "recurrence.%s[%zu]", name, i);
         if (!json_is_string(t) ||
             timefmt_parse(json_string_value(t), json_string_length(t), &out[*n]) != 0) {
-            field_error(errs, field, "must be an RFC 3339 date-time with an offset");
+            codec_add_error(errs, field, "must be an RFC 3339 date-time with an offset");
             continue;
         }
         bool repeated = false;
         for (size_t k = 0; k < *n; k++)
             repeated |= out[k] == out[*n];
         if (repeated)
-            field_error(errs, field, "names the same instant as an earlier one");
+            codec_add_error(errs, field, "names the same instant as an earlier one");
         else
             (*n)++;
     }
@@ -83,16 +70,16 @@ check_series(struct meeting *m, struct codec_errors *errs)
     char why[RECUR_WHY_MAX];
 
     if (series_check_start(m, why) != 0)
-        field_error(errs, "starts_at", "%s", why);
+        codec_add_error(errs, "starts_at", "%s", why);
     for (size_t i = 0; i < m->recurrence->n_rdates; i++)
         if (m->recurrence->rdates[i] <= m->starts_at_ms) {
-            field_error(errs, "recurrence.rdates", "must all be after starts_at");
+            codec_add_error(errs, "recurrence.rdates", "must all be after starts_at");
             break;
         }
 }
 
 void
-codec_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors *errs)
+codec_series_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors *errs)
 {
     static const char *const known[] = {"rrule", "exdates", "rdates", NULL};
     struct meeting_recurrence *rec;
@@ -117,7 +104,7 @@ codec_recurrence_decode(const json_t *v, struct meeting *m, struct codec_errors 
     else if (!json_is_string(rule))
         codec_add_error(errs, "recurrence.rrule", "must be a string");
     else if (recur_rule_check(json_string_value(rule), &info, why) != 0)
-        codec_add_error(errs, "recurrence.rrule", why);
+        codec_add_error(errs, "recurrence.rrule", "%s", why);
     else
         rec->rrule = strdup(json_string_value(rule));
     dates(v, "exdates", rec->exdates, &rec->n_exdates, errs);
@@ -148,7 +135,7 @@ date_list(const int64_t *v, size_t n)
 }
 
 json_t *
-codec_recurrence_encode(const struct meeting_recurrence *rec)
+codec_series_recurrence_encode(const struct meeting_recurrence *rec)
 {
     if (rec == NULL)
         return json_null();
@@ -166,10 +153,10 @@ occurrence_reminder(const struct reminder *d, const struct series_occurrence *o,
 {
     for (size_t i = 0; i < n_rows; i++)
         if (rows[i].minutes_before == d->minutes_before)
-            return codec_reminder_encode(&rows[i]);
+            return codec_meeting_reminder_encode(&rows[i]);
     struct reminder r = *d;
     r.fire_at_ms = o->starts_at_ms - d->minutes_before * 60000LL;
-    json_t *v = codec_reminder_encode(&r);
+    json_t *v = codec_meeting_reminder_encode(&r);
     if (v != NULL && (json_object_set_new(v, "id", json_null()) != 0 ||
                       json_object_set_new(v, "status", json_null()) != 0 ||
                       json_object_set_new(v, "fired_at", json_null()) != 0)) {
@@ -180,8 +167,8 @@ occurrence_reminder(const struct reminder *d, const struct series_occurrence *o,
 }
 
 json_t *
-codec_occurrence_encode(const struct meeting *m, const struct series_occurrence *o,
-                        const struct reminder *rows, size_t n_rows)
+codec_series_occurrence_encode(const struct meeting *m, const struct series_occurrence *o,
+                               const struct reminder *rows, size_t n_rows)
 {
     json_t *reminders = json_array();
 
@@ -200,7 +187,7 @@ codec_occurrence_encode(const struct meeting *m, const struct series_occurrence 
 }
 
 json_t *
-codec_override_doc(const struct series_override *ov)
+codec_series_override_doc(const struct series_override *ov)
 {
     bool has = ov != NULL;
 
@@ -224,7 +211,8 @@ opt_time(const json_t *doc, const char *key, int64_t *out, struct codec_errors *
     return false;
 }
 
-/* A title as codec.c takes a meeting's: 1..MEETING_TITLE_MAX characters, no control bytes. */
+/* A title as codec_meeting.c takes a meeting's: 1..MEETING_TITLE_MAX characters, no control bytes.
+ */
 static void
 opt_title(const json_t *doc, struct series_override *out, struct codec_errors *errs)
 {
@@ -247,14 +235,14 @@ opt_title(const json_t *doc, struct series_override *out, struct codec_errors *e
         cp += (c & 0xc0) != 0x80;
     }
     if (cp < 1 || cp > MEETING_TITLE_MAX)
-        field_error(errs, "title", "must be 1 to %d characters long", MEETING_TITLE_MAX);
+        codec_add_error(errs, "title", "must be 1 to %d characters long", MEETING_TITLE_MAX);
     else
         out->title = strdup(s);
 }
 
 enum api_error
-codec_override_decode(const json_t *doc, int64_t original_ms, struct series_override *out,
-                      struct codec_errors *errs)
+codec_series_override_decode(const json_t *doc, int64_t original_ms, struct series_override *out,
+                             struct codec_errors *errs)
 {
     static const char *const known[] = {"starts_at", "ends_at", "title", "cancelled", NULL};
     const json_t *c = json_object_get(doc, "cancelled");

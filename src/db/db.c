@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "panic.h"
+#include "strbuf.h"
 
 #define DB_STATEMENT_TIMEOUT_MS "10000"
 #define DB_STMT_NAME_MAX 32
@@ -61,6 +62,13 @@ db_set_err(struct db *db, const char *fmt, ...)
     size_t n = strlen(db->err);
     while (n > 0 && db->err[n - 1] == ' ')
         db->err[--n] = '\0';
+}
+
+enum db_status
+db_oom(struct db *db, const char *what)
+{
+    db_set_err(db, "%s: out of memory", what);
+    return DB_HARD_ERROR;
 }
 
 void
@@ -338,6 +346,18 @@ db_exec_one_row(struct db *db, enum db_stmt id, const char *sql, int n, const ch
 }
 
 enum db_status
+db_exec_ids(struct db *db, enum db_stmt id, const char *sql, const char *const *ids, size_t n,
+            const char *what, PGresult **res)
+{
+    struct strbuf b = {0};
+    const char *params[] = {db_array_ids(&b, ids, n)};
+    enum db_status st = params[0] == NULL ? db_oom(db, what) : db_exec(db, id, sql, 1, params, res);
+
+    strbuf_fini(&b);
+    return st;
+}
+
+enum db_status
 db_exec_simple(struct db *db, const char *sql)
 {
     if (ensure_conn(db) != 0)
@@ -487,42 +507,6 @@ db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n, const c
     }
     *res = o.res;
     return st;
-}
-
-char *
-db_array(size_t n, db_array_elem_fn fn, const void *arg)
-{
-    char *s = malloc(n * DB_I64_BUF + 3), buf[DB_I64_BUF];
-    size_t len = 0;
-
-    if (s == NULL)
-        return NULL;
-    s[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        const char *text = fn(arg, i, buf);
-        size_t l = strlen(text);
-
-        TOCSIN_ASSERT(l < DB_I64_BUF); /* the room counted per element above */
-        if (i > 0)
-            s[len++] = ',';
-        memcpy(s + len, text, l);
-        len += l;
-    }
-    s[len++] = '}';
-    s[len] = '\0';
-    return s;
-}
-
-static const char *
-i64_elem(const void *arg, size_t i, char buf[DB_I64_BUF])
-{
-    return db_i64(buf, ((const int64_t *)arg)[i]);
-}
-
-char *
-db_array_i64(const int64_t *v, size_t n)
-{
-    return db_array(n, i64_elem, v);
 }
 
 const char *

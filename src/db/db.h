@@ -88,10 +88,9 @@ enum db_status db_tx_run(struct db *db, db_tx_fn fn, void *arg);
  * releases the lock by itself) and so has no error to return. */
 int db_migrate(struct db *db, char *err, size_t errlen);
 /* 0 when every embedded migration is applied with a matching checksum; -1 otherwise. */
-int db_migrations_current(struct db *db);
+int db_migrate_current(struct db *db);
 
-/* ---- tenants and API keys (db_keys.c) ---- */
-#define DB_KEY_PREFIX_MAX 32
+/* ---- tenants (db_tenant.c) ---- */
 #define TENANT_NAME_MAX 100
 enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id);
 /* Locks the tenant's row until the transaction ends (use inside db_tx_run): every limit checked
@@ -99,20 +98,24 @@ enum db_status db_tenant_ensure(struct db *db, const char *name, int64_t *tenant
  * first, so concurrent requests of one tenant count one after the other. NO_RESULTS when the
  * tenant does not exist. */
 enum db_status db_tenant_lock(struct db *db, int64_t tenant_id);
-enum db_status db_key_insert(struct db *db, int64_t tenant_id, const char *prefix,
-                             const uint8_t hash[32]);
+
+/* ---- API keys (db_keys.c) ---- */
+#define DB_KEY_PREFIX_MAX 32
+enum db_status db_keys_insert(struct db *db, int64_t tenant_id, const char *prefix,
+                              const uint8_t hash[32]);
 /* Finds the live (not revoked) key with this prefix; compares hashes in constant time.
  * ONE_RESULT with *tenant_id, or NO_RESULTS. */
-enum db_status db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32],
-                             int64_t *tenant_id);
+enum db_status db_keys_lookup(struct db *db, const char *prefix, const uint8_t hash[32],
+                              int64_t *tenant_id);
 /* Calls fn once per key row, ordered by created_at. */
-typedef void (*db_key_row_fn)(void *arg, const char *prefix, const char *tenant,
-                              int64_t created_at_ms, int64_t revoked_at_ms /* 0 = live */);
-enum db_status db_key_list(struct db *db, db_key_row_fn fn, void *arg);
+typedef void (*db_keys_row_fn)(void *arg, const char *prefix, const char *tenant,
+                               int64_t created_at_ms, int64_t revoked_at_ms /* 0 = live */);
+enum db_status db_keys_list(struct db *db, db_keys_row_fn fn, void *arg);
 /* Revokes live keys whose prefix starts with prefix. ONE_RESULT when at least one was revoked. */
-enum db_status db_key_revoke(struct db *db, const char *prefix, int *n_revoked);
+enum db_status db_keys_revoke(struct db *db, const char *prefix, int *n_revoked);
 
-/* ---- meetings (db_meeting.c). tenant_id scopes every statement. ---- */
+/* ---- meetings: writes (db_meeting.c), reads by id (db_meeting_get.c), lists
+ * (db_meeting_list.c). tenant_id scopes every statement but the delivery's batched read. ---- */
 /* Inserts m (m->id, created/updated and organizer set by the caller; m->version is set to 1) and
  * its reminders (status pending, or as the caller set them); fills each reminder's id. */
 enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
@@ -134,6 +137,10 @@ enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *i
  * appended to gone, which the caller resets when its transaction is retried. */
 enum db_status db_meeting_delete_tx(struct db *db, int64_t tenant_id, const char *id,
                                     struct reminder_keys *gone);
+/* Counts a change of meeting id that its writable fields do not show (an occurrence override):
+ * version + 1, updated_at = updated_at_ms. */
+enum db_status db_meeting_touch(struct db *db, int64_t tenant_id, const char *id,
+                                int64_t updated_at_ms);
 
 #define DB_LIST_LIMIT_MAX 200
 struct db_list_query {
@@ -158,6 +165,24 @@ void db_meeting_list_fini(struct db_meeting_list *l);
 /* The most meetings one batched read loads in one round trip (db_meeting_get_many_for, the
  * occurrence reminders of db_series.h). */
 #define DB_GET_MANY_MAX 1000
+/* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[at[i]] is
+ * the meeting (a single one, as GET /v1/meetings/{id} shows it) or, for a reminder of a series'
+ * occurrence, that occurrence (is_occurrence set; starts_at, ends_at and title with its override
+ * applied; reminders: the occurrence's). Equal pairs share one entry, read once. An absent
+ * meeting leaves its entry's id "". n <= DB_GET_MANY_MAX; at has n entries. */
+enum db_status db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids,
+                                       size_t n, struct db_meeting_list *out, size_t *at);
+
+/* The meetings a calendar range [q->from_ms, q->to_ms) may show (GET /v1/meetings?expand=true):
+ * single meetings starting in it after q's cursor position (keyset on starts_at, id), at most
+ * q->limit + 1 of them, then every series that starts before the range's end and is not over
+ * before its start, or has an occurrence moved into it; with q's viewer filters. More than
+ * DB_EXPAND_SERIES_MAX series: NO_RESULTS (the range is too wide to expand in one request).
+ * out->m holds the singles first (*n_singles of them, in order), then the series. */
+#define DB_EXPAND_SERIES_MAX 1000
+enum db_status db_meeting_list_range(struct db *db, int64_t tenant_id,
+                                     const struct db_list_query *q, struct db_meeting_list *out,
+                                     size_t *n_singles);
 
 /* ---- idempotency (db_idem.c), used inside one db_tx_run together with the insert ---- */
 #define IDEMPOTENCY_KEY_MAX 255

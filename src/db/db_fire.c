@@ -147,16 +147,15 @@ collect(PGresult *res, struct db_fire_result *out)
         it->fire_at_ms = db_get_i64(res, row, 2);
         it->fired_at_ms = db_get_i64(res, row, 4);
         it->lateness_ms = it->fired_at_ms - it->fire_at_ms;
-        if (reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
+        if (meeting_reminder_status_parse(PQgetvalue(res, row, 3), &it->status) != 0)
             return -1;
     }
     return 0;
 }
 
 enum db_status
-db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                       int64_t missed_grace_ms, bool email, const char *owner,
-                       struct db_fire_result *out)
+db_fire_batch(struct db *db, const struct reminder_key *k, size_t n, int64_t missed_grace_ms,
+              bool email, const char *owner, struct db_fire_result *out)
 {
     char grace[DB_I64_BUF];
     PGresult *res = NULL;

@@ -45,9 +45,9 @@ struct db_fire_result {
  * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
-enum db_status db_reminder_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
-                                      int64_t missed_grace_ms, bool email, const char *owner,
-                                      struct db_fire_result *out);
+enum db_status db_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
+                             int64_t missed_grace_ms, bool email, const char *owner,
+                             struct db_fire_result *out);
 /* Frees out->outbox_ids and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);
 

@@ -8,22 +8,23 @@
 
 #include "db.h"
 
-/* Every prepared statement; the id indexes the per-connection "prepared" flags. */
+/* Every prepared statement; the id indexes the per-connection "prepared" flags and names the
+ * statement (tocsin_<id>), so ids keep the order they were added in, each marked with its file. */
 enum db_stmt {
-    STMT_TENANT_ENSURE, /* db_keys.c */
+    STMT_TENANT_ENSURE, /* db_tenant.c */
     STMT_TENANT_LOCK,
-    STMT_KEY_INSERT,
+    STMT_KEY_INSERT, /* db_keys.c */
     STMT_KEY_LOOKUP,
     STMT_KEY_LIST,
     STMT_KEY_REVOKE,
     STMT_MEETING_INSERT, /* db_meeting.c */
-    STMT_MEETING_GET,
+    STMT_MEETING_GET,    /* db_meeting_get.c */
     STMT_MEETING_GET_FOR_UPDATE,
-    STMT_MEETING_UPDATE,
+    STMT_MEETING_UPDATE, /* db_meeting.c */
     STMT_MEETING_DELETE,
     STMT_MEETING_CANCEL_REMINDERS,
-    STMT_MEETING_LIST,
-    STMT_IDEM_LOCK, /* db_idem.c */
+    STMT_MEETING_LIST, /* db_meeting_list.c */
+    STMT_IDEM_LOCK,    /* db_idem.c */
     STMT_IDEM_GET,
     STMT_IDEM_PUT,
     STMT_REMINDER_DUE_SHARDS, /* db_reminder.c */
@@ -38,7 +39,7 @@ enum db_stmt {
     STMT_OUTBOX_OWNER_REGISTER,
     STMT_OUTBOX_OWNER_RENEW,
     STMT_OUTBOX_OWNER_LEAVE,
-    STMT_MEETING_DELIVERIES,
+    STMT_OUTBOX_DELIVERIES,
     STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
     STMT_WEBHOOK_DELETE,
@@ -65,20 +66,20 @@ enum db_stmt {
     STMT_SERIES_PUT, /* db_series.c */
     STMT_SERIES_DROP,
     STMT_SERIES_SYNC,
-    STMT_OVERRIDE_LIST,
+    STMT_OVERRIDE_LIST, /* db_override.c */
     STMT_OVERRIDE_PUT,
     STMT_OVERRIDE_DELETE,
-    STMT_SERIES_DUE_ALL,
+    STMT_SERIES_DUE_ALL, /* db_series.c */
     STMT_SERIES_DUE_SHARDS,
     STMT_SERIES_LOAD,
     STMT_SERIES_LOCK,
     STMT_SERIES_EXTEND_ROWS,
     STMT_SERIES_EXTEND_WINDOWS,
-    STMT_MEETING_GET_MANY_FOR,
-    STMT_OCCURRENCE_REMINDERS,
-    STMT_MEETING_LIST_SINGLES,
+    STMT_MEETING_GET_MANY_FOR, /* db_meeting_get.c */
+    STMT_OCCURRENCE_REMINDERS, /* db_occurrence.c */
+    STMT_MEETING_LIST_SINGLES, /* db_meeting_list.c */
     STMT_MEETING_LIST_SERIES,
-    STMT_MEETING_TOUCH,
+    STMT_MEETING_TOUCH,         /* db_meeting.c */
     STMT_RETENTION_IDEMPOTENCY, /* db_retention.c */
     STMT_RETENTION_DELIVERIES,
     STMT_RETENTION_MEETINGS,
@@ -155,6 +156,16 @@ enum db_status db_exec_in_order(struct db *db, enum db_stmt id, const char *sql,
 PGconn *db_conn(struct db *db);
 /* Fills db_errmsg with a message of our own; db_err then says DB_HARD_ERROR. */
 void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* db_set_err of "<what>: out of memory"; returns DB_HARD_ERROR. The db layer logs nothing
+ * (db.h): the failure stays on the handle, as db_exec keeps PostgreSQL's, for the caller to
+ * report. */
+enum db_status db_oom(struct db *db, const char *what);
+/* db_exec of a statement whose one parameter is the array of the valid meeting ids among
+ * ids[0..n) (db_array_ids); what names it in an out-of-memory error. */
+enum db_status db_exec_ids(struct db *db, enum db_stmt id, const char *sql, const char *const *ids,
+                           size_t n, const char *what, PGresult **res);
+
+/* ---- array literals for text parameters (db_array.c) ---- */
 
 /* Writes element i of the array at arg as text into buf (DB_I64_BUF bytes) and returns the text
  * (buf, or a constant such as "t"). */
@@ -165,6 +176,18 @@ typedef const char *(*db_array_elem_fn)(const void *arg, size_t i, char buf[DB_I
 char *db_array(size_t n, db_array_elem_fn fn, const void *arg);
 /* db_array of n int64 at v. */
 char *db_array_i64(const int64_t *v, size_t n);
+/* The same built item by item in a strbuf, for elements longer than DB_I64_BUF (meeting ids):
+ * db_array_add appends one, formatted from fmt (at most MEETING_ID_LEN + DB_I64_BUF - 1 bytes);
+ * db_array_end closes the array and returns its text, "{}" when no item was added, NULL when out
+ * of memory. The text is b's: strbuf_fini(b) frees it. */
+struct strbuf;
+void db_array_add(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *db_array_end(struct strbuf *b);
+/* "{id,...}" of the valid meeting ids among ids[0..n) (hex digits and dashes only) into b, as
+ * db_array_end returns it. */
+const char *db_array_ids(struct strbuf *b, const char *const *ids, size_t n);
+
+/* ---- text parameters and results (db.c) ---- */
 
 /* Decimal text of v into buf (DB_I64_BUF bytes); returns buf. */
 const char *db_i64(char buf[DB_I64_BUF], int64_t v);

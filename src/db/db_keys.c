@@ -1,6 +1,6 @@
-/* db_keys.c -- tenants and API keys. Keys are stored as SHA-256 hashes and found by their public
- * prefix; the hash comparison happens here, in constant time, not in SQL. Used by the
- * `tocsin keys` commands and by the authentication step of every request. */
+/* db_keys.c -- API keys. Keys are stored as SHA-256 hashes and found by their public prefix; the
+ * hash comparison happens here, in constant time, not in SQL. Used by the `tocsin keys` commands
+ * and by the authentication step of every request. */
 #include <string.h>
 
 #include "crypto.h"
@@ -9,40 +9,10 @@
 
 #define HASH_LEN CRYPTO_SHA256_LEN
 
-/* Inserts the tenant or finds it. The no-op DO UPDATE makes RETURNING give the id either way. */
-enum db_status
-db_tenant_ensure(struct db *db, const char *name, int64_t *tenant_id)
-{
-    static const char sql[] = "INSERT INTO tenants (name) VALUES ($1)"
-                              " ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"
-                              " RETURNING id";
-    const char *params[] = {name};
-
-    return db_exec_i64(db, STMT_TENANT_ENSURE, sql, 1, params, tenant_id);
-}
-
-/* FOR NO KEY UPDATE conflicts with itself only: rows that reference the tenant (their foreign
- * key takes KEY SHARE) are inserted as before while the lock is held. */
-enum db_status
-db_tenant_lock(struct db *db, int64_t tenant_id)
-{
-    static const char sql[] = "SELECT 1 FROM tenants WHERE id = $1::bigint FOR NO KEY UPDATE";
-    char tid[DB_I64_BUF];
-    const char *params[] = {db_i64(tid, tenant_id)};
-    PGresult *res;
-    enum db_status st = db_exec(db, STMT_TENANT_LOCK, sql, 1, params, &res);
-
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = PQntuples(res) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    PQclear(res);
-    return st;
-}
-
 /* NO_RESULTS when the prefix is taken (the caller makes a new key): prefixes are random, so this
  * is rare, and not an error worth logging. */
 enum db_status
-db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_t hash[32])
+db_keys_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_t hash[32])
 {
     static const char sql[] = "INSERT INTO api_keys (tenant_id, prefix, key_hash)"
                               " VALUES ($1, $2, decode($3, 'hex'))"
@@ -55,7 +25,7 @@ db_key_insert(struct db *db, int64_t tenant_id, const char *prefix, const uint8_
 }
 
 enum db_status
-db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t *tenant_id)
+db_keys_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t *tenant_id)
 {
     static const char sql[] = "SELECT tenant_id, encode(key_hash, 'hex') FROM api_keys"
                               " WHERE prefix = $1 AND revoked_at IS NULL";
@@ -81,7 +51,7 @@ db_key_lookup(struct db *db, const char *prefix, const uint8_t hash[32], int64_t
 
 /* ONE_RESULT when the query ran, even with no keys at all. */
 enum db_status
-db_key_list(struct db *db, db_key_row_fn fn, void *arg)
+db_keys_list(struct db *db, db_keys_row_fn fn, void *arg)
 {
     /* clang-format off */
     static const char sql[] =
@@ -102,7 +72,7 @@ db_key_list(struct db *db, db_key_row_fn fn, void *arg)
 
 /* An empty prefix would match every key; it matches none instead. */
 enum db_status
-db_key_revoke(struct db *db, const char *prefix, int *n_revoked)
+db_keys_revoke(struct db *db, const char *prefix, int *n_revoked)
 {
     static const char sql[] = "UPDATE api_keys SET revoked_at = now()"
                               " WHERE revoked_at IS NULL AND starts_with(prefix, $1)";

@@ -1,7 +1,8 @@
-/* db_meeting.c -- meetings and their reminders. Each function is one statement, so it is atomic
- * even in autocommit: data-modifying CTEs write the meeting and its reminders together, and reads
- * bring the reminders along as one aggregated column. tenant_id scopes every statement, so another
- * tenant's meeting is simply not found. */
+/* db_meeting.c -- writing meetings and their reminders, and reading back the rows every meeting
+ * read selects (db_meeting_fill; the reads are db_meeting_get.c's and db_meeting_list.c's). Each
+ * function is one statement, so it is atomic even in autocommit: data-modifying CTEs write the
+ * meeting and its reminders together, and reads bring the reminders along as one aggregated
+ * column. tenant_id scopes every statement, so another tenant's meeting is simply not found. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,6 @@ static const char insert_sql[] =
     " FROM m, unnest($14::int[], $15::bigint[], $16::text[], $17::bigint[], $19::smallint[])"
     "         AS r(mb, fa, st, fd, ch)"
     " RETURNING id, minutes_before";
-
-#define GET_SQL \
-    "SELECT " MEETING_COLUMNS " FROM meetings m" \
-    " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
-static const char get_sql[] = GET_SQL;
-/* Locks the meeting row only: the reminders come from a subquery. Writers of a meeting's
- * reminders lock the meeting first (update, delete), so this serializes them. */
-static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";
 
 /* Reconciles the reminders by minutes_before in the same statement. Every CTE sees the rows as
  * they were before the statement (o), which is what the gone keys need: the old fire time of a
@@ -111,18 +104,9 @@ static const char cancel_sql[] =
     "  AND status = 'pending' RETURNING 1)"
     " SELECT id, " DB_MS("fire_at") " FROM c ORDER BY fire_at";
 
-/* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
- * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
- * sees only meetings it organizes or takes part in ($7, NULL for API keys), and only those among
- * its meeting ids when it names any ($8). */
-static const char list_sql[] =
-    "SELECT " MEETING_COLUMNS " FROM meetings m"
-    " WHERE m.tenant_id = $1::bigint AND m.deleted_at IS NULL"
-    " AND m.starts_at >= " DB_TS("$2") " AND m.starts_at < " DB_TS("$3")
-    " AND (m.starts_at, m.id) > (" DB_TS("$4") ", $5::uuid)"
-    " AND ($7::text IS NULL OR m.organizer_id = $7::text OR m.participant_ids @> ARRAY[$7::text])"
-    " AND ($8::uuid[] IS NULL OR m.id = ANY ($8::uuid[]))"
-    " ORDER BY m.starts_at, m.id LIMIT $6::int";
+static const char touch_sql[] =
+    "UPDATE meetings SET version = version + 1, updated_at = " DB_TS("$3")
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
 
 /* clang-format on */
 
@@ -150,7 +134,7 @@ parse_reminder(const char *s, struct reminder *r)
         return NULL;
     memcpy(status, s, len);
     status[len] = '\0';
-    if (reminder_status_parse(status, &r->status) != 0)
+    if (meeting_reminder_status_parse(status, &r->status) != 0)
         return NULL;
     r->fired_at_ms = strtoll(s + len + 1, &end, 10);
     if (*end != ',')
@@ -248,6 +232,14 @@ db_meeting_fill(const PGresult *res, int row, struct meeting *m)
     return parse_reminders(PQgetvalue(res, row, COL_REMINDERS), m);
 }
 
+enum db_status
+db_meeting_unreadable(struct db *db, const char *what, const PGresult *res, int row)
+{
+    db_set_err(db, "%s: cannot read the row of meeting %s (out of memory or malformed)", what,
+               PQgetvalue(res, row, COL_ID));
+    return DB_HARD_ERROR;
+}
+
 /* "{a,b,c}" from n int64 values. */
 static const char *
 array_i64(char buf[ARRAY_BUF], const int64_t *v, size_t n)
@@ -286,7 +278,7 @@ reminder_arrays(const struct meeting *m, struct reminder_arrays *a)
         fired[i] = r->fired_at_ms;
         channels[i] = r->channels != 0 ? r->channels : CHANNELS_DEFAULT; /* 0: not set by caller */
         len += (size_t)snprintf(a->status + len, sizeof(a->status) - len, "%s%s", i ? "," : "",
-                                reminder_status_name(r->status));
+                                meeting_reminder_status_name(r->status));
     }
     snprintf(a->status + len, sizeof(a->status) - len, "}");
     array_i64(a->minutes, minutes, n);
@@ -359,34 +351,6 @@ db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
     return DB_ONE_RESULT;
 }
 
-enum db_status
-db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting *m, bool for_update)
-{
-    char tenant[DB_I64_BUF];
-    const char *params[] = {id, db_i64(tenant, tenant_id)};
-    PGresult *res;
-
-    /* Text that is not a UUID cannot name a meeting; the server would only answer a cast error. */
-    if (!meeting_id_valid(id))
-        return DB_NO_RESULTS;
-    enum db_status st =
-        for_update ? db_exec(db, STMT_MEETING_GET_FOR_UPDATE, get_lock_sql, 2, params, &res)
-                   : db_exec(db, STMT_MEETING_GET, get_sql, 2, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = DB_NO_RESULTS;
-    if (PQntuples(res) == 1) {
-        st = DB_ONE_RESULT;
-        if (db_meeting_fill(res, 0, m) != 0) {
-            db_set_err(db, "meeting %s: cannot read the row (out of memory or malformed)", id);
-            meeting_fini(m);
-            st = DB_HARD_ERROR;
-        }
-    }
-    PQclear(res);
-    return st;
-}
-
 static int
 add_gone(struct db *db, struct reminder_keys *gone, int64_t id, int64_t fire_at_ms)
 {
@@ -425,7 +389,7 @@ read_update(struct db *db, const PGresult *res, struct meeting *m, struct remind
             if (add_gone(db, gone, id, fire_at_ms) != 0)
                 return DB_HARD_ERROR;
         } else if (n < MEETING_REMINDERS_MAX &&
-                   reminder_status_parse(PQgetvalue(res, row, 4), &rs[n].status) == 0) {
+                   meeting_reminder_status_parse(PQgetvalue(res, row, 4), &rs[n].status) == 0) {
             rs[n].id = id;
             rs[n].minutes_before = (int)db_get_i64(res, row, 2);
             rs[n].fire_at_ms = fire_at_ms;
@@ -522,73 +486,11 @@ db_meeting_delete(struct db *db, int64_t tenant_id, const char *id, struct remin
     return db_tx_run(db, delete_tx_run, &t);
 }
 
-static enum db_status
-read_list(struct db *db, const PGresult *res, size_t limit, struct db_meeting_list *out)
-{
-    size_t rows = (size_t)PQntuples(res);
-
-    out->more = rows > limit;
-    rows = out->more ? limit : rows;
-    out->m = calloc(rows ? rows : 1, sizeof(out->m[0]));
-    if (out->m == NULL) {
-        db_set_err(db, "listing meetings: out of memory");
-        return DB_HARD_ERROR;
-    }
-    for (; out->n < rows; out->n++) {
-        meeting_init(&out->m[out->n]);
-        if (db_meeting_fill(res, (int)out->n, &out->m[out->n]) != 0) {
-            out->n++; /* so db_meeting_list_fini frees the half-filled one too */
-            db_set_err(db, "listing meetings: cannot read a row (out of memory or malformed)");
-            return DB_HARD_ERROR;
-        }
-    }
-    return DB_ONE_RESULT;
-}
-
-/* ONE_RESULT whenever the query ran, also for an empty page (out->n == 0): an empty list is an
- * answer, not a miss. q->after_id must be a valid id when q->has_after (the caller decodes the
- * cursor); q->limit outside 1..DB_LIST_LIMIT_MAX is a caller bug (DB_HARD_ERROR). */
 enum db_status
-db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
-                struct db_meeting_list *out)
+db_meeting_touch(struct db *db, int64_t tenant_id, const char *id, int64_t updated_at_ms)
 {
-    char tenant[DB_I64_BUF], from[DB_I64_BUF], to[DB_I64_BUF], after[DB_I64_BUF];
-    char limit[DB_I64_BUF];
-    PGresult *res;
+    char tenant[DB_I64_BUF], at[DB_I64_BUF];
+    const char *params[] = {id, db_i64(tenant, tenant_id), db_ms(at, updated_at_ms)};
 
-    memset(out, 0, sizeof(*out));
-    if (q->limit < 1 || q->limit > DB_LIST_LIMIT_MAX ||
-        (q->has_after && !meeting_id_valid(q->after_id))) {
-        db_set_err(db, "listing meetings: limit or cursor out of range");
-        return DB_HARD_ERROR;
-    }
-    const char *params[] = {
-        db_i64(tenant, tenant_id),
-        db_ms(from, q->from_ms),
-        db_ms(to, q->to_ms),
-        db_ms(after, q->has_after ? q->after_starts_at_ms : INT64_MIN),
-        q->has_after ? q->after_id : "00000000-0000-0000-0000-000000000000",
-        db_i64(limit, (int64_t)q->limit + 1),
-        q->viewer,
-        q->viewer_meetings,
-    };
-    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 8, params, &res);
-    if (st != DB_ONE_RESULT)
-        return st;
-    st = read_list(db, res, q->limit, out);
-    PQclear(res);
-    if (st != DB_ONE_RESULT)
-        db_meeting_list_fini(out);
-    return st;
-}
-
-void
-db_meeting_list_fini(struct db_meeting_list *l)
-{
-    if (l == NULL)
-        return;
-    for (size_t i = 0; i < l->n; i++)
-        meeting_fini(&l->m[i]);
-    free(l->m);
-    memset(l, 0, sizeof(*l));
+    return db_exec_one_row(db, STMT_MEETING_TOUCH, touch_sql, 3, params);
 }

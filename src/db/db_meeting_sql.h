@@ -1,5 +1,5 @@
-/* db_meeting_sql.h -- the meeting columns every meeting read selects, shared by db_meeting.c and
- * db_series.c, and the function that reads them back. Only db*.c include this. */
+/* db_meeting_sql.h -- the meeting columns every meeting read selects, shared by db_meeting*.c and
+ * db_series.c, and the functions that read them back. Only db*.c include this. */
 #ifndef TOCSIN_DB_MEETING_SQL_H
 #define TOCSIN_DB_MEETING_SQL_H
 
@@ -69,11 +69,18 @@ enum meeting_col {
     COL_REMINDERS,
     COL_ORGANIZER,
     COL_RECURRENCE,
-    COL_ORIGINAL_START /* only in db_series.c's occurrence view: the occurrence it shows */
+    COL_ORIGINAL_START /* only in db_meeting_get_many_for's rows: the occurrence they show */
 };
 
 /* Fills a fresh m from a row of MEETING_COLUMNS (and COL_ORIGINAL_START when the result has
  * it). 0, or -1 (out of memory, malformed). */
 int db_meeting_fill(const PGresult *res, int row, struct meeting *m);
+/* The error of a row db_meeting_fill could not read, on db ("<what>: cannot read the row of
+ * meeting <id> ..."): it cannot tell running out of memory from a value it cannot parse, so both
+ * are named. Returns DB_HARD_ERROR. */
+enum db_status db_meeting_unreadable(struct db *db, const char *what, const PGresult *res, int row);
+/* Appends the meetings of res (rows of MEETING_COLUMNS) to out, grown by db_meeting_list's own
+ * layout. ONE_RESULT, or DB_HARD_ERROR with out holding what was read (db_meeting_list_fini it). */
+enum db_status db_meeting_list_append(struct db *db, PGresult *res, struct db_meeting_list *out);
 
 #endif

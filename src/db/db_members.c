@@ -24,7 +24,7 @@ static const char leave_sql[] = "DELETE FROM replicas WHERE instance_id = $1";
 /* clang-format on */
 
 enum db_status
-db_member_beat(struct db *db, const char *instance_id, int64_t ttl_ms, db_member_fn fn, void *arg)
+db_members_beat(struct db *db, const char *instance_id, int64_t ttl_ms, db_members_fn fn, void *arg)
 {
     char ttl[DB_I64_BUF], forget[DB_I64_BUF];
     const char *params[] = {instance_id, db_i64(ttl, ttl_ms), db_i64(forget, DB_MEMBER_FORGET_S),
@@ -41,7 +41,7 @@ db_member_beat(struct db *db, const char *instance_id, int64_t ttl_ms, db_member
 }
 
 enum db_status
-db_member_leave(struct db *db, const char *instance_id)
+db_members_leave(struct db *db, const char *instance_id)
 {
     const char *params[] = {instance_id};
     PGresult *res;

@@ -138,7 +138,7 @@ db_migrate(struct db *db, char *err, size_t errlen)
 }
 
 int
-db_migrations_current(struct db *db)
+db_migrate_current(struct db *db)
 {
     bool applied[MIGRATIONS_MAX + 1];
     char err[DB_ERR_MAX];

@@ -170,7 +170,7 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .reminder_id = db_get_i64(res, row, 3),
                                   .fire_at_ms = db_get_i64(res, row, 4),
                                   .attempts = (int)db_get_i64(res, row, 5),
-                                  .channel = channel_parse(PQgetvalue(res, row, 7)),
+                                  .channel = meeting_channel_parse(PQgetvalue(res, row, 7)),
                                   .target_gone = db_get_i64(res, row, 11) != 0,
                                   .expires_at_ms = db_get_i64(res, row, 16),
                                   .given = PQgetvalue(res, row, 18)[0] == 't'};
@@ -455,8 +455,8 @@ db_outbox_oldest_due(struct db *db, int64_t *ms)
 }
 
 enum db_status
-db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
-                      db_delivery_row_fn fn, void *arg)
+db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
+                     db_delivery_row_fn fn, void *arg)
 {
     char tenant[DB_I64_BUF];
     const char *params[] = {meeting_id, db_i64(tenant, tenant_id)};
@@ -464,7 +464,7 @@ db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
 
     if (!meeting_id_valid(meeting_id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_MEETING_DELIVERIES, deliveries_sql, 2, params, &res);
+    enum db_status st = db_exec(db, STMT_OUTBOX_DELIVERIES, deliveries_sql, 2, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
@@ -482,7 +482,7 @@ db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
                                 .delivered_at_ms = db_get_i64(res, row, 9)};
         if (!PQgetisnull(res, row, 3))
             copy_id(d.webhook_id, res, row, 3);
-        d.channel = channel_parse(PQgetvalue(res, row, 11));
+        d.channel = meeting_channel_parse(PQgetvalue(res, row, 11));
         d.recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12);
         strncpy(d.status, PQgetvalue(res, row, 4), sizeof d.status - 1);
         fn(arg, &d);

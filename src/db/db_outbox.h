@@ -114,7 +114,7 @@ struct db_delivery {
 typedef void (*db_delivery_row_fn)(void *arg, const struct db_delivery *d);
 /* The outbox rows of one of the tenant's live meetings, oldest first.
  * NO_RESULTS when the tenant has no such meeting. */
-enum db_status db_meeting_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
-                                     db_delivery_row_fn fn, void *arg);
+enum db_status db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
+                                    db_delivery_row_fn fn, void *arg);
 
 #endif

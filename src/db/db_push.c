@@ -38,7 +38,7 @@ static const char sub_gone_sql[] = "DELETE FROM push_subscriptions WHERE id = $1
 /* clang-format on */
 
 enum db_status
-db_vapid_key_get(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
+db_push_vapid_key_get(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k)
 {
     char t[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id)};
@@ -57,7 +57,7 @@ db_vapid_key_get(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
 }
 
 enum db_status
-db_vapid_key_put(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
+db_push_vapid_key_put(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k)
 {
     char t[DB_I64_BUF];
     const char *params[] = {db_i64(t, tenant_id), k->private_key, k->public_key};
@@ -67,7 +67,7 @@ db_vapid_key_put(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
     if (st != DB_ONE_RESULT)
         return st;
     PQclear(res);
-    st = db_vapid_key_get(db, tenant_id, k);
+    st = db_push_vapid_key_get(db, tenant_id, k);
     return st == DB_NO_RESULTS ? DB_HARD_ERROR : st;
 }
 

@@ -15,16 +15,16 @@
 #define PUSH_P256DH_TEXT_LEN 87
 #define PUSH_AUTH_TEXT_LEN 22
 
-struct db_vapid_key {
+struct db_push_vapid_key {
     char private_key[PUSH_KEY_TEXT_MAX + 1];
     char public_key[PUSH_P256DH_TEXT_LEN + 1]; /* base64url of the 65-byte point */
 };
 
 /* The tenant's key: ONE_RESULT, or NO_RESULTS when it has none yet. */
-enum db_status db_vapid_key_get(struct db *db, int64_t tenant_id, struct db_vapid_key *k);
+enum db_status db_push_vapid_key_get(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k);
 /* Stores k as the tenant's key unless it has one already; *k is then the one stored (the first
  * writer wins, so concurrent first uses agree on one key). ONE_RESULT or an error. */
-enum db_status db_vapid_key_put(struct db *db, int64_t tenant_id, struct db_vapid_key *k);
+enum db_status db_push_vapid_key_put(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k);
 
 struct db_push_subscription {
     char id[MEETING_ID_LEN + 1];

@@ -1,7 +1,9 @@
 /* db_series.h -- the statements of recurring meetings (migrations/008): the series row, the
- * occurrence reminder rows a window of occurrences asks for, overrides, the reconciler's batches
- * and the reads that show occurrences. Implemented in db_series.c; series_sync.c decides what to
- * write. tenant_id or a meeting id scopes every statement. */
+ * occurrence reminder rows a window of occurrences asks for and the reconciler's batches
+ * (db_series.c), the overrides (db_override.c) and the reads of occurrence rows
+ * (db_occurrence.c). series_sync.c decides what to write. tenant_id or a meeting id scopes every
+ * statement. The reads that show occurrences as meetings are db.h's (db_meeting_get_many_for,
+ * db_meeting_list_range). */
 #ifndef TOCSIN_DB_SERIES_H
 #define TOCSIN_DB_SERIES_H
 
@@ -13,22 +15,20 @@
 #include "meeting.h"
 #include "series.h"
 
+/* ---- the series row, its occurrence rows, the reconciler's batches (db_series.c) ---- */
+
 /* A growable list of reminder keys (a series' write can touch hundreds). */
-struct db_key_list {
+struct db_series_keys {
     size_t n, cap;
-    struct reminder_key *k; /* malloc'ed; db_key_list_fini */
+    struct reminder_key *k; /* malloc'ed; db_series_keys_fini */
 };
-void db_key_list_fini(struct db_key_list *l);
+void db_series_keys_fini(struct db_series_keys *l);
 
 /* Writes the series row of m (a series): rule, dates, reminder definitions, its last original
  * start (INT64_MAX: none, the rule never ends), and the window materialised: covered_to, and
  * extend_after, when the reconciler extends it again. */
 enum db_status db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m,
                              int64_t last_start, int64_t covered_to, int64_t extend_after);
-/* Counts a change of meeting id that its writable fields do not show (an occurrence override):
- * version + 1, updated_at = updated_at_ms. */
-enum db_status db_meeting_touch(struct db *db, int64_t tenant_id, const char *id,
-                                int64_t updated_at_ms);
 /* Removes the series row and the overrides of meeting_id (it became a single meeting). */
 enum db_status db_series_drop(struct db *db, const char *meeting_id);
 
@@ -42,28 +42,7 @@ enum db_status db_series_drop(struct db *db, const char *meeting_id);
  * meeting's row lock. */
 enum db_status db_series_sync(struct db *db, int64_t tenant_id, const char *meeting_id,
                               const struct series_rows *rows, int64_t lo, bool reconcile,
-                              struct db_key_list *gone, struct db_key_list *fresh);
-
-/* An override with the meeting it belongs to. */
-struct db_override {
-    char meeting_id[MEETING_ID_LEN + 1];
-    struct series_override ov;
-};
-struct db_override_list {
-    size_t n;
-    struct db_override *o; /* malloc'ed; sorted by meeting id, then original start */
-};
-void db_override_list_fini(struct db_override_list *l);
-/* The overrides of the meetings ids[0..n) (n <= DB_GET_MANY_MAX). */
-enum db_status db_override_list(struct db *db, const char *const *ids, size_t n,
-                                struct db_override_list *out);
-/* Writes ov for meeting_id (replacing what it had); an override that overrides nothing is
- * deleted instead. */
-enum db_status db_override_put(struct db *db, const char *meeting_id,
-                               const struct series_override *ov);
-/* Deletes the overrides of meeting_id at originals[0..n). */
-enum db_status db_override_delete(struct db *db, const char *meeting_id, const int64_t *originals,
-                                  size_t n);
+                              struct db_series_keys *gone, struct db_series_keys *fresh);
 
 /* The reconciler's share: up to max (<= DB_SERIES_BATCH_MAX) ids of live series of the shards in
  * shards whose extend_after has come (the database's clock), soonest first. Series rows of
@@ -95,13 +74,30 @@ struct db_series_extension {
 enum db_status db_series_extend(struct db *db, struct db_series_extension *ext, size_t n,
                                 size_t *written, size_t *skipped);
 
-/* Loads, for each i, the live meeting ids[i] as its reminder rids[i] shows it: out->m[at[i]] is
- * the meeting (a single one, as GET /v1/meetings/{id} shows it) or, for a reminder of a series'
- * occurrence, that occurrence (is_occurrence set; starts_at, ends_at and title with its override
- * applied; reminders: the occurrence's). Equal pairs share one entry, read once. An absent
- * meeting leaves its entry's id "". n <= DB_GET_MANY_MAX; at has n entries. */
-enum db_status db_meeting_get_many_for(struct db *db, const char *const *ids, const int64_t *rids,
-                                       size_t n, struct db_meeting_list *out, size_t *at);
+/* ---- overrides (db_override.c) ---- */
+
+/* An override with the meeting it belongs to. */
+struct db_override {
+    char meeting_id[MEETING_ID_LEN + 1];
+    struct series_override ov;
+};
+struct db_override_list {
+    size_t n;
+    struct db_override *o; /* malloc'ed; sorted by meeting id, then original start */
+};
+void db_override_list_fini(struct db_override_list *l);
+/* The overrides of the meetings ids[0..n) (n <= DB_GET_MANY_MAX). */
+enum db_status db_override_list(struct db *db, const char *const *ids, size_t n,
+                                struct db_override_list *out);
+/* Writes ov for meeting_id (replacing what it had); an override that overrides nothing is
+ * deleted instead. */
+enum db_status db_override_put(struct db *db, const char *meeting_id,
+                               const struct series_override *ov);
+/* Deletes the overrides of meeting_id at originals[0..n). */
+enum db_status db_override_delete(struct db *db, const char *meeting_id, const int64_t *originals,
+                                  size_t n);
+
+/* ---- occurrence reminder rows (db_occurrence.c) ---- */
 
 /* The reminder rows of meeting_id's occurrences at originals[0..n) (n <= DB_GET_MANY_MAX). */
 struct db_occurrence_reminder {
@@ -116,16 +112,5 @@ void db_occurrence_reminders_fini(struct db_occurrence_reminders *l);
 enum db_status db_occurrence_reminders(struct db *db, const char *meeting_id,
                                        const int64_t *originals, size_t n,
                                        struct db_occurrence_reminders *out);
-
-/* The meetings a calendar range [q->from_ms, q->to_ms) may show (GET /v1/meetings?expand=true):
- * single meetings starting in it after q's cursor position (keyset on starts_at, id), at most
- * q->limit + 1 of them, then every series that starts before the range's end and is not over
- * before its start, or has an occurrence moved into it; with q's viewer filters. More than
- * DB_EXPAND_SERIES_MAX series: NO_RESULTS (the range is too wide to expand in one request).
- * out->m holds the singles first (*n_singles of them, in order), then the series. */
-#define DB_EXPAND_SERIES_MAX 1000
-enum db_status db_meeting_list_range(struct db *db, int64_t tenant_id,
-                                     const struct db_list_query *q, struct db_meeting_list *out,
-                                     size_t *n_singles);
 
 #endif

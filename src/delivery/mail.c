@@ -9,16 +9,15 @@
 #include <string.h>
 
 #include "b64.h"
-#include "codec.h"
 #include "crypto.h"
+#include "email_addr.h"
 #include "hex.h"
 #include "strbuf.h"
 #include "timefmt.h"
 #include "tz.h"
 
-#define MAIL_LABEL_MAX 63 /* bytes of one label of a domain (RFC 1035) */
-#define LINE_MAX_B64 76   /* characters of a base64 body line (RFC 2045) */
-#define WORD_RAW_MAX 45   /* bytes per encoded-word: 60 base64 characters, 73 on its line */
+#define LINE_MAX_B64 76 /* characters of a base64 body line (RFC 2045) */
+#define WORD_RAW_MAX 45 /* bytes per encoded-word: 60 base64 characters, 73 on its line */
 /* The first word shares its line with "Subject: ", the longest name before one: 52 base64
  * characters, 73 on the line. */
 #define WORD_FIRST_RAW_MAX 39
@@ -38,52 +37,7 @@
 _Static_assert(OCCURRENCE_ID_MAX + HEX_ENCODED_LEN(MAIL_ID_DIGEST_BYTES) + 1 <= MAIL_ID_MAX,
                "MAIL_ID_MAX holds the occurrence id, a dot and the digest");
 
-/* ---- addresses and ids ----------------------------------------------------------------------- */
-
-/* A run of characters of set, then more runs, each after one dot: RFC 5322's dot-atom text. */
-static bool
-dot_atom(const char *s, size_t n, const char *set)
-{
-    size_t run = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '.' ? run == 0 : strchr(set, s[i]) == NULL)
-            return false;
-        run = s[i] == '.' ? 0 : run + 1;
-    }
-    return run > 0;
-}
-
-/* Host name labels (RFC 1123): letters, digits and inner hyphens, 1..MAIL_LABEL_MAX each. */
-static bool
-host_name(const char *s, size_t n)
-{
-    static const char ldh[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
-    size_t start = 0;
-
-    if (!dot_atom(s, n, ldh))
-        return false;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '.')
-            continue;
-        if (i - start > MAIL_LABEL_MAX || s[start] == '-' || s[i - 1] == '-')
-            return false;
-        start = i + 1;
-    }
-    return true;
-}
-
-int
-mail_address_ok(const char *s)
-{
-    static const char atext[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                "!#$%&'*+/=?^_`{|}~-";
-    size_t n = s ? strlen(s) : 0, local = s ? strcspn(s, "@") : 0;
-
-    if (n == 0 || n > MAIL_ADDRESS_MAX || local == 0 || local >= n - 1)
-        return 0;
-    return dot_atom(s, local, atext) && host_name(s + local + 1, n - local - 1);
-}
+/* ---- ids ------------------------------------------------------------------------------------ */
 
 void
 mail_message_id(const struct occurrence *o, const char *participant_id, char out[MAIL_ID_MAX])
@@ -335,7 +289,7 @@ mail_message(const struct mail_input *in, const char **why)
     struct tz_local start;
     char boundary[MAIL_ID_MAX + 16];
 
-    if (!mail_address_ok(in->address) || !mail_address_ok(in->from)) {
+    if (!email_addr_ok(in->address) || !email_addr_ok(in->from)) {
         *why = "the address cannot be written into a header";
         return NULL;
     }

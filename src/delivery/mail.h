@@ -2,7 +2,8 @@
  * multipart/mixed of a plain-text body and an .ics attachment (RFC 5545, METHOD:PUBLISH, one
  * VEVENT). Every byte that comes from input travels base64-encoded (the body, the attachment) or
  * as an RFC 2047 encoded-word (the subject and the display name), so no input can add a header
- * or break the MIME structure; the address itself must be plain atext@domain. Pure. */
+ * or break the MIME structure; the address itself must be plain atext@domain (email_addr.h).
+ * Pure. */
 #ifndef TOCSIN_MAIL_H
 #define TOCSIN_MAIL_H
 
@@ -11,7 +12,6 @@
 
 #include "meeting.h"
 
-#define MAIL_ADDRESS_MAX 254
 #define MAIL_MESSAGE_MAX (256 * 1024) /* bytes of one message, attachment included */
 
 struct mail_input {
@@ -24,11 +24,6 @@ struct mail_input {
     int64_t now_ms;             /* Date and DTSTAMP */
 };
 
-/* Whether s can go into a header as an address, and so whether the API takes
- * it: 1..MAIL_ADDRESS_MAX bytes, an RFC 5322 dot-atom of ASCII atext (no leading, trailing or
- * doubled dot), one '@', a host name (labels of letters, digits and inner hyphens, 1..63 bytes
- * each). */
-int mail_address_ok(const char *s);
 /* The message for in, with CRLF line ends, as a malloc'ed NUL-terminated string (free() it); its
  * Message-ID is stable for (occurrence, participant), so a retry is recognisably the same
  * message. NULL with a reason in why (static text) when an address is not usable, the zone is

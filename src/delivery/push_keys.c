@@ -34,7 +34,7 @@ struct push_keys {
 /* Makes a key pair and stores it unless another request stored one first: *k is then the pair
  * that is stored. */
 static enum db_status
-make(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
+make(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k)
 {
     struct webpush_vapid *v = webpush_vapid_generate();
     char priv[WEBPUSH_VAPID_PRIVATE_TEXT_LEN + 1];
@@ -50,14 +50,14 @@ make(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
         db_note_error(db, "tenant %lld: cannot make a VAPID key pair", (long long)tenant_id);
         return DB_HARD_ERROR;
     }
-    return db_vapid_key_put(db, tenant_id, k);
+    return db_push_vapid_key_put(db, tenant_id, k);
 }
 
 /* The tenant's key pair as stored (made first when it has none). */
 static enum db_status
-stored(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
+stored(struct db *db, int64_t tenant_id, struct db_push_vapid_key *k)
 {
-    enum db_status st = db_vapid_key_get(db, tenant_id, k);
+    enum db_status st = db_push_vapid_key_get(db, tenant_id, k);
 
     return st == DB_NO_RESULTS ? make(db, tenant_id, k) : st;
 }
@@ -65,7 +65,7 @@ stored(struct db *db, int64_t tenant_id, struct db_vapid_key *k)
 enum db_status
 push_keys_public(struct db *db, int64_t tenant_id, char out[WEBPUSH_VAPID_PUBLIC_TEXT_LEN + 1])
 {
-    struct db_vapid_key k;
+    struct db_push_vapid_key k;
     enum db_status st = stored(db, tenant_id, &k);
 
     if (st == DB_ONE_RESULT)
@@ -110,7 +110,7 @@ entry_get(struct push_keys *k, struct db *db, int64_t tenant_id, struct entry **
         if (e->used < lru->used)
             lru = e;
     }
-    struct db_vapid_key stored_key;
+    struct db_push_vapid_key stored_key;
     struct webpush_vapid *v = NULL;
     enum db_status st = stored(db, tenant_id, &stored_key);
     if (st == DB_ONE_RESULT &&

@@ -15,7 +15,7 @@ _Static_assert(WEBHOOK_SECRET_LEN == 6 + B64_ENCODED_LEN(WEBHOOK_SECRET_BYTES), 
 _Static_assert(WEBHOOK_SIGNATURE_LEN == 3 + B64_ENCODED_LEN(CRYPTO_SHA256_LEN), "signature length");
 
 int
-webhook_secret_new(char out[WEBHOOK_SECRET_LEN + 1])
+webhook_sign_secret_new(char out[WEBHOOK_SECRET_LEN + 1])
 {
     uint8_t rnd[WEBHOOK_SECRET_BYTES];
 

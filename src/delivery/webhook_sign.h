@@ -15,7 +15,7 @@
 #define WEBHOOK_ID_MAX 64 /* a webhook-id this long, NUL included, always fits webhook_sign */
 
 /* A new secret into out (WEBHOOK_SECRET_LEN + 1 bytes). 0, or -1 when the random source fails. */
-int webhook_secret_new(char out[WEBHOOK_SECRET_LEN + 1]);
+int webhook_sign_secret_new(char out[WEBHOOK_SECRET_LEN + 1]);
 /* The signature of (id, timestamp, body) under secret into out (WEBHOOK_SIGNATURE_LEN + 1 bytes).
  * 0, or -1 when secret is not "whsec_" + the canonical padded base64 of 1..WEBHOOK_KEY_MAX
  * bytes (b64_decode), id is too long for its buffer, or the MAC fails. */

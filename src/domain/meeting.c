@@ -113,7 +113,7 @@ meeting_id_valid(const char *s)
 }
 
 const char *
-reminder_status_name(enum reminder_status s)
+meeting_reminder_status_name(enum reminder_status s)
 {
     if ((size_t)s >= STATUS_COUNT)
         return "unknown";
@@ -121,7 +121,7 @@ reminder_status_name(enum reminder_status s)
 }
 
 int
-reminder_status_parse(const char *s, enum reminder_status *out)
+meeting_reminder_status_parse(const char *s, enum reminder_status *out)
 {
     for (size_t i = 0; i < STATUS_COUNT; i++) {
         if (strcmp(s, status_names[i]) == 0) {
@@ -135,26 +135,26 @@ reminder_status_parse(const char *s, enum reminder_status *out)
 static const char *const channel_names[CHANNEL_COUNT] = {"webhook", "stream", "push", "email"};
 
 unsigned
-channel_at(unsigned i)
+meeting_channel_at(unsigned i)
 {
     return i < CHANNEL_COUNT ? 1u << i : 0;
 }
 
 const char *
-channel_name(unsigned channel)
+meeting_channel_name(unsigned channel)
 {
     for (unsigned i = 0; i < CHANNEL_COUNT; i++)
-        if (channel == channel_at(i))
+        if (channel == meeting_channel_at(i))
             return channel_names[i];
     return NULL;
 }
 
 unsigned
-channel_parse(const char *name)
+meeting_channel_parse(const char *name)
 {
     for (unsigned i = 0; i < CHANNEL_COUNT; i++)
         if (strcmp(name, channel_names[i]) == 0)
-            return channel_at(i);
+            return meeting_channel_at(i);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* meeting.h -- the domain: a meeting, its reminders, their limits and fire-time rules.
- * Pure (but meeting_new_id's random bytes): no I/O and no library types. codec.c fills these
- * structs from JSON, db*.c from rows. */
+ * Pure (but meeting_new_id's random bytes): no I/O and no library types. codec_meeting.c fills
+ * these structs from JSON, db*.c from rows. */
 #ifndef TOCSIN_MEETING_H
 #define TOCSIN_MEETING_H
 
@@ -135,14 +135,18 @@ int meeting_new_id(char out[MEETING_ID_LEN + 1]);
 bool meeting_id_valid(const char *s);
 
 /* "webhook" | "stream" | "push" | "email" for one bit (NULL for anything else); and back
- * (returns 0 for an unknown name). channel_at(i), i < CHANNEL_COUNT, is the i-th bit in that
- * order. */
-const char *channel_name(unsigned channel);
-unsigned channel_parse(const char *name);
-unsigned channel_at(unsigned i);
+ * (returns 0 for an unknown name). meeting_channel_at(i), i < CHANNEL_COUNT, is the i-th bit in
+ * that order. These are the domain's names of a reminder's channels; channel.c is the delivery
+ * that sends on them. */
+const char *meeting_channel_name(unsigned channel);
+unsigned meeting_channel_parse(const char *name);
+unsigned meeting_channel_at(unsigned i);
+/* Transitional, for deliver.c only, which is being split on another branch and still calls the
+ * old name: once its parts call meeting_channel_name, this line goes. */
+#define channel_name(channel) meeting_channel_name(channel)
 
 /* "pending" | "fired" | "missed" | "cancelled"; and back (returns -1 for unknown text). */
-const char *reminder_status_name(enum reminder_status s);
-int reminder_status_parse(const char *s, enum reminder_status *out);
+const char *meeting_reminder_status_name(enum reminder_status s);
+int meeting_reminder_status_parse(const char *s, enum reminder_status *out);
 
 #endif

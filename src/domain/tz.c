@@ -32,8 +32,8 @@ static struct zone *zones[TZ_ZONES_MAX];                  /* sorted by name */
 static size_t n_zones;
 static const struct tzfile utc_zone; /* no transitions, offset 0 */
 
-/* The names tz_known (and so codec.c) takes: the shape leaves no way out of the directory, and
- * the host's own setting and the posix/ and right/ copies are refused. */
+/* The names tz_known (and so codec_meeting.c) takes: the shape leaves no way out of the directory,
+ * and the host's own setting and the posix/ and right/ copies are refused. */
 static bool
 name_ok(const char *s)
 {

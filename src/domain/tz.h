@@ -20,7 +20,7 @@ struct tz_wall {
 };
 
 /* utc_ms as wall-clock time in zone (NULL or "" = UTC) into *out. 0, or -1 for an unknown zone
- * (one that codec.c would refuse, or whose file is missing or unreadable). */
+ * (one that codec_meeting.c would refuse, or whose file is missing or unreadable). */
 int tz_local(const char *zone, int64_t utc_ms, struct tz_local *out);
 /* Whether name is a zone tocsin can use: segments of [A-Za-z0-9_+-] joined by '/' (so no name
  * leaves the zoneinfo directory), at most 64 bytes, not the host's own setting (localtime,

@@ -212,7 +212,7 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
             metrics_observe_lateness_ms(it->lateness_ms);
         }
         LOG_DEBUG("dispatch: reminder %lld %s, %lld ms late", (long long)it->reminder_id,
-                  reminder_status_name(it->status), (long long)it->lateness_ms);
+                  meeting_reminder_status_name(it->status), (long long)it->lateness_ms);
     }
     metrics_add(METRIC_FIRED, fired);
     metrics_add(METRIC_MISSED, d->res.n - fired);
@@ -245,8 +245,8 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n, char why[D
     /* Asked per attempt: a worker whose lease lapsed meanwhile has a new name. */
     if (d->owner_for == NULL || d->owner_for(d->on_fired_arg, d->owner, sizeof d->owner) != 0)
         d->owner[0] = '\0';
-    enum db_status st = db_reminder_fire_batch(d->db, k, n, d->missed_grace_ms, d->email,
-                                               d->owner[0] != '\0' ? d->owner : NULL, &d->res);
+    enum db_status st = db_fire_batch(d->db, k, n, d->missed_grace_ms, d->email,
+                                      d->owner[0] != '\0' ? d->owner : NULL, &d->res);
     if (st == DB_HARD_ERROR || st == DB_SOFT_ERROR)
         snprintf(why, DB_ERR_MAX, "%s", db_errmsg(d->db));
     return st;

@@ -18,7 +18,7 @@ struct engine {
     struct members *members;
     struct dispatch *dispatch;
     struct recon *recon;
-    struct sched *sched;
+    struct scheduler *sched;
     struct expiry *expiry;
     struct retention *retention;
     const struct engine_hooks *hooks;
@@ -44,7 +44,7 @@ on_reshard(void *arg)
     struct engine *e = arg;
 
     recon_kick(e->recon);
-    sched_reshard(e->sched);
+    scheduler_reshard(e->sched);
 }
 
 static void
@@ -76,13 +76,13 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if ((e->dispatch = dispatch_start(&dopt)) == NULL)
         goto fail;
     struct recon_opts ropt = {
-        cfg->database_url, mo,         cfg->recon_interval_ms, cfg->recon_full_interval_ms,
-        e->dispatch,       e->members, series_params_of(cfg),  cfg->instance_id};
+        cfg->database_url, mo,         cfg->recon_interval_ms,     cfg->recon_full_interval_ms,
+        e->dispatch,       e->members, series_sync_params_of(cfg), cfg->instance_id};
     if ((e->recon = recon_start(&ropt)) == NULL)
         goto fail;
-    struct sched_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,
-                              e->dispatch, e->members};
-    if ((e->sched = sched_start(&sopt)) == NULL)
+    struct scheduler_opts sopt = {cfg->database_url, cfg->sched_window_ms, cfg->sched_poll_ms,
+                                  e->dispatch, e->members};
+    if ((e->sched = scheduler_start(&sopt)) == NULL)
         goto fail;
     struct expiry_opts eopt = {mo,
                                cfg->instance_id,
@@ -114,7 +114,7 @@ void
 engine_reminders_changed(struct engine *e, const struct reminder_key *k, size_t n)
 {
     if (e != NULL)
-        sched_note(e->sched, k, n);
+        scheduler_note(e->sched, k, n);
 }
 
 void
@@ -131,7 +131,7 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     if (e == NULL)
         return;
     out->dispatch_queue = e->dispatch ? dispatch_depth(e->dispatch) : 0;
-    out->sched_held = sched_size(e->sched);
+    out->sched_held = scheduler_size(e->sched);
     out->subscribed = expiry_connected(e->expiry);
     out->notify = expiry_notify_state(e->expiry);
     out->redis_up = recon_redis_up(e->recon);
@@ -150,7 +150,7 @@ engine_stop(struct engine *e)
     retention_stop(e->retention);
     members_leave(e->members);
     expiry_stop(e->expiry);
-    sched_stop(e->sched);
+    scheduler_stop(e->sched);
     recon_stop(e->recon);
     dispatch_stop(e->dispatch);
     members_free(e->members);

@@ -64,7 +64,7 @@ beat(struct members *m)
         m->db_down = true;
         return;
     }
-    if (db_member_beat(m->db, m->instance_id, MEMBERS_TTL_MS, take_member, m) != DB_ONE_RESULT) {
+    if (db_members_beat(m->db, m->instance_id, MEMBERS_TTL_MS, take_member, m) != DB_ONE_RESULT) {
         forget_names(m);
         if (!m->db_down)
             LOG_WARN("members: heartbeat failed, keeping the shards as they were: %s",
@@ -108,7 +108,7 @@ members_thread(void *arg)
             ;
     }
     pthread_mutex_unlock(&m->mu);
-    if (m->db != NULL && db_member_leave(m->db, m->instance_id) != DB_ONE_RESULT)
+    if (m->db != NULL && db_members_leave(m->db, m->instance_id) != DB_ONE_RESULT)
         LOG_WARN("members: could not leave; the others take the shards after %d ms",
                  MEMBERS_TTL_MS);
     return NULL;

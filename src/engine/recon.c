@@ -63,7 +63,7 @@ struct recon {
     bool redis_down;
     bool db_down;
     int64_t clock_sampled_ms; /* monotonic: the last dbclock sample (0: none yet) */
-    struct series_params series;
+    struct series_sync_params series;
     int64_t series_next_ms; /* monotonic: when series windows are looked at next */
     int64_t swept_ms;       /* monotonic: the last sweep */
 };

@@ -34,12 +34,13 @@
 struct recon_opts {
     const char *database_url;
     struct mirror_opts mirror;
-    int64_t interval_ms;         /* short pass (newly in the horizon) and overdue sweep period */
-    int64_t full_interval_ms;    /* from the end of a full pass to the next; 0 = interval_ms */
-    struct dispatch *dispatch;   /* borrowed, for the overdue sweep; NULL = no sweep */
-    struct members *members;     /* the shards to repair and sweep; NULL = all (borrowed) */
-    struct series_params series; /* recurring meetings' windows, extended for the same shards */
-    const char *instance_id;     /* names its Redis marker key (NULL: "recon") */
+    int64_t interval_ms;       /* short pass (newly in the horizon) and overdue sweep period */
+    int64_t full_interval_ms;  /* from the end of a full pass to the next; 0 = interval_ms */
+    struct dispatch *dispatch; /* borrowed, for the overdue sweep; NULL = no sweep */
+    struct members *members;   /* the shards to repair and sweep; NULL = all (borrowed) */
+    struct series_sync_params
+        series;              /* recurring meetings' windows, extended for the same shards */
+    const char *instance_id; /* names its Redis marker key (NULL: "recon") */
 };
 
 struct recon;

@@ -1,8 +1,9 @@
 /* scheduler.c -- the precision scheduler of scheduler.h. The thread sleeps on a condition variable
- * until the earliest held occurrence is due (plus SCHED_SLACK_MS), a poll is owed, or sched_note
- * brings news. Polls read only the part of the window not read yet (keyset on (fire_at, id)); every
- * SCHED_FULL_READ_MS a full read of the window also picks up what other replicas created or moved
- * inside it, and what is overdue. The timerheap's dedupe set makes the repeated reads harmless. */
+ * until the earliest held occurrence is due (plus SCHED_SLACK_MS), a poll is owed, or
+ * scheduler_note brings news. Polls read only the part of the window not read yet (keyset on
+ * (fire_at, id)); every SCHED_FULL_READ_MS a full read of the window also picks up what other
+ * replicas created or moved inside it, and what is overdue. The timerheap's dedupe set makes the
+ * repeated reads harmless. */
 #include "scheduler.h"
 
 #include <errno.h>
@@ -23,10 +24,11 @@
 #include "timefmt.h"
 #include "timerheap.h"
 
-struct sched {
+struct scheduler {
     pthread_t thread;
     pthread_mutex_t mu; /* guards stop, inbox, n_inbox, inbox_lost */
-    pthread_cond_t cv;  /* signalled by sched_note, sched_reshard, sched_stop; CLOCK_MONOTONIC */
+    pthread_cond_t
+        cv; /* signalled by scheduler_note, scheduler_reshard, scheduler_stop; CLOCK_MONOTONIC */
     bool stop;
     struct reminder_key inbox[SCHED_INBOX_MAX];
     size_t n_inbox;
@@ -54,7 +56,7 @@ struct sched {
 
 /* Adds one page of rows to the heap; returns -1 when the heap is full. */
 static int
-hold(struct sched *s, const struct reminder_key *k, size_t n)
+hold(struct scheduler *s, const struct reminder_key *k, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (timerheap_add(&s->h, &k[i]) < 0)
@@ -66,7 +68,7 @@ hold(struct sched *s, const struct reminder_key *k, size_t n)
  * read that starts there or before to find room. Said once when that starts, as an outage is:
  * under sustained overload every poll stops here. */
 static void
-heap_full(struct sched *s, int64_t at, int64_t id)
+heap_full(struct scheduler *s, int64_t at, int64_t id)
 {
     if (s->full_reads++ == 0 || at < s->full_at || (at == s->full_at && id < s->full_id)) {
         s->full_at = at;
@@ -83,7 +85,7 @@ heap_full(struct sched *s, int64_t at, int64_t id)
 /* A read from (at, id) went through to its end: when it started where the heap was found full,
  * or before, the overload is over. */
 static void
-heap_room(struct sched *s, int64_t at, int64_t id)
+heap_room(struct scheduler *s, int64_t at, int64_t id)
 {
     if (s->full_reads == 0 || at > s->full_at || (at == s->full_at && id > s->full_id))
         return;
@@ -93,7 +95,7 @@ heap_room(struct sched *s, int64_t at, int64_t id)
 }
 
 static bool
-db_ready(struct sched *s)
+db_ready(struct scheduler *s)
 {
     char err[DB_ERR_MAX];
 
@@ -113,7 +115,7 @@ db_ready(struct sched *s)
  * starting points let each replica claim whole batches of its own instead of all of them fighting
  * over the same ones, so the fire statements stay full and the burst is shared. */
 static void
-submit_rotated(struct sched *s, size_t n)
+submit_rotated(struct scheduler *s, size_t n)
 {
     size_t batches = (n + DISPATCH_BATCH_MAX - 1) / DISPATCH_BATCH_MAX;
     size_t first = batches > 1 ? (size_t)rand_r(&s->seed) % batches : 0;
@@ -127,7 +129,7 @@ submit_rotated(struct sched *s, size_t n)
 
 /* Hands every occurrence due by now to dispatch, SCHED_HANDOUT_MAX at a time. */
 static void
-hand_out_due(struct sched *s, int64_t now)
+hand_out_due(struct scheduler *s, int64_t now)
 {
     const struct reminder_key *top;
     size_t n = 0;
@@ -147,7 +149,7 @@ hand_out_due(struct sched *s, int64_t now)
  * page. Returns 0 when everything up to until was read, -1 on a database error or a full heap
  * (the position then stays where the last complete page ended). */
 static int
-read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
+read_window(struct scheduler *s, int64_t at, int64_t id, int64_t until)
 {
     struct shard_set owned;
     int64_t from_at = at, from_id = id;
@@ -187,7 +189,7 @@ read_window(struct sched *s, int64_t at, int64_t id, int64_t until)
 }
 
 static void
-poll_db(struct sched *s, bool full)
+poll_db(struct scheduler *s, bool full)
 {
     int64_t until = dbclock_now_ms() + s->window_ms;
 
@@ -212,10 +214,10 @@ poll_db(struct sched *s, bool full)
     }
 }
 
-/* Takes what sched_note brought; returns true when a full read is owed (the inbox overflowed, the
- * heap was full, or sched_reshard asked for one). */
+/* Takes what scheduler_note brought; returns true when a full read is owed (the inbox overflowed,
+ * the heap was full, or scheduler_reshard asked for one). */
 static bool
-take_news(struct sched *s)
+take_news(struct scheduler *s)
 {
     size_t n;
     bool lost;
@@ -236,7 +238,7 @@ take_news(struct sched *s)
 
 /* Waits until the next due occurrence, the next poll, news or stop. Returns false on stop. */
 static bool
-wait_next(struct sched *s)
+wait_next(struct scheduler *s)
 {
     const struct reminder_key *top = timerheap_peek(&s->h);
     int64_t mono = timefmt_mono_ms(), until = s->next_poll_ms;
@@ -261,7 +263,7 @@ wait_next(struct sched *s)
 static void *
 scheduler_thread(void *arg)
 {
-    struct sched *s = arg;
+    struct scheduler *s = arg;
 
     thread_set_name("tocsin-sched");
 
@@ -284,7 +286,7 @@ scheduler_thread(void *arg)
 }
 
 static void
-destroy(struct sched *s)
+destroy(struct scheduler *s)
 {
     db_close(s->db);
     timerheap_fini(&s->h);
@@ -294,10 +296,10 @@ destroy(struct sched *s)
     free(s);
 }
 
-struct sched *
-sched_start(const struct sched_opts *opts)
+struct scheduler *
+scheduler_start(const struct scheduler_opts *opts)
 {
-    struct sched *s = calloc(1, sizeof *s);
+    struct scheduler *s = calloc(1, sizeof *s);
 
     if (s == NULL)
         return NULL;
@@ -323,7 +325,7 @@ sched_start(const struct sched_opts *opts)
 }
 
 void
-sched_note(struct sched *s, const struct reminder_key *k, size_t n)
+scheduler_note(struct scheduler *s, const struct reminder_key *k, size_t n)
 {
     if (s == NULL || n == 0)
         return;
@@ -340,7 +342,7 @@ sched_note(struct sched *s, const struct reminder_key *k, size_t n)
 }
 
 void
-sched_reshard(struct sched *s)
+scheduler_reshard(struct scheduler *s)
 {
     if (s == NULL)
         return;
@@ -351,13 +353,13 @@ sched_reshard(struct sched *s)
 }
 
 size_t
-sched_size(struct sched *s)
+scheduler_size(struct scheduler *s)
 {
     return s == NULL ? 0 : atomic_load(&s->size);
 }
 
 void
-sched_stop(struct sched *s)
+scheduler_stop(struct scheduler *s)
 {
     if (s == NULL)
         return;

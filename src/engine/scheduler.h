@@ -15,13 +15,13 @@
 #include "meeting.h"
 
 #define SCHED_HEAP_MAX 131072   /* occurrences held at once (13 MiB); beyond, they wait a poll */
-#define SCHED_INBOX_MAX 4096    /* occurrences noted by sched_note between two wake-ups */
+#define SCHED_INBOX_MAX 4096    /* occurrences noted by scheduler_note between two wake-ups */
 #define SCHED_FULL_READ_MS 5000 /* period of a full re-read of the window (others' changes) */
 #define SCHED_FORGET_MS 30000   /* a handed-out occurrence is not handed out again for this long */
 #define SCHED_SLACK_MS 1        /* handed out this long after its due millisecond, never before */
 #define SCHED_HANDOUT_MAX 65536 /* occurrences handed out in one rotation (1 MiB) */
 
-struct sched_opts {
+struct scheduler_opts {
     const char *database_url;
     int64_t window_ms;         /* load what is due within now + window_ms */
     int64_t poll_ms;           /* how often the window is extended from the database */
@@ -29,21 +29,21 @@ struct sched_opts {
     struct members *members;   /* which shards to read; NULL: all (borrowed, outlives it) */
 };
 
-struct sched;
+struct scheduler;
 
 /* Starts the thread; the database is connected lazily (down now is not an error). opts strings
  * are copied. NULL when out of memory or the thread cannot start. */
-struct sched *sched_start(const struct sched_opts *opts);
+struct scheduler *scheduler_start(const struct scheduler_opts *opts);
 /* Tells the scheduler about occurrences just written (created or moved) so that one due inside
  * the window already loaded is not left for the next full read. Thread-safe, never blocks for
  * long; occurrences beyond the window are ignored (a poll loads them). Accepts a NULL s. */
-void sched_note(struct sched *s, const struct reminder_key *k, size_t n);
+void scheduler_note(struct scheduler *s, const struct reminder_key *k, size_t n);
 /* The owned shards changed: the window is read again in full (newly owned shards included, their
  * overdue occurrences too). Thread-safe. Accepts NULL. */
-void sched_reshard(struct sched *s);
+void scheduler_reshard(struct scheduler *s);
 /* Occurrences currently held (for /metrics). Thread-safe. */
-size_t sched_size(struct sched *s);
+size_t scheduler_size(struct scheduler *s);
 /* Stops the thread and frees s. Held occurrences stay pending in PostgreSQL. Accepts NULL. */
-void sched_stop(struct sched *s);
+void scheduler_stop(struct scheduler *s);
 
 #endif

@@ -12,15 +12,15 @@
 
 #define EXPAND_RETRY_MS 3600000LL
 
-struct series_params
-series_params_of(const struct config *cfg)
+struct series_sync_params
+series_sync_params_of(const struct config *cfg)
 {
-    return (struct series_params){cfg->series_window_ms, cfg->mirror_horizon_ms,
-                                  cfg->missed_grace_ms};
+    return (struct series_sync_params){cfg->series_window_ms, cfg->mirror_horizon_ms,
+                                       cfg->missed_grace_ms};
 }
 
 void
-series_dropped_fini(struct series_dropped *d)
+series_sync_dropped_fini(struct series_sync_dropped *d)
 {
     if (d == NULL)
         return;
@@ -74,7 +74,7 @@ last_start(const struct meeting *m)
  * must not delete what a client wrote. */
 static enum db_status
 keep_overrides(struct db *db, const struct meeting *m, struct db_override_list *l,
-               struct series_dropped *dropped)
+               struct series_sync_dropped *dropped)
 {
     int64_t *gone = calloc(l->n ? l->n : 1, sizeof *gone), t = INT64_MIN;
     size_t n_gone = 0, kept = 0;
@@ -126,8 +126,8 @@ override_array(const struct db_override_list *l)
 
 enum db_status
 series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m, bool was_series,
-                  const struct series_params *p, int64_t now, struct db_key_list *gone,
-                  struct db_key_list *fresh, struct series_dropped *dropped)
+                  const struct series_sync_params *p, int64_t now, struct db_series_keys *gone,
+                  struct db_series_keys *fresh, struct series_sync_dropped *dropped)
 {
     struct series_rows rows = {0};
     struct db_override_list l = {0};
@@ -188,7 +188,7 @@ overrides_of(const struct db_override_list *l, const char *id, struct series_ove
 /* Builds the extension of one due series. */
 static void
 build_extension(const struct db_series_due *d, const struct meeting *m,
-                const struct series_override *ov, size_t n_ov, const struct series_params *p,
+                const struct series_override *ov, size_t n_ov, const struct series_sync_params *p,
                 int64_t now, struct db_series_extension *e)
 {
     int64_t window = series_window_ms(m, p->window_ms, p->horizon_ms);
@@ -219,8 +219,8 @@ find_meeting(const struct db_meeting_list *l, const char *id)
 }
 
 enum db_status
-series_sync_extend(struct db *db, const struct shard_set *shards, const struct series_params *p,
-                   int64_t now, size_t *seen, size_t *rows)
+series_sync_extend(struct db *db, const struct shard_set *shards,
+                   const struct series_sync_params *p, int64_t now, size_t *seen, size_t *rows)
 {
     struct db_series_due due[DB_SERIES_BATCH_MAX];
     struct db_series_extension ext[DB_SERIES_BATCH_MAX];

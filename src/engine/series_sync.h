@@ -21,19 +21,19 @@
 #include "meeting.h"
 
 /* The settings a series' window follows. */
-struct series_params {
+struct series_sync_params {
     int64_t window_ms;  /* TOCSIN_SERIES_WINDOW_S: occurrences materialised ahead */
     int64_t horizon_ms; /* TOCSIN_MIRROR_HORIZON_S */
     int64_t grace_ms;   /* TOCSIN_MISSED_GRACE_MS: how far back a write reaches */
 };
-struct series_params series_params_of(const struct config *cfg);
+struct series_sync_params series_sync_params_of(const struct config *cfg);
 
 /* Original starts of overrides a series change dropped (their occurrence is gone). */
-struct series_dropped {
+struct series_sync_dropped {
     size_t n;
-    int64_t *at; /* malloc'ed; series_dropped_fini */
+    int64_t *at; /* malloc'ed; series_sync_dropped_fini */
 };
-void series_dropped_fini(struct series_dropped *d);
+void series_sync_dropped_fini(struct series_sync_dropped *d);
 
 /* After m's meeting row was written, in the same transaction (which holds its row lock): for a
  * series, drops the overrides whose occurrence no longer exists (appended to dropped, which may
@@ -42,15 +42,15 @@ void series_dropped_fini(struct series_dropped *d);
  * pending rows. Keys of pending rows that went away are appended to gone, new or moved ones to
  * fresh. */
 enum db_status series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m,
-                                 bool was_series, const struct series_params *p, int64_t now,
-                                 struct db_key_list *gone, struct db_key_list *fresh,
-                                 struct series_dropped *dropped);
+                                 bool was_series, const struct series_sync_params *p, int64_t now,
+                                 struct db_series_keys *gone, struct db_series_keys *fresh,
+                                 struct series_sync_dropped *dropped);
 
 /* The reconciler's step: extends the windows of up to DB_SERIES_BATCH_MAX series of the shards
  * in shards (NULL: all) that are due. *seen: series looked at (fewer than DB_SERIES_BATCH_MAX:
  * nothing more is due now); *rows: rows written. */
 enum db_status series_sync_extend(struct db *db, const struct shard_set *shards,
-                                  const struct series_params *p, int64_t now, size_t *seen,
+                                  const struct series_sync_params *p, int64_t now, size_t *seen,
                                   size_t *rows);
 
 #endif

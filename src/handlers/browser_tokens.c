@@ -34,7 +34,7 @@ mint(struct request *rq, const struct codec_token_request *req, unsigned scopes)
     struct db_signing_key k;
     struct jwt_claims c = {.scopes = scopes, .n_mtg = req->n_mtg};
     char expires[TIMEFMT_BUF];
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
 
     if (db == NULL || newest_key(db, rq->tenant_id, &k) != DB_ONE_RESULT)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);

@@ -52,7 +52,7 @@ type_matches(const char *h, const char *want)
 int
 handler_require_type(struct request *rq, const char *want, int *ret)
 {
-    const char *h = http_header(rq, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *h = http_request_header(rq, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (h != NULL && strlen(h) <= CONTENT_TYPE_MAX && type_matches(h, want))
         return 0;
     *ret = http_reply_problem(rq, API_E_UNSUPPORTED_MEDIA_TYPE,
@@ -110,7 +110,7 @@ handler_json_body(struct request *rq, int *ret)
 struct db *
 handler_db(struct request *rq, int *ret)
 {
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
 
     if (db == NULL)
         *ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
@@ -157,7 +157,7 @@ handler_meeting_body(const struct meeting *m, char **body, char etag[HTTP_ETAG_M
     json_decref(v);
     if (*body == NULL)
         return -1;
-    http_etag(*body, strlen(*body), etag);
+    http_reply_etag(*body, strlen(*body), etag);
     return 0;
 }
 
@@ -197,7 +197,7 @@ int
 handler_meeting_visible(struct request *rq, const struct meeting *m, int *ret)
 {
     if (!rq->who.browser ||
-        (http_meeting_allowed(rq, m->id) && codec_meeting_has_person(m, rq->who.sub)))
+        (http_auth_meeting_allowed(rq, m->id) && codec_people_in_meeting(m, rq->who.sub)))
         return 0;
     *ret = http_reply_problem(rq, API_E_MEETING_NOT_FOUND, NULL);
     return -1;

@@ -63,13 +63,13 @@ int handler_meeting_organized(struct request *rq, const struct meeting *m, int *
  * state (is_patch: doc is a merge patch; else the full input document), writes it and replies. */
 int handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch);
 
-/* ---- recurring meetings (series_handler.c) ---- */
-struct db_key_list;
+/* ---- recurring meetings (handler_series.c) ---- */
+struct db_series_keys;
 /* After a commit that wrote a series' occurrence rows: deletes the keys in gone, arms fresh
  * (those within the mirror horizon) and tells the engine. Redis failures are handled as in
  * handler_mirror_sync. Either may be NULL. */
-void handler_series_keys(struct request *rq, const struct db_key_list *gone,
-                         const struct db_key_list *fresh);
+void handler_series_keys(struct request *rq, const struct db_series_keys *gone,
+                         const struct db_series_keys *fresh);
 /* A new series (or a single meeting made one), or a series whose rule, dates, start or zone
  * changed, must have an occurrence in the next SERIES_UPCOMING_YEARS: false with errs set to that
  * one field error otherwise. cur is the meeting before the change (NULL for a new one). */

@@ -22,11 +22,11 @@ handle_healthz(struct request *rq)
 static const char *
 check_postgres(struct request *rq, const char **migrations)
 {
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
     *migrations = "unknown";
     if (db == NULL || db_ping(db) != 0)
         return "down";
-    *migrations = db_migrations_current(db) == 0 ? "ok" : "pending";
+    *migrations = db_migrate_current(db) == 0 ? "ok" : "pending";
     return "ok";
 }
 

@@ -57,7 +57,7 @@ conditional_tx_run(struct db *db, void *arg)
     free(body);
     if (st != DB_ONE_RESULT)
         return st;
-    if (!http_etag_matches(t->if_match, etag, 0)) {
+    if (!http_reply_etag_matches(t->if_match, etag, 0)) {
         t->mismatch = true;
         return DB_NO_RESULTS;
     }
@@ -74,11 +74,11 @@ handle_meeting_delete(struct request *rq)
 
     if (handler_no_query(rq, &ret) != 0 || (t.id = handler_meeting_id(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     if (may_delete(rq, db, t.id, &ret) != 0)
         return ret;
-    t.if_match = http_header(rq, MHD_HTTP_HEADER_IF_MATCH);
+    t.if_match = http_request_header(rq, MHD_HTTP_HEADER_IF_MATCH);
     if (t.if_match != NULL)
         st = db_tx_run(db, conditional_tx_run, &t);
     else

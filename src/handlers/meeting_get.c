@@ -18,7 +18,7 @@ handle_meeting_get(struct request *rq)
 
     if (handler_no_query(rq, &ret) != 0 || (id = handler_meeting_id(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     meeting_init(&m);
     enum db_status st = db_meeting_get(db, rq->tenant_id, id, &m, false);
@@ -29,9 +29,9 @@ handle_meeting_get(struct request *rq)
     } else if (handler_meeting_body(&m, &body, etag) != 0) {
         ret = http_reply_problem(rq, API_E_INTERNAL, NULL);
     } else {
-        const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
+        const char *inm = http_request_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
         struct http_reply_meta meta = {etag, NULL, NULL, NULL};
-        if (inm != NULL && http_etag_matches(inm, etag, 1))
+        if (inm != NULL && http_reply_etag_matches(inm, etag, 1))
             ret = http_reply_not_modified(rq, &meta);
         else
             ret = http_reply_raw(rq, MHD_HTTP_OK, body, strlen(body), NULL, &meta);

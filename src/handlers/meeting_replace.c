@@ -40,9 +40,9 @@ struct replace_tx {
     enum replace_outcome outcome;
     bool unchanged; /* next equals cur: nothing written */
     /* A series (before or after): its occurrence rows' keys and the overrides it dropped. */
-    struct series_params series;
-    struct db_key_list series_gone, series_fresh;
-    struct series_dropped dropped;
+    struct series_sync_params series;
+    struct db_series_keys series_gone, series_fresh;
+    struct series_sync_dropped dropped;
 };
 
 static void
@@ -56,7 +56,7 @@ replace_reset(struct replace_tx *t)
     t->gone.n = 0;
     t->unchanged = false;
     t->series_gone.n = t->series_fresh.n = 0;
-    series_dropped_fini(&t->dropped);
+    series_sync_dropped_fini(&t->dropped);
 }
 
 /* Whether next's writable fields, in their canonical input form, are cur's. */
@@ -145,8 +145,8 @@ replace_tx_run(struct db *db, void *arg)
     if (st != DB_ONE_RESULT)
         return st;
     if (t->rq->who.browser) {
-        if (!http_meeting_allowed(t->rq, t->cur.id) ||
-            !codec_meeting_has_person(&t->cur, t->rq->who.sub)) {
+        if (!http_auth_meeting_allowed(t->rq, t->cur.id) ||
+            !codec_people_in_meeting(&t->cur, t->rq->who.sub)) {
             t->outcome = REPLACE_NOT_FOUND;
             return DB_NO_RESULTS;
         }
@@ -158,7 +158,7 @@ replace_tx_run(struct db *db, void *arg)
     if (t->if_match != NULL) {
         if ((st = handler_meeting_body_st(db, &t->cur, &t->body, t->etag)) != DB_ONE_RESULT)
             return st;
-        if (!http_etag_matches(t->if_match, t->etag, 0)) {
+        if (!http_reply_etag_matches(t->if_match, t->etag, 0)) {
             t->outcome = REPLACE_PRECONDITION;
             return DB_NO_RESULTS;
         }
@@ -178,7 +178,7 @@ replace_tx_run(struct db *db, void *arg)
 /* A series' PUT or PATCH answer adds "overrides_dropped": the original starts of the overrides
  * the change removed because their occurrence is gone. The ETag stays the meeting's (GET's). */
 static char *
-with_dropped(const char *body, const struct series_dropped *d)
+with_dropped(const char *body, const struct series_sync_dropped *d)
 {
     json_t *v = json_loads(body, 0, NULL), *list = json_array();
     char *out = NULL;
@@ -238,18 +238,18 @@ handler_meeting_replace(struct request *rq, const json_t *doc, bool is_patch)
                            .id = rq->match.args[0],
                            .doc = doc,
                            .is_patch = is_patch,
-                           .series = series_params_of(rq->cfg)};
-    struct db *db = http_db(rq);
+                           .series = series_sync_params_of(rq->cfg)};
+    struct db *db = http_request_db(rq);
     int ret;
 
     if (db == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    t.if_match = http_header(rq, MHD_HTTP_HEADER_IF_MATCH);
+    t.if_match = http_request_header(rq, MHD_HTTP_HEADER_IF_MATCH);
     meeting_init(&t.cur);
     meeting_init(&t.next);
     ret = reply(rq, &t, db_tx_run(db, replace_tx_run, &t));
     replace_reset(&t);
-    db_key_list_fini(&t.series_gone);
-    db_key_list_fini(&t.series_fresh);
+    db_series_keys_fini(&t.series_gone);
+    db_series_keys_fini(&t.series_fresh);
     return ret;
 }

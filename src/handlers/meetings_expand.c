@@ -156,7 +156,8 @@ item_json(struct db *db, const struct item *it)
                         "cancelled", it->occ.cancelled);
     }
     if ((v = codec_meeting_encode(&view)) == NULL ||
-        json_object_set_new(v, "recurrence", codec_recurrence_encode(it->m->recurrence)) != 0 ||
+        json_object_set_new(v, "recurrence", codec_series_recurrence_encode(it->m->recurrence)) !=
+            0 ||
         json_object_set_new(v, "occurrence", occ) != 0) {
         json_decref(v);
         return NULL;

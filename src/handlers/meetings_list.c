@@ -123,7 +123,7 @@ handle_meetings_list(struct request *rq)
     if (page.cursor != NULL && (e.expand ? meetings_expand_cursor_decode(page.cursor, &q)
                                          : cursor_decode(page.cursor, &q)) != 0)
         return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     char mtg[PRINCIPAL_MTG_MAX * (MEETING_ID_LEN + 1) + 3];
     if (rq->who.browser) { /* only what it organizes or takes part in, within its mtg */

@@ -37,8 +37,8 @@ struct post_tx {
     char *body;
     struct db_idem_response stored;
     enum post_outcome outcome;
-    struct series_params series; /* a series is written with its first window of occurrences */
-    struct db_key_list fresh;
+    struct series_sync_params series; /* a series is written with its first window of occurrences */
+    struct db_series_keys fresh;
 };
 
 static int
@@ -172,7 +172,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     struct post_tx t = {.tenant_id = rq->tenant_id,
                         .key = stored_key(rq, key, scoped),
                         .m = m,
-                        .series = series_params_of(rq->cfg)};
+                        .series = series_sync_params_of(rq->cfg)};
     enum db_status st;
     int ret;
 
@@ -192,7 +192,7 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     free(t.body);
     db_idem_response_fini(&t.stored);
-    db_key_list_fini(&t.fresh);
+    db_series_keys_fini(&t.fresh);
     return ret;
 }
 
@@ -229,7 +229,7 @@ handle_meetings_post(struct request *rq)
 {
     struct meeting m;
     struct codec_errors errs = {0};
-    const char *key = http_header(rq, "Idempotency-Key");
+    const char *key = http_request_header(rq, "Idempotency-Key");
     struct db *db;
     json_t *doc;
     int ret;
@@ -247,7 +247,7 @@ handle_meetings_post(struct request *rq)
         ret = http_reply_validation(rq, &errs);
     } else if (organizer(rq, &m, &errs, &ret) != 0) {
         /* replied */
-    } else if (meeting_new_id(m.id) != 0 || (db = http_db(rq)) == NULL) {
+    } else if (meeting_new_id(m.id) != 0 || (db = http_request_db(rq)) == NULL) {
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     } else {
         m.version = 1;

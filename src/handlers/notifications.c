@@ -118,7 +118,7 @@ handle_notifications(struct request *rq)
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, take_arg, &a);
     if (a.bad != NULL)
         return http_reply_query(rq, a.bad, a.bad_why);
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     enum db_status st = load(db, rq, &a, ev, &n, &head);
     if (st == DB_ONE_RESULT)

@@ -61,7 +61,8 @@ page_items(const struct meeting *m, const struct series_occurrence *occ, size_t 
         for (size_t r = 0; r < rows->n && k < MEETING_REMINDERS_MAX; r++)
             if (rows->r[r].original_start_ms == occ[i].original_start_ms)
                 mine[k++] = rows->r[r].r;
-        if (json_array_append_new(items, codec_occurrence_encode(m, &occ[i], mine, k)) != 0) {
+        if (json_array_append_new(items, codec_series_occurrence_encode(m, &occ[i], mine, k)) !=
+            0) {
             json_decref(items);
             items = NULL;
         }
@@ -156,7 +157,7 @@ handle_occurrences_list(struct request *rq)
         return ret;
     if (a.cursor != NULL && cursor_decode(a.cursor, &pos) != 0)
         return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
-    if ((db = http_db(rq)) == NULL)
+    if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     meeting_init(&m);
     if (load_series(rq, db, id, &m, false, &ret) == 0)
@@ -181,8 +182,8 @@ struct patch_tx {
     enum api_error refusal; /* the problem for PATCH_REFUSED */
     enum patch_outcome outcome;
     bool changed; /* the override differs from the stored one: only then is anything written */
-    struct series_params series;
-    struct db_key_list gone, fresh;
+    struct series_sync_params series;
+    struct db_series_keys gone, fresh;
     json_t *body;
 };
 
@@ -211,10 +212,11 @@ patched_override(struct db *db, struct patch_tx *t)
     for (size_t i = 0; i < ol.n; i++)
         if (ol.o[i].ov.original_start_ms == t->original)
             cur = &ol.o[i].ov;
-    json_t *base = codec_override_doc(cur), *input = base ? codec_merge_patch(base, t->doc) : NULL;
+    json_t *base = codec_series_override_doc(cur),
+           *input = base ? codec_merge_patch(base, t->doc) : NULL;
     enum api_error e =
-        input ? codec_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
-    json_t *after = e == API_E_NONE ? codec_override_doc(&t->ov) : NULL;
+        input ? codec_series_override_decode(input, t->original, &t->ov, &t->errs) : API_E_INTERNAL;
+    json_t *after = e == API_E_NONE ? codec_series_override_doc(&t->ov) : NULL;
     t->changed = after == NULL || !json_equal(base, after);
     json_decref(after);
     json_decref(base);
@@ -249,7 +251,7 @@ patch_tx_run(struct db *db, void *arg)
     if ((st = db_meeting_get(db, rq->tenant_id, t->id, &t->m, true)) != DB_ONE_RESULT)
         return st;
     if (rq->who.browser &&
-        (!http_meeting_allowed(rq, t->m.id) || !codec_meeting_has_person(&t->m, rq->who.sub)))
+        (!http_auth_meeting_allowed(rq, t->m.id) || !codec_people_in_meeting(&t->m, rq->who.sub)))
         return DB_NO_RESULTS;
     if (rq->who.browser &&
         (t->m.organizer_id == NULL || strcmp(t->m.organizer_id, rq->who.sub) != 0)) {
@@ -283,7 +285,7 @@ patch_tx_run(struct db *db, void *arg)
     for (size_t i = 0; i < rows.n && k < MEETING_REMINDERS_MAX; i++)
         mine[k++] = rows.r[i].r;
     series_occurrence_of(&t->m, t->original, &t->ov, &occ);
-    t->body = codec_occurrence_encode(&t->m, &occ, mine, k);
+    t->body = codec_series_occurrence_encode(&t->m, &occ, mine, k);
     db_occurrence_reminders_fini(&rows);
     if (t->body == NULL) {
         db_note_error(db, "meeting %s: cannot encode the occurrence", t->m.id);
@@ -307,7 +309,7 @@ original_arg(struct request *rq, int64_t *out)
 int
 handle_occurrence_patch(struct request *rq)
 {
-    struct patch_tx t = {.rq = rq, .series = series_params_of(rq->cfg)};
+    struct patch_tx t = {.rq = rq, .series = series_sync_params_of(rq->cfg)};
     struct db *db;
     json_t *doc;
     int ret;
@@ -323,7 +325,7 @@ handle_occurrence_patch(struct request *rq)
     if (handler_require_type(rq, "application/merge-patch+json", &ret) != 0 ||
         (doc = handler_parse_body(rq, &ret)) == NULL)
         return ret;
-    if ((db = http_db(rq)) == NULL) {
+    if ((db = http_request_db(rq)) == NULL) {
         json_decref(doc);
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     }
@@ -341,8 +343,8 @@ handle_occurrence_patch(struct request *rq)
         ret = http_reply_problem(rq, t.refusal, NULL);
     }
     patch_reset(&t);
-    db_key_list_fini(&t.gone);
-    db_key_list_fini(&t.fresh);
+    db_series_keys_fini(&t.gone);
+    db_series_keys_fini(&t.fresh);
     json_decref(doc);
     return ret;
 }

@@ -91,7 +91,7 @@ gauges(struct request *rq, char *buf, size_t cap)
                  (double)dbclock_skew_ms() / 1000.0, g.redis_up ? 1 : 0,
                  g.notify == EXPIRY_NOTIFY_OK ? 1 : 0, version_number, version_commit);
     if (n >= 0 && (size_t)n < cap)
-        db_gauges(http_db(rq), buf + n, cap - (size_t)n);
+        db_gauges(http_request_db(rq), buf + n, cap - (size_t)n);
 }
 
 int

@@ -97,7 +97,7 @@ static int
 store(struct request *rq, struct db_push_subscription *s)
 {
     char location[LOCATION_MAX];
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
 
     if (db == NULL || meeting_new_id(s->id) != 0)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);

@@ -30,7 +30,7 @@ check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value
 int
 handle_stream(struct request *rq)
 {
-    const char *bad = NULL, *cursor = http_header(rq, "Last-Event-ID");
+    const char *bad = NULL, *cursor = http_request_header(rq, "Last-Event-ID");
     const char *mtg[PRINCIPAL_MTG_MAX];
     struct hub_subscriber who = {.tenant_id = rq->tenant_id,
                                  .sub = rq->who.sub,
@@ -49,7 +49,7 @@ handle_stream(struct request *rq)
         return http_reply_query(rq, bad,
                                 "is not taken: the parameters are access_token and last_event_id");
     if (cursor == NULL)
-        cursor = http_query(rq, "last_event_id");
+        cursor = http_request_query(rq, "last_event_id");
     who.cursor_kind = cursor == NULL                               ? HUB_CURSOR_NONE
                       : sse_cursor_parse(cursor, &who.cursor) == 0 ? HUB_CURSOR_SET
                                                                    : HUB_CURSOR_BAD;

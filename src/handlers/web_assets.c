@@ -13,8 +13,8 @@
 static int
 serve(struct request *rq, const char *name, const char *sw_allowed)
 {
-    const struct asset *a = asset_find(name);
-    const char *inm = http_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    const struct asset *a = assets_find(name);
+    const char *inm = http_request_header(rq, MHD_HTTP_HEADER_IF_NONE_MATCH);
     /* Revalidated on every use: a page gets the current module after an upgrade, and a 304
      * while it is unchanged (no-store would make the ETag useless to a browser). */
     struct http_reply_meta meta = {a ? a->etag : NULL, NULL, sw_allowed, "no-cache"};
@@ -24,7 +24,7 @@ serve(struct request *rq, const char *name, const char *sw_allowed)
         return http_reply_problem(rq, API_E_NOT_FOUND, NULL);
     if (handler_no_query(rq, &ret) != 0)
         return ret;
-    if (inm != NULL && http_etag_matches(inm, a->etag, 1))
+    if (inm != NULL && http_reply_etag_matches(inm, a->etag, 1))
         return http_reply_not_modified(rq, &meta);
     return http_reply_raw(rq, MHD_HTTP_OK, a->body, a->len, a->content_type, &meta);
 }

@@ -35,9 +35,9 @@ static int
 create(struct request *rq, struct db_webhook *w)
 {
     char secret[WEBHOOK_SECRET_LEN + 1], location[64];
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
 
-    if (db == NULL || meeting_new_id(w->id) != 0 || webhook_secret_new(secret) != 0)
+    if (db == NULL || meeting_new_id(w->id) != 0 || webhook_sign_secret_new(secret) != 0)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     w->secret = secret;
     enum db_status st = db_webhook_insert(db, rq->tenant_id, w);

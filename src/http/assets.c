@@ -4,7 +4,7 @@
 #include <string.h>
 
 const struct asset *
-asset_find(const char *name)
+assets_find(const char *name)
 {
     for (size_t i = 0; i < assets_count; i++)
         if (assets[i].len > 0 && strcmp(assets[i].name, name) == 0)

@@ -18,6 +18,6 @@ extern const struct asset assets[];
 extern const size_t assets_count;
 
 /* The asset of that file name, or NULL. */
-const struct asset *asset_find(const char *name);
+const struct asset *assets_find(const char *name);
 
 #endif

@@ -64,10 +64,10 @@ api_key(struct request *rq, const char *key, size_t len)
     apikey_hash(key, len, hash);
     if (api_cache_find(rq->w, hash, &rq->tenant_id))
         return API_E_NONE;
-    struct db *db = http_db(rq);
+    struct db *db = http_request_db(rq);
     if (db == NULL)
         return API_E_DB_UNAVAILABLE;
-    switch (db_key_lookup(db, prefix, hash, &rq->tenant_id)) {
+    switch (db_keys_lookup(db, prefix, hash, &rq->tenant_id)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
         return API_E_DB_UNAVAILABLE;
@@ -105,7 +105,7 @@ signing_key(struct request *rq, const char *kid, enum api_error *e)
 
     if (hit != NULL)
         return hit;
-    if ((db = http_db(rq)) == NULL) {
+    if ((db = http_request_db(rq)) == NULL) {
         *e = API_E_DB_UNAVAILABLE;
         return NULL;
     }
@@ -170,14 +170,14 @@ browser_token(struct request *rq, const char *tok, size_t len, bool in_url)
 /* ---- the entry points -------------------------------------------------------------------- */
 
 enum api_error
-http_authenticate(struct request *rq)
+http_auth_authenticate(struct request *rq)
 {
-    const char *h = http_header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h = http_request_header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
     bool in_url = false;
 
     memset(&rq->who, 0, sizeof rq->who);
     if (h == NULL && (rq->match.route->flags & ROUTE_TOKEN_QUERY) &&
-        (h = http_query(rq, "access_token")) != NULL) {
+        (h = http_request_query(rq, "access_token")) != NULL) {
         in_url = true;
     } else if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
         return API_E_UNAUTHORIZED;
@@ -192,7 +192,7 @@ http_authenticate(struct request *rq)
 }
 
 enum api_error
-http_authorize(const struct request *rq)
+http_auth_authorize(const struct request *rq)
 {
     unsigned flags = rq->match.route->flags, need = 0;
 
@@ -212,7 +212,7 @@ http_authorize(const struct request *rq)
 }
 
 bool
-http_meeting_allowed(const struct request *rq, const char *meeting_id)
+http_auth_meeting_allowed(const struct request *rq, const char *meeting_id)
 {
     if (!rq->who.browser || rq->who.n_mtg == 0)
         return true;

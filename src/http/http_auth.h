@@ -19,11 +19,11 @@
  * error to answer: UNAUTHORIZED (no or bad API key), INVALID_TOKEN (a browser token that is
  * malformed, expired, for another audience, signed by an unknown or revoked key...),
  * DB_UNAVAILABLE. */
-enum api_error http_authenticate(struct request *rq);
+enum api_error http_auth_authenticate(struct request *rq);
 /* Whether rq->who may call rq's route: API_E_NONE or API_E_INSUFFICIENT_SCOPE. */
-enum api_error http_authorize(const struct request *rq);
+enum api_error http_auth_authorize(const struct request *rq);
 /* Whether a browser token may see meeting_id by its mtg claim (API keys, and tokens without
  * that claim: always). */
-bool http_meeting_allowed(const struct request *rq, const char *meeting_id);
+bool http_auth_meeting_allowed(const struct request *rq, const char *meeting_id);
 
 #endif

@@ -33,7 +33,7 @@ static bool
 add_cors(struct request *rq, struct MHD_Response *resp)
 {
     const struct cors_origins *c = rq->cfg != NULL ? &rq->cfg->cors : NULL;
-    const char *origin = http_header(rq, "Origin");
+    const char *origin = http_request_header(rq, "Origin");
 
     if (c == NULL || (!c->any && c->n == 0) || rq->path == NULL ||
         strncmp(rq->path, "/v1/", 4) != 0)
@@ -112,25 +112,25 @@ static json_t *
 problem_new(enum api_error e, const char *detail)
 {
     char type[80];
-    snprintf(type, sizeof(type), "urn:tocsin:problem:%s", api_error_code(e));
+    snprintf(type, sizeof(type), "urn:tocsin:problem:%s", api_errors_code(e));
     json_t *p = json_object();
     json_object_set_new(p, "type", json_string(type));
-    json_object_set_new(p, "title", json_string(api_error_title(e)));
-    json_object_set_new(p, "status", json_integer(api_error_status(e)));
+    json_object_set_new(p, "title", json_string(api_errors_title(e)));
+    json_object_set_new(p, "status", json_integer(api_errors_status(e)));
     /* detail is ours or cut client text: json_string refuses invalid UTF-8 (a sequence cut at
      * PROBLEM_DETAIL_MAX included), and the title stands in for it. */
     char d[PROBLEM_DETAIL_MAX];
-    snprintf(d, sizeof(d), "%s", detail ? detail : api_error_title(e));
+    snprintf(d, sizeof(d), "%s", detail ? detail : api_errors_title(e));
     json_t *ds = json_string(d);
-    json_object_set_new(p, "detail", ds ? ds : json_string(api_error_title(e)));
-    json_object_set_new(p, "code", json_string(api_error_code(e)));
+    json_object_set_new(p, "detail", ds ? ds : json_string(api_errors_title(e)));
+    json_object_set_new(p, "code", json_string(api_errors_code(e)));
     return p;
 }
 
 static int
 reply_problem_json(struct request *rq, enum api_error e, json_t *p)
 {
-    unsigned status = api_error_status(e);
+    unsigned status = api_errors_status(e);
     char *s = codec_dump(p);
     json_decref(p);
     if (s == NULL)
@@ -198,7 +198,7 @@ static void
 log_refused_preflight(struct request *rq)
 {
     static struct log_throttle refused = LOG_THROTTLE_INIT(CORS_REFUSED_LOG_EVERY_MS);
-    const char *origin = http_header(rq, "Origin");
+    const char *origin = http_request_header(rq, "Origin");
     unsigned long unlogged;
     int64_t since_ms;
     char more[CORS_REFUSED_MORE_MAX] = "";
@@ -287,7 +287,7 @@ _Static_assert(ETAG_HEX_DIGITS <= CRYPTO_SHA256_HEX_LEN && ETAG_HEX_DIGITS + 3 <
                "HTTP_ETAG_MAX holds the quoted digits and the NUL");
 
 void
-http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
+http_reply_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 {
     char hex[CRYPTO_SHA256_HEX_LEN + 1];
     crypto_sha256_hex(body, len, hex);
@@ -295,7 +295,7 @@ http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX])
 }
 
 int
-http_etag_matches(const char *header, const char *etag, int weak_ok)
+http_reply_etag_matches(const char *header, const char *etag, int weak_ok)
 {
     size_t elen = strlen(etag);
     const char *p = header;

@@ -55,9 +55,9 @@ int http_reply_empty(struct request *rq, unsigned status);
 int http_reply_not_modified(struct request *rq, const struct http_reply_meta *meta);
 
 /* Strong ETag of a serialized representation: a quoted hash, into out (HTTP_ETAG_MAX bytes). */
-void http_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX]);
+void http_reply_etag(const char *body, size_t len, char out[HTTP_ETAG_MAX]);
 /* Does an If-Match / If-None-Match header value (a list of ETags, W/ accepted for
  * If-None-Match, or "*") match etag? */
-int http_etag_matches(const char *header, const char *etag, int weak_ok);
+int http_reply_etag_matches(const char *header, const char *etag, int weak_ok);
 
 #endif

@@ -1,7 +1,8 @@
 /* http_request.h -- the per-request object and the per-thread worker that handlers receive.
  * One struct request per HTTP request, allocated on its first callback and freed only in MHD's
  * completion callback. A struct http_worker belongs to one MHD pool thread and owns that thread's
- * PostgreSQL and Redis connections (neither library's connections are thread-safe). */
+ * PostgreSQL and Redis connections (neither library's connections are thread-safe). The request's
+ * accessors at the end are http_request.c's. */
 #ifndef TOCSIN_HTTP_REQUEST_H
 #define TOCSIN_HTTP_REQUEST_H
 
@@ -100,11 +101,11 @@ struct request {
 };
 
 /* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */
-const char *http_header(struct request *rq, const char *name);
+const char *http_request_header(struct request *rq, const char *name);
 /* The value of query argument name, or NULL. Borrowed from MHD, valid during the request. */
-const char *http_query(struct request *rq, const char *name);
+const char *http_request_query(struct request *rq, const char *name);
 /* The worker's database, connecting on demand; NULL (and a 503 is the caller's to send) when
  * PostgreSQL cannot be reached. */
-struct db *http_db(struct request *rq);
+struct db *http_request_db(struct request *rq);
 
 #endif

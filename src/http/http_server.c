@@ -39,7 +39,6 @@
 #include "timefmt.h"
 #include "trace.h"
 
-#define DB_RETRY_BACKOFF_MS 1000
 /* libmicrohttpd's memory per connection: it holds the request line and headers, and about half
  * of it is touched for every connection, so it is most of what each of thousands of idle streams
  * costs (bench/stream.sh: 128 KiB made 76 KiB a stream, 16 KiB 20.6, 14 KiB 19.6 with 4,000
@@ -106,35 +105,6 @@ worker_get(struct http_server *srv)
     return w;
 }
 
-struct db *
-http_db(struct request *rq)
-{
-    struct http_worker *w = rq->w;
-    char err[DB_ERR_MAX];
-    if (w->db != NULL)
-        return w->db;
-    if (timefmt_mono_ms() < w->db_retry_ms)
-        return NULL;
-    w->db = db_open(w->cfg->database_url, err, sizeof(err));
-    if (w->db == NULL) {
-        w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
-        LOG_DEBUG("database unreachable: %s", err); /* the engine's threads log the outage */
-    }
-    return w->db;
-}
-
-const char *
-http_header(struct request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
-}
-
-const char *
-http_query(struct request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
 /* MHD calls this first with the full request target; what it returns becomes *con_cls. */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -188,7 +158,7 @@ reply_body_too_large(struct request *rq)
 static int
 early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
-    const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = http_request_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *detail;
     enum api_error e = http_framing_check(rq->conn, version, rq->target_refusal, &detail);
     if (e != API_E_NONE) {
@@ -226,16 +196,16 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
     if (rq->body_too_large)
         return (enum MHD_Result)reply_body_too_large(rq);
     if (!(rq->match.route->flags & ROUTE_ANY_ACCEPT) &&
-        !http_accept_json(http_header(rq, MHD_HTTP_HEADER_ACCEPT)))
+        !http_accept_json(http_request_header(rq, MHD_HTTP_HEADER_ACCEPT)))
         return (enum MHD_Result)http_reply_problem(rq, API_E_NOT_ACCEPTABLE,
                                                    "responses are application/json");
     rq->w = worker_get(srv);
     if (rq->w == NULL)
         return MHD_NO;
     if (!(rq->match.route->flags & ROUTE_PUBLIC)) {
-        enum api_error e = http_authenticate(rq);
+        enum api_error e = http_auth_authenticate(rq);
         if (e == API_E_NONE)
-            e = http_authorize(rq);
+            e = http_auth_authorize(rq);
         if (e != API_E_NONE)
             return (enum MHD_Result)http_reply_problem(rq, e, NULL);
     }
@@ -252,8 +222,8 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
 static void
 take_ids(struct request *rq)
 {
-    const char *id = http_header(rq, "X-Request-Id");
-    const char *tp = http_header(rq, "traceparent");
+    const char *id = http_request_header(rq, "X-Request-Id");
+    const char *tp = http_request_header(rq, "traceparent");
 
     if (id != NULL && trace_request_id_valid(id))
         snprintf(rq->request_id, sizeof rq->request_id, "%s", id);

@@ -262,9 +262,9 @@ check_times(const json_t *c, const struct jwt_policy *p, int64_t now_s, struct j
     return JWT_OK;
 }
 
-/* 1..JWT_SUB_MAX code points without C0 controls or DEL: the rule codec.c applies to participant
- * ids, which sub must be able to equal, and no more. jansson checks that it is valid UTF-8
- * (json_loadb when verifying, json_pack when minting). */
+/* 1..JWT_SUB_MAX code points without C0 controls or DEL: the rule codec_meeting.c applies to
+ * participant ids, which sub must be able to equal, and no more. jansson checks that it is valid
+ * UTF-8 (json_loadb when verifying, json_pack when minting). */
 static bool
 sub_ok(const char *s)
 {

@@ -1,11 +1,12 @@
 /* fuzz_recur.c -- libFuzzer target for the recurrence input. Input starting with '{' is a JSON
- * document: as a meeting's "recurrence" member (codec_recurrence_decode through
- * codec_meeting_decode), and as an occurrence override (codec_override_decode). Anything else is
- * RRULE text: recur_rule_check, and when it is accepted, the series it makes in a zone picked by
- * the input is expanded (at most EXPAND_MAX occurrences), checking what must hold: original
- * starts strictly increase, none is past UNTIL, no more than COUNT, and each is its wall-clock
- * time's first instant in the zone (tz_resolve of its own local time gives it back). A broken
- * property aborts. Built by tests/fuzz/run.sh with clang -fsanitize=fuzzer,address,undefined. */
+ * document: as a meeting's "recurrence" member (codec_series_recurrence_decode through
+ * codec_meeting_decode), and as an occurrence override (codec_series_override_decode). Anything
+ * else is RRULE text: recur_rule_check, and when it is accepted, the series it makes in a zone
+ * picked by the input is expanded (at most EXPAND_MAX occurrences), checking what must hold:
+ * original starts strictly increase, none is past UNTIL, no more than COUNT, and each is its
+ * wall-clock time's first instant in the zone (tz_resolve of its own local time gives it back). A
+ * broken property aborts. Built by tests/fuzz/run.sh with clang
+ * -fsanitize=fuzzer,address,undefined. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +58,8 @@ json_input(const char *text, size_t len)
     }
     meeting_fini(&m);
     json_decref(doc);
-    if (codec_override_decode(rec, 1893456000000LL, &ov, &errs) == API_E_NONE) {
-        json_t *back = codec_override_doc(&ov);
+    if (codec_series_override_decode(rec, 1893456000000LL, &ov, &errs) == API_E_NONE) {
+        json_t *back = codec_series_override_doc(&ov);
         free(codec_dump(back));
         json_decref(back);
     }

@@ -63,10 +63,10 @@ test_migrate(struct db *db)
     char err[DB_ERR_MAX];
     PGresult *res;
 
-    CHECK(db_migrations_current(db) == -1, "fresh database reported current");
+    CHECK(db_migrate_current(db) == -1, "fresh database reported current");
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "first migrate: %s", err);
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "second migrate: %s", err);
-    CHECK(db_migrations_current(db) == 0, "not current after migrate");
+    CHECK(db_migrate_current(db) == 0, "not current after migrate");
     CHECK(fixture_sql("SELECT count(*) FROM schema_migrations", NULL, NULL, NULL) ==
               (long long)db_migrations_count,
           "schema_migrations rows != %zu", db_migrations_count);
@@ -85,9 +85,9 @@ test_migrate(struct db *db)
     err[0] = '\0';
     CHECK(db_migrate(db, err, sizeof(err)) == -1, "tampered checksum accepted");
     CHECK(strstr(err, "001_init.sql") != NULL, "error does not name the file: %s", err);
-    CHECK(db_migrations_current(db) == -1, "tampered checksum reported current");
+    CHECK(db_migrate_current(db) == -1, "tampered checksum reported current");
     fixture_sql("UPDATE schema_migrations SET checksum = $1 WHERE version = 1", saved, NULL, NULL);
-    CHECK(db_migrations_current(db) == 0, "not current after restoring the checksum");
+    CHECK(db_migrate_current(db) == 0, "not current after restoring the checksum");
     CHECK(db_migrate(db, err, sizeof(err)) == 0, "migrate after restore: %s", err);
 }
 
@@ -128,21 +128,21 @@ test_keys(struct db *db, int64_t *t1, int64_t *t2)
           "tenant ensure not idempotent: %" PRId64 " vs %" PRId64, again, *t1);
     CHECK(db_tenant_ensure(db, "globex", t2) == DB_ONE_RESULT && *t2 != *t1, "tenant globex");
 
-    CHECK(db_key_insert(db, *t1, "abcd1234", hash) == DB_ONE_RESULT, "key insert");
-    CHECK(db_key_insert(db, *t2, "abcd1234", other) == DB_NO_RESULTS, "duplicate prefix accepted");
-    CHECK(db_key_lookup(db, "abcd1234", hash, &id) == DB_ONE_RESULT && id == *t1, "lookup");
-    CHECK(db_key_lookup(db, "abcd1234", other, &id) == DB_NO_RESULTS, "wrong hash found");
-    CHECK(db_key_lookup(db, "ffff0000", hash, &id) == DB_NO_RESULTS, "unknown prefix found");
-    CHECK(db_key_list(db, key_row, &rows) == DB_ONE_RESULT, "key list");
+    CHECK(db_keys_insert(db, *t1, "abcd1234", hash) == DB_ONE_RESULT, "key insert");
+    CHECK(db_keys_insert(db, *t2, "abcd1234", other) == DB_NO_RESULTS, "duplicate prefix accepted");
+    CHECK(db_keys_lookup(db, "abcd1234", hash, &id) == DB_ONE_RESULT && id == *t1, "lookup");
+    CHECK(db_keys_lookup(db, "abcd1234", other, &id) == DB_NO_RESULTS, "wrong hash found");
+    CHECK(db_keys_lookup(db, "ffff0000", hash, &id) == DB_NO_RESULTS, "unknown prefix found");
+    CHECK(db_keys_list(db, key_row, &rows) == DB_ONE_RESULT, "key list");
     CHECK(rows.n == 1 && rows.live == 1 && strcmp(rows.tenant, "acme") == 0,
           "key list rows %d live %d tenant %s", rows.n, rows.live, rows.tenant);
 
-    CHECK(db_key_revoke(db, "", &n) == DB_NO_RESULTS && n == 0, "empty prefix revoked");
-    CHECK(db_key_revoke(db, "abcd", &n) == DB_ONE_RESULT && n == 1, "revoke: n=%d", n);
-    CHECK(db_key_lookup(db, "abcd1234", hash, &id) == DB_NO_RESULTS, "revoked key found");
-    CHECK(db_key_revoke(db, "abcd", &n) == DB_NO_RESULTS && n == 0, "revoked twice");
+    CHECK(db_keys_revoke(db, "", &n) == DB_NO_RESULTS && n == 0, "empty prefix revoked");
+    CHECK(db_keys_revoke(db, "abcd", &n) == DB_ONE_RESULT && n == 1, "revoke: n=%d", n);
+    CHECK(db_keys_lookup(db, "abcd1234", hash, &id) == DB_NO_RESULTS, "revoked key found");
+    CHECK(db_keys_revoke(db, "abcd", &n) == DB_NO_RESULTS && n == 0, "revoked twice");
     memset(&rows, 0, sizeof(rows));
-    CHECK(db_key_list(db, key_row, &rows) == DB_ONE_RESULT && rows.n == 1 && rows.live == 0,
+    CHECK(db_keys_list(db, key_row, &rows) == DB_ONE_RESULT && rows.n == 1 && rows.live == 0,
           "revoked key not listed as revoked");
 }
 
@@ -650,7 +650,7 @@ test_fire_deleted(struct db *db)
           "soft-delete without cancelling");
     struct reminder_key k[] = {{dead.reminders[0].id, dead.reminders[0].fire_at_ms},
                                {live.reminders[0].id, live.reminders[0].fire_at_ms}};
-    CHECK(db_reminder_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
+    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
     CHECK(out.n == 1 && out.item[0].reminder_id == live.reminders[0].id,
           "only the live meeting's reminder fired: n=%zu", out.n);
     CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
@@ -791,7 +791,7 @@ beat(struct db *db, const char *self)
 {
     struct seen s = {0};
 
-    CHECK(db_member_beat(db, self, MEMBER_TTL_MS, see_member, &s) == DB_ONE_RESULT, "beat: %s",
+    CHECK(db_members_beat(db, self, MEMBER_TTL_MS, see_member, &s) == DB_ONE_RESULT, "beat: %s",
           db_errmsg(db));
     return s;
 }
@@ -823,8 +823,8 @@ test_member_backend(const char *url, struct db *db)
                       " AND heartbeat_at > now() - interval '30 seconds'",
                       NULL, NULL, NULL) == 1,
           "its heartbeat is young");
-    CHECK(db_member_leave(db, "m-a") == DB_ONE_RESULT &&
-              db_member_leave(db, "m-b") == DB_ONE_RESULT,
+    CHECK(db_members_leave(db, "m-a") == DB_ONE_RESULT &&
+              db_members_leave(db, "m-b") == DB_ONE_RESULT,
           "leave");
 }
 

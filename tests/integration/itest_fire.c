@@ -67,14 +67,14 @@ test_fire_rules(struct db *db)
     meeting_due(db, &gone, now + 5 * FIXTURE_MIN_MS - 1000, 5, &k[3]);   /* deleted below */
     k[4] = (struct reminder_key){k[0].reminder_id, k[0].fire_at_ms - 1}; /* stale fire time */
     CHECK(db_meeting_delete(db, tenant, gone.id, &cancelled) == DB_ONE_RESULT, "delete");
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT,
-          "fire: %s", db_errmsg(db));
+    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT, "fire: %s",
+          db_errmsg(db));
     CHECK(res.n == 2, "changed %zu occurrences, want 2 (due + missed)", res.n);
     for (size_t i = 0; i < res.n; i++) {
         bool is_due = res.item[i].reminder_id == k[0].reminder_id;
         CHECK(res.item[i].status == (is_due ? REMINDER_FIRED : REMINDER_MISSED),
               "reminder %lld status %s", (long long)res.item[i].reminder_id,
-              reminder_status_name(res.item[i].status));
+              meeting_reminder_status_name(res.item[i].status));
         CHECK(res.item[i].fired_at_ms >= res.item[i].fire_at_ms, "fired before its time");
     }
     CHECK(res.n_outbox == 1, "outbox rows %zu, want 1 (the missed one gets none)", res.n_outbox);
@@ -90,8 +90,8 @@ test_fire_rules(struct db *db)
           "one stream event for the fired one");
     db_fire_result_fini(&res);
     /* Firing the same occurrences again changes nothing. */
-    CHECK(db_reminder_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
-              res.n == 0 && res.n_outbox == 0 && res.n_streams == 0,
+    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT && res.n == 0 &&
+              res.n_outbox == 0 && res.n_streams == 0,
           "second fire changed %zu", res.n);
     db_fire_result_fini(&res);
     meeting_fini(&due);
@@ -126,8 +126,7 @@ test_channels(struct db *db)
         m.reminders[0].channels = cases[c];
         CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
         k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
-        CHECK(db_reminder_fire_batch(db, &k, 1, GRACE_MS, true, NULL, &res) == DB_ONE_RESULT &&
-                  res.n == 1,
+        CHECK(db_fire_batch(db, &k, 1, GRACE_MS, true, NULL, &res) == DB_ONE_RESULT && res.n == 1,
               "fire channels %u", cases[c]);
         long long want[] = {(cases[c] & CHANNEL_WEBHOOK) != 0, (cases[c] & CHANNEL_STREAM) != 0,
                             (cases[c] & CHANNEL_PUSH) != 0, (cases[c] & CHANNEL_EMAIL) != 0};
@@ -166,7 +165,7 @@ race(void *arg)
     struct db_fire_result res = {0};
 
     pthread_barrier_wait(r->start);
-    if (db_reminder_fire_batch(r->db, r->k, r->n, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT)
+    if (db_fire_batch(r->db, r->k, r->n, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT)
         r->fired = res.n;
     db_fire_result_fini(&res);
     return NULL;
@@ -403,7 +402,7 @@ test_owners(struct db *db)
     for (int i = 0; i < 3; i++)
         meeting_due(db, &m[i], now + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
     /* One row per webhook of the tenant (the tests above added more than one). */
-    CHECK(db_reminder_fire_batch(db, k, 3, GRACE_MS, false, "r/0/1", &res) == DB_ONE_RESULT &&
+    CHECK(db_fire_batch(db, k, 3, GRACE_MS, false, "r/0/1", &res) == DB_ONE_RESULT &&
               res.n_outbox >= 3 && res.n_outbox <= 8,
           "fired with an owner: %zu outbox rows", res.n_outbox);
     for (size_t i = 0; i < res.n_outbox && i < 8; i++)
@@ -473,7 +472,7 @@ test_owner_backend(const char *url, struct db *db)
     CHECK(db_outbox_owner_renew(other, "k/0/1", 60000) == DB_ONE_RESULT, "its own connection");
     for (int i = 0; i < 2; i++)
         meeting_due(db, &m[i], timefmt_now_ms() + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
-    CHECK(db_reminder_fire_batch(db, k, 2, GRACE_MS, false, "k/0/1", &res) == DB_ONE_RESULT &&
+    CHECK(db_fire_batch(db, k, 2, GRACE_MS, false, "k/0/1", &res) == DB_ONE_RESULT &&
               res.n_outbox >= 2,
           "fired for k/0/1: %zu outbox rows", res.n_outbox);
     size_t fired = res.n_outbox;
@@ -532,7 +531,7 @@ meeting_fired(struct db *db, struct meeting *m, struct reminder_key *k)
     struct db_fire_result res = {0};
 
     meeting_due(db, m, timefmt_now_ms() + 5 * FIXTURE_MIN_MS, 5, k);
-    CHECK(db_reminder_fire_batch(db, k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
+    CHECK(db_fire_batch(db, k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
               res.n_outbox >= 1,
           "fire: %zu outbox rows", res.n_outbox);
     db_fire_result_fini(&res);

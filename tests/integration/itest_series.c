@@ -1,10 +1,11 @@
 /* itest_series.c -- the statements that carry the recurrence guarantees (db_series.c through
- * series_sync.c), on a real PostgreSQL: a series' first window written once per occurrence and
- * reminder, the write repeated changing nothing (same ids, no keys), the reconciler's extension
- * when due and not before, two connections extending one series at once (each row once), a batch
- * read before a writer's change skipped, a deleted meeting's series dropped, a series turned back
- * into a single meeting leaving no pending occurrence, the notification view of an occurrence,
- * and a read of too many of those refused with its own message and nothing logged. */
+ * series_sync.c, and db_meeting_get.c's view of an occurrence), on a real PostgreSQL: a series'
+ * first window written once per occurrence and reminder, the write repeated changing nothing (same
+ * ids, no keys), the reconciler's extension when due and not before, two connections extending one
+ * series at once (each row once), a batch read before a writer's change skipped, a deleted
+ * meeting's series dropped, a series turned back into a single meeting leaving no pending
+ * occurrence, the notification view of an occurrence, and a read of too many of those refused with
+ * its own message and nothing logged. */
 #include <pthread.h>
 #include <time.h>
 
@@ -19,7 +20,7 @@
 #define HOUR_MS 3600000LL
 #define WINDOW_MS (3 * DAY_MS)
 
-static const struct series_params params = {WINDOW_MS, HOUR_MS, 60000};
+static const struct series_sync_params params = {WINDOW_MS, HOUR_MS, 60000};
 
 static long long
 count(const char *sql, const char *id)
@@ -53,7 +54,7 @@ make_series(struct meeting *m, int64_t now)
 
 static enum db_status
 sync_write(struct db *db, int64_t tenant, const struct meeting *m, bool was, int64_t now,
-           struct db_key_list *gone, struct db_key_list *fresh)
+           struct db_series_keys *gone, struct db_series_keys *fresh)
 {
     return series_sync_write(db, tenant, m, was, &params, now, gone, fresh, NULL);
 }
@@ -145,7 +146,7 @@ run(const char *url)
 {
     char err[DB_ERR_MAX];
     struct db *db = db_open(url, err, sizeof err);
-    struct db_key_list gone = {0}, fresh = {0};
+    struct db_series_keys gone = {0}, fresh = {0};
     struct meeting m;
     int64_t tenant = 0, now = timefmt_now_ms();
     size_t seen = 0, rows = 0, skipped = 0;
@@ -270,8 +271,8 @@ run(const char *url)
     CHECK(count("SELECT count(*) FROM series WHERE meeting_id = $1", m.id) == 0,
           "its series row is gone");
     meeting_fini(&m);
-    db_key_list_fini(&gone);
-    db_key_list_fini(&fresh);
+    db_series_keys_fini(&gone);
+    db_series_keys_fini(&fresh);
     db_close(db);
 }
 

@@ -39,7 +39,8 @@ main(void)
         {" , ,\"abc\" ", 0, 1},
     };
     for (size_t i = 0; i < sizeof(etags) / sizeof(etags[0]); i++) {
-        CHECK(http_etag_matches(etags[i].header, "\"abc\"", etags[i].weak_ok) == etags[i].want,
+        CHECK(http_reply_etag_matches(etags[i].header, "\"abc\"", etags[i].weak_ok) ==
+                  etags[i].want,
               "etag case %zu: %s", i, etags[i].header);
     }
     /* Tenant names: bounded like every other name; control bytes would forge `keys list` lines. */

@@ -162,7 +162,7 @@ static const struct {
      NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
     {"participant email space", BASE ",'participants':[{'id':'a','email':'a da@example.com'}]}",
      NULL, NULL, 0, "", API_E_VALIDATION, "participants[0].email"},
-    /* What the email channel could not write into a message (mail_address_ok). */
+    /* What the email channel could not write into a message (email_addr_ok). */
     {"participant email double dot",
      BASE ",'participants':[{'id':'a','email':'a..b@example.com'}]}", NULL, NULL, 0, "",
      API_E_VALIDATION, "participants[0].email"},
@@ -298,7 +298,7 @@ check_table(void)
         meeting_init(&m);
         got = decode(body, strlen(body), &m, &errs);
         CHECK(got == cases[i].want, "%s: got %s want %s (%s: %s)", cases[i].name,
-              api_error_code(got), api_error_code(cases[i].want), errs.n ? errs.e[0].field : "-",
+              api_errors_code(got), api_errors_code(cases[i].want), errs.n ? errs.e[0].field : "-",
               errs.n ? errs.e[0].message : "-");
         CHECK(got != cases[i].want || cases[i].field == NULL || has_field(&errs, cases[i].field),
               "%s: no error for field \"%s\" (first: %s)", cases[i].name, cases[i].field,
@@ -808,11 +808,11 @@ check_people(void)
     CHECK_EXPR(!codec_people_participant(ps, "no id", NULL) && !codec_people_has(ps, ""));
     CHECK_EXPR(codec_people_has(ps, "org") && codec_people_has(ps, "ada"));
     CHECK_EXPR(!codec_people_has(ps, "bob") && !codec_people_has(ps, "Ada"));
-    CHECK_EXPR(codec_meeting_has_person(&m, "mia") && !codec_meeting_has_person(&m, "bob"));
+    CHECK_EXPR(codec_people_in_meeting(&m, "mia") && !codec_people_in_meeting(&m, "bob"));
     codec_people_free(ps);
     free(m.participants_json);
     m.participants_json = strdup("not json");
-    CHECK_EXPR(codec_people_parse(&m) == NULL && !codec_meeting_has_person(&m, "ada"));
+    CHECK_EXPR(codec_people_parse(&m) == NULL && !codec_people_in_meeting(&m, "ada"));
     free(m.participants_json);
     m.participants_json = NULL; /* none: only the organizer */
     ps = codec_people_parse(&m);

@@ -77,7 +77,7 @@ check_decode(void)
 }
 
 /* An unknown member's name is quoted in its field path up to CODEC_ECHO_MAX bytes, the bound
- * codec.c uses too, cut on a UTF-8 boundary: in the recurrence member and in an override. */
+ * every codec part uses, cut on a UTF-8 boundary: in the recurrence member and in an override. */
 static void
 check_echo(void)
 {
@@ -104,7 +104,7 @@ check_echo(void)
     utf8[sizeof utf8 - 1] = '\0';
     json_t *ov = json_pack("{s:i}", utf8, 1);
     snprintf(want, sizeof want, "%.*s", CODEC_ECHO_MAX - 1, utf8);
-    CHECK(codec_override_decode(ov, 0, &out, &errs) == API_E_VALIDATION && errs.n == 1 &&
+    CHECK(codec_series_override_decode(ov, 0, &out, &errs) == API_E_VALIDATION && errs.n == 1 &&
               strcmp(errs.e[0].field, want) == 0,
           "override: want %s, got %s", want, errs.n ? errs.e[0].field : "(accepted)");
     series_override_fini(&out);
@@ -180,7 +180,7 @@ check_occurrence_and_override(void)
                            at("2027-01-05T12:00:00Z"),
                            REMINDER_FIRED,
                            at("2027-01-05T12:00:00.010Z")};
-    json_t *v = codec_occurrence_encode(&m, &o, &row, 1);
+    json_t *v = codec_series_occurrence_encode(&m, &o, &row, 1);
     char *text = codec_dump(v);
     CHECK(text && strstr(text, "\"original_start\":\"2027-01-05T08:00:00.000Z\",\"starts_at\":"
                                "\"2027-01-05T12:00:00.000Z\",\"ends_at\":\"2027-01-05T12:30:00."
@@ -196,7 +196,7 @@ check_occurrence_and_override(void)
     free(text);
     json_decref(v);
     /* Override documents: the current values, a patch, validation. */
-    json_t *d = codec_override_doc(&ov);
+    json_t *d = codec_series_override_doc(&ov);
     text = codec_dump(d);
     CHECK(text && strcmp(text, "{\"starts_at\":\"2027-01-05T12:00:00.000Z\",\"ends_at\":null,"
                                "\"title\":null,\"cancelled\":false}") == 0,
@@ -205,7 +205,7 @@ check_occurrence_and_override(void)
     json_t *patch = json_pack("{s:n, s:s, s:b}", "starts_at", "title", "Moved", "cancelled", 1);
     json_t *patched = codec_merge_patch(d, patch);
     struct series_override out;
-    CHECK(codec_override_decode(patched, ov.original_start_ms, &out, &errs) == API_E_NONE,
+    CHECK(codec_series_override_decode(patched, ov.original_start_ms, &out, &errs) == API_E_NONE,
           "patched override");
     CHECK(!out.has_starts_at && out.title && strcmp(out.title, "Moved") == 0 && out.cancelled,
           "patched values");
@@ -222,7 +222,8 @@ check_occurrence_and_override(void)
                                       "[]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *b = json_loads(bad[i], JSON_DECODE_ANY, NULL);
-        CHECK(codec_override_decode(b, ov.original_start_ms, &out, &errs) == API_E_VALIDATION &&
+        CHECK(codec_series_override_decode(b, ov.original_start_ms, &out, &errs) ==
+                      API_E_VALIDATION &&
                   errs.n > 0,
               "override accepted: %s", bad[i]);
         series_override_fini(&out);

@@ -118,7 +118,7 @@ main(void)
               strncmp(err, "TOCSIN_DATABASE_URL: ", 21) == 0 && strstr(err, "sslmod") != NULL,
           "database url reason: %s", err);
     unsetenv("TOCSIN_DATABASE_URL");
-    /* The From address passes the check every message's addresses pass (mail_address_ok): one
+    /* The From address passes the check every message's addresses pass (email_addr_ok): one
      * that did not would fail every email for good. */
     setenv("TOCSIN_SMTP_URL", "smtp://127.0.0.1:2525", 1);
     static const struct {

@@ -56,12 +56,12 @@ check_statuses(void)
     enum reminder_status got;
 
     for (size_t i = 0; i < 4; i++) {
-        CHECK_EXPR(strcmp(reminder_status_name(all[i]), names[i]) == 0);
-        CHECK_EXPR(reminder_status_parse(names[i], &got) == 0 && got == all[i]);
+        CHECK_EXPR(strcmp(meeting_reminder_status_name(all[i]), names[i]) == 0);
+        CHECK_EXPR(meeting_reminder_status_parse(names[i], &got) == 0 && got == all[i]);
     }
-    CHECK_EXPR(reminder_status_parse("PENDING", &got) == -1);
-    CHECK_EXPR(reminder_status_parse("", &got) == -1);
-    CHECK_EXPR(reminder_status_parse("pendingx", &got) == -1);
+    CHECK_EXPR(meeting_reminder_status_parse("PENDING", &got) == -1);
+    CHECK_EXPR(meeting_reminder_status_parse("", &got) == -1);
+    CHECK_EXPR(meeting_reminder_status_parse("pendingx", &got) == -1);
 }
 
 static void

@@ -66,7 +66,7 @@ test_secret_new(void)
 {
     char a[WEBHOOK_SECRET_LEN + 1], b[WEBHOOK_SECRET_LEN + 1], sig[WEBHOOK_SIGNATURE_LEN + 1];
 
-    CHECK(webhook_secret_new(a) == 0 && webhook_secret_new(b) == 0, "secret_new failed");
+    CHECK(webhook_sign_secret_new(a) == 0 && webhook_sign_secret_new(b) == 0, "secret_new failed");
     CHECK(strlen(a) == WEBHOOK_SECRET_LEN && strncmp(a, "whsec_", 6) == 0, "shape: %s", a);
     CHECK(strcmp(a, b) != 0, "two secrets alike: %s", a);
     CHECK(webhook_sign(a, "id", 1, "x", 1, sig) == 0, "a new secret does not sign");

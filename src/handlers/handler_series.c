@@ -1,4 +1,4 @@
-/* series_handler.c -- what the endpoints that write a series share (handler.h's "recurring
+/* handler_series.c -- what the endpoints that write a series share (handler.h's "recurring
  * meetings" part): the Redis side after the commit, the ten-year look-ahead, the re-read body. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,8 @@
 #include "timefmt.h"
 
 void
-handler_series_keys(struct request *rq, const struct db_key_list *gone,
-                    const struct db_key_list *fresh)
+handler_series_keys(struct request *rq, const struct db_series_keys *gone,
+                    const struct db_series_keys *fresh)
 {
     bool failed = false;
 
