@@ -34,4 +34,7 @@ find src -name '*.c' -print0 | sort -z |
 tocsin_log "check_maps"
 python3 scripts/check_maps.py --self-test
 python3 scripts/check_maps.py
+# The folders of src/ and which may include which (scripts/check_layout.py says why).
+tocsin_log "layout"
+python3 scripts/check_layout.py
 tocsin_log "lint: clean"
