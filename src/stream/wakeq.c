@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "panic.h"
+
 void
 wakeq_init(struct wakeq *q, size_t max, int64_t stall_ms)
 {
@@ -22,6 +24,7 @@ wakeq_fini(struct wakeq *q)
 static void
 take_slot(struct wakeq *q, struct wakeq_node *n)
 {
+    TOCSIN_ASSERT(q->waking < q->max); /* the callers look first */
     q->waking++;
     n->waking = true;
     n->gen = q->gen;
@@ -31,6 +34,7 @@ take_slot(struct wakeq *q, struct wakeq_node *n)
 static void
 unlink_node(struct wakeq *q, struct wakeq_node *n)
 {
+    TOCSIN_ASSERT(n->queued && q->queued > 0);
     if (n->prev != NULL)
         n->prev->next = n->next;
     else
@@ -73,6 +77,8 @@ void
 wakeq_wake(struct wakeq *q, struct wakeq_node *n, int64_t now_ms)
 {
     pthread_mutex_lock(&q->mu);
+    /* Linked twice, the list would loop: a broken promise of the caller's stops here. */
+    TOCSIN_ASSERT(!n->queued && !n->waking);
     /* Before the resume: the reader it leads to must see it. */
     atomic_store_explicit(&n->held, true, memory_order_release);
     if (q->waking < q->max && q->head == NULL) {

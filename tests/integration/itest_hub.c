@@ -20,7 +20,7 @@
 #define HUB_POLL_MS 50 /* the hub reads the heads this often */
 #define HELLO_WAIT_MS 10000
 #define OUTAGE_MS 2000   /* how long every connection is refused */
-#define DB_RETRY_MS 1000 /* hub.c's */
+#define DB_RETRY_MS 1000 /* hub_db.c's */
 /* One try at the start of the outage and one per DB_RETRY_MS after it; libpq may open two
  * connections for one try (sslmode=prefer), so twice that. */
 #define TRIES_MAX (2 * (OUTAGE_MS / DB_RETRY_MS + 1))
