@@ -5,6 +5,7 @@
  * trip; deliver_job.c), start requests up to each receiver's share (deliver_policy.c), wait on
  * libcurl for answers, record failed attempts at once and deliveries in groups
  * (deliver_record.c). */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "deliver.h"
 
 #include <pthread.h>
@@ -25,6 +26,11 @@
 #define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
 #define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
 #define STOP_POLL_MS 100   /* stopping: the wait for answers wakes this often to renew */
+/* A thread's name: "tocsin-deliv-<n>" (n = 1..TOCSIN_DELIVERY_WORKERS, at most 64). Linux takes
+ * 15 characters and the NUL: "tocsin-deliver-" alone is 15. */
+#define THREAD_NAME_MAX 16
+#define THREAD_NAME "tocsin-deliv-"
+_Static_assert(sizeof THREAD_NAME "64" <= THREAD_NAME_MAX, "a worker's name fits");
 
 /* Requests in flight in this process, for /metrics: sent and not answered, or answered and not
  * recorded yet (what a kill would send again). */
@@ -228,13 +234,17 @@ wind_down(struct worker *w)
     deliver_lease_leave(w);
 }
 
-/* A worker thread. */
+/* A worker thread, named "tocsin-deliv-<index + 1>" for top -H and gdb (a name that does not
+ * take is no reason to stop). */
 static void *
 worker_main(void *arg)
 {
     struct worker *w = arg;
-    int64_t last_sweep = timefmt_mono_ms();
+    char name[sizeof THREAD_NAME + 11]; /* any int: the compiler cannot know the bound */
 
+    snprintf(name, sizeof name, THREAD_NAME "%d", w->index + 1);
+    (void)pthread_setname_np(pthread_self(), name);
+    int64_t last_sweep = timefmt_mono_ms();
     while (!atomic_load(&w->d->stop)) {
         round_of(w);
         if (timefmt_mono_ms() - last_sweep > RECEIVER_IDLE_MS) {
