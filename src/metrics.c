@@ -323,7 +323,7 @@ render_circuits(char *buf, size_t *len)
 
     for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++)
         rc = put(buf, len, "%s{channel=\"%s\"} %" PRId64 "\n", name,
-                 channel_name(channel_of_slot[s]), metrics_circuits_get(channel_of_slot[s]));
+                 meeting_channel_name(channel_of_slot[s]), metrics_circuits_get(channel_of_slot[s]));
     return rc;
 }
 

@@ -6,7 +6,9 @@
  * while the other receivers' deliveries go on. Each answer is recorded within a few milliseconds
  * (delivered, retried later with exponential backoff and jitter, honouring Retry-After, or failed
  * after the last attempt), so a killed replica repeats on the wire at most what was in flight.
- * Everything is in the outbox, so a restart resumes where the last process stopped. */
+ * Everything is in the outbox, so a restart resumes where the last process stopped. The loop is
+ * deliver.c; the lease deliver_lease.c; recording answers deliver_record.c; the receiver policy
+ * deliver_policy.c (pure, its own header). */
 #ifndef TOCSIN_DELIVER_H
 #define TOCSIN_DELIVER_H
 
@@ -30,9 +32,7 @@
  * are written for any worker of any replica, so a replica whose receivers are slow does not
  * hoard a burst the others could send. */
 #define DELIVER_GIVEN_MAX 16384
-#define DELIVER_POLL_MS 250             /* idle workers look for due rows this often */
-#define DELIVER_BACKOFF_MAX_MS 14400000 /* a retry waits at most 4 h */
-#define DELIVER_JITTER_PCT 20           /* each retry delay is spread by up to this percentage */
+#define DELIVER_POLL_MS 250 /* idle workers look for due rows this often */
 /* Delivered answers are recorded together in one statement: once DELIVER_RECORD_MAX wait (the
  * answers of one round go in together, so a statement may hold more), the oldest after waiting
  * DELIVER_RECORD_LINGER_MS at most, at once when nothing else is in flight. Until then an answer
@@ -40,20 +40,16 @@
  * again at most a share per receiver and worker. */
 #define DELIVER_RECORD_MAX 128
 #define DELIVER_RECORD_LINGER_MS 5
-/* The circuit of a receiver opens after DELIVER_CIRCUIT_FAILURES failed attempts in a row that
- * show the receiver in trouble (channel_receiver_trouble: no answer, an HTTP 429 or 5xx, an SMTP
- * 4xx or 53x), for DELIVER_CIRCUIT_OPEN_MS, doubling each time a probe fails, up to
- * DELIVER_CIRCUIT_OPEN_MAX_MS; then one probe request decides. */
-#define DELIVER_CIRCUIT_FAILURES 5
-#define DELIVER_CIRCUIT_OPEN_MS 5000
-#define DELIVER_CIRCUIT_OPEN_MAX_MS 300000
+/* The receivers' shares, circuits, Retry-After holds and the retry backoff, with their bounds
+ * (DELIVER_CIRCUIT_*, DELIVER_BACKOFF_MAX_MS): deliver_policy.h. */
 
 struct deliver_opts {
     const char *database_url;
     const char *instance_id; /* lease owners are "<instance_id>/<worker>" */
     int workers;
     int concurrency;      /* a worker's slots: rows in flight or queued, but a receiver's rows
-                           * beyond its hold cap wait without one (hold_cap, held_max) */
+                           * beyond its hold cap wait without one
+                           * (deliver_policy_hold_cap, _held_max) */
     int per_receiver;     /* of those, at most this many for one receiver */
     int per_push_service; /* the same for a push service (one origin of Web Push endpoints) */
     int64_t retry_base_ms;
@@ -74,9 +70,6 @@ int deliver_owner_for(void *arg, char *out, size_t cap);
 /* Wakes the worker given the rows, or every worker when they were written for anyone (a
  * dispatch_fired_fn; arg is the struct deliver). Thread-safe, never blocks for long. */
 void deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n);
-/* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped,
- * spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure; exposed for tests. */
-int64_t deliver_backoff_ms(int64_t base_ms, int attempt, double r);
 /* Requests in flight in this process (for /metrics). Thread-safe. */
 size_t deliver_in_flight(void);
 /* Stops taking rows, gives back the rows not sent yet (another replica, or the next process,

@@ -141,9 +141,6 @@ bool meeting_id_valid(const char *s);
 const char *meeting_channel_name(unsigned channel);
 unsigned meeting_channel_parse(const char *name);
 unsigned meeting_channel_at(unsigned i);
-/* Transitional, for deliver.c only, which is being split on another branch and still calls the
- * old name: once its parts call meeting_channel_name, this line goes. */
-#define channel_name(channel) meeting_channel_name(channel)
 
 /* "pending" | "fired" | "missed" | "cancelled"; and back (returns -1 for unknown text). */
 const char *meeting_reminder_status_name(enum reminder_status s);

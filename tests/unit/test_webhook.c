@@ -1,10 +1,9 @@
 /* test_webhook.c -- the pure parts of delivery: Standard Webhooks signatures (the specification's
  * published example, and secrets that must be refused), new secrets, the stable message id, the
  * request's header lines (a traceparent, an id too long for its line), the public-address guard
- * over a table of addresses, URL checks on literal addresses (no DNS), and the retry backoff with
- * its cap and jitter. */
+ * over a table of addresses and URL checks on literal addresses (no DNS). The retry backoff is
+ * test_deliver_policy.c's. */
 #include "check.h"
-#include "deliver.h"
 #include "netguard.h"
 #include "outbound.h"
 #include "trace.h"
@@ -264,27 +263,6 @@ test_request_id_too_long(void)
     CHECK(webhook_request(&m, &b, &r, 1000) == 0, "an id shorter than WEBHOOK_ID_MAX fits");
 }
 
-static void
-test_backoff(void)
-{
-    CHECK(deliver_backoff_ms(1000, 1, 0.5) == 1000, "first retry: %" PRId64,
-          deliver_backoff_ms(1000, 1, 0.5));
-    CHECK(deliver_backoff_ms(1000, 4, 0.5) == 8000, "fourth retry: %" PRId64,
-          deliver_backoff_ms(1000, 4, 0.5));
-    CHECK(deliver_backoff_ms(1000, 1, 0.0) == 800, "-20%%: %" PRId64,
-          deliver_backoff_ms(1000, 1, 0.0));
-    CHECK(deliver_backoff_ms(1000, 1, 0.999999) <= 1200 &&
-              deliver_backoff_ms(1000, 1, 0.999999) >= 1199,
-          "+20%%: %" PRId64, deliver_backoff_ms(1000, 1, 0.999999));
-    CHECK(deliver_backoff_ms(1000, 60, 0.5) == DELIVER_BACKOFF_MAX_MS, "cap: %" PRId64,
-          deliver_backoff_ms(1000, 60, 0.5));
-    CHECK(deliver_backoff_ms(1000, 1000000, 0.0) >= DELIVER_BACKOFF_MAX_MS * 8 / 10,
-          "huge attempt: %" PRId64, deliver_backoff_ms(1000, 1000000, 0.0));
-    for (int a = 1; a < 40; a++)
-        CHECK(deliver_backoff_ms(1000, a + 1, 0.5) >= deliver_backoff_ms(1000, a, 0.5),
-              "not monotonic at %d", a);
-}
-
 int
 main(void)
 {
@@ -299,6 +277,5 @@ main(void)
     test_target_check();
     test_request_traceparent();
     test_request_id_too_long();
-    test_backoff();
     return check_summary("test_webhook");
 }

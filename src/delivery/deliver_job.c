@@ -1,0 +1,231 @@
+/* deliver_job.c -- a delivery worker's jobs and receivers (deliver_internal.h): the rows a lease
+ * brought become jobs, their bodies built from their meetings when sent for the first time, each
+ * queued for its receiver (found or made in the worker's table, forgotten when idle); a job is
+ * freed once its answer is recorded or its row given back. Runs on the worker's thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+#include "codec.h"
+#include "db.h"
+#include "db_outbox.h"
+#include "db_series.h"
+#include "deliver_internal.h"
+#include "panic.h"
+#include "timefmt.h"
+
+/* build_bodies reads the meetings of one lease's rows in one statement. */
+_Static_assert(DB_OUTBOX_CLAIM_MAX <= DB_GET_MANY_MAX, "a lease's meetings are one get_many");
+
+/* ---- receivers ----------------------------------------------------------------------------- */
+
+static size_t
+bucket(const char *key)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    for (; *key != '\0'; key++)
+        h = (h ^ (unsigned char)*key) * 1099511628211ULL; /* FNV-1a */
+    return h % RECEIVER_BUCKETS;
+}
+
+/* The receiver of a row: its key names one channel's receiver (a push service's origin is never
+ * a webhook id), so the share set when the key is first seen holds for all its rows. */
+static struct receiver *
+receiver_get(struct worker *w, const struct db_outbox_item *it)
+{
+    struct receiver **r = &w->receivers[bucket(it->receiver)];
+
+    while (*r != NULL && strcmp((*r)->key, it->receiver) != 0)
+        r = &(*r)->next;
+    if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL) {
+        snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
+        (*r)->channel = it->channel;
+        int share = it->channel == CHANNEL_PUSH ? w->d->per_push_service : w->d->per_receiver;
+        deliver_policy_init(&(*r)->pol, (size_t)share, w->d->concurrency);
+    }
+    return *r;
+}
+
+void
+deliver_job_forget_idle(struct worker *w, int64_t now)
+{
+    for (size_t b = 0; b < RECEIVER_BUCKETS; b++) {
+        struct receiver **r = &w->receivers[b];
+        while (*r != NULL) {
+            struct receiver *x = *r;
+            if (deliver_policy_idle(&x->pol, now) && now - x->idle_since_ms > RECEIVER_IDLE_MS) {
+                *r = x->next;
+                free(x);
+            } else {
+                r = &x->next;
+            }
+        }
+    }
+}
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+
+static void
+enqueue(struct worker *w, struct job *j)
+{
+    struct receiver *r = j->rcv;
+
+    j->next = NULL;
+    if (r->tail != NULL)
+        r->tail->next = j;
+    else
+        r->head = j;
+    r->tail = j;
+    deliver_policy_queue(&r->pol);
+    if (!r->ready) {
+        r->ready = true;
+        r->next_ready = w->ready;
+        w->ready = r;
+    }
+}
+
+struct job *
+deliver_job_dequeue(struct receiver *r)
+{
+    struct job *j = r->head;
+
+    if (j == NULL)
+        return NULL;
+    r->head = j->next;
+    if (r->head == NULL)
+        r->tail = NULL;
+    deliver_policy_unqueue(&r->pol);
+    return j;
+}
+
+bool
+deliver_job_held(const struct worker *w, const struct job *j)
+{
+    return j->slot < w->n_held && w->held[j->slot] == j;
+}
+
+void
+deliver_job_drop(struct worker *w, struct job *j)
+{
+    TOCSIN_ASSERT(deliver_job_held(w, j));
+    struct job *last = w->held[--w->n_held];
+
+    w->held[j->slot] = last;
+    last->slot = j->slot;
+    if (j->rcv != NULL && j->rcv->pol.sending + j->rcv->pol.queued == 0)
+        j->rcv->idle_since_ms = timefmt_mono_ms();
+    db_outbox_item_fini(&j->it);
+    free(j);
+}
+
+/* ---- leased rows --------------------------------------------------------------------------- */
+
+/* The payload of one new job from its meeting m; people[x] is m's participants, parsed on the
+ * first row that asks (push and email rows do, webhook rows not). */
+static void
+build_body(struct worker *w, struct job *j, const struct meeting *m, struct codec_people **people,
+           int64_t now)
+{
+    if (m->id[0] == '\0') {
+        j->why = "meeting deleted before delivery";
+        return;
+    }
+    if (*people == NULL && j->it.channel != CHANNEL_WEBHOOK)
+        *people = codec_people_parse(m);
+    if ((j->it.payload = channel_payload(&w->d->channel, &j->it, m, *people, now, &j->why)) != NULL)
+        j->body_new = true;
+}
+
+/* Builds the payloads of the new jobs j[0..n) that have none from their meetings as the API
+ * shows them now, in one round trip: a reminder of a series' occurrence sees that occurrence
+ * (db_meeting_get_many_for). The rows of one reminder share its meeting, read and parsed once. A
+ * job whose payload cannot be built keeps none and says why (its meeting is gone, ...). 0, or -1
+ * on database trouble. */
+static int
+build_bodies(struct worker *w, struct job **j, size_t n)
+{
+    const char **ids = w->texts; /* scratch: before any failure is queued */
+    int64_t *rids = w->ids;      /* scratch, as texts */
+    struct db_meeting_list ms;
+    struct codec_people *people[DB_OUTBOX_CLAIM_MAX] = {0};
+    size_t k = 0, at[DB_OUTBOX_CLAIM_MAX];
+    int64_t now = timefmt_now_ms();
+
+    for (size_t i = 0; i < n; i++) /* n <= DB_OUTBOX_CLAIM_MAX: one lease */
+        if (j[i]->it.payload == NULL) {
+            ids[k] = j[i]->it.meeting_id;
+            rids[k++] = j[i]->it.reminder_id;
+        }
+    if (k == 0)
+        return 0;
+    if (db_meeting_get_many_for(w->db, ids, rids, k, &ms, at) != DB_ONE_RESULT)
+        return -1;
+    for (size_t i = 0, x = 0; i < n; i++, x++) {
+        if (j[i]->it.payload != NULL) {
+            x--;
+            continue;
+        }
+        build_body(w, j[i], &ms.m[at[x]], &people[at[x]], now);
+    }
+    for (size_t d = 0; d < ms.n; d++)
+        codec_people_free(people[d]);
+    db_meeting_list_fini(&ms);
+    return 0;
+}
+
+static const char *
+target_gone_reason(unsigned channel)
+{
+    return channel == CHANNEL_PUSH ? "push subscription removed" : "webhook deleted";
+}
+
+/* Rows whose target or meeting is gone, or whose payload cannot be built, fail for good. */
+void
+deliver_job_take(struct worker *w, size_t n)
+{
+    struct job **fresh = w->jobs;
+    size_t k = 0, n_fail = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = calloc(1, sizeof *j);
+        if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL) {
+            free(j);
+            db_outbox_item_fini(&w->claimed[i]); /* still its: the next lease brings it back */
+            continue;
+        }
+        TOCSIN_ASSERT(w->n_held < w->max_held); /* a lease takes no more than fits */
+        j->it = w->claimed[i];
+        j->slot = w->n_held;
+        w->held[w->n_held++] = j;
+        fresh[k++] = j;
+    }
+    if (build_bodies(w, fresh, k) != 0) {
+        deliver_db_lost(w, "cannot read the meetings of leased rows (given back)");
+        for (size_t i = 0; i < k; i++)
+            w->ids[i] = fresh[i]->it.id;
+        deliver_lease_give_back(w, k, 0);
+        for (size_t i = 0; i < k; i++)
+            deliver_job_drop(w, fresh[i]);
+        return;
+    }
+    struct job *gone[DB_OUTBOX_CLAIM_MAX];
+    size_t n_gone = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct job *j = fresh[i];
+        const char *why = j->it.target_gone       ? target_gone_reason(j->it.channel)
+                          : j->it.payload == NULL ? j->why
+                                                  : NULL;
+        if (why == NULL) {
+            enqueue(w, j);
+            continue;
+        }
+        deliver_record_add_failure(w, &n_fail, j, 0, 0, why, true);
+        gone[n_gone++] = j;
+    }
+    if (n_fail > 0)
+        deliver_record_failed(w, n_fail);
+    for (size_t i = 0; i < n_gone; i++)
+        deliver_job_drop(w, gone[i]);
+}
