@@ -1240,7 +1240,8 @@ export interface components {
          *     `bad_header`, or `bad_request`: a request whose framing is ambiguous or malformed by
          *     RFC 9112 (two different `Content-Length`, `Content-Length` with `Transfer-Encoding`, any
          *     transfer coding but one `chunked`, a field name that is not a token, a control byte in a
-         *     field value, not exactly one `Host` in HTTP/1.1), whose target holds `%00` or whose path
+         *     field value, not exactly one `Host` in HTTP/1.1, a field continued on the next line
+         *     (obs-fold), a line of the head ended by LF alone), whose target holds `%00` or whose path
          *     holds `%2F` (an encoded slash). A `bad_request` answer closes the connection.
          */
         BadRequest: {

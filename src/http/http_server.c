@@ -190,7 +190,8 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
     const char *cl = http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *detail;
-    enum api_error e = http_framing_check(rq->conn, version, rq->target_refusal, &detail);
+    enum api_error e =
+        http_framing_check(rq->conn, rq->method, version, rq->target_refusal, &detail);
     if (e != API_E_NONE) {
         *ret = (enum MHD_Result)http_reply_problem(rq, e, detail);
         return 1;
