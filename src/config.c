@@ -3,6 +3,7 @@
 #include "config.h"
 #include "db.h"
 #include "mail.h"
+#include "ratelimit.h"
 #include "redis_url.h"
 
 #include <errno.h>
@@ -103,6 +104,13 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_RETENTION_INTERVAL_S", 60, 1, 86400, 1000,
      offsetof(struct config, retention_interval_ms), 0},
     {"TOCSIN_RETENTION_BATCH", 1000, 10, 10000, 1, offsetof(struct config, retention_batch), 1},
+    /* What one tenant may take (http_rate.h, meetings_post.c): off by default, as a self-hosted
+     * deployment's one tenant must not be throttled by surprise. */
+    {"TOCSIN_TENANT_RATE", 0, 0, RATELIMIT_RATE_MAX, 1, offsetof(struct config, tenant_rate), 0},
+    {"TOCSIN_TENANT_BURST", 100, 1, RATELIMIT_BURST_MAX, 1, offsetof(struct config, tenant_burst),
+     0},
+    {"TOCSIN_TENANT_MEETINGS_MAX", 0, 0, 100000000, 1, offsetof(struct config, tenant_meetings_max),
+     0},
 };
 
 static int

@@ -37,6 +37,11 @@ export interface paths {
          *     With a browser token (`meetings:write`) the token's `sub` becomes the meeting's `organizer_id`
          *     (`organizer_id` in the body must then be left out or equal `sub`); a token limited to some
          *     meetings (`mtg`) creates none (403 `insufficient_scope`).
+         *
+         *     With `TOCSIN_TENANT_MEETINGS_MAX` set, a create past the tenant's live meetings answers
+         *     403 `quota_exceeded` (concurrent creates may pass it by less than the replica's HTTP
+         *     threads together); a replay of an `Idempotency-Key` whose create was made still
+         *     answers its 201.
          */
         post: operations["createMeeting"];
         delete?: never;
@@ -1198,7 +1203,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1460,6 +1465,50 @@ export interface components {
                 };
             };
         };
+        /**
+         * @description `rate_limited`: the credential's tenant sent more than `TOCSIN_TENANT_RATE` requests a
+         *     second to this replica, past a burst of `TOCSIN_TENANT_BURST` (off unless the operator
+         *     sets it). Every request authenticated as the tenant counts, its API keys' and its
+         *     browser tokens' alike, once per request (a stream when it opens). Retry after
+         *     `Retry-After` seconds; nothing was done.
+         */
+        RateLimited: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 429;
+                    /** @constant */
+                    code?: "rate_limited";
+                };
+            };
+        };
+        /**
+         * @description `insufficient_scope` (with `WWW-Authenticate: Bearer error="insufficient_scope"`): a
+         *     browser token without `meetings:write`, or one limited to some meetings (`mtg`).
+         *     `quota_exceeded`: the tenant has `TOCSIN_TENANT_MEETINGS_MAX` live meetings (deleted ones
+         *     do not count, a series counts once); delete some, or ask the operator for more. 403 and
+         *     not 429, because waiting does not help: a client that retries 429s on its own would
+         *     retry this forever.
+         */
+        CreateRefused: {
+            headers: {
+                /** @description `Bearer error="insufficient_scope"` with `insufficient_scope` only. */
+                "WWW-Authenticate"?: "Bearer error=\"insufficient_scope\"";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 403;
+                    /** @enum {unknown} */
+                    code?: "insufficient_scope" | "quota_exceeded";
+                };
+            };
+        };
         /** @description An unexpected server error. */
         Internal: {
             headers: {
@@ -1591,6 +1640,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1625,12 +1675,13 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["CreateRefused"];
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1693,6 +1744,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["MeetingNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1735,6 +1787,7 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1766,6 +1819,7 @@ export interface operations {
             403: components["responses"]["NotOrganizer"];
             404: components["responses"]["MeetingNotFound"];
             412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1831,6 +1885,7 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1864,6 +1919,7 @@ export interface operations {
             403: components["responses"]["ApiKeyOnly"];
             404: components["responses"]["MeetingNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1926,6 +1982,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["OccurrenceNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2027,6 +2084,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2056,6 +2114,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyOnly"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2104,6 +2163,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2165,6 +2225,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2217,6 +2278,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyOnly"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2264,6 +2326,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2325,6 +2388,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2381,6 +2445,7 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2479,6 +2544,8 @@ export interface operations {
             /**
              * @description `too_many_streams`: this participant has `TOCSIN_STREAMS_PER_PARTICIPANT` (5) streams
              *     open on this replica. A closed page's stream is noticed at the next heartbeat.
+             *     `rate_limited`: the token's tenant is over `TOCSIN_TENANT_RATE` (see `RateLimited`;
+             *     a stream counts once, when it opens).
              */
             429: {
                 headers: {
@@ -2489,8 +2556,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status?: 429;
-                        /** @constant */
-                        code?: "too_many_streams";
+                        /** @enum {unknown} */
+                        code?: "too_many_streams" | "rate_limited";
                     };
                 };
             };
@@ -2578,6 +2645,7 @@ export interface operations {
                 };
             };
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2625,6 +2693,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2717,6 +2786,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2778,6 +2848,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
