@@ -3,6 +3,7 @@
 #include "config.h"
 #include "db.h"
 #include "mail.h"
+#include "meeting.h"
 #include "ratelimit.h"
 #include "redis_url.h"
 
@@ -111,6 +112,11 @@ static const struct int_setting int_settings[] = {
      0},
     {"TOCSIN_TENANT_MEETINGS_MAX", 0, 0, 100000000, 1, offsetof(struct config, tenant_meetings_max),
      0},
+    /* What a browser token may write (browser_writes.h): no email unless the operator says so,
+     * and meetings small enough for a person to invite by hand. */
+    {"TOCSIN_BROWSER_EMAIL", 0, 0, 1, 1, offsetof(struct config, browser_email), 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", 50, 1, MEETING_PARTICIPANTS_MAX, 1,
+     offsetof(struct config, browser_participants_max), 1},
 };
 
 static int

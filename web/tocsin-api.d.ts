@@ -945,7 +945,20 @@ export interface components {
         ReauthData: {
             expires_at: components["schemas"]["UtcTime"];
         };
-        /** @description The writable fields of a meeting (POST and PUT bodies). */
+        /**
+         * @description The writable fields of a meeting (POST and PUT bodies).
+         *
+         *     Written with a browser token (a page anyone can script), a meeting is bounded further;
+         *     API keys are the tenant's servers and are not. While `TOCSIN_BROWSER_EMAIL` is off (the
+         *     default) a token's write makes no email: it may not put the `email` channel on more
+         *     reminders than the meeting had (a create: on any), nor, while a reminder has it, add an
+         *     address the meeting did not have: 403 `browser_email_disabled`, whose `errors` name the
+         *     field (`reminders`, `participants[1].email`). Nothing is stripped silently; addresses
+         *     without the email channel are kept as data. The organizer of a meeting its tenant's
+         *     server made with email may still change it, keeping or dropping what the server chose. A
+         *     token's write also leaves at most `TOCSIN_BROWSER_PARTICIPANTS_MAX` (50) participants,
+         *     or no more than the meeting had: past that 400 `validation` on `participants`.
+         */
         MeetingInput: {
             /** @description 1..200 characters. */
             title: string;
@@ -1203,7 +1216,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1315,7 +1328,9 @@ export interface components {
         /**
          * @description `insufficient_scope` (with `WWW-Authenticate: Bearer error="insufficient_scope"`): a
          *     browser token without `meetings:write`; `not_organizer`: the token's `sub` takes part in
-         *     the meeting but does not organize it.
+         *     the meeting but does not organize it; `browser_email_disabled` (with `errors` naming the
+         *     field): with `TOCSIN_BROWSER_EMAIL` off, the change would put the email channel on
+         *     another reminder, or add an address while a reminder has it (see `MeetingInput`).
          */
         NotOrganizer: {
             headers: {
@@ -1326,7 +1341,7 @@ export interface components {
                     /** @constant */
                     status?: 403;
                     /** @enum {unknown} */
-                    code?: "insufficient_scope" | "not_organizer";
+                    code?: "insufficient_scope" | "not_organizer" | "browser_email_disabled";
                 };
             };
         };
@@ -1492,7 +1507,8 @@ export interface components {
          *     `quota_exceeded`: the tenant has `TOCSIN_TENANT_MEETINGS_MAX` live meetings (deleted ones
          *     do not count, a series counts once); delete some, or ask the operator for more. 403 and
          *     not 429, because waiting does not help: a client that retries 429s on its own would
-         *     retry this forever.
+         *     retry this forever. `browser_email_disabled` (with `errors`): a browser token asked for
+         *     the email channel while `TOCSIN_BROWSER_EMAIL` is off (see `MeetingInput`).
          */
         CreateRefused: {
             headers: {
@@ -1505,7 +1521,7 @@ export interface components {
                     /** @constant */
                     status?: 403;
                     /** @enum {unknown} */
-                    code?: "insufficient_scope" | "quota_exceeded";
+                    code?: "insufficient_scope" | "quota_exceeded" | "browser_email_disabled";
                 };
             };
         };

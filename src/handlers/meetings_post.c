@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "browser_writes.h"
 #include "crypto.h"
 #include "db_quota.h"
 #include "db_series.h"
@@ -245,11 +246,14 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     return ret;
 }
 
-/* A browser token creates meetings it organizes (its sub); one limited to some meetings (mtg)
- * creates none. An API key may name any organizer, or none. 0, or -1 after replying. */
+/* A browser token creates meetings it organizes (its sub), within browser_writes.h's bounds;
+ * one limited to some meetings (mtg) creates none. An API key may name any organizer, or none.
+ * 0, or -1 after replying. */
 static int
 organizer(struct request *rq, struct meeting *m, struct codec_errors *errs, int *ret)
 {
+    enum api_error e;
+
     if (!rq->who.browser)
         return 0;
     if (rq->who.n_mtg > 0) {
@@ -263,6 +267,11 @@ organizer(struct request *rq, struct meeting *m, struct codec_errors *errs, int 
                  "must be the token's subject (or left out)");
         errs->n = 1;
         *ret = http_reply_validation(rq, errs);
+        return -1;
+    }
+    if ((e = browser_writes_check(rq->cfg, NULL, m, errs)) != API_E_NONE) {
+        *ret =
+            e == API_E_INTERNAL ? http_reply_problem(rq, e, NULL) : http_reply_fields(rq, e, errs);
         return -1;
     }
     free(m->organizer_id);

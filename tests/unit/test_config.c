@@ -92,6 +92,12 @@ static const struct {
     {"TOCSIN_TENANT_MEETINGS_MAX", "0", 1},
     {"TOCSIN_TENANT_MEETINGS_MAX", "100000000", 1},
     {"TOCSIN_TENANT_MEETINGS_MAX", "100000001", 0},
+    {"TOCSIN_BROWSER_EMAIL", "1", 1},
+    {"TOCSIN_BROWSER_EMAIL", "2", 0},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "1", 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "500", 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "0", 0},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "501", 0},
 };
 
 int
@@ -105,8 +111,9 @@ main(void)
               cfg.http_connections_per_addr == 128 && cfg.http_header_timeout_s == 20 &&
               cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 && cfg.migrate_on_start == 1,
           "defaults: %s", err);
-    CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0,
-          "tenant defaults: nothing limited");
+    CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0 &&
+              cfg.browser_email == 0 && cfg.browser_participants_max == 50,
+          "tenant and browser defaults: nothing limited but browser writes");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         setenv(cases[i].var, cases[i].value, 1);
         err[0] = '\0';
