@@ -1,7 +1,7 @@
 -- bench/create.lua -- wrk script for bench/create.sh: POSTs one valid meeting per request over
 -- keep-alive connections (2 reminders, 3 participants, starting 2 hours from now so both
--- reminders fall inside the default mirror horizon and Redis is written too), and prints one
--- machine-readable RESULT line at the end. Needs TOKEN (an API key) in the environment.
+-- reminders fall inside the default mirror horizon and Redis is written too), and prints
+-- bench/wrk_result.lua's RESULT line at the end. Needs TOKEN (an API key) in the environment.
 
 local token = os.getenv("TOKEN")
 if token == nil or token == "" then
@@ -21,11 +21,4 @@ wrk.body = '{"title":"Benchmark sync","starts_at":"' .. starts_at .. '",' ..
     '{"id":"u3","name":"Edsger","email":"edsger@example.com"}],' ..
     '"reminders":[{"minutes_before":10},{"minutes_before":5}]}'
 
--- errors counts failed connections and answers with a status of 400 or more: a fast error is not
--- a created meeting, so create.sh refuses to report a rate when it is not 0.
-function done(summary, latency, requests)
-    io.write(string.format("RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d errors=%d\n",
-        summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-        summary.errors.connect + summary.errors.read + summary.errors.write +
-        summary.errors.status + summary.errors.timeout))
-end
+dofile("bench/wrk_result.lua")

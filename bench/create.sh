@@ -17,56 +17,17 @@ CONNECTIONS=${BENCH_CONNECTIONS:-32 64}
 TUNE_THREADS="8 16 32"
 TUNE_DURATION_S=5
 BENCH=$TOCSIN_ROOT/.local/bench
-BIN=$TOCSIN_ROOT/build-release/tocsin
-URL=http://$HTTP_ADDR
-WRK_THREADS=$(nproc)
-
-export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
-export TOCSIN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
-export TOCSIN_HTTP_ADDR=$HTTP_ADDR
-export TOCSIN_LOG_LEVEL=warn
-
-SERVE_PID=
-cleanup()
-{
-    local rc=$?
-    trap - EXIT INT TERM
-    stop_serve
-    tocsin_redis_stop "$BENCH/redis" || true
-    tocsin_pg_stop "$BENCH/pg" || true
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. bench/wrk.sh
 
 start_serve()
 {
-    TOCSIN_HTTP_THREADS=$1 "$BIN" serve >>"$BENCH/serve.log" 2>&1 &
-    SERVE_PID=$!
-    wait_for "tocsin on $URL" curl -fs -o /dev/null "$URL/readyz"
+    bench_serve TOCSIN_HTTP_THREADS="$1"
 }
 
-stop_serve()
-{
-    [ -n "$SERVE_PID" ] || return 0
-    kill -TERM "$SERVE_PID" 2>/dev/null || true
-    wait "$SERVE_PID" 2>/dev/null || true
-    SERVE_PID=
-}
-
-# run_wrk CONNECTIONS SECONDS: prints "req_s p50_ms p99_ms" from create.lua's RESULT line.
+# run_wrk CONNECTIONS SECONDS: "req_s p50_ms p99_ms" of create.lua.
 run_wrk()
 {
-    local out line
-    out=$(TOKEN=$TOKEN wrk -t "$WRK_THREADS" -c "$1" -d "${2}s" -s bench/create.lua "$URL")
-    line=$(grep '^RESULT ' <<<"$out") || tocsin_die "wrk printed no result: $out"
-    awk '{
-        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        if (v["errors"] > 0) { printf "wrk: %d errors\n", v["errors"] > "/dev/stderr"; exit 1 }
-        printf "%.0f %.2f %.2f\n", v["requests"] / (v["duration_us"] / 1e6),
-            v["p50_us"] / 1000, v["p99_us"] / 1000
-    }' <<<"$line"
+    TOKEN=$TOKEN bench_wrk bench/create.lua "$1" "$2"
 }
 
 # run_pgbench CLIENTS SECONDS: prints the transactions per second of create.sql.
@@ -79,18 +40,7 @@ run_pgbench()
     sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1
 }
 
-tocsin_install_deps
-tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
-    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
-
-tocsin_redis_stop "$BENCH/redis"
-tocsin_pg_stop "$BENCH/pg"
-tocsin_pg_wipe "$BENCH/pg"
-rm -rf "$BENCH"
-mkdir -p "$BENCH"
-tocsin_pg_start "$BENCH/pg" "$PG_PORT"
-tocsin_redis_start "$BENCH/redis" "$REDIS_PORT"
-"$BIN" migrate
+bench_fresh
 TOKEN=$("$BIN" keys create --tenant bench)
 TENANT_ID=$("$(tocsin_pg_bindir)/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d tocsin -tA \
     -c "SELECT id FROM tenants WHERE name = 'bench'")
@@ -102,7 +52,7 @@ if [ -z "$threads" ]; then
         start_serve "$t"
         res=$(run_wrk 32 "$TUNE_DURATION_S")
         read -r rate _ <<<"$res"
-        stop_serve
+        bench_stop
         tocsin_log "TOCSIN_HTTP_THREADS=$t: $rate req/s (32 connections, ${TUNE_DURATION_S} s)"
         if [ "${rate%.*}" -gt "$best" ]; then
             best=${rate%.*}
@@ -119,7 +69,7 @@ for c in $CONNECTIONS; do
     read -r rate p50 p99 <<<"$res"
     results+=("$c $rate $p50 $p99")
 done
-stop_serve
+bench_stop
 i=0
 for c in $CONNECTIONS; do
     tocsin_log "pgbench: $c clients, ${DURATION_S} s"

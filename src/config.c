@@ -3,6 +3,8 @@
 #include "config.h"
 #include "db.h"
 #include "email_addr.h"
+#include "meeting.h"
+#include "ratelimit.h"
 #include "redis_url.h"
 
 #include <errno.h>
@@ -21,6 +23,13 @@ struct int_setting {
     size_t offset;                /* into struct config */
     int is_int;                   /* stored as int instead of int64_t */
 };
+
+/* The rows below spell their bounds as numbers (scripts/check_maps.py reads them against
+ * docs/configuration.md); where a bound is another module's limit, it is tied here. */
+_Static_assert(RATELIMIT_RATE_MAX == 1000000 && RATELIMIT_BURST_MAX == 1000000,
+               "TOCSIN_TENANT_RATE and TOCSIN_TENANT_BURST go up to ratelimit.h's bounds");
+_Static_assert(MEETING_PARTICIPANTS_MAX == 500,
+               "TOCSIN_BROWSER_PARTICIPANTS_MAX goes up to a meeting's own bound");
 
 static const struct int_setting int_settings[] = {
     /* Each HTTP thread holds one PostgreSQL connection and waits for its commit: the thread count
@@ -103,6 +112,17 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_RETENTION_INTERVAL_S", 60, 1, 86400, 1000,
      offsetof(struct config, retention_interval_ms), 0},
     {"TOCSIN_RETENTION_BATCH", 1000, 10, 10000, 1, offsetof(struct config, retention_batch), 1},
+    /* What one tenant may take (http_rate.h, meetings_post.c): off by default, as a self-hosted
+     * deployment's one tenant must not be throttled by surprise. */
+    {"TOCSIN_TENANT_RATE", 0, 0, 1000000, 1, offsetof(struct config, tenant_rate), 0},
+    {"TOCSIN_TENANT_BURST", 100, 1, 1000000, 1, offsetof(struct config, tenant_burst), 0},
+    {"TOCSIN_TENANT_MEETINGS_MAX", 0, 0, 100000000, 1, offsetof(struct config, tenant_meetings_max),
+     0},
+    /* What a browser token may write (browser_writes.h): no email unless the operator says so,
+     * and meetings small enough for a person to invite by hand. */
+    {"TOCSIN_BROWSER_EMAIL", 0, 0, 1, 1, offsetof(struct config, browser_email), 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", 50, 1, 500, 1,
+     offsetof(struct config, browser_participants_max), 1},
 };
 
 static int

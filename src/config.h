@@ -66,6 +66,13 @@ struct config {
     int64_t retention_stream_events_s; /* TOCSIN_RETENTION_STREAM_EVENTS_S, same, 7 days */
     int64_t retention_interval_ms;     /* TOCSIN_RETENTION_INTERVAL_S 1..86400, default 60 */
     int retention_batch;               /* TOCSIN_RETENTION_BATCH 10..10000, default 1000 */
+    /* What one tenant may take of this replica (0: no bound). */
+    int64_t tenant_rate;         /* TOCSIN_TENANT_RATE 0..1000000 requests a second, default 0 */
+    int64_t tenant_burst;        /* TOCSIN_TENANT_BURST 1..1000000, default 100 */
+    int64_t tenant_meetings_max; /* TOCSIN_TENANT_MEETINGS_MAX 0..100000000 live, default 0 */
+    /* What a browser token may write (browser_writes.h). */
+    int browser_email;            /* TOCSIN_BROWSER_EMAIL 0|1, default 0: no email from tokens */
+    int browser_participants_max; /* TOCSIN_BROWSER_PARTICIPANTS_MAX 1..500, default 50 */
     /* Browsers (docs/design.md section 7). */
     struct cors_origins cors; /* TOCSIN_CORS_ORIGINS, default "" (no browser access) */
     char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */

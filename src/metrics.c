@@ -57,6 +57,12 @@ static const struct {
     [METRIC_HTTP_ADDR_REFUSED] = {"tocsin_http_connections_refused_total",
                                   "Connections closed at once: their address held "
                                   "TOCSIN_HTTP_CONNECTIONS_PER_ADDR already."},
+    [METRIC_HTTP_RATE_LIMITED] = {"tocsin_http_rate_limited_total",
+                                  "Requests refused 429 rate_limited: their tenant was over "
+                                  "TOCSIN_TENANT_RATE on this replica."},
+    [METRIC_QUOTA_REFUSED] = {"tocsin_quota_refused_total",
+                              "Creates refused 403 quota_exceeded: their tenant had "
+                              "TOCSIN_TENANT_MEETINGS_MAX live meetings."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -25,6 +25,8 @@ enum metric {
     METRIC_STREAM_BACKLOG_READS, /* reads of missed events from PostgreSQL to resume streams */
     METRIC_HTTP_STREAM_POOL,     /* connections handed to the stream pool (http_listen.h) */
     METRIC_HTTP_ADDR_REFUSED,    /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
+    METRIC_HTTP_RATE_LIMITED,    /* requests refused 429 rate_limited (TOCSIN_TENANT_RATE) */
+    METRIC_QUOTA_REFUSED,        /* creates refused 403 quota_exceeded (a tenant quota) */
     METRIC_COUNT
 };
 

@@ -37,6 +37,11 @@ export interface paths {
          *     With a browser token (`meetings:write`) the token's `sub` becomes the meeting's `organizer_id`
          *     (`organizer_id` in the body must then be left out or equal `sub`); a token limited to some
          *     meetings (`mtg`) creates none (403 `insufficient_scope`).
+         *
+         *     With `TOCSIN_TENANT_MEETINGS_MAX` set, a create past the tenant's live meetings answers
+         *     403 `quota_exceeded` (concurrent creates may pass it by less than the replica's HTTP
+         *     threads together); a replay of an `Idempotency-Key` whose create was made still
+         *     answers its 201.
          */
         post: operations["createMeeting"];
         delete?: never;
@@ -940,7 +945,20 @@ export interface components {
         ReauthData: {
             expires_at: components["schemas"]["UtcTime"];
         };
-        /** @description The writable fields of a meeting (POST and PUT bodies). */
+        /**
+         * @description The writable fields of a meeting (POST and PUT bodies).
+         *
+         *     Written with a browser token (a page anyone can script), a meeting is bounded further;
+         *     API keys are the tenant's servers and are not. While `TOCSIN_BROWSER_EMAIL` is off (the
+         *     default) a token's write makes no email: it may not put the `email` channel on more
+         *     reminders than the meeting had (a create: on any), nor, while a reminder has it, add an
+         *     address the meeting did not have: 403 `browser_email_disabled`, whose `errors` name the
+         *     field (`reminders`, `participants[1].email`). Nothing is stripped silently; addresses
+         *     without the email channel are kept as data. The organizer of a meeting its tenant's
+         *     server made with email may still change it, keeping or dropping what the server chose. A
+         *     token's write also leaves at most `TOCSIN_BROWSER_PARTICIPANTS_MAX` (50) participants,
+         *     or no more than the meeting had: past that 400 `validation` on `participants`.
+         */
         MeetingInput: {
             /** @description 1..200 characters. */
             title: string;
@@ -1198,7 +1216,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1240,7 +1258,8 @@ export interface components {
          *     `bad_header`, or `bad_request`: a request whose framing is ambiguous or malformed by
          *     RFC 9112 (two different `Content-Length`, `Content-Length` with `Transfer-Encoding`, any
          *     transfer coding but one `chunked`, a field name that is not a token, a control byte in a
-         *     field value, not exactly one `Host` in HTTP/1.1), whose target holds `%00` or whose path
+         *     field value, not exactly one `Host` in HTTP/1.1, a field continued on the next line
+         *     (obs-fold), a line of the head ended by LF alone), whose target holds `%00` or whose path
          *     holds `%2F` (an encoded slash). A `bad_request` answer closes the connection.
          */
         BadRequest: {
@@ -1309,7 +1328,9 @@ export interface components {
         /**
          * @description `insufficient_scope` (with `WWW-Authenticate: Bearer error="insufficient_scope"`): a
          *     browser token without `meetings:write`; `not_organizer`: the token's `sub` takes part in
-         *     the meeting but does not organize it.
+         *     the meeting but does not organize it; `browser_email_disabled` (with `errors` naming the
+         *     field): with `TOCSIN_BROWSER_EMAIL` off, the change would put the email channel on
+         *     another reminder, or add an address while a reminder has it (see `MeetingInput`).
          */
         NotOrganizer: {
             headers: {
@@ -1320,7 +1341,7 @@ export interface components {
                     /** @constant */
                     status?: 403;
                     /** @enum {unknown} */
-                    code?: "insufficient_scope" | "not_organizer";
+                    code?: "insufficient_scope" | "not_organizer" | "browser_email_disabled";
                 };
             };
         };
@@ -1459,6 +1480,51 @@ export interface components {
                 };
             };
         };
+        /**
+         * @description `rate_limited`: the credential's tenant sent more than `TOCSIN_TENANT_RATE` requests a
+         *     second to this replica, past a burst of `TOCSIN_TENANT_BURST` (off unless the operator
+         *     sets it). Every request authenticated as the tenant counts, its API keys' and its
+         *     browser tokens' alike, once per request (a stream when it opens). Retry after
+         *     `Retry-After` seconds; nothing was done.
+         */
+        RateLimited: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 429;
+                    /** @constant */
+                    code?: "rate_limited";
+                };
+            };
+        };
+        /**
+         * @description `insufficient_scope` (with `WWW-Authenticate: Bearer error="insufficient_scope"`): a
+         *     browser token without `meetings:write`, or one limited to some meetings (`mtg`).
+         *     `quota_exceeded`: the tenant has `TOCSIN_TENANT_MEETINGS_MAX` live meetings (deleted ones
+         *     do not count, a series counts once); delete some, or ask the operator for more. 403 and
+         *     not 429, because waiting does not help: a client that retries 429s on its own would
+         *     retry this forever. `browser_email_disabled` (with `errors`): a browser token asked for
+         *     the email channel while `TOCSIN_BROWSER_EMAIL` is off (see `MeetingInput`).
+         */
+        CreateRefused: {
+            headers: {
+                /** @description `Bearer error="insufficient_scope"` with `insufficient_scope` only. */
+                "WWW-Authenticate"?: "Bearer error=\"insufficient_scope\"";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 403;
+                    /** @enum {unknown} */
+                    code?: "insufficient_scope" | "quota_exceeded" | "browser_email_disabled";
+                };
+            };
+        };
         /** @description An unexpected server error. */
         Internal: {
             headers: {
@@ -1590,6 +1656,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1624,12 +1691,13 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["InsufficientScope"];
+            403: components["responses"]["CreateRefused"];
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["IdempotencyInFlight"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1692,6 +1760,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["MeetingNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1734,6 +1803,7 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1765,6 +1835,7 @@ export interface operations {
             403: components["responses"]["NotOrganizer"];
             404: components["responses"]["MeetingNotFound"];
             412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1830,6 +1901,7 @@ export interface operations {
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1863,6 +1935,7 @@ export interface operations {
             403: components["responses"]["ApiKeyOnly"];
             404: components["responses"]["MeetingNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -1925,6 +1998,7 @@ export interface operations {
             403: components["responses"]["InsufficientScope"];
             404: components["responses"]["OccurrenceNotFound"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2026,6 +2100,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2055,6 +2130,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyOnly"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2103,6 +2179,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2164,6 +2241,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2216,6 +2294,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ApiKeyOnly"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2263,6 +2342,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2324,6 +2404,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2380,6 +2461,7 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2478,6 +2560,8 @@ export interface operations {
             /**
              * @description `too_many_streams`: this participant has `TOCSIN_STREAMS_PER_PARTICIPANT` (5) streams
              *     open on this replica. A closed page's stream is noticed at the next heartbeat.
+             *     `rate_limited`: the token's tenant is over `TOCSIN_TENANT_RATE` (see `RateLimited`;
+             *     a stream counts once, when it opens).
              */
             429: {
                 headers: {
@@ -2488,8 +2572,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @constant */
                         status?: 429;
-                        /** @constant */
-                        code?: "too_many_streams";
+                        /** @enum {unknown} */
+                        code?: "too_many_streams" | "rate_limited";
                     };
                 };
             };
@@ -2577,6 +2661,7 @@ export interface operations {
                 };
             };
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2624,6 +2709,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["InsufficientScope"];
             406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2716,6 +2802,7 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
@@ -2777,6 +2864,7 @@ export interface operations {
                     };
                 };
             };
+            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];

@@ -32,6 +32,12 @@ struct codec_errors {
     struct codec_field_error e[CODEC_FIELD_ERRORS_MAX];
 };
 
+/* Adds a field error (field: its JSON path; the message formatted from fmt). Further errors past
+ * CODEC_FIELD_ERRORS_MAX are dropped. Handlers that check more than the codec does (a browser
+ * token's writes) report through it too. */
+void codec_add_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Parses a request body (len bytes, not NUL-terminated; NUL bytes inside are an error) into a
  * JSON value. Returns a new reference the caller json_decref()s, or NULL with a short reason in
  * err (API_E_BAD_JSON). Depth is bounded by CODEC_DEPTH_MAX. */

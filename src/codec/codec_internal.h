@@ -10,10 +10,6 @@
 
 #include "codec.h"
 
-/* Adds a field error (field: its JSON path; the message formatted from fmt). Further errors past
- * CODEC_FIELD_ERRORS_MAX are dropped. */
-void codec_add_error(struct codec_errors *errs, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* An "unknown field" error for each member of obj not in known (NULL-terminated), its field
  * prefix and the name cut to CODEC_ECHO_MAX bytes. */
 void codec_unknown_fields(const json_t *obj, const char *const *known, const char *prefix,

@@ -32,5 +32,7 @@ int timefmt_days_in_month(int64_t y, int m);
 int64_t timefmt_now_ms(void);
 /* Monotonic clock in milliseconds (for timeouts and backoff, never for fire times). */
 int64_t timefmt_mono_ms(void);
+/* The same clock in nanoseconds (rates, durations). */
+int64_t timefmt_mono_ns(void);
 
 #endif

@@ -84,6 +84,7 @@ enum db_stmt {
     STMT_RETENTION_DELIVERIES,
     STMT_RETENTION_MEETINGS,
     STMT_RETENTION_STREAM_EVENTS,
+    STMT_QUOTA_MEETINGS, /* db_quota.c */
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -1,14 +1,16 @@
 /* meeting_replace.c -- the read-modify-write shared by PUT and PATCH. In one transaction: lock the
- * row, check If-Match against the current representation, build and validate the new state,
- * write it (a series: with its window of occurrence rows, keeping the overrides whose occurrence
- * still exists). The Redis keys follow after the commit. A new state equal to the current one
- * (PATCH {}, a PUT of the same fields) writes nothing: the answer is the current representation,
- * version and ETag unchanged, as a version counts changes. */
+ * row, check If-Match against the current representation, build and validate the new state (a
+ * browser token's also against browser_writes.h's bounds), write it (a series: with its window of
+ * occurrence rows, keeping the overrides whose occurrence still exists). The Redis keys follow
+ * after the commit. A new state equal to the current one (PATCH {}, a PUT of the same fields)
+ * writes nothing: the answer is the current representation, version and ETag unchanged, as a
+ * version counts changes. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "browser_writes.h"
 #include "db_series.h"
 #include "handler.h"
 #include "http_auth.h"
@@ -21,7 +23,8 @@ enum replace_outcome {
     REPLACE_NOT_FOUND,
     REPLACE_NOT_ORGANIZER,
     REPLACE_PRECONDITION,
-    REPLACE_INVALID
+    REPLACE_INVALID,
+    REPLACE_REFUSED /* over browser_writes.h's bounds: t->refusal, about t->errs */
 };
 
 struct replace_tx {
@@ -38,7 +41,8 @@ struct replace_tx {
     char *body;
     char etag[HTTP_ETAG_MAX];
     enum replace_outcome outcome;
-    bool unchanged; /* next equals cur: nothing written */
+    enum api_error refusal; /* REPLACE_REFUSED's */
+    bool unchanged;         /* next equals cur: nothing written */
     /* A series (before or after): its occurrence rows' keys and the overrides it dropped. */
     struct series_sync_params series;
     struct db_series_keys series_gone, series_fresh;
@@ -167,6 +171,11 @@ replace_tx_run(struct db *db, void *arg)
     }
     if ((t->outcome = build_next(t)) != REPLACE_OK)
         return DB_NO_RESULTS;
+    if (t->rq->who.browser && (t->refusal = browser_writes_check(t->rq->cfg, &t->cur, &t->next,
+                                                                 &t->errs)) != API_E_NONE) {
+        t->outcome = REPLACE_REFUSED;
+        return DB_NO_RESULTS;
+    }
     if (same_fields(&t->cur, &t->next)) {
         t->unchanged = true;
         free(t->body);
@@ -224,6 +233,9 @@ reply(struct request *rq, struct replace_tx *t, enum db_status st)
                                   "If-Match does not match the current ETag");
     case REPLACE_INVALID:
         return http_reply_validation(rq, &t->errs);
+    case REPLACE_REFUSED:
+        return t->refusal == API_E_INTERNAL ? http_reply_problem(rq, t->refusal, NULL)
+                                            : http_reply_fields(rq, t->refusal, &t->errs);
     case REPLACE_OK:
         break;
     }

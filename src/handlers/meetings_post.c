@@ -5,16 +5,20 @@
  * byte, a different body with the same key is 422. The stored response is read before the try-lock
  * is taken, so that replays of a finished request never contend for the lock (parallel replays
  * would otherwise get 409 from each other); after the lock it is read again, for a first request
- * that committed in between. */
+ * that committed in between. Under TOCSIN_TENANT_MEETINGS_MAX every create is a transaction that
+ * counts the tenant's live meetings before its insert (check_quota). */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "browser_writes.h"
 #include "crypto.h"
+#include "db_quota.h"
 #include "db_series.h"
 #include "handler.h"
 #include "http_routes.h"
+#include "metrics.h"
 #include "panic.h"
 #include "series_sync.h"
 #include "timefmt.h"
@@ -25,7 +29,9 @@ _Static_assert(SCOPED_KEY_LEN <= IDEMPOTENCY_KEY_MAX, "a participant's key fits 
 
 _Static_assert(DB_REQUEST_HASH_LEN == CRYPTO_SHA256_HEX_LEN, "a request hash is crypto_sha256_hex");
 
-enum post_outcome { POST_CREATED, POST_REPLAY, POST_MISMATCH, POST_IN_FLIGHT };
+#define QUOTA_DETAIL_MAX 128
+
+enum post_outcome { POST_CREATED, POST_REPLAY, POST_MISMATCH, POST_IN_FLIGHT, POST_QUOTA };
 
 struct post_tx {
     int64_t tenant_id;
@@ -39,6 +45,7 @@ struct post_tx {
     enum post_outcome outcome;
     struct series_sync_params series; /* a series is written with its first window of occurrences */
     struct db_series_keys fresh;
+    int64_t quota; /* TOCSIN_TENANT_MEETINGS_MAX, 0 = none */
 };
 
 static int
@@ -67,13 +74,39 @@ read_stored(struct db *db, struct post_tx *t)
     return st;
 }
 
-/* The insert and its body. A series also gets its series row and its first window of occurrence
- * rows, and its body is read back (its reminders show their next firing). */
+/* TOCSIN_TENANT_MEETINGS_MAX: NO_RESULTS with the outcome POST_QUOTA when the tenant has that
+ * many live meetings. The count runs in the create's transaction, READ COMMITTED: creates that
+ * count at once all see the meetings committed before them, so together they pass the quota by
+ * at most as many as were in flight at once, less one: fewer than TOCSIN_HTTP_THREADS on one
+ * replica (tenant_limits.test.mjs holds it), that many times the replicas in all. An exact
+ * count would take a lock on the tenant for each create, serializing its creates on their
+ * commits and holding HTTP threads waiting there, which a quota must not cost. */
+static enum db_status
+check_quota(struct db *db, struct post_tx *t)
+{
+    int64_t live = 0;
+    enum db_status st;
+
+    if (t->quota == 0)
+        return DB_ONE_RESULT;
+    if ((st = db_quota_meetings(db, t->tenant_id, t->quota, &live)) != DB_ONE_RESULT)
+        return st;
+    if (live < t->quota)
+        return DB_ONE_RESULT;
+    t->outcome = POST_QUOTA;
+    return DB_NO_RESULTS;
+}
+
+/* The insert and its body, within the quota. A series also gets its series row and its first
+ * window of occurrence rows, and its body is read back (its reminders show their next firing). */
 static enum db_status
 insert(struct db *db, struct post_tx *t)
 {
-    enum db_status st = db_meeting_insert(db, t->tenant_id, t->m);
+    enum db_status st = check_quota(db, t);
 
+    if (st != DB_ONE_RESULT)
+        return st;
+    st = db_meeting_insert(db, t->tenant_id, t->m);
     if (st == DB_NO_RESULTS) {
         db_note_error(db, "meeting %s: its insert returned no row", t->m->id);
         return DB_HARD_ERROR;
@@ -90,7 +123,8 @@ insert(struct db *db, struct post_tx *t)
 }
 
 /* Runs inside db_tx_run, so it may run again after a soft error: reset what it produced. Without
- * an Idempotency-Key (a series, which takes several statements) it is the insert alone. */
+ * an Idempotency-Key (a series, which takes several statements, or any create under a quota) it
+ * is the insert alone. */
 static enum db_status
 post_tx_run(struct db *db, void *arg)
 {
@@ -99,10 +133,9 @@ post_tx_run(struct db *db, void *arg)
 
     free(t->body);
     t->body = NULL;
-    if (t->key == NULL) {
-        t->outcome = POST_CREATED;
+    t->outcome = POST_CREATED;
+    if (t->key == NULL)
         return insert(db, t);
-    }
     st = read_stored(db, t);
     if (st == DB_NO_RESULTS) {
         st = db_idem_lock(db, t->tenant_id, t->key);
@@ -119,6 +152,19 @@ post_tx_run(struct db *db, void *arg)
     struct db_idem_response resp = {MHD_HTTP_CREATED, t->body, t->location, t->etag};
     t->outcome = POST_CREATED;
     return db_idem_put(db, t->tenant_id, t->key, t->request_hash, &resp);
+}
+
+static int
+reply_quota(struct request *rq, int64_t quota)
+{
+    char detail[QUOTA_DETAIL_MAX];
+
+    metrics_add(METRIC_QUOTA_REFUSED, 1);
+    snprintf(detail, sizeof detail,
+             "this tenant has %lld live meetings, its quota (TOCSIN_TENANT_MEETINGS_MAX): "
+             "delete some first",
+             (long long)quota);
+    return http_reply_problem(rq, API_E_QUOTA_EXCEEDED, detail);
 }
 
 static int
@@ -140,6 +186,8 @@ reply_outcome(struct request *rq, struct post_tx *t)
                                   "this Idempotency-Key was used with a different request body");
     case POST_IN_FLIGHT:
         return http_reply_problem(rq, API_E_IDEMPOTENCY_IN_FLIGHT, NULL);
+    case POST_QUOTA:
+        return reply_quota(rq, t->quota);
     }
     TOCSIN_UNREACHABLE("a post outcome outside its enum");
 }
@@ -172,12 +220,13 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     struct post_tx t = {.tenant_id = rq->tenant_id,
                         .key = stored_key(rq, key, scoped),
                         .m = m,
-                        .series = series_sync_params_of(rq->cfg)};
+                        .series = series_sync_params_of(rq->cfg),
+                        .quota = rq->cfg->tenant_meetings_max};
     enum db_status st;
     int ret;
 
     snprintf(t.location, sizeof(t.location), "/v1/meetings/%s", m->id);
-    if (key == NULL && m->recurrence == NULL) {
+    if (key == NULL && m->recurrence == NULL && t.quota == 0) {
         st = db_meeting_insert(db, rq->tenant_id, m);
         if (st == DB_ONE_RESULT)
             st = handler_meeting_body_st(db, m, &t.body, t.etag);
@@ -186,7 +235,8 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
         crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);
         st = db_tx_run(db, post_tx_run, &t);
     }
-    if (st == DB_ONE_RESULT || (st == DB_NO_RESULTS && t.outcome == POST_IN_FLIGHT))
+    if (st == DB_ONE_RESULT ||
+        (st == DB_NO_RESULTS && (t.outcome == POST_IN_FLIGHT || t.outcome == POST_QUOTA)))
         ret = reply_outcome(rq, &t);
     else
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
@@ -196,11 +246,14 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     return ret;
 }
 
-/* A browser token creates meetings it organizes (its sub); one limited to some meetings (mtg)
- * creates none. An API key may name any organizer, or none. 0, or -1 after replying. */
+/* A browser token creates meetings it organizes (its sub), within browser_writes.h's bounds;
+ * one limited to some meetings (mtg) creates none. An API key may name any organizer, or none.
+ * 0, or -1 after replying. */
 static int
 organizer(struct request *rq, struct meeting *m, struct codec_errors *errs, int *ret)
 {
+    enum api_error e;
+
     if (!rq->who.browser)
         return 0;
     if (rq->who.n_mtg > 0) {
@@ -214,6 +267,11 @@ organizer(struct request *rq, struct meeting *m, struct codec_errors *errs, int 
                  "must be the token's subject (or left out)");
         errs->n = 1;
         *ret = http_reply_validation(rq, errs);
+        return -1;
+    }
+    if ((e = browser_writes_check(rq->cfg, NULL, m, errs)) != API_E_NONE) {
+        *ret =
+            e == API_E_INTERNAL ? http_reply_problem(rq, e, NULL) : http_reply_fields(rq, e, errs);
         return -1;
     }
     free(m->organizer_id);

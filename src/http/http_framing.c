@@ -2,8 +2,9 @@
  * refusal closes a hole measured against libmicrohttpd 0.9.75: it frames a body by the first of
  * two different Content-Length values, keeps a connection open after Content-Length together
  * with chunked (and answers a smuggled second request), waits for the idle timeout on any coding
- * but "chunked", and stores "Content-Length : 5" as an unknown field, leaving the body to be read
- * as the next request. */
+ * but "chunked", stores "Content-Length : 5" as an unknown field, leaving the body to be read
+ * as the next request, takes a bare LF for a line end and glues a folded line to the field's
+ * name ("Content-Length:" then " 5" is a field "Content-Length5" with an empty value). */
 #include "http_framing.h"
 
 #include <microhttpd.h>
@@ -101,10 +102,60 @@ http_framing_field(struct http_framing *f, const char *name, size_t name_len, co
     }
 }
 
+/* Bytes between the end of a line's text and the next field's name, or the head's end. */
+#define CRLF_GAP 2
+#define LAST_GAP (2 * CRLF_GAP) /* the last line's CRLF and the empty line */
+
+void
+http_framing_lines_start(struct http_framing *f, const char *head, size_t head_size,
+                         const char *text_end)
+{
+    f->lines = true;
+    f->head = (uintptr_t)head;
+    f->head_end = f->head + head_size;
+    f->text_end = (uintptr_t)text_end;
+}
+
+/* What the gap between a line's text and what follows says: CRLF, a bare LF (one byte less),
+ * or a continuation line in between (the only way MHD puts more bytes there). */
+static void
+add_gap(struct http_framing *f, uintptr_t next, uintptr_t want)
+{
+    if (next < f->text_end || next - f->text_end > want)
+        f->folded = true;
+    else if (next - f->text_end < want)
+        f->bare_lf = true;
+}
+
+void
+http_framing_line(struct http_framing *f, const char *name, const char *value, size_t value_len)
+{
+    uintptr_t at = (uintptr_t)name;
+
+    if (!f->lines)
+        return;
+    if (at < f->head || at >= f->head_end)
+        f->folded = true; /* MHD moved the name to glue a continuation line to it */
+    else
+        add_gap(f, at, CRLF_GAP);
+    f->text_end = (uintptr_t)value + value_len;
+}
+
+void
+http_framing_lines_end(struct http_framing *f)
+{
+    if (f->lines)
+        add_gap(f, f->head_end, LAST_GAP);
+}
+
 enum api_error
 http_framing_verdict(const struct http_framing *f, bool http10, const char **detail)
 {
-    if (f->bad_name)
+    if (f->folded)
+        *detail = "a header field is continued on the next line (obs-fold)";
+    else if (f->bare_lf)
+        *detail = "every line of the request head must end with CRLF, not LF alone";
+    else if (f->bad_name)
         *detail = "a header field name is not a token (no spaces or control bytes)";
     else if (f->bad_value)
         *detail = "a header field value holds a control byte";
@@ -145,19 +196,27 @@ on_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, c
          size_t value_size)
 {
     http_framing_field(cls, key, key_size, value ? value : "", value ? value_size : 0);
+    if (value != NULL)
+        http_framing_line(cls, key, value, value_size);
     return MHD_YES;
 }
 
 enum api_error
-http_framing_check(struct MHD_Connection *conn, const char *version, const char *target_refusal,
-                   const char **detail)
+http_framing_check(struct MHD_Connection *conn, const char *method, const char *version,
+                   const char *target_refusal, const char **detail)
 {
     struct http_framing f = {0};
+    const union MHD_ConnectionInfo *size =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
 
     if (target_refusal != NULL) {
         *detail = target_refusal;
         return API_E_BAD_REQUEST;
     }
+    /* MHD answers the size from the first callback on, when the head is in: never NULL here. */
+    if (size != NULL)
+        http_framing_lines_start(&f, method, size->header_size, version + strlen(version));
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, on_field, &f);
+    http_framing_lines_end(&f);
     return http_framing_verdict(&f, strcmp(version, MHD_HTTP_VERSION_1_0) == 0, detail);
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api_errors.h"
 
@@ -26,11 +27,37 @@ struct http_framing {
     unsigned n_other_codes; /* any other transfer coding */
     bool chunked_last;      /* the last coding seen is chunked */
     unsigned n_host;        /* Host fields */
+    /* Line ends, which MHD does not keep (http_framing_lines_start says how they are found). */
+    bool lines;         /* the line checks run (http_framing_lines_start was called) */
+    uintptr_t head;     /* MHD's copy of the head: from the request line's first byte */
+    uintptr_t head_end; /* to just after the empty line that ends it */
+    uintptr_t text_end; /* where the text of the line before the next field ends */
+    bool folded;        /* a field continued on the next line (obs-fold) */
+    bool bare_lf;       /* a line ended by LF alone */
 };
 
 /* Adds one field (name[0..name_len), value[0..value_len)) to f; start from a zeroed struct. */
 void http_framing_field(struct http_framing *f, const char *name, size_t name_len,
                         const char *value, size_t value_len);
+/* The line checks (RFC 9112 sections 2.2 and 5.2): every line of a request head ends with CRLF,
+ * and no field value is continued on the next line (obs-fold). libmicrohttpd 0.9.75 takes a bare
+ * LF for a line end and glues a continuation line to the field's name, and keeps neither fact; what
+ * it does keep is the head where it parsed it: one buffer, from the request line's first byte
+ * (the method it passes) for MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE bytes, each field's name
+ * and value pointing into it, a NUL written over each CR, LF and name's colon. A line that ends
+ * with CRLF therefore leaves exactly 2 bytes between the end of its text (the version or a value)
+ * and the next field's name, and 4 after the last one (its CRLF and the empty line's); a bare LF
+ * leaves 1 or 3, and a continuation line more, while the field it continued moves out of the
+ * buffer (MHD copies its name to append the continuation). Only addresses are compared, no byte
+ * is read. tests/api/malformed.test.mjs holds heads of every shape against the real parser.
+ * Start with the head (head_size bytes at head) and the end of the request line's text
+ * (text_end: just after the version), then give every field in order to http_framing_line. */
+void http_framing_lines_start(struct http_framing *f, const char *head, size_t head_size,
+                              const char *text_end);
+void http_framing_line(struct http_framing *f, const char *name, const char *value,
+                       size_t value_len);
+/* After the last field: the empty line that ends the head. */
+void http_framing_lines_end(struct http_framing *f);
 /* The verdict on a head with fields f: API_E_NONE, or API_E_BAD_REQUEST with *detail set to a
  * static sentence. http10: the request line said HTTP/1.0 (no Transfer-Encoding allowed, Host
  * optional). */
@@ -42,8 +69,10 @@ enum api_error http_framing_verdict(const struct http_framing *f, bool http10, c
  * by path prefix reads as something else; no resource has a slash in a segment). */
 const char *http_framing_target_refusal(const char *raw_target);
 /* Runs the checks above over the request head MHD parsed: target_refusal (from
- * http_framing_target_refusal) first. version is MHD's version string. */
-enum api_error http_framing_check(struct MHD_Connection *conn, const char *version,
-                                  const char *target_refusal, const char **detail);
+ * http_framing_target_refusal) first. method and version are the strings MHD passed to the
+ * request's first callback (they point into its copy of the head). */
+enum api_error http_framing_check(struct MHD_Connection *conn, const char *method,
+                                  const char *version, const char *target_refusal,
+                                  const char **detail);
 
 #endif

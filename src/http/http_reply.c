@@ -242,15 +242,21 @@ http_reply_response(struct request *rq, unsigned status, struct MHD_Response *re
 }
 
 int
-http_reply_validation(struct request *rq, const struct codec_errors *errs)
+http_reply_fields(struct request *rq, enum api_error e, const struct codec_errors *errs)
 {
-    json_t *p = problem_new(API_E_VALIDATION, errs->n > 0 ? errs->e[0].message : NULL);
+    json_t *p = problem_new(e, errs->n > 0 ? errs->e[0].message : NULL);
     json_t *list = json_array();
     for (size_t i = 0; i < errs->n; i++)
         json_array_append_new(list, json_pack("{s:s, s:s}", "field", errs->e[i].field, "message",
                                               errs->e[i].message));
     json_object_set_new(p, "errors", list);
-    return reply_problem_json(rq, API_E_VALIDATION, p);
+    return reply_problem_json(rq, e, p);
+}
+
+int
+http_reply_validation(struct request *rq, const struct codec_errors *errs)
+{
+    return http_reply_fields(rq, API_E_VALIDATION, errs);
 }
 
 int

@@ -50,6 +50,8 @@ int http_reply_response(struct request *rq, unsigned status, struct MHD_Response
 int http_reply_query(struct request *rq, const char *param, const char *message);
 /* 400 validation problem with an errors[] array. */
 int http_reply_validation(struct request *rq, const struct codec_errors *errs);
+/* The same shape for another problem e about fields (errs->n >= 1): detail the first message. */
+int http_reply_fields(struct request *rq, enum api_error e, const struct codec_errors *errs);
 int http_reply_empty(struct request *rq, unsigned status);
 /* 304 with meta's ETag and Cache-Control (the ones its 200 would carry). */
 int http_reply_not_modified(struct request *rq, const struct http_reply_meta *meta);

@@ -28,6 +28,7 @@
 #include "http_limits.h"
 #include "http_listen.h"
 #include "http_metrics.h"
+#include "http_rate.h"
 #include "http_reply.h"
 #include "http_request.h"
 #include "http_routes.h"
@@ -35,6 +36,7 @@
 #include "log.h"
 #include "mirror.h"
 #include "panic.h"
+#include "ratelimit.h"
 #include "thread.h"
 #include "timefmt.h"
 #include "trace.h"
@@ -67,17 +69,10 @@ struct http_server {
     atomic_long inflight; /* requests between their first callback and completion */
     struct http_limits *limits;
     struct http_listener *listener;
+    struct ratelimit *tenant_rate; /* TOCSIN_TENANT_RATE's buckets; NULL when it is 0 */
 };
 
 static _Thread_local struct http_worker *tl_worker;
-
-static int64_t
-mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static struct http_worker *
 worker_get(struct http_server *srv)
@@ -114,7 +109,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         return NULL;
     rq->conn = conn;
     rq->cfg = ((struct http_server *)cls)->cfg;
-    rq->start_ns = mono_ns();
+    rq->start_ns = timefmt_mono_ns();
     atomic_fetch_add(&((struct http_server *)cls)->inflight, 1);
     rq->target_len = strlen(uri);
     rq->target_refusal = http_framing_target_refusal(uri);
@@ -160,7 +155,8 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 {
     const char *cl = http_request_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *detail;
-    enum api_error e = http_framing_check(rq->conn, version, rq->target_refusal, &detail);
+    enum api_error e =
+        http_framing_check(rq->conn, rq->method, version, rq->target_refusal, &detail);
     if (e != API_E_NONE) {
         *ret = (enum MHD_Result)http_reply_problem(rq, e, detail);
         return 1;
@@ -204,6 +200,8 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
         return MHD_NO;
     if (!(rq->match.route->flags & ROUTE_PUBLIC)) {
         enum api_error e = http_auth_authenticate(rq);
+        if (e == API_E_NONE)
+            e = http_rate_check(srv->tenant_rate, rq);
         if (e == API_E_NONE)
             e = http_auth_authorize(rq);
         if (e != API_E_NONE)
@@ -322,7 +320,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (rq->method != NULL) {
         const struct route *route = rq->match.path_route;
         struct route_match m;
-        int64_t ns = mono_ns() - rq->start_ns;
+        int64_t ns = timefmt_mono_ns() - rq->start_ns;
         if (route == NULL && rq->path != NULL) { /* answered before routing: route it now */
             route_find(http_routes, http_routes_count, rq->method, rq->path, &m);
             route = m.path_route;
@@ -402,6 +400,7 @@ server_free(struct http_server *srv)
     http_listen_free(srv->listener);
     if (srv->limits != NULL)
         http_limits_free(srv->limits);
+    ratelimit_free(srv->tenant_rate);
     pthread_mutex_destroy(&srv->lock);
     free(srv);
 }
@@ -550,6 +549,12 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
         server_free(srv);
         return NULL;
     }
+    if (cfg->tenant_rate > 0 &&
+        (srv->tenant_rate = ratelimit_new(cfg->tenant_rate, cfg->tenant_burst)) == NULL) {
+        snprintf(err, errlen, "TOCSIN_TENANT_RATE: out of memory for its buckets");
+        server_free(srv);
+        return NULL;
+    }
     if (pools_start(srv) != 0) {
         snprintf(err, errlen, "http: cannot start the HTTP threads");
         server_free(srv);
@@ -591,6 +596,7 @@ http_server_stop(struct http_server *srv)
     pools_stop(srv);
     http_listen_free(srv->listener);
     http_limits_free(srv->limits);
+    ratelimit_free(srv->tenant_rate);
     struct http_worker *w = srv->workers;
     while (w != NULL) {
         struct http_worker *next = w->next;

@@ -4,13 +4,16 @@
 // address, the subject's local time, the calendar event; the server down while the reminder
 // fires, then up (delivered once); a 451 answer retried; a 550 answer failed at once; channels
 // honoured (an email-only reminder calls no webhook, a webhook-only one sends no email); no email
-// rows while TOCSIN_SMTP_URL is unset. Hostile text and DST edge cases are checked without a
+// rows while TOCSIN_SMTP_URL is unset; browser tokens make no email unless TOCSIN_BROWSER_EMAIL=1
+// (adversary N7: one POST of a signed-in page mailed 250 messages to addresses of its choosing).
+// Hostile text and DST edge cases are checked without a
 // server by ctest's property_mail (tests/property/mail_check.py).
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
 import { smtpServer, header } from './smtp.mjs';
+import { mintToken } from './sse.mjs';
 
 const LEAD_MS = 1500;
 const BOUND_MS = 20000; // generous: a delivery (or its retries) under ASan on a shared machine
@@ -197,4 +200,86 @@ test('without TOCSIN_SMTP_URL an email reminder writes no email row', async () =
     await sleep(500);
     assert.deepEqual((await plain.req('GET', `/v1/meetings/${r.json.id}/deliveries`, { key: k })).json.items, []);
     await plain.stop();
+});
+
+// What the email channel a browser token would use looks like: refused as 403
+// browser_email_disabled, naming the field, with nothing created or sent.
+function assertNoBrowserEmail(r, field) {
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.json.code, 'browser_email_disabled');
+    assert.match(r.contentType, /^application\/problem\+json/);
+    assert.equal(r.json.errors[0].field, field, JSON.stringify(r.json.errors));
+    assert.match(r.json.detail, /TOCSIN_BROWSER_EMAIL/);
+}
+
+test('a browser token makes no email by default: the email channel and new mailed addresses are 403', async () => {
+    const k = await srv.createKey('email-browser');
+    const tok = (await mintToken(srv, k, { sub: 'page-user', scope: 'meetings:read meetings:write' })).token;
+    const outside = Array.from({ length: 50 }, (_, i) => ({ id: `x${i}`, email: `victim${i}@phish.test` }));
+    const before = await srv.req('GET', '/v1/meetings', { key: k });
+    // The adversary's POST: 50 outside addresses, five email reminders firing now.
+    const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
+    starts.setUTCMilliseconds(0);
+    const phish = await srv.req('POST', '/v1/meetings', { key: tok, json: {
+        title: 'Your account is locked', starts_at: starts.toISOString(), participants: outside,
+        reminders: [5, 4, 3, 2, 1].map((m) => ({ minutes_before: m, channels: ['email'] })),
+    } });
+    assertNoBrowserEmail(phish, 'reminders');
+    assert.deepEqual((await srv.req('GET', '/v1/meetings', { key: k })).json.items, before.json.items, 'nothing created');
+    // Addresses are data: without the email channel the meeting is made, and mails nobody.
+    const quiet = await dueSoon(tok, { participants: [{ id: 'q1', email: 'quiet@phish.test' }] }, ['stream']);
+    // A meeting the tenant's server made with email, organized by the page's user: the user may
+    // change it, but neither add a mailed address nor the email channel to another reminder.
+    const made = await srv.req('POST', '/v1/meetings', { key: k, json: {
+        title: 'Server-made', starts_at: new Date(Date.now() + 3600e3).toISOString(), organizer_id: 'page-user',
+        participants: [{ id: 'ann', email: 'ann@example.com' }],
+        reminders: [{ minutes_before: 10, channels: ['email'] }, { minutes_before: 5 }],
+    } });
+    assert.equal(made.status, 201, made.text);
+    const path = `/v1/meetings/${made.json.id}`;
+    const renamed = await srv.req('PATCH', path, { key: tok, json: { title: 'Renamed by its organizer' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assertNoBrowserEmail(await srv.req('PATCH', path, { key: tok, json: {
+        participants: [{ id: 'ann', email: 'ann@example.com' }, { id: 'eve', email: 'eve@phish.test' }],
+    } }), 'participants[1].email');
+    assertNoBrowserEmail(await srv.req('PATCH', path, { key: tok, json: {
+        reminders: [{ minutes_before: 10, channels: ['email'] }, { minutes_before: 5, channels: ['email'] }],
+    } }), 'reminders');
+    assertNoBrowserEmail(await srv.req('PUT', path, { key: tok, json: {
+        title: 'Swapped', starts_at: made.json.starts_at, participants: [{ id: 'ann', email: 'eve@phish.test' }],
+        reminders: [{ minutes_before: 10, channels: ['email'] }],
+    } }), 'participants[0].email');
+    const dropped = await srv.req('PATCH', path, { key: tok, json: { participants: [], reminders: [{ minutes_before: 5 }] } });
+    assert.equal(dropped.status, 200, 'removing addresses and the email channel is fine');
+    // The same POST with an API key is the tenant's server: it may mail anyone.
+    const server = await dueSoon(k, { participants: [{ id: 'srv1', email: 'server-sent@example.com' }] });
+    assert.ok(await waitFor(() => smtp.messages().some(to('server-sent@example.com')), BOUND_MS), 'the API key\'s email went');
+    await waitFor(async () => (await srv.req('GET', `/v1/meetings/${quiet.id}`, { key: k })).json.reminders[0].status === 'fired', BOUND_MS);
+    await sleep(500);
+    assert.equal(smtp.messages().filter((m) => m.rcpt_tos.some((a) => a.endsWith('@phish.test'))).length, 0, 'no mail to any address a token named');
+    assert.ok(server.id);
+});
+
+test('TOCSIN_BROWSER_EMAIL=1: a browser token may use the email channel', async () => {
+    const open = await h.startServer({
+        TOCSIN_SMTP_URL: smtp.url,
+        TOCSIN_SMTP_FROM: FROM,
+        TOCSIN_BROWSER_EMAIL: '1',
+    });
+    try {
+        const k = await open.createKey('email-browser-on');
+        const tok = (await mintToken(open, k, { sub: 'page-user', scope: 'meetings:write' })).token;
+        const starts = new Date(Date.now() + LEAD_MS + 5 * MIN);
+        starts.setUTCMilliseconds(0);
+        const r = await open.req('POST', '/v1/meetings', { key: tok, json: {
+            title: 'Invited by a page', starts_at: starts.toISOString(),
+            participants: [{ id: 'inv', email: 'invited@example.com' }],
+            reminders: [{ minutes_before: 5, channels: ['email'] }],
+        } });
+        assert.equal(r.status, 201, r.text);
+        assert.deepEqual(r.json.reminders[0].channels, ['email']);
+        assert.ok(await waitFor(() => smtp.messages().some(to('invited@example.com')), BOUND_MS), 'mailed');
+    } finally {
+        await open.stop();
+    }
 });

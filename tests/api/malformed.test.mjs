@@ -499,6 +499,20 @@ test('raw sockets: a framing corpus (RFC 9112): each case a 4xx within a second,
         ['two Host fields', 'GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, 'closed', 'tocsin'],
         ['%00 in the path', rawHead('GET', `/v1/meetings/${target.meeting.id}%00anything`, [`Authorization: Bearer ${target.key}`]), 400, 'closed', 'tocsin'],
         ['%00 in a query value', rawHead('GET', '/v1/meetings?cursor=abc%00def', [auth]), 400, 'closed', 'tocsin'],
+        // obs-fold (RFC 9112 section 5.2: a server must refuse it or replace it): libmicrohttpd
+        // glued the continuation to the field's name ("X-Note" + "b" = "X-Noteb") and answered 200.
+        ['obs-fold with SP', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\n b\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['obs-fold with HTAB', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\n\tb\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['obs-fold of the last field, twice', 'GET /healthz HTTP/1.1\r\nX-Note: a\r\n b\r\n c\r\nHost: 127.0.0.1\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['obs-fold of Content-Length', post([`Content-Length:\r\n ${n}`], body), 400, 'closed', 'tocsin'],
+        // Bare LF line ends (RFC 9112 section 2.2: a recipient may refuse them): 200 before.
+        ['bare LF everywhere', 'GET /healthz HTTP/1.1\nHost: 127.0.0.1\n\n', 400, 'closed', 'tocsin'],
+        ['bare LF after the request line', 'GET /healthz HTTP/1.1\nHost: 127.0.0.1\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['bare LF after a field', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\nAccept: */*\r\n\r\n', 400, 'closed', 'tocsin'],
+        ['bare LF after the last field', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\n\r\n', 400, 'closed', 'tocsin'],
+        ['bare LF ending the head', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\n', 400, 'closed', 'tocsin'],
+        ['bare LF in HTTP/1.0 without fields', 'GET /healthz HTTP/1.0\n\n', 400, 'closed', 'tocsin'],
+        ['bare LF before a smuggled request', post([`Content-Length: ${smuggled.length}`]).replace(/\r\n/g, '\n') + smuggled, 400, 'closed', 'tocsin'],
         // libmicrohttpd refuses these itself, before tocsin sees the request: its own error page.
         ['chunk size past 64 bits', post(['Transfer-Encoding: chunked'], 'fffffffffffffffffff\r\nabc\r\n0\r\n\r\n'), 413, 'closed', 'mhd'],
         ['Content-Length list', post([`Content-Length: ${n}, ${n}`], body), 400, 'closed', 'mhd'],
@@ -539,6 +553,64 @@ test('raw sockets: a framing corpus (RFC 9112): each case a 4xx within a second,
     assert.deepEqual(afterList.json.items, before.json.items, 'no meeting created by the corpus');
     const hz = await srv.req('GET', '/healthz');
     assert.equal(hz.status, 200);
+});
+
+// The framing checks find line ends by where libmicrohttpd left each field in its buffer
+// (http_framing.h): heads that are well framed in every way must still pass, on fresh connections
+// and on kept-alive ones, however their fields are written.
+test('raw sockets: well-framed heads of every shape pass the line checks', async () => {
+    const auth = `Authorization: Bearer ${key}`;
+    const GOOD = [
+        ['HTTP/1.0 without fields', 'GET /healthz HTTP/1.0\r\n\r\n'],
+        ['an empty value', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Empty:\r\n\r\n'],
+        ['an empty value after a space', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Empty: \r\n\r\n'],
+        ['trailing blanks in values', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1  \r\nX-A: a \t \r\n\r\n'],
+        ['no blank after the colons', 'GET /healthz HTTP/1.1\r\nHost:127.0.0.1\r\nAccept:*/*\r\n\r\n'],
+        ['tabs before the values', 'GET /healthz HTTP/1.1\r\nHost:\t\t127.0.0.1\r\n\r\n'],
+        ['a query string', 'GET /healthz?a=1&b=%20x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'],
+        ['an empty line before the request line', '\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'],
+        ['a cookie', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=1; b=2\r\n\r\n'],
+        ['100 fields', `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n${Array.from({ length: 100 }, (_, i) => `X-F${i}: ${i}\r\n`).join('')}\r\n`],
+        ['a 10 KB field', `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(10000)}\r\n\r\n`],
+    ];
+    for (const [what, bytes] of GOOD) {
+        const r = await exchange(srv.port, Buffer.from(bytes, 'latin1'), { waitMs: 300 });
+        try {
+            assert.equal(r.status, 200, `${what}: status ${r.status}: ${r.body.slice(0, 200)}`);
+        } finally {
+            r.sock.destroy();
+        }
+    }
+    // Requests on a kept-alive connection, pipelined and one at a time, the head split over
+    // several writes (libmicrohttpd grows its buffer as the head comes in), and a body.
+    const sock = net.connect(srv.port, '127.0.0.1');
+    let buf = '';
+    sock.on('data', (d) => { buf += d.toString('latin1'); });
+    await new Promise((resolve) => sock.once('connect', resolve));
+    const answers = async (n) => {
+        const end = Date.now() + 5000;
+        while ((buf.match(/HTTP\/1\.1 \d{3} /g) || []).length < n && Date.now() < end) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        return buf.match(/HTTP\/1\.1 \d{3} /g) || [];
+    };
+    try {
+        const get = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+        sock.write(get + get + get);
+        assert.deepEqual(await answers(3), Array(3).fill('HTTP/1.1 200 '), 'three pipelined requests');
+        const big = `GET /v1/meetings HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\nX-Pad: ${'p'.repeat(6000)}\r\n\r\n`;
+        for (let i = 0; i < big.length; i += 700) {
+            sock.write(big.slice(i, i + 700));
+            await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        assert.deepEqual(await answers(4), Array(4).fill('HTTP/1.1 200 '), 'a head sent in pieces');
+        const body = with_({});
+        sock.write(`POST /v1/meetings HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\nContent-Type: ${J}\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` + get);
+        assert.deepEqual((await answers(6)).slice(4), ['HTTP/1.1 201 ', 'HTTP/1.1 200 '], 'a POST with its body, then a GET');
+    } finally {
+        sock.destroy();
+    }
 });
 
 test('log lines cannot be forged: input bytes outside printable ASCII are escaped', async () => {

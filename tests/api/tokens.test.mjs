@@ -384,3 +384,29 @@ test('only the organizer changes or deletes a meeting; participants get 403, oth
     assert.equal((await srv.req('DELETE', path, { key: org })).status, 204);
     assert.equal((await srv.req('GET', path, { key: keyA, validate: false })).status, 404);
 });
+
+test('a browser token writes at most TOCSIN_BROWSER_PARTICIPANTS_MAX (50) participants; API keys 500', async () => {
+    const MAX = 50;
+    const tok = (await mintToken(srv, keyA, { sub: 'host-1', scope: 'meetings:read meetings:write' })).token;
+    const people = (n, from = 0) => Array.from({ length: n }, (_, i) => ({ id: `p${from + i}` }));
+    const starts = new Date(Date.now() + 3600e3).toISOString();
+    const ok = await srv.req('POST', '/v1/meetings', { key: tok, json: { title: 'at the cap', starts_at: starts, participants: people(MAX) } });
+    assert.equal(ok.status, 201, ok.text);
+    const over = await srv.req('POST', '/v1/meetings', { key: tok, json: { title: 'past it', starts_at: starts, participants: people(MAX + 1) } });
+    assert.equal(over.status, 400, over.text);
+    assert.equal(over.json.code, 'validation');
+    assert.equal(over.json.errors[0].field, 'participants');
+    assert.match(over.json.errors[0].message, /50/);
+    const grow = await srv.req('PATCH', `/v1/meetings/${ok.json.id}`, { key: tok, json: { participants: people(MAX + 1) } });
+    assert.equal(grow.status, 400, grow.text);
+    assert.equal(grow.json.errors[0].field, 'participants');
+    // A meeting the tenant's server made larger: its organizer may change it, but not grow it.
+    const big = await srv.req('POST', '/v1/meetings', { key: keyA, json: { title: 'all hands', starts_at: starts, organizer_id: 'host-1', participants: people(200) } });
+    assert.equal(big.status, 201, big.text);
+    const path = `/v1/meetings/${big.json.id}`;
+    assert.equal((await srv.req('PATCH', path, { key: tok, json: { title: 'all hands, moved' } })).status, 200);
+    assert.equal((await srv.req('PATCH', path, { key: tok, json: { participants: people(199) } })).status, 200, 'smaller');
+    const more = await srv.req('PATCH', path, { key: tok, json: { participants: people(200) } });
+    assert.equal(more.status, 400, `not larger again: ${more.text}`);
+    assert.equal((await srv.req('GET', path, { key: keyA })).json.participants.length, 199);
+});

@@ -81,6 +81,23 @@ static const struct {
     {"TOCSIN_DB_POOLED", "1", 0},          /* needs TOCSIN_MIGRATE_ON_START=0 */
     {"TOCSIN_CORS_ORIGINS", "https://app.example.com, http://[::1]:8080", 1},
     {"TOCSIN_CORS_ORIGINS", "http://[anything]", 0}, /* test_cors.c has the rest */
+    {"TOCSIN_TENANT_RATE", "0", 1},
+    {"TOCSIN_TENANT_RATE", "1000000", 1},
+    {"TOCSIN_TENANT_RATE", "1000001", 0},
+    {"TOCSIN_TENANT_RATE", "-1", 0},
+    {"TOCSIN_TENANT_BURST", "1", 1},
+    {"TOCSIN_TENANT_BURST", "1000000", 1},
+    {"TOCSIN_TENANT_BURST", "0", 0},
+    {"TOCSIN_TENANT_BURST", "1000001", 0},
+    {"TOCSIN_TENANT_MEETINGS_MAX", "0", 1},
+    {"TOCSIN_TENANT_MEETINGS_MAX", "100000000", 1},
+    {"TOCSIN_TENANT_MEETINGS_MAX", "100000001", 0},
+    {"TOCSIN_BROWSER_EMAIL", "1", 1},
+    {"TOCSIN_BROWSER_EMAIL", "2", 0},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "1", 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "500", 1},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "0", 0},
+    {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "501", 0},
 };
 
 int
@@ -94,6 +111,9 @@ main(void)
               cfg.http_connections_per_addr == 128 && cfg.http_header_timeout_s == 20 &&
               cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 && cfg.migrate_on_start == 1,
           "defaults: %s", err);
+    CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0 &&
+              cfg.browser_email == 0 && cfg.browser_participants_max == 50,
+          "tenant and browser defaults: nothing limited but browser writes");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         setenv(cases[i].var, cases[i].value, 1);
         err[0] = '\0';

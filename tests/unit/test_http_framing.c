@@ -1,6 +1,7 @@
 /* test_http_framing.c -- the RFC 9112 framing verdicts over tables of request heads, a value
  * that is not NUL-terminated, and the refusals of raw request targets (%00 anywhere, %2F in the
  * path). The HTTP-level cases (raw sockets) are in tests/api/malformed.test.mjs. */
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -112,6 +113,94 @@ check_unterminated(void)
     munmap(p, 2 * (size_t)page);
 }
 
+/* Heads laid out as libmicrohttpd 0.9.75 leaves them (http_framing.h): parsed in place, a NUL
+ * over each CR and LF of a line end and over each field's colon, the value after the blanks that
+ * follow the colon; a continuation line glued to a copy of the field's name, elsewhere. The real
+ * parser meets the same heads in tests/api/malformed.test.mjs. */
+#define LAYOUT_HEAD_MAX 256
+#define LAYOUT_FIELDS_MAX 8
+
+static const struct {
+    const char *head;
+    bool ok;
+} layouts[] = {
+    {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", true},
+    {"GET / HTTP/1.0\r\n\r\n", true},
+    {"GET / HTTP/1.1\r\nHost:x\r\nX-E:\r\nX-T: a \t\r\n\r\n", true},
+    {"GET / HTTP/1.1\nHost: x\r\n\r\n", false},
+    {"GET / HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", false},
+    {"GET / HTTP/1.1\r\nHost: x\n\r\n", false},
+    {"GET / HTTP/1.1\r\nHost: x\r\n\n", false},
+    {"GET / HTTP/1.0\n\n", false},
+    {"GET / HTTP/1.1\r\nX-A: a\r\n b\r\nHost: x\r\n\r\n", false},
+    {"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tb\r\n\r\n", false},
+};
+
+struct layout {
+    char buf[LAYOUT_HEAD_MAX], moved[LAYOUT_FIELDS_MAX][LAYOUT_HEAD_MAX];
+    const char *version, *name[LAYOUT_FIELDS_MAX], *value[LAYOUT_FIELDS_MAX];
+    size_t size, n;
+};
+
+/* The next line of l->buf from *at: its end as MHD finds it, CRLF or LF made NULs. */
+static char *
+next_line(struct layout *l, size_t *at)
+{
+    char *line = l->buf + *at, *lf = strchr(line, '\n');
+
+    *at = (size_t)(lf - l->buf) + 1;
+    if (lf > line && lf[-1] == '\r')
+        lf[-1] = '\0';
+    *lf = '\0';
+    return line;
+}
+
+static void
+layout_parse(struct layout *l, const char *head)
+{
+    size_t at = 0;
+    char *line, *colon;
+
+    memset(l, 0, sizeof *l);
+    snprintf(l->buf, sizeof l->buf, "%s", head);
+    line = next_line(l, &at);
+    l->version = strrchr(line, ' ') + 1;
+    while ((line = next_line(l, &at))[0] != '\0') {
+        if (line[0] == ' ' || line[0] == '\t') { /* obs-fold: the name is copied and grows */
+            snprintf(l->moved[l->n - 1], LAYOUT_HEAD_MAX, "%s%s", l->name[l->n - 1], line + 1);
+            l->name[l->n - 1] = l->moved[l->n - 1];
+            continue;
+        }
+        colon = strchr(line, ':');
+        *colon++ = '\0';
+        colon += strspn(colon, " \t");
+        l->name[l->n] = line;
+        l->value[l->n++] = colon;
+    }
+    l->size = at;
+}
+
+static void
+check_layouts(void)
+{
+    struct layout l;
+
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        struct http_framing f = {0};
+        const char *detail = NULL;
+        layout_parse(&l, layouts[i].head);
+        http_framing_lines_start(&f, l.buf, l.size, l.version + strlen(l.version));
+        for (size_t k = 0; k < l.n; k++) {
+            http_framing_field(&f, l.name[k], strlen(l.name[k]), l.value[k], strlen(l.value[k]));
+            http_framing_line(&f, l.name[k], l.value[k], strlen(l.value[k]));
+        }
+        http_framing_lines_end(&f);
+        enum api_error e = http_framing_verdict(&f, strstr(layouts[i].head, "HTTP/1.0"), &detail);
+        CHECK((e == API_E_NONE) == layouts[i].ok, "layout %zu: verdict %d (%s)", i, e,
+              detail ? detail : "none");
+    }
+}
+
 int
 main(void)
 {
@@ -133,5 +222,6 @@ main(void)
         CHECK((http_framing_target_refusal(targets[i].target) != NULL) == targets[i].refused, "%s",
               targets[i].target);
     check_unterminated();
+    check_layouts();
     return check_summary("test_http_framing");
 }
