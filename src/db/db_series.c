@@ -193,15 +193,16 @@ static const char occurrence_reminders_sql[] =
     " AND (" w "::uuid[] IS NULL OR m.id = ANY (" w "::uuid[]))"
 
 /* Keyset on (starts_at, id, original start), the merged order of expand=true; a single meeting's
- * original start is its start ($9 the cursor's). */
-static const char list_singles_sql[] =
-    "SELECT " MEETING_COLUMNS " FROM meetings m"
+ * original start is its start ($9 the cursor's). A page within the byte bound $10 (MEETING_PAGE):
+ * the singles it holds are limit ($6) at most. */
+static const char list_singles_sql[] = MEETING_PAGE(
+    "SELECT m.id, m.starts_at, " MEETING_TEXT_BYTES("m") " AS b FROM meetings m"
     " WHERE m.tenant_id = $1::bigint AND m.deleted_at IS NULL"
     " AND m.starts_at >= " DB_TS("$2") " AND m.starts_at < " DB_TS("$3")
     " AND (m.starts_at, m.id, m.starts_at) > (" DB_TS("$4") ", $5::uuid, " DB_TS("$9") ")"
     VIEWER_FILTER("$7", "$8")
     " AND NOT EXISTS (SELECT 1 FROM series sr WHERE sr.meeting_id = m.id)"
-    " ORDER BY m.starts_at, m.id LIMIT $6::int";
+    " ORDER BY m.starts_at, m.id LIMIT $6::int + 1", "$6::int", "$10::bigint");
 
 /* $1 tenant, $2/$3 the range, $4 limit, $5/$6 the viewer filter. */
 static const char list_series_sql[] =
@@ -846,11 +847,12 @@ db_meeting_list_range(struct db *db, int64_t tenant_id, const struct db_list_que
                       struct db_meeting_list *out, size_t *n_singles)
 {
     char tenant[DB_I64_BUF], from[DB_I64_BUF], to[DB_I64_BUF], after[DB_I64_BUF];
-    char limit[DB_I64_BUF], orig[DB_I64_BUF], series_max[DB_I64_BUF];
+    char limit[DB_I64_BUF], orig[DB_I64_BUF], series_max[DB_I64_BUF], bytes[DB_I64_BUF];
     PGresult *res;
 
     memset(out, 0, sizeof *out);
     *n_singles = 0;
+    db_meeting_page_params(q, limit, bytes);
     const char *params[] = {
         db_i64(tenant, tenant_id),
         db_ms(from, q->from_ms),
@@ -858,16 +860,19 @@ db_meeting_list_range(struct db *db, int64_t tenant_id, const struct db_list_que
         db_ms(after, q->has_after ? q->after_starts_at_ms : INT64_MIN),
         q->has_after && meeting_id_valid(q->after_id) ? q->after_id
                                                       : "00000000-0000-0000-0000-000000000000",
-        db_i64(limit, (int64_t)q->limit + 1),
+        limit,
         q->viewer,
         q->viewer_meetings,
         db_ms(orig, q->has_after ? q->after_original_ms : INT64_MIN),
+        bytes,
     };
-    enum db_status st = db_exec(db, STMT_MEETING_LIST_SINGLES, list_singles_sql, 9, params, &res);
+    enum db_status st = db_exec(db, STMT_MEETING_LIST_SINGLES, list_singles_sql, 10, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
-    st = append_rows(db, res, out);
+    st = db_meeting_page_read(db, res, q->limit, out);
     PQclear(res);
+    if (st != DB_ONE_RESULT)
+        return st;
     *n_singles = out->n;
     const char *sp[] = {params[0], params[1],
                         params[2], db_i64(series_max, DB_EXPAND_SERIES_MAX + 1),

@@ -119,8 +119,9 @@ enum db_status db_occurrence_reminders(struct db *db, const char *meeting_id,
 
 /* The meetings a calendar range [q->from_ms, q->to_ms) may show (GET /v1/meetings?expand=true):
  * single meetings starting in it after q's cursor position (keyset on starts_at, id), at most
- * q->limit + 1 of them, then every series that starts before the range's end and is not over
- * before its start, or has an occurrence moved into it; with q's viewer filters. More than
+ * q->limit of them and within q->bytes_max as db_meeting_list reads them (out->more: more singles
+ * come after them), then every series that starts before the range's end and is not over before
+ * its start, or has an occurrence moved into it; with q's viewer filters. More than
  * DB_EXPAND_SERIES_MAX series: NO_RESULTS (the range is too wide to expand in one request).
  * out->m holds the singles first (*n_singles of them, in order), then the series. */
 #define DB_EXPAND_SERIES_MAX 1000

@@ -117,7 +117,7 @@ test('a single meeting bigger than the bound is a page of its own', async () => 
         body.participants.push({ id: `q${n}`, name: pad('', 80) });
     }
     body.participants.pop();
-    const made = [await create(tiny, k, body), await create(tiny, k, { ...body, title: 'second' })];
+    const made = [await create(tiny, k, body), await create(tiny, k, { ...body, title: 'second', starts_at: new Date(T0 + 60000).toISOString() })];
     assert.ok(Buffer.byteLength(JSON.stringify(made[0])) > SMALLEST, 'the meeting alone passes the bound');
     const pages = await walk(tiny, k, '/v1/meetings?limit=200', SMALLEST);
     assert.deepEqual(pages.map((p) => p.items.length), [1, 1]);
