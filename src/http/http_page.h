@@ -12,7 +12,8 @@
  * early: the connection is then closed mid-body, which a client sees as an error, not as a page.
  *
  * Responses of unknown length go out chunked to HTTP/1.1 clients; to HTTP/1.0 ones MHD sends the
- * body unframed and closes the connection after it. */
+ * body unframed and closes the connection after it. When the last page in flight ends after a
+ * burst of them, the memory their rows took goes back to the system (malloc_trim). */
 #ifndef TOCSIN_HTTP_PAGE_H
 #define TOCSIN_HTTP_PAGE_H
 
