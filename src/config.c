@@ -46,6 +46,10 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_HTTP_HEADER_TIMEOUT_S", 20, 1, 300, 1, offsetof(struct config, http_header_timeout_s),
      1},
     {"TOCSIN_HTTP_BODY_TIMEOUT_S", 30, 1, 600, 1, offsetof(struct config, http_body_timeout_s), 1},
+    /* A list page stops before the item that would take its body past this (http_page.h): a
+     * page costs CPU and memory in proportion to its bytes, whatever its limit. */
+    {"TOCSIN_PAGE_BYTES_MAX", 2097152, 65536, 67108864, 1, offsetof(struct config, page_bytes_max),
+     0},
     {"TOCSIN_MIRROR_HORIZON_S", 86400, 3600, 31622400, 1000,
      offsetof(struct config, mirror_horizon_ms), 0},
     /* Recurring meetings: how far ahead occurrences get their reminder rows (series_sync.h). */

@@ -25,6 +25,7 @@ struct config {
     int http_connections_per_addr;     /* TOCSIN_HTTP_CONNECTIONS_PER_ADDR 1..100000, default 128 */
     int http_header_timeout_s;         /* TOCSIN_HTTP_HEADER_TIMEOUT_S 1..300, default 20 */
     int http_body_timeout_s;           /* TOCSIN_HTTP_BODY_TIMEOUT_S 1..600, default 30 */
+    int64_t page_bytes_max;            /* TOCSIN_PAGE_BYTES_MAX 65536..67108864, default 2097152 */
     char database_url[CONFIG_STR_MAX]; /* TOCSIN_DATABASE_URL, default "postgresql:///tocsin" */
     int64_t db_wait_ms;                /* TOCSIN_DB_WAIT_S 0..3600, default 60 */
     int migrate_on_start;              /* TOCSIN_MIGRATE_ON_START 0|1, default 1 */

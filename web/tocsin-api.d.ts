@@ -14,7 +14,10 @@ export interface paths {
         /**
          * List meetings
          * @description Meetings ordered by `starts_at`, then `id`, one page at a time. Follow `next_cursor` (opaque)
-         *     until it is null. Unknown query parameters answer 400 `bad_query`. With a browser token
+         *     until it is null: a page may hold fewer than `limit` items while more follow, because a
+         *     page's body stays within the server's byte bound (`TOCSIN_PAGE_BYTES_MAX`, 2 MiB by
+         *     default) and stops before the item that would pass it; a page always holds at least one
+         *     item, however big. Unknown query parameters answer 400 `bad_query`. With a browser token
          *     (`meetings:read`): only the meetings whose organizer or participant is the token's `sub`
          *     (and, when the token has `mtg`, only those meetings).
          *
@@ -123,6 +126,9 @@ export interface paths {
          * Notifications of a meeting
          * @description One item per reminder occurrence and receiver: pending (with the time of the next attempt),
          *     delivered, or failed after the last attempt, with the attempt count and the last error.
+         *     Oldest first, one page at a time: follow `next_cursor` until it is null. As with
+         *     `listMeetings`, a page may hold fewer than `limit` items while more follow (the byte
+         *     bound `TOCSIN_PAGE_BYTES_MAX`); it always holds at least one.
          */
         get: operations["listDeliveries"];
         put?: never;
@@ -148,8 +154,9 @@ export interface paths {
          * Occurrences of a recurring meeting
          * @description The occurrences of a series in time order (by actual start, then original start), with
          *     their overrides applied: moved ones where they were moved to, cancelled ones with
-         *     `cancelled: true`; exdates are left out. Paginated like `listMeetings`; without `from`
-         *     the list starts at the first occurrence. A single meeting answers 404 `not_recurring`.
+         *     `cancelled: true`; exdates are left out. Paginated like `listMeetings` (a page may hold
+         *     fewer than `limit` items: follow `next_cursor`); without `from` the list starts at the
+         *     first occurrence. A single meeting answers 404 `not_recurring`.
          *     Browser tokens: as `getMeeting`.
          */
         get: operations["listOccurrences"];
@@ -1630,7 +1637,7 @@ export interface operations {
                 from?: string;
                 /** @description Only meetings with `starts_at` before this instant (exclusive). */
                 to?: string;
-                /** @description Page size. */
+                /** @description The most items a page holds (fewer within the byte bound, see above). */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page, unchanged. */
                 cursor?: string;
@@ -1909,7 +1916,12 @@ export interface operations {
     };
     listDeliveries: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items a page holds. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
@@ -1919,7 +1931,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The deliveries, oldest first. */
+            /** @description One page of the deliveries, oldest first. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1927,6 +1939,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: components["schemas"]["Delivery"][];
+                        /** @description Opaque; null on the last page. */
+                        next_cursor: string | null;
                     };
                 };
             };

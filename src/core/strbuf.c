@@ -66,6 +66,15 @@ strbuf_printf(struct strbuf *b, const char *fmt, ...)
 }
 
 void
+strbuf_clear(struct strbuf *b)
+{
+    b->len = 0;
+    b->bad = false;
+    if (b->p != NULL)
+        b->p[0] = '\0';
+}
+
+void
 strbuf_fini(struct strbuf *b)
 {
     size_t max = b->max;

@@ -21,6 +21,8 @@ struct strbuf {
 void strbuf_put(struct strbuf *b, const char *s, size_t n);
 void strbuf_puts(struct strbuf *b, const char *s);
 void strbuf_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Empties b and makes it usable again (bad cleared), keeping its memory for the next text. */
+void strbuf_clear(struct strbuf *b);
 /* Frees the text and leaves b as {0} with its bound. */
 void strbuf_fini(struct strbuf *b);
 

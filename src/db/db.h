@@ -150,13 +150,16 @@ struct db_list_query {
     int64_t after_starts_at_ms;
     char after_id[MEETING_ID_LEN + 1];
     int64_t after_original_ms; /* expand=true: the occurrence's original start (series.h) */
-    size_t limit; /* 1..DB_LIST_LIMIT_MAX; the function fetches limit+1 to know if more exist */
+    size_t limit; /* 1..DB_LIST_LIMIT_MAX; the function looks at limit+1 to know if more exist */
+    /* The page's byte bound (TOCSIN_PAGE_BYTES_MAX): rows are read while the texts of those before
+     * stay under it (the first always), so a page's rows hold about that much; 0 = none. */
+    size_t bytes_max;
     const char *viewer;          /* a browser token's sub: only meetings it organizes or attends */
     const char *viewer_meetings; /* "{uuid,...}": only these (a token's mtg claim); or NULL */
 };
 struct db_meeting_list {
     size_t n;
-    bool more;         /* another page exists after the last item */
+    bool more;         /* another page exists after the last item (past limit or bytes_max) */
     struct meeting *m; /* n items, malloc'ed; free with db_meeting_list_fini */
 };
 enum db_status db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
@@ -175,7 +178,8 @@ enum db_status db_meeting_get_many_for(struct db *db, const char *const *ids, co
 
 /* The meetings a calendar range [q->from_ms, q->to_ms) may show (GET /v1/meetings?expand=true):
  * single meetings starting in it after q's cursor position (keyset on starts_at, id), at most
- * q->limit + 1 of them, then every series that starts before the range's end and is not over
+ * q->limit of them and within q->bytes_max as db_meeting_list reads them (out->more: more singles
+ * come after them), then every series that starts before the range's end and is not over
  * before its start, or has an occurrence moved into it; with q's viewer filters. More than
  * DB_EXPAND_SERIES_MAX series: NO_RESULTS (the range is too wide to expand in one request).
  * out->m holds the singles first (*n_singles of them, in order), then the series. */

@@ -51,6 +51,28 @@
     " m.participants, m.metadata, " MEETING_REMINDERS("m.id") ", m.organizer_id, " \
     MEETING_RECURRENCE("m.id")
 
+/* The bytes of a meeting's texts (m a row of meetings): what its representation grows with, and
+ * what its row takes in memory once read (db_meeting_fill copies them). The json columns go
+ * through text to count what they hold, not what compression left of it on disk. */
+#define MEETING_TEXT_BYTES(m) \
+    "(octet_length(" m ".title) + coalesce(octet_length(" m ".description), 0)" \
+    " + coalesce(octet_length(" m ".location), 0) + octet_length(" m ".participants::text)" \
+    " + coalesce(octet_length(" m ".metadata::text), 0))"
+
+/* A page of meetings within a byte bound: pick is a query of "m.id, m.starts_at, <its
+ * MEETING_TEXT_BYTES> AS b" in (starts_at, id) order, at most limit + 1 rows (the candidates);
+ * the first are read while the texts before them stay under bytes, at most limit. Each row has
+ * MEETING_COLUMNS, a NULL original start, and the number of candidates (COL_CANDIDATES): more
+ * of them than rows read means another page. Only the rows read are fetched whole. */
+#define MEETING_PAGE(pick, limit, bytes) \
+    "SELECT " MEETING_COLUMNS ", NULL::bigint, p.n FROM (" \
+    "  SELECT k.id, k.starts_at, count(*) OVER () AS n, row_number() OVER w AS rn," \
+    "         sum(k.b) OVER w - k.b AS before" \
+    "  FROM (" pick ") k WINDOW w AS (ORDER BY k.starts_at, k.id)) p" \
+    " JOIN meetings m ON m.id = p.id" \
+    " WHERE p.rn <= " limit " AND p.before < " bytes \
+    " ORDER BY p.starts_at, p.id"
+
 /* clang-format on */
 
 enum meeting_col {
@@ -69,8 +91,18 @@ enum meeting_col {
     COL_REMINDERS,
     COL_ORGANIZER,
     COL_RECURRENCE,
-    COL_ORIGINAL_START /* only in db_meeting_get_many_for's rows: the occurrence they show */
+    COL_ORIGINAL_START, /* only in db_meeting_get_many_for's rows: the occurrence they show */
+    COL_CANDIDATES      /* only in a MEETING_PAGE: its candidates */
 };
+
+/* A MEETING_PAGE's rows into out (fresh, or holding meetings already: appended): whether there
+ * are more is set from the candidates, for a page of at most limit. ONE_RESULT, or HARD_ERROR
+ * when out of memory or a row is malformed (out is then freed). */
+enum db_status db_meeting_page_read(struct db *db, const PGresult *res, size_t limit,
+                                    struct db_meeting_list *out);
+/* The $ parameters of a page: limit + 1 candidates, bytes_max (none: the largest). */
+void db_meeting_page_params(const struct db_list_query *q, char limit[DB_I64_BUF],
+                            char bytes[DB_I64_BUF]);
 
 /* Fills a fresh m from a row of MEETING_COLUMNS (and COL_ORIGINAL_START when the result has
  * it). 0, or -1 (out of memory, malformed). */

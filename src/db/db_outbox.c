@@ -142,9 +142,9 @@ static const char deliveries_sql[] =
     "  (SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid AND r.original_start IS NULL"
     "   UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
     "    AND r.original_start IS NOT NULL) r"
-    "  JOIN outbox o ON o.reminder_id = r.id) ON true"
+    "  JOIN outbox o ON o.reminder_id = r.id AND o.id > $3::bigint) ON true"
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
-    " ORDER BY o.id";
+    " ORDER BY o.id LIMIT $4::int + 1";
 /* clang-format on */
 
 static void
@@ -456,19 +456,22 @@ db_outbox_oldest_due(struct db *db, int64_t *ms)
 
 enum db_status
 db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
-                     db_delivery_row_fn fn, void *arg)
+                     struct db_delivery_page *page, db_delivery_row_fn fn, void *arg)
 {
-    char tenant[DB_I64_BUF];
-    const char *params[] = {meeting_id, db_i64(tenant, tenant_id)};
+    char tenant[DB_I64_BUF], after[DB_I64_BUF], limit[DB_I64_BUF];
+    const char *params[] = {meeting_id, db_i64(tenant, tenant_id), db_i64(after, page->after_id),
+                            db_i64(limit, (int64_t)page->limit)};
     PGresult *res;
 
+    page->more = false;
     if (!meeting_id_valid(meeting_id))
         return DB_NO_RESULTS;
-    enum db_status st = db_exec(db, STMT_OUTBOX_DELIVERIES, deliveries_sql, 2, params, &res);
+    enum db_status st = db_exec(db, STMT_OUTBOX_DELIVERIES, deliveries_sql, 4, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
-    for (int row = 0; row < PQntuples(res); row++) {
+    page->more = (size_t)PQntuples(res) > page->limit;
+    for (int row = 0; row < PQntuples(res) && (size_t)row < page->limit; row++) {
         if (PQgetisnull(res, row, 0))
             continue; /* the meeting exists and has no outbox rows */
         struct db_delivery d = {.id = db_get_i64(res, row, 0),

@@ -112,9 +112,17 @@ struct db_delivery {
     char *last_error;          /* NULL when none */
 };
 typedef void (*db_delivery_row_fn)(void *arg, const struct db_delivery *d);
-/* The outbox rows of one of the tenant's live meetings, oldest first.
- * NO_RESULTS when the tenant has no such meeting. */
+/* A page of them: after the row after_id (0: from the first), at most limit rows (1..
+ * DB_LIST_LIMIT_MAX); more is set when others follow. */
+struct db_delivery_page {
+    int64_t after_id;
+    size_t limit;
+    bool more;
+};
+/* The outbox rows of one of the tenant's live meetings, oldest first, a page of them: fn is called
+ * for each, its pointers valid during the call. NO_RESULTS when the tenant has no such meeting. */
 enum db_status db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
-                                    db_delivery_row_fn fn, void *arg);
+                                    struct db_delivery_page *page, db_delivery_row_fn fn,
+                                    void *arg);
 
 #endif

@@ -45,6 +45,19 @@ meeting_fini(struct meeting *m)
     meeting_init(m);
 }
 
+static size_t
+len_or_0(const char *s)
+{
+    return s != NULL ? strlen(s) : 0;
+}
+
+size_t
+meeting_text_bytes(const struct meeting *m)
+{
+    return len_or_0(m->title) + len_or_0(m->description) + len_or_0(m->location) +
+           len_or_0(m->participants_json) + len_or_0(m->metadata_json);
+}
+
 void
 meeting_derive_fire_times(struct meeting *m)
 {

@@ -117,6 +117,10 @@ struct reminder_keys {
 void meeting_init(struct meeting *m);
 /* Frees the strings; accepts a zeroed or half-filled struct. Leaves m as after meeting_init. */
 void meeting_fini(struct meeting *m);
+/* The bytes of m's texts (title, description, location, participants, metadata): what its
+ * representation grows with, and most of what it holds in memory. A list page is bounded by
+ * them (the database counts the same with MEETING_TEXT_BYTES, db_meeting_sql.h). */
+size_t meeting_text_bytes(const struct meeting *m);
 
 /* fire_at = starts_at - minutes_before minutes, for every reminder. */
 void meeting_derive_fire_times(struct meeting *m);

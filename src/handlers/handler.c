@@ -225,20 +225,41 @@ handler_cursor_open(const char *s, char *raw, size_t raw_max, const char *tag)
     return raw + tag_len + 1;
 }
 
-int
-handler_cursor_ms(const char **p, char sep, int64_t *out)
+/* A decimal number at *p in 0..max that ends at sep; strtoll, not sscanf: a number past int64 is
+ * refused, not undefined behaviour. */
+static int
+cursor_int(const char **p, char sep, int64_t max, int64_t *out)
 {
     char *end;
     long long v;
 
-    /* strtoll, not sscanf: a number past int64 is refused, not undefined behaviour. */
     errno = 0;
     v = strtoll(*p, &end, 10);
-    if (errno != 0 || end == *p || *end != sep || v < 0 || v > TIMEFMT_MS_MAX)
+    if (errno != 0 || end == *p || *end != sep || v < 0 || v > max)
         return -1;
     *out = v;
     *p = sep == '\0' ? end : end + 1;
     return 0;
+}
+
+int
+handler_cursor_ms(const char **p, char sep, int64_t *out)
+{
+    return cursor_int(p, sep, TIMEFMT_MS_MAX, out);
+}
+
+int
+handler_cursor_id(const char **p, char sep, int64_t *out)
+{
+    if (**p < '0' || **p > '9')
+        return -1;
+    return cursor_int(p, sep, INT64_MAX, out);
+}
+
+json_t *
+handler_page_tail(const char *cursor)
+{
+    return json_pack("{s:o}", "next_cursor", cursor[0] != '\0' ? json_string(cursor) : json_null());
 }
 
 struct db *
@@ -271,11 +292,11 @@ page_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
     int ok, once = 1;
 
     _Static_assert(DB_LIST_LIMIT_MAX == 200, "the limit's form in the problem detail");
-    if (strcmp(key, "from") == 0) {
+    if (!p->no_range && strcmp(key, "from") == 0) {
         once = p->seen_from++ == 0;
         ok = page_time(value, &p->from_ms);
         p->bad_why = TIME_FORM;
-    } else if (strcmp(key, "to") == 0) {
+    } else if (!p->no_range && strcmp(key, "to") == 0) {
         once = p->seen_to++ == 0;
         ok = page_time(value, &p->to_ms);
         p->bad_why = TIME_FORM;

@@ -101,6 +101,7 @@ struct handler_page {
     /* The endpoint's other parameters: 1 taken, 0 not its own, -1 bad (bad_why set). */
     int (*extra)(struct handler_page *p, const char *key, const char *value);
     void *extra_arg;
+    bool no_range; /* from and to are not taken (a list in another order than time) */
     int seen_from, seen_to, seen_limit, seen_cursor;
 };
 
@@ -109,6 +110,10 @@ struct handler_page {
 int handler_page_query(struct request *rq, struct handler_page *p, int *ret);
 
 #define HANDLER_CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
+
+/* What follows a list page's items (http_page.h): {"next_cursor": cursor}, null for "" (the last
+ * page). New reference, NULL when out of memory. */
+json_t *handler_page_tail(const char *cursor);
 
 /* Page cursors are opaque to clients: hex of "<tag>:<fields separated by ':'>". Decodes s into
  * raw (raw_max bytes of room plus the NUL) and checks the tag; returns where the fields start, or
@@ -120,5 +125,7 @@ const char *handler_cursor_open(const char *s, char *raw, size_t raw_max, const 
  * takes, 0..TIMEFMT_MS_MAX: no cursor we wrote holds one, and a forged one must not reach the
  * series generator or the database as an instant they cannot represent). */
 int handler_cursor_ms(const char **p, char sep, int64_t *out);
+/* The same for a database id: digits only (no sign, no space), 0..INT64_MAX. */
+int handler_cursor_id(const char **p, char sep, int64_t *out);
 
 #endif

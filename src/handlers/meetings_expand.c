@@ -5,13 +5,16 @@
  * occurrences after the cursor (series_page), so a page costs the series that overlap the range,
  * not their occurrences. The cursor is hex of "x1:<starts_at_ms>:<id>:<original_start_ms>". */
 #include <microhttpd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_page.h"
 #include "db_series.h"
 #include "handler.h"
 #include "hex.h"
+#include "http_page.h"
 #include "http_routes.h"
 #include "meetings_expand.h"
 #include "timefmt.h"
@@ -130,23 +133,46 @@ add_occurrences(const struct db_list_query *q, const struct db_meeting_list *l, 
     return rc;
 }
 
-/* The item as JSON: the meeting, as the occurrence shows it for an occurrence (its start, end,
- * title and reminder rows), with "occurrence". */
-static json_t *
-item_json(struct db *db, const struct item *it)
+/* The page in flight: its items in order, the meetings they show (the others are finalised), the
+ * overrides (occurrence titles borrow from them) and, per meeting, the reminder rows of its
+ * occurrences on the page, all read before the first byte. */
+struct expand_page {
+    struct db_meeting_list l;
+    struct db_override_list ol;
+    struct db_occurrence_reminders *rows; /* l.n of them */
+    struct item *items;
+    size_t n;
+    bool more;
+};
+
+static void
+expand_page_free(void *arg)
 {
-    struct meeting view = *it->m; /* borrows every pointer of it->m: never finalised */
+    struct expand_page *p = arg;
+
+    for (size_t i = 0; p->rows != NULL && i < p->l.n; i++)
+        db_occurrence_reminders_fini(&p->rows[i]);
+    free(p->rows);
+    free(p->items);
+    db_override_list_fini(&p->ol);
+    db_meeting_list_fini(&p->l);
+    free(p);
+}
+
+/* Item i as JSON, a shell (codec_page.h) of the meeting: as the occurrence shows it for an
+ * occurrence (its start, end, title and reminder rows), with "occurrence". */
+static json_t *
+item_json(const struct expand_page *p, const struct item *it)
+{
+    struct meeting view = codec_meeting_shell(it->m); /* borrows it->m's texts: never finalised */
     json_t *v, *occ = json_null();
 
     if (!it->single) {
-        struct db_occurrence_reminders rows = {0};
-        if (db_occurrence_reminders(db, it->m->id, &it->occ.original_start_ms, 1, &rows) !=
-            DB_ONE_RESULT)
-            return NULL;
+        const struct db_occurrence_reminders *rows = &p->rows[it->m - p->l.m];
         view.n_reminders = 0;
-        for (size_t i = 0; i < rows.n && view.n_reminders < MEETING_REMINDERS_MAX; i++)
-            view.reminders[view.n_reminders++] = rows.r[i].r;
-        db_occurrence_reminders_fini(&rows);
+        for (size_t i = 0; i < rows->n && view.n_reminders < MEETING_REMINDERS_MAX; i++)
+            if (rows->r[i].original_start_ms == it->occ.original_start_ms)
+                view.reminders[view.n_reminders++] = rows->r[i].r;
         view.starts_at_ms = it->occ.starts_at_ms;
         view.has_ends_at = it->occ.has_ends_at;
         view.ends_at_ms = it->occ.ends_at_ms;
@@ -166,72 +192,135 @@ item_json(struct db *db, const struct item *it)
 }
 
 static int
-reply_page(struct request *rq, struct db *db, struct item *items, size_t n, size_t limit)
+expand_item(void *arg, size_t i, struct strbuf *out)
 {
-    json_t *list = json_array();
-    char cursor[CURSOR_MAX + 1] = "";
-    bool more = n > limit;
+    struct expand_page *p = arg;
+    json_t *v = item_json(p, &p->items[i]);
+    int rc = v != NULL ? codec_meeting_shell_append(v, p->items[i].m, out) : -1;
 
-    qsort(items, n, sizeof *items, item_cmp);
-    for (size_t i = 0; list != NULL && i < n && i < limit; i++)
-        if (json_array_append_new(list, item_json(db, &items[i])) != 0) {
-            json_decref(list);
-            return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    json_decref(v);
+    return rc;
+}
+
+static json_t *
+expand_tail(void *arg, size_t sent)
+{
+    struct expand_page *p = arg;
+    char cursor[CURSOR_MAX + 1] = "";
+
+    if (sent > 0 && (sent < p->n || p->more))
+        cursor_encode(&p->items[sent - 1], cursor);
+    return handler_page_tail(cursor);
+}
+
+/* Cuts the sorted items to what the page may hold. When more singles follow the ones read, no item
+ * after the last of those (the next page starts after the page's last item, and they come before
+ * what follows): unless add_occurrences dropped it, which only items before it survive. Then limit,
+ * then texts within bytes_max as db_meeting_list counts them (at least one item). */
+static void
+page_cut(struct expand_page *p, size_t singles, size_t limit, size_t bytes_max)
+{
+    size_t before = 0, k = 0, last = SIZE_MAX, present = 0;
+
+    for (size_t i = 0; i < p->n; i++)
+        if (p->items[i].single) {
+            present++;
+            last = i;
         }
-    if (list == NULL)
-        return http_reply_problem(rq, API_E_INTERNAL, NULL);
-    if (more)
-        cursor_encode(&items[limit - 1], cursor);
-    json_t *page = json_pack("{s:o, s:o}", "items", list, "next_cursor",
-                             cursor[0] ? json_string(cursor) : json_null());
-    return http_reply_json(rq, MHD_HTTP_OK, page, NULL);
+    p->more = p->l.more;
+    if (p->l.more && present == singles && last != SIZE_MAX)
+        p->n = last + 1;
+    p->more |= p->n > limit;
+    if (p->n > limit)
+        p->n = limit;
+    while (k < p->n && (k == 0 || before < bytes_max))
+        before += meeting_text_bytes(p->items[k++].m);
+    p->more |= k < p->n;
+    p->n = k;
+}
+
+/* Frees the meetings no item of the page shows (most of a wide range's series), then reads the
+ * reminder rows of each series' occurrences on the page: one statement per series. */
+static enum db_status
+page_rows(struct db *db, struct expand_page *p)
+{
+    bool *used = calloc(p->l.n ? p->l.n : 1, sizeof *used);
+    int64_t *originals = calloc(p->n ? p->n : 1, sizeof *originals);
+    enum db_status st = DB_ONE_RESULT;
+
+    p->rows = calloc(p->l.n ? p->l.n : 1, sizeof *p->rows);
+    if (used == NULL || originals == NULL || p->rows == NULL) {
+        db_note_error(db, "expand: out of memory");
+        st = DB_HARD_ERROR;
+    }
+    for (size_t i = 0; st == DB_ONE_RESULT && i < p->n; i++)
+        used[p->items[i].m - p->l.m] = true;
+    for (size_t s = 0; st == DB_ONE_RESULT && s < p->l.n; s++) {
+        size_t k = 0;
+        for (size_t i = 0; used[s] && i < p->n; i++)
+            if (p->items[i].m == &p->l.m[s] && !p->items[i].single)
+                originals[k++] = p->items[i].occ.original_start_ms;
+        if (!used[s])
+            meeting_fini(&p->l.m[s]);
+        else if (k > 0)
+            st = db_occurrence_reminders(db, p->l.m[s].id, originals, k, &p->rows[s]);
+    }
+    free(originals);
+    free(used);
+    return st;
 }
 
 int
 meetings_expand(struct request *rq, struct db *db, struct db_list_query *q)
 {
-    struct db_meeting_list l = {0};
-    struct db_override_list ol = {0};
-    struct item *items = NULL;
-    size_t singles = 0, n = 0;
-    int ret;
+    struct expand_page *p;
+    size_t singles = 0;
 
     if (q->from_ms == INT64_MIN || q->to_ms == INT64_MAX ||
         q->to_ms - q->from_ms > EXPAND_RANGE_MAX_MS)
         return http_reply_query(rq, q->from_ms == INT64_MIN ? "from" : "to",
                                 "is needed with expand=true, with at most 400 days between them");
-    switch (db_meeting_list_range(db, rq->tenant_id, q, &l, &singles)) {
+    if ((p = calloc(1, sizeof *p)) == NULL)
+        return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    switch (db_meeting_list_range(db, rq->tenant_id, q, &p->l, &singles)) {
     case DB_HARD_ERROR:
     case DB_SOFT_ERROR:
+        expand_page_free(p);
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     case DB_NO_RESULTS:
+        expand_page_free(p);
         return http_reply_query(
             rq, "to", "must narrow the range: more than 1000 recurring meetings overlap it");
     case DB_ONE_RESULT:
         break;
     }
-    const char **ids = calloc(l.n - singles + 1, sizeof *ids);
-    items = calloc(singles + 3 * (q->limit + 1), sizeof *items);
-    for (size_t i = singles; ids != NULL && i < l.n; i++)
-        ids[i - singles] = l.m[i].id;
-    if (ids == NULL || items == NULL ||
-        db_override_list(db, ids, l.n - singles, &ol) != DB_ONE_RESULT) {
-        ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-        goto done;
+    const char **ids = calloc(p->l.n - singles + 1, sizeof *ids);
+    p->items = calloc(singles + 3 * (q->limit + 1), sizeof *p->items);
+    for (size_t i = singles; ids != NULL && i < p->l.n; i++)
+        ids[i - singles] = p->l.m[i].id;
+    enum db_status st = ids != NULL && p->items != NULL
+                            ? db_override_list(db, ids, p->l.n - singles, &p->ol)
+                            : DB_HARD_ERROR;
+    free(ids);
+    if (st != DB_ONE_RESULT) {
+        expand_page_free(p);
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     }
     for (size_t i = 0; i < singles; i++) {
-        struct item it = {&l.m[i], true, {0}};
-        it.occ.starts_at_ms = it.occ.original_start_ms = l.m[i].starts_at_ms;
-        items[n++] = it;
+        struct item it = {&p->l.m[i], true, {0}};
+        it.occ.starts_at_ms = it.occ.original_start_ms = p->l.m[i].starts_at_ms;
+        p->items[p->n++] = it;
     }
-    if (add_occurrences(q, &l, singles, &ol, items, &n) != 0)
-        ret = http_reply_problem(rq, API_E_INTERNAL, NULL);
-    else
-        ret = reply_page(rq, db, items, n, q->limit);
-done:
-    free(ids);
-    free(items);
-    db_override_list_fini(&ol);
-    db_meeting_list_fini(&l);
-    return ret;
+    if (add_occurrences(q, &p->l, singles, &p->ol, p->items, &p->n) != 0) {
+        expand_page_free(p);
+        return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    }
+    qsort(p->items, p->n, sizeof *p->items, item_cmp);
+    page_cut(p, singles, q->limit, q->bytes_max);
+    if (page_rows(db, p) != DB_ONE_RESULT) {
+        expand_page_free(p);
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    }
+    return http_page_reply(
+        rq, &(struct http_page_source){p, p->n, expand_item, expand_tail, expand_page_free});
 }

@@ -1,13 +1,16 @@
 /* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
- * meetings ordered by (starts_at, id), keyset-paginated (expand=true: meetings_expand.c). The
- * cursor is opaque to clients: hex of "v1:<starts_at_ms>:<id>" of the last item returned. */
+ * meetings ordered by (starts_at, id), keyset-paginated (expand=true: meetings_expand.c), at most
+ * limit of them and within TOCSIN_PAGE_BYTES_MAX (http_page.h). The cursor is opaque to clients:
+ * hex of "v1:<starts_at_ms>:<id>" of the last item returned. */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_page.h"
 #include "handler.h"
 #include "hex.h"
+#include "http_page.h"
 #include "http_routes.h"
 #include "meetings_expand.h"
 #include "timefmt.h"
@@ -37,8 +40,14 @@ cursor_decode(const char *s, struct db_list_query *q)
     return 0;
 }
 
+/* What the cursor after an item needs of it. */
+struct list_key {
+    int64_t starts_at_ms;
+    char id[MEETING_ID_LEN + 1];
+};
+
 static void
-cursor_encode(const struct meeting *last, char out[CURSOR_MAX + 1])
+cursor_encode(const struct list_key *last, char out[CURSOR_MAX + 1])
 {
     char raw[CURSOR_RAW_MAX + 1];
     snprintf(raw, sizeof(raw), "v1:%lld:%s", (long long)last->starts_at_ms, last->id);
@@ -65,19 +74,60 @@ take_expand(struct handler_page *p, const char *key, const char *value)
     return 1;
 }
 
+/* The page in flight (http_page.h): the meetings read, each finalised once encoded, so that a
+ * page read slowly holds less and less; the cursor needs only the keys. */
+struct list_page {
+    struct db_meeting_list l;
+    struct list_key keys[DB_LIST_LIMIT_MAX];
+};
+
 static int
-reply_page(struct request *rq, struct db_meeting_list *l)
+list_item(void *arg, size_t i, struct strbuf *out)
 {
-    json_t *items = json_array();
+    struct list_page *p = arg;
+    struct meeting *m = &p->l.m[i];
+    int rc = codec_meeting_append(m, out);
+
+    p->keys[i].starts_at_ms = m->starts_at_ms;
+    memcpy(p->keys[i].id, m->id, sizeof m->id);
+    meeting_fini(m);
+    return rc;
+}
+
+static json_t *
+list_tail(void *arg, size_t sent)
+{
+    struct list_page *p = arg;
     char cursor[CURSOR_MAX + 1] = "";
-    for (size_t i = 0; i < l->n; i++)
-        json_array_append_new(items, codec_meeting_encode(&l->m[i]));
-    if (l->more && l->n > 0)
-        cursor_encode(&l->m[l->n - 1], cursor);
-    json_t *page = json_object();
-    json_object_set_new(page, "items", items);
-    json_object_set_new(page, "next_cursor", cursor[0] ? json_string(cursor) : json_null());
-    return http_reply_json(rq, MHD_HTTP_OK, page, NULL);
+
+    if (sent > 0 && (sent < p->l.n || p->l.more))
+        cursor_encode(&p->keys[sent - 1], cursor);
+    return handler_page_tail(cursor);
+}
+
+static void
+list_free(void *arg)
+{
+    struct list_page *p = arg;
+
+    db_meeting_list_fini(&p->l);
+    free(p);
+}
+
+static int
+list_page(struct request *rq, struct db *db, const struct db_list_query *q)
+{
+    struct list_page *p = calloc(1, sizeof *p);
+
+    if (p == NULL)
+        return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    enum db_status st = db_meeting_list(db, rq->tenant_id, q, &p->l);
+    if (st != DB_ONE_RESULT && st != DB_NO_RESULTS) {
+        list_free(p);
+        return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
+    }
+    return http_page_reply(rq,
+                           &(struct http_page_source){p, p->l.n, list_item, list_tail, list_free});
 }
 
 /* "{id,id}" of a token's mtg claim (validated ids: hex digits and dashes only). */
@@ -110,8 +160,7 @@ handle_meetings_list(struct request *rq)
         .extra = take_expand,
         .extra_arg = &e,
     };
-    struct db_list_query q = {0};
-    struct db_meeting_list l = {0};
+    struct db_list_query q = {.bytes_max = (size_t)rq->cfg->page_bytes_max};
     struct db *db;
     int ret;
 
@@ -130,12 +179,5 @@ handle_meetings_list(struct request *rq)
         q.viewer = rq->who.sub;
         q.viewer_meetings = rq->who.n_mtg > 0 ? mtg_array(&rq->who, mtg) : NULL;
     }
-    if (e.expand)
-        return meetings_expand(rq, db, &q);
-    enum db_status st = db_meeting_list(db, rq->tenant_id, &q, &l);
-    ret = st == DB_ONE_RESULT || st == DB_NO_RESULTS
-              ? reply_page(rq, &l)
-              : http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    db_meeting_list_fini(&l);
-    return ret;
+    return e.expand ? meetings_expand(rq, db, &q) : list_page(rq, db, &q);
 }

@@ -1,7 +1,8 @@
 /* occurrences.c -- the occurrences of a recurring meeting (docs/design.md section 9):
  * GET /v1/meetings/{id}/occurrences?from=&to=&limit=&cursor= lists them in time order with
- * overrides applied (series_page), keyset-paginated like the list (the cursor is hex of
- * "o1:<starts_at_ms>:<original_start_ms>" of the last item); PATCH
+ * overrides applied (series_page), keyset-paginated like the list and within
+ * TOCSIN_PAGE_BYTES_MAX (http_page.h; the cursor is hex of "o1:<starts_at_ms>:<original_start_ms>"
+ * of the last item); PATCH
  * /v1/meetings/{id}/occurrences/{original_start} moves, retitles or cancels one with a merge patch
  * on its override, then brings the series' rows in line (series_sync_write) and bumps the
  * meeting's version, so a reconciler batch read before it is skipped. */
@@ -10,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_page.h"
 #include "db_series.h"
 #include "handler.h"
 #include "hex.h"
 #include "http_auth.h"
+#include "http_page.h"
 #include "http_routes.h"
 #include "log.h"
 #include "series_sync.h"
@@ -47,27 +50,57 @@ cursor_encode(const struct series_occurrence *last, char out[CURSOR_MAX + 1])
     hex_encode(raw, strlen(raw), out);
 }
 
-/* The page's items: each occurrence encoded with its own reminder rows (those of rows with its
- * original start). NULL when out of memory. */
-static json_t *
-page_items(const struct meeting *m, const struct series_occurrence *occ, size_t n,
-           const struct db_occurrence_reminders *rows)
-{
-    json_t *items = json_array();
-    struct reminder mine[MEETING_REMINDERS_MAX];
+/* The page in flight (http_page.h): the series, its overrides (occurrence titles borrow from
+ * them), the occurrences and their reminder rows, all read before the first byte. */
+struct occ_page {
+    struct meeting m;
+    struct db_override_list ol;
+    struct series_override *ov;
+    struct series_occurrence *occ;
+    size_t n;
+    bool more;
+    struct db_occurrence_reminders rows;
+};
 
-    for (size_t i = 0; items != NULL && i < n; i++) {
-        size_t k = 0;
-        for (size_t r = 0; r < rows->n && k < MEETING_REMINDERS_MAX; r++)
-            if (rows->r[r].original_start_ms == occ[i].original_start_ms)
-                mine[k++] = rows->r[r].r;
-        if (json_array_append_new(items, codec_series_occurrence_encode(m, &occ[i], mine, k)) !=
-            0) {
-            json_decref(items);
-            items = NULL;
-        }
-    }
-    return items;
+static void
+occ_page_free(void *arg)
+{
+    struct occ_page *p = arg;
+
+    db_occurrence_reminders_fini(&p->rows);
+    free(p->occ);
+    free(p->ov);
+    db_override_list_fini(&p->ol);
+    meeting_fini(&p->m);
+    free(p);
+}
+
+/* Occurrence i with its own reminder rows (those of rows with its original start). */
+static int
+occ_item(void *arg, size_t i, struct strbuf *out)
+{
+    struct occ_page *p = arg;
+    struct reminder mine[MEETING_REMINDERS_MAX];
+    size_t k = 0;
+
+    for (size_t r = 0; r < p->rows.n && k < MEETING_REMINDERS_MAX; r++)
+        if (p->rows.r[r].original_start_ms == p->occ[i].original_start_ms)
+            mine[k++] = p->rows.r[r].r;
+    json_t *v = codec_series_occurrence_encode(&p->m, &p->occ[i], mine, k);
+    int rc = codec_dump_append(v, out);
+    json_decref(v);
+    return rc;
+}
+
+static json_t *
+occ_tail(void *arg, size_t sent)
+{
+    struct occ_page *p = arg;
+    char cursor[CURSOR_MAX + 1] = "";
+
+    if (sent > 0 && (sent < p->n || p->more))
+        cursor_encode(&p->occ[sent - 1], cursor);
+    return handler_page_tail(cursor);
 }
 
 /* Loads the live series of the path for a reader (a browser token sees only its own). 0, or -1
@@ -91,51 +124,38 @@ load_series(struct request *rq, struct db *db, const char *id, struct meeting *m
     return 0;
 }
 
+/* Reads the page's occurrences and their reminder rows into p, then replies. */
 static int
-list(struct request *rq, struct db *db, struct meeting *m, const struct handler_page *a,
+list(struct request *rq, struct db *db, struct occ_page *p, const struct handler_page *a,
      const struct series_page_pos *pos)
 {
-    struct db_override_list ol = {0};
-    struct series_occurrence *occ = calloc(a->limit, sizeof *occ);
-    struct series_override *ov = NULL;
-    struct db_occurrence_reminders rows = {0};
-    int64_t *originals = calloc(a->limit, sizeof *originals);
-    const char *id = m->id;
-    bool more = false;
+    size_t limit = a->limit; /* an occurrence shows none of the series' big texts: small items */
+    int64_t *originals = calloc(limit, sizeof *originals);
+    const char *id = p->m.id;
     long n = -1;
     enum db_status st = DB_ONE_RESULT; /* the last database call's: a failure there is a 503 */
-    int ret;
 
-    if (occ != NULL && originals != NULL &&
-        (st = db_override_list(db, &id, 1, &ol)) == DB_ONE_RESULT &&
-        (ov = calloc(ol.n ? ol.n : 1, sizeof *ov)) != NULL) {
-        for (size_t i = 0; i < ol.n; i++)
-            ov[i] = ol.o[i].ov;
-        n = series_page(m, ov, ol.n, a->from_ms, a->to_ms, pos, occ, a->limit, &more);
+    p->occ = calloc(limit, sizeof *p->occ);
+    if (p->occ != NULL && originals != NULL &&
+        (st = db_override_list(db, &id, 1, &p->ol)) == DB_ONE_RESULT &&
+        (p->ov = calloc(p->ol.n ? p->ol.n : 1, sizeof *p->ov)) != NULL) {
+        for (size_t i = 0; i < p->ol.n; i++)
+            p->ov[i] = p->ol.o[i].ov;
+        n = series_page(&p->m, p->ov, p->ol.n, a->from_ms, a->to_ms, pos, p->occ, limit, &p->more);
     }
     for (long i = 0; i < n; i++)
-        originals[i] = occ[i].original_start_ms;
-    json_t *items = NULL;
-    if (n >= 0 &&
-        (st = db_occurrence_reminders(db, m->id, originals, (size_t)n, &rows)) == DB_ONE_RESULT)
-        items = page_items(m, occ, (size_t)n, &rows);
-    if (items == NULL) {
-        ret = http_reply_problem(rq, st != DB_ONE_RESULT ? API_E_DB_UNAVAILABLE : API_E_INTERNAL,
-                                 NULL);
-    } else {
-        char cursor[CURSOR_MAX + 1] = "";
-        if (more && n > 0)
-            cursor_encode(&occ[n - 1], cursor);
-        json_t *page = json_pack("{s:o, s:o}", "items", items, "next_cursor",
-                                 cursor[0] ? json_string(cursor) : json_null());
-        ret = http_reply_json(rq, MHD_HTTP_OK, page, NULL);
-    }
-    db_occurrence_reminders_fini(&rows);
-    free(ov);
-    db_override_list_fini(&ol);
-    free(occ);
+        originals[i] = p->occ[i].original_start_ms;
+    if (n >= 0)
+        st = db_occurrence_reminders(db, p->m.id, originals, (size_t)n, &p->rows);
     free(originals);
-    return ret;
+    if (n < 0 || st != DB_ONE_RESULT) {
+        occ_page_free(p);
+        return http_reply_problem(rq, st != DB_ONE_RESULT ? API_E_DB_UNAVAILABLE : API_E_INTERNAL,
+                                  NULL);
+    }
+    p->n = (size_t)n;
+    return http_page_reply(rq,
+                           &(struct http_page_source){p, p->n, occ_item, occ_tail, occ_page_free});
 }
 
 int
@@ -148,7 +168,7 @@ handle_occurrences_list(struct request *rq)
         .allowed = "is not taken: the parameters are from, to, limit and cursor",
     };
     struct series_page_pos pos = {0};
-    struct meeting m;
+    struct occ_page *p;
     struct db *db;
     const char *id;
     int ret;
@@ -159,11 +179,14 @@ handle_occurrences_list(struct request *rq)
         return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);
     if ((db = http_request_db(rq)) == NULL)
         return http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
-    meeting_init(&m);
-    if (load_series(rq, db, id, &m, false, &ret) == 0)
-        ret = list(rq, db, &m, &a, &pos);
-    meeting_fini(&m);
-    return ret;
+    if ((p = calloc(1, sizeof *p)) == NULL)
+        return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    meeting_init(&p->m);
+    if (load_series(rq, db, id, &p->m, false, &ret) != 0) {
+        occ_page_free(p);
+        return ret;
+    }
+    return list(rq, db, p, &a, &pos);
 }
 
 /* ---- PATCH one occurrence ------------------------------------------------------------------ */

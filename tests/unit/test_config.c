@@ -28,6 +28,10 @@ static const struct {
     {"TOCSIN_HTTP_HEADER_TIMEOUT_S", "301", 0},
     {"TOCSIN_HTTP_BODY_TIMEOUT_S", "600", 1},
     {"TOCSIN_HTTP_BODY_TIMEOUT_S", "601", 0},
+    {"TOCSIN_PAGE_BYTES_MAX", "65536", 1},
+    {"TOCSIN_PAGE_BYTES_MAX", "65535", 0},
+    {"TOCSIN_PAGE_BYTES_MAX", "67108864", 1},
+    {"TOCSIN_PAGE_BYTES_MAX", "67108865", 0},
     {"TOCSIN_MIRROR_HORIZON_S", "3600", 1},
     {"TOCSIN_MIRROR_HORIZON_S", "3599", 0},
     {"TOCSIN_RECON_INTERVAL_MS", "100", 1},
@@ -109,7 +113,8 @@ main(void)
               strcmp(cfg.http_host, "127.0.0.1") == 0 && cfg.mirror_horizon_ms == 86400000 &&
               cfg.redis_port == 6379 && strcmp(cfg.redis_prefix, "tocsin") == 0 &&
               cfg.http_connections_per_addr == 128 && cfg.http_header_timeout_s == 20 &&
-              cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 && cfg.migrate_on_start == 1,
+              cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 &&
+              cfg.migrate_on_start == 1 && cfg.page_bytes_max == 2097152,
           "defaults: %s", err);
     CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0 &&
               cfg.browser_email == 0 && cfg.browser_participants_max == 50,

@@ -1,5 +1,6 @@
 /* test_strbuf.c -- the growing text: writes across many growths keep every byte, printf of any
- * length, the bound at its limit and one past it, and errors that stick. */
+ * length, the bound at its limit and one past it, errors that stick, and a clear that empties the
+ * text, keeps its memory and makes a bad one usable again. */
 #include <stdbool.h>
 #include <string.h>
 
@@ -45,10 +46,32 @@ test_bound(void)
     strbuf_fini(&b);
 }
 
+static void
+test_clear(void)
+{
+    struct strbuf b = {.max = 8};
+
+    strbuf_puts(&b, "1234567");
+    char *p = b.p;
+    size_t cap = b.cap;
+    strbuf_clear(&b);
+    CHECK(!b.bad && b.len == 0 && b.p == p && b.cap == cap && b.p[0] == '\0',
+          "clear keeps the memory");
+    strbuf_puts(&b, "123456789");
+    CHECK(b.bad, "past the bound again");
+    strbuf_clear(&b);
+    strbuf_puts(&b, "ab");
+    CHECK(!b.bad && b.len == 2 && strcmp(b.p, "ab") == 0, "usable after a clear");
+    strbuf_fini(&b);
+    strbuf_clear(&b);
+    CHECK(b.p == NULL && b.len == 0 && !b.bad, "clear of an empty one");
+}
+
 int
 main(void)
 {
     test_growth();
     test_bound();
+    test_clear();
     return check_summary("test_strbuf");
 }
