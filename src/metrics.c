@@ -328,8 +328,9 @@ render_circuits(char *buf, size_t *len)
                  name, name);
 
     for (size_t s = 0; s < CHANNEL_SLOTS && rc == 0; s++)
-        rc = put(buf, len, "%s{channel=\"%s\"} %" PRId64 "\n", name,
-                 meeting_channel_name(channel_of_slot[s]), metrics_circuits_get(channel_of_slot[s]));
+        rc =
+            put(buf, len, "%s{channel=\"%s\"} %" PRId64 "\n", name,
+                meeting_channel_name(channel_of_slot[s]), metrics_circuits_get(channel_of_slot[s]));
     return rc;
 }
 
