@@ -53,7 +53,8 @@ key_is_live()
     local key
     [ -s "$KEY_FILE" ] || return 1
     key=$(cat "$KEY_FILE")
-    # "tsk_<8 hex prefix>_<secret>"; `keys list` prints prefix, tenant, created, state by tabs.
+    # "tsk_<8 hex prefix>_<secret>"; `keys list` prints a header, then prefix, tenant, created,
+    # state by tabs.
     "$BIN" keys list 2>/dev/null |
         awk -F '\t' -v p="${key:4:8}" '$1 == p && $NF == "live" { f = 1 } END { exit !f }'
 }

@@ -24,6 +24,10 @@
  * at most TOCSIN_DB_WAIT_S in all. */
 #define DB_WAIT_FIRST_MS 250
 #define DB_WAIT_STEP_MAX_MS 5000
+/* `tocsin keys` is run by a person at a prompt: a database that is not there after a few seconds
+ * is a wrong TOCSIN_DATABASE_URL far more often than one still starting, so it waits at most this
+ * long (or TOCSIN_DB_WAIT_S, when that is shorter) instead of serve's start-up wait. */
+#define KEYS_DB_WAIT_MS 5000
 
 static const char usage_main[] =
     "usage: tocsin [serve|migrate|keys] [--help|--version]\n"
@@ -206,9 +210,9 @@ static void
 print_key_row(void *arg, const char *prefix, const char *tenant, int64_t created_at_ms,
               int64_t revoked_at_ms)
 {
-    char name[4 * TENANT_NAME_MAX + 1];
+    char name[4 * TENANT_NAME_MAX + 1], created[TIMEFMT_BUF];
     log_escape(name, sizeof(name), tenant, strlen(tenant));
-    printf("%s\t%s\t%lld\t%s\n", prefix, name, (long long)created_at_ms,
+    printf("%s\t%s\t%s\t%s\n", prefix, name, timefmt_format(created_at_ms, created),
            revoked_at_ms ? "revoked" : "live");
 }
 
@@ -253,13 +257,21 @@ keys(const struct config *cfg, int argc, char **argv)
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
-    if ((db = open_migrated(cfg, cfg->migrate_on_start)) == NULL)
+    struct config quick = *cfg;
+    if (quick.db_wait_ms > KEYS_DB_WAIT_MS)
+        quick.db_wait_ms = KEYS_DB_WAIT_MS;
+    if ((db = open_migrated(&quick, cfg->migrate_on_start)) == NULL) {
+        fputs("tocsin keys: no database at TOCSIN_DATABASE_URL (set it to the service's "
+              "PostgreSQL; scripts/dev.sh prints the export lines)\n",
+              stderr);
         return 1;
+    }
     if (create)
         rc = keys_create(db, argv[2]);
-    else if (list)
+    else if (list) {
+        puts("PREFIX\tTENANT\tCREATED\tSTATE");
         rc = db_keys_list(db, print_key_row, NULL) >= 0 ? 0 : 1;
-    else if (db_keys_revoke(db, argv[1], &n) < 0)
+    } else if (db_keys_revoke(db, argv[1], &n) < 0)
         rc = 1;
     else {
         fprintf(stderr, "revoked %d key(s)\n", n);

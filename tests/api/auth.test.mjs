@@ -3,7 +3,7 @@
 import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { harness, test, isoIn, DAY } from './harness.mjs';
+import { harness, test, isoIn, DAY, run, freePort } from './harness.mjs';
 
 const h = await harness('auth');
 let srv;
@@ -134,11 +134,31 @@ test('a revoked key is refused at once (TOCSIN_AUTH_CACHE_MS=0) and listed as re
     assert.notEqual(unknown.code, 0, 'revoking an unknown prefix is an error');
 });
 
-// Every line of `keys list` is prefix, tenant, created (ms), state: four tab-separated fields.
+// A person at a prompt with the wrong (or no) TOCSIN_DATABASE_URL learns it in seconds, not after
+// serve's start-up wait (TOCSIN_DB_WAIT_S, 60 s by default), and the message names the variable.
+test('keys list without a database gives up within seconds and names TOCSIN_DATABASE_URL', async () => {
+    const port = await freePort(); // nothing listens there
+    const env = { ...srv.env, TOCSIN_DATABASE_URL: `postgresql://127.0.0.1:${port}/nothing` };
+    delete env.TOCSIN_DB_WAIT_S;
+    const t0 = Date.now();
+    const r = await run(h.env.bin, ['keys', 'list'], { env });
+    const took = Date.now() - t0;
+    assert.equal(r.code, 1, `exit 1: ${r.stderr}`);
+    assert.match(r.stderr, /TOCSIN_DATABASE_URL/, r.stderr);
+    assert.equal(r.stdout, '', 'no header without a database');
+    assert.ok(took < 30000, `gave up after ${took} ms, not the 60 s start-up wait`);
+});
+
+// `keys list` prints a header, then one line per key: prefix, tenant, created (RFC 3339, UTC),
+// state: four tab-separated fields.
 function assertListLines(stdout, what) {
-    const lines = stdout.split('\n').filter((l) => l !== '');
+    const [header, ...lines] = stdout.split('\n').filter((l) => l !== '');
+    assert.equal(header, 'PREFIX\tTENANT\tCREATED\tSTATE', `${what}: the header line`);
     for (const l of lines) {
-        assert.match(l, /^[0-9a-f]{8}\t[^\t]+\t\d+\t(live|revoked)$/, `${what}: a forged or broken line ${JSON.stringify(l)}`);
+        assert.match(l, /^[0-9a-f]{8}\t[^\t]+\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\t(live|revoked)$/,
+            `${what}: a forged or broken line ${JSON.stringify(l)}`);
+        const created = Date.parse(l.split('\t')[2]);
+        assert.ok(Math.abs(created - Date.now()) < 86400e3, `${what}: created is a time of today: ${l}`);
     }
     return lines;
 }
