@@ -21,18 +21,35 @@ POOLER_PORT=${TOCSIN_TEST_POOLER_PORT:-$((PG_PORT + 1))}
 POOLED_TESTS=${TOCSIN_TEST_POOLED:-"tests/api/auth.test.mjs tests/api/meetings.test.mjs
 tests/api/idempotency.test.mjs tests/api/engine.test.mjs tests/api/webhooks.test.mjs
 tests/api/mirror.test.mjs"}
-TSAN=${TOCSIN_TEST_TSAN:-1}
 # The API files that run a second time against the ThreadSanitizer build.
 # TOCSIN_TEST_TSAN_NODE names them (and runs them also when TOCSIN_TEST_NODE is set).
 TSAN_NODE_TESTS=${TOCSIN_TEST_TSAN_NODE:-"tests/api/limits.test.mjs tests/api/stream.test.mjs
 tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"}
-# For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
-# suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
-NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}
-CTEST=${TOCSIN_TEST_CTEST:-1}
-# TOCSIN_TEST_CTEST_REGEX=hub runs only the ctest tests whose names match (ctest -R), in both the
-# ASan and the TSan stage.
+# For working on one part, the switches run exactly what they name: TOCSIN_TEST_NODE="files" runs
+# those node files, TOCSIN_TEST_CTEST_REGEX=hub the ctest tests whose names match (ctest -R), in the
+# ASan and the TSan stage; set either (or both) and nothing else runs (no type check, no deploy
+# check, no pass through PgBouncer or under TSan unless TOCSIN_TEST_POOLED / TOCSIN_TEST_TSAN_NODE
+# name files). TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets none of them: everything runs.
 CTEST_REGEX=${TOCSIN_TEST_CTEST_REGEX:-}
+SELECTED=
+if [ -n "${TOCSIN_TEST_NODE:-}" ] || [ -n "$CTEST_REGEX" ]; then
+    SELECTED=1
+fi
+NODE_TESTS=${TOCSIN_TEST_NODE:-}
+if [ -z "$SELECTED" ]; then
+    NODE_TESTS="tests/api/ tests/browser/"
+fi
+CTEST_DEFAULT=1
+if [ -n "$SELECTED" ] && [ -z "$CTEST_REGEX" ]; then
+    CTEST_DEFAULT=0
+fi
+CTEST=${TOCSIN_TEST_CTEST:-$CTEST_DEFAULT}
+# The TSan stage builds build-tsan/ only when something selected runs in it.
+TSAN_DEFAULT=1
+if [ -n "$SELECTED" ] && [ "$CTEST" = 0 ] && [ -z "${TOCSIN_TEST_TSAN_NODE:-}" ]; then
+    TSAN_DEFAULT=0
+fi
+TSAN=${TOCSIN_TEST_TSAN:-$TSAN_DEFAULT}
 TEST_DIR=$TOCSIN_ROOT/.local/test
 TEST_DB=tocsin_test
 CTEST_TIMEOUT_S=600 # per test executable
@@ -61,16 +78,20 @@ cleanup()
     tocsin_redis_stop "$TEST_DIR/redis" || true
     tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
-    if [ "$rc" -ne 0 ] && [ -z "$SUMMARY_DONE" ]; then
+    if [ -n "$INTERRUPTED" ] && [ -z "$SUMMARY_DONE" ]; then
+        RESULTS+=("interrupted by SIG$INTERRUPTED: the suites not listed above did not run")
+        FAILED=$((FAILED + 1))
+    elif [ "$rc" -ne 0 ] && [ -z "$SUMMARY_DONE" ]; then
         RESULTS+=("setup: FAILED (exit $rc)")
         FAILED=$((FAILED + 1))
     fi
     summary
     exit "$rc"
 }
+INTERRUPTED=
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'INTERRUPTED=INT; exit 130' INT
+trap 'INTERRUPTED=TERM; exit 143' TERM
 
 # record NAME CMD...: runs one suite, counts it, and keeps going after a failure.
 record()
@@ -177,19 +198,23 @@ fi
 
 # web/tocsin-api.d.ts must be what api/openapi.yaml generates, and the client and an example
 # using those types must type-check (tests/types/check.mjs).
-record types node tests/types/check.mjs
+if [ -z "$SELECTED" ]; then
+    record types node tests/types/check.mjs
+fi
 if [ "$CTEST" != 0 ]; then
     record ctest run_ctest build-asan
 fi
-if [ -d tests/api ]; then
+if [ -d tests/api ] && [ -n "$NODE_TESTS" ]; then
     record node run_node
-    if [ -z "${TOCSIN_TEST_NODE:-}" ] || [ -n "${TOCSIN_TEST_POOLED:-}" ]; then
+fi
+if [ -d tests/api ]; then
+    if [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_POOLED:-}" ]; then
         record pgbouncer run_node_pooled
     fi
 fi
 # deploy/kubernetes rendered with kubectl kustomize and schema-checked, deploy/prometheus's rules
 # checked and unit-tested with promtool: offline (no servers).
-if [ -d tests/deploy ]; then
+if [ -d tests/deploy ] && [ -z "$SELECTED" ]; then
     record manifests node --test tests/deploy/
 fi
 
@@ -201,12 +226,14 @@ if [ "$TSAN" != 0 ]; then
     if [ -f tests/tsan.supp ]; then
         TSAN_OPTIONS=$TSAN_OPTIONS:suppressions=$TOCSIN_ROOT/tests/tsan.supp
     fi
-    record tsan run_ctest build-tsan -L integration
+    if [ "$CTEST" != 0 ]; then
+        record tsan run_ctest build-tsan -L integration
+    fi
     # The stream hub's threads (its own, every HTTP thread's opens and reads, the wake queue) are
     # only exercised by a server with streams, and the acceptor's bounds (counted by it, given back
     # by both pools' threads) by connections coming and going: those suites again, against the
     # TSan build.
-    if [ -d tests/api ] && { [ -z "${TOCSIN_TEST_NODE:-}" ] || [ -n "${TOCSIN_TEST_TSAN_NODE:-}" ]; }; then
+    if [ -d tests/api ] && { [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_TSAN_NODE:-}" ]; }; then
         record tsan-streams run_node "$TSAN_NODE_TESTS"
     fi
 fi
