@@ -9,10 +9,14 @@ TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # tests/api/scale.test.mjs runs a replica with its clock ahead; python3-dateutil and
 # python3-icalendar: independent checks of recurrences and emails; python3-aiosmtpd: the email
 # tests' SMTP server; jq: the curl sessions of README.md and docs/ read ids and fields with it).
-TOCSIN_APT_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
-libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib pgbouncer
-redis-server redis-tools clang-format wrk curl ca-certificates chromium firefox-esr faketime python3-dateutil
-python3-icalendar python3-aiosmtpd jq"
+# What building and running the service needs (scripts/dev.sh installs only these)...
+TOCSIN_SERVICE_PACKAGES="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
+libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql postgresql-contrib
+redis-server redis-tools curl ca-certificates jq"
+# ...and what the test suite and the benchmarks need besides (scripts/test.sh installs both).
+TOCSIN_TEST_PACKAGES="pgbouncer clang-format wrk chromium firefox-esr faketime python3-dateutil
+python3-icalendar python3-aiosmtpd"
+TOCSIN_APT_PACKAGES="$TOCSIN_SERVICE_PACKAGES $TOCSIN_TEST_PACKAGES"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
 
@@ -53,23 +57,33 @@ pkg_missing()
 # commands are absent.
 tocsin_install_deps()
 {
-    local missing=() p
-    for p in $TOCSIN_APT_PACKAGES "$@"; do
-        if pkg_missing "$p"; then
-            missing+=("$p")
-        fi
-    done
-    if ! command -v node >/dev/null 2>&1; then
-        missing+=(nodejs)
-    fi
-    if ! command -v npm >/dev/null 2>&1; then
-        missing+=(npm)
-    fi
+    local missing=()
     # kubectl renders deploy/kubernetes for its test: Debian's kubernetes-client unless some
     # kubectl is there already (another one owns /usr/bin/kubectl; apt would refuse the overlap).
-    if ! command -v kubectl >/dev/null 2>&1; then
-        missing+=(kubernetes-client)
-    fi
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+    command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+    tocsin_apt_install $TOCSIN_APT_PACKAGES "$@" "${missing[@]}"
+}
+
+# tocsin_install_service_deps: only what building and running the service needs (scripts/dev.sh).
+tocsin_install_service_deps()
+{
+    tocsin_apt_install $TOCSIN_SERVICE_PACKAGES
+}
+
+# tocsin_apt_install PACKAGE...: installs those of the packages that are missing, in one apt-get.
+tocsin_apt_install()
+{
+    local missing=() p installed
+    # One dpkg-query for all of them: a second start of dev.sh must not pay one per package.
+    installed=" $(dpkg-query -W -f='${db:Status-Status}:${Package} ' "$@" 2>/dev/null || true)"
+    for p in "$@"; do
+        case $installed in
+        *" installed:$p "*) ;;
+        *) missing+=("$p") ;;
+        esac
+    done
     if [ "${#missing[@]}" -eq 0 ]; then
         return 0
     fi
