@@ -23,9 +23,12 @@ static const struct {
                        "Reminders recorded as missed (processed after meeting start + grace)."},
     [METRIC_STALE_DROPPED] = {"tocsin_fire_stale_dropped_total",
                               "Fire attempts dropped: stale, already fired or deleted."},
-    [METRIC_CLAIMS_LOST] = {"tocsin_claims_lost_total",
-                            "Fire attempts that lost the cross-replica claim, or that this replica "
-                            "had claimed lately."},
+    [METRIC_ALREADY_CLAIMED] =
+        {"tocsin_fire_already_claimed_total",
+         "Fire attempts skipped because the reminder was claimed already: by "
+         "another replica, or by this one on its other path (the expiry event "
+         "and the timer both see each reminder). Counts up on one replica too; "
+         "not an error."},
     [METRIC_EXPIRED_EVENTS] = {"tocsin_redis_expired_events_total",
                                "Redis expired events received for reminder keys."},
     [METRIC_DISPATCH_ERRORS] = {"tocsin_dispatch_errors_total",

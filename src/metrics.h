@@ -11,7 +11,7 @@ enum metric {
     METRIC_FIRED,            /* reminders recorded fired (outbox rows written) */
     METRIC_MISSED,           /* reminders recorded missed (processed after start + grace) */
     METRIC_STALE_DROPPED,    /* fire attempts that changed nothing: stale, fired, deleted */
-    METRIC_CLAIMS_LOST,      /* items another replica (or an earlier attempt) had claimed */
+    METRIC_ALREADY_CLAIMED,  /* items another replica (or this one's other path) had claimed */
     METRIC_EXPIRED_EVENTS,   /* Redis expired events for reminder keys */
     METRIC_DISPATCH_ERRORS,  /* failed fire statements (each retry counts) */
     METRIC_QUEUE_DROPPED,    /* items refused by a full or closed queue (repaired by recon) */

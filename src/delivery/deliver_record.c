@@ -12,13 +12,16 @@
 #include "db_push.h"
 #include "deliver_internal.h"
 #include "log.h"
+#include "meeting.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "panic.h"
 #include "timefmt.h"
 #include "trace.h"
 
-#define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
+#define WARN_EVERY_MS 60000         /* failures of one receiver: one log line at most this often */
+#define DELIVERED_LOG_EVERY_MS 1000 /* deliveries, all workers: one info line at most this often   \
+                                     */
 
 /* Gives back the receiver slot of j, whose answer was taken (a failure) or recorded (a
  * delivery): until then it counts against the receiver's share, so that a kill repeats at most
@@ -29,6 +32,26 @@ slot_back(struct worker *w, struct job *j, int64_t now)
 {
     if (deliver_policy_answered(&j->rcv->pol))
         w->next_claim_ms = now;
+}
+
+/* One info line per delivery, at most one a second over all workers (a steady flow must not
+ * flood the log), with how many went unlogged since the last line. Failures have their own lines
+ * (deliver_record_warn). */
+static void
+log_delivered(const struct job *j, int64_t now_ms)
+{
+    static struct log_throttle delivered = LOG_THROTTLE_INIT(DELIVERED_LOG_EVERY_MS);
+    unsigned long unlogged;
+    int64_t since_ms;
+
+    if (!log_enabled(LOG_LEVEL_INFO) ||
+        !log_throttle_take(&delivered, timefmt_mono_ms(), &unlogged, &since_ms))
+        return;
+    LOG_INFO("deliver: %s delivery %lld of reminder %lld (meeting %s) delivered %lld ms after its "
+             "fire time, attempt %d; %lu more delivered in the last %lld ms",
+             meeting_channel_name(j->it.channel), (long long)j->it.id, (long long)j->it.reminder_id,
+             j->it.meeting_id, (long long)(now_ms - j->it.fire_at_ms), j->it.attempts + 1, unlogged,
+             (long long)since_ms);
 }
 
 /* Records the delivered answers waiting in w->answered in one statement and frees their jobs.
@@ -56,6 +79,7 @@ record_delivered(struct worker *w)
             metrics_add(METRIC_DELIVERED, 1);
             metrics_channel_add(ok[i]->it.channel, OUTCOME_SENT, 1);
             metrics_observe_delivery_ms(ok[i]->it.channel, now - ok[i]->it.fire_at_ms);
+            log_delivered(ok[i], now);
         }
     }
     deliver_in_flight_sub(n);

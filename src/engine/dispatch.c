@@ -29,6 +29,7 @@ _Static_assert(DISPATCH_BATCH_MAX <= DB_FIRE_BATCH_MAX,
                "a dispatch batch must fit one fire statement");
 
 #define DISPATCH_IDLE_WAIT_MS 1000 /* queue wait with nothing deferred (checks the stop flag) */
+#define FIRE_LOG_EVERY_MS 1000     /* fire rounds: one info line at most this often */
 _Static_assert((DISPATCH_SEEN_SLOTS & (DISPATCH_SEEN_SLOTS - 1)) == 0, "slots: a power of two");
 
 /* An occurrence this replica claimed, and until when (monotonic) its Redis claim holds. */
@@ -165,7 +166,7 @@ drop_seen(struct dispatch *d, struct reminder_key *k, size_t n, int64_t now)
             continue;
         k[left++] = k[i];
     }
-    metrics_add(METRIC_CLAIMS_LOST, n - left);
+    metrics_add(METRIC_ALREADY_CLAIMED, n - left);
     return left;
 }
 
@@ -194,8 +195,29 @@ claim(struct dispatch *d, struct reminder_key *k, size_t n)
             *seen_slot(d, &k[i]) = (struct seen){k[i], until};
             k[won++] = k[i];
         }
-    metrics_add(METRIC_CLAIMS_LOST, n - won);
+    metrics_add(METRIC_ALREADY_CLAIMED, n - won);
     return won;
+}
+
+/* One info line per fire round, at most one a second (a steady flow must not flood the log):
+ * what this round fired, and how many rounds went unlogged since the last line. The lateness is
+ * the round's worst, of the fired ones. */
+static void
+log_round(const struct dispatch *d, size_t fired)
+{
+    static struct log_throttle rounds = LOG_THROTTLE_INIT(FIRE_LOG_EVERY_MS);
+    unsigned long unlogged;
+    int64_t since_ms, worst = 0;
+
+    if (d->res.n == 0 || !log_enabled(LOG_LEVEL_INFO) ||
+        !log_throttle_take(&rounds, timefmt_mono_ms(), &unlogged, &since_ms))
+        return;
+    for (size_t i = 0; i < d->res.n; i++)
+        if (d->res.item[i].status == REMINDER_FIRED && d->res.item[i].lateness_ms > worst)
+            worst = d->res.item[i].lateness_ms;
+    LOG_INFO("dispatch: fired %zu reminders (%zu missed), at most %lld ms late; %lu more rounds "
+             "in the last %lld ms",
+             fired, d->res.n - fired, (long long)worst, unlogged, (long long)since_ms);
 }
 
 /* Counts and hands over what one committed fire statement changed, and removes the keys of the
@@ -216,6 +238,7 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
     }
     metrics_add(METRIC_FIRED, fired);
     metrics_add(METRIC_MISSED, d->res.n - fired);
+    log_round(d, fired);
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
     if (d->on_fired != NULL && d->res.n_outbox > 0)
         d->on_fired(d->on_fired_arg, d->owner[0] != '\0' ? d->owner : NULL, d->res.outbox_ids,

@@ -33,6 +33,7 @@ before(async () => {
         TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
         TOCSIN_DELIVERY_RETRY_BASE_MS: '200',
         TOCSIN_DELIVERY_MAX_ATTEMPTS: '3',
+        TOCSIN_LOG_LEVEL: 'info', // the fire and delivery lines an operator reads (below)
     });
     key = await open.createKey('hooks');
     otherKey = await open.createKey('hooks-other');
@@ -158,6 +159,11 @@ test('delivery: signed per Standard Webhooks (checked by the reference library),
     assert.equal(body.data.reminder.id, m.reminders[0].id);
     assert.equal(body.data.reminder.fire_at, m.reminders[0].fire_at);
     assert.equal(rx.got[0].headers['webhook-id'], `rem_${m.reminders[0].id}_${Date.parse(m.reminders[0].fire_at)}`);
+
+    // An operator sees fires and deliveries at info level (rate-limited to one line a second each;
+    // this is the server's first delivery, so its lines are not held back).
+    assert.match(open.log, /INFO dispatch: fired \d+ reminders \(\d+ missed\), at most \d+ ms late/);
+    assert.match(open.log, /INFO deliver: webhook delivery \d+ of reminder \d+ \(meeting [^)]+\) delivered \d+ ms after its fire time, attempt \d+/);
 });
 
 test('a receiver that always fails: failed after the last attempt, with the last error', async (t) => {

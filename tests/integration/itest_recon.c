@@ -254,16 +254,16 @@ static void
 check_seen_dropped(struct dispatch *d, const struct reminder_key *k)
 {
     char key[MIRROR_PREFIX_MAX + 64]; /* a claim key: the occurrence key's name and ":claim" */
-    uint64_t lost = metrics_get(METRIC_CLAIMS_LOST);
+    uint64_t lost = metrics_get(METRIC_ALREADY_CLAIMED);
     int64_t t0 = clock_ms(CLOCK_MONOTONIC);
 
     mirror_claim_key(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
     CHECK(key_exists(key), "the fired occurrence has no claim key");
     del_key(key);
     CHECK(dispatch_submit(d, k, 1) == 1, "the second copy was refused");
-    while (metrics_get(METRIC_CLAIMS_LOST) == lost && clock_ms(CLOCK_MONOTONIC) - t0 < WAIT_MS)
+    while (metrics_get(METRIC_ALREADY_CLAIMED) == lost && clock_ms(CLOCK_MONOTONIC) - t0 < WAIT_MS)
         usleep(20000);
-    CHECK(metrics_get(METRIC_CLAIMS_LOST) == lost + 1, "the second copy was not dropped");
+    CHECK(metrics_get(METRIC_ALREADY_CLAIMED) == lost + 1, "the second copy was not dropped");
     CHECK(!key_exists(key), "the second copy was claimed in Redis");
 }
 
