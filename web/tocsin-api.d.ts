@@ -1028,6 +1028,12 @@ export interface components {
         };
         /** @description An IANA time zone name known to the server, e.g. `Europe/Berlin`. */
         TimeZone: string | null;
+        /**
+         * @description Read-only: the same instant as the meeting's `time_zone` shows it on the wall, with its
+         *     UTC offset (RFC 3339 with milliseconds, e.g. `2026-12-07T09:00:00.000+01:00`); null
+         *     without a `time_zone` (or without the time it shows).
+         */
+        LocalTime: string | null;
         Participant: {
             id: string;
             name?: string;
@@ -1080,6 +1086,8 @@ export interface components {
             starts_at: components["schemas"]["UtcTime"];
             ends_at: components["schemas"]["UtcTime"] | null;
             time_zone: components["schemas"]["TimeZone"];
+            starts_at_local: components["schemas"]["LocalTime"];
+            ends_at_local: components["schemas"]["LocalTime"];
             location: string | null;
             participants: components["schemas"]["StoredParticipant"][];
             /**
@@ -1156,6 +1164,8 @@ export interface components {
             original_start: components["schemas"]["UtcTime"];
             starts_at: components["schemas"]["UtcTime"];
             ends_at: components["schemas"]["UtcTime"] | null;
+            starts_at_local: components["schemas"]["LocalTime"];
+            ends_at_local: components["schemas"]["LocalTime"];
             title: string;
             cancelled: boolean;
             reminders: components["schemas"]["OccurrenceReminder"][];
@@ -1190,6 +1200,8 @@ export interface components {
             starts_at: components["schemas"]["UtcTime"];
             ends_at: components["schemas"]["Meeting"]["ends_at"];
             time_zone: components["schemas"]["TimeZone"];
+            starts_at_local: components["schemas"]["LocalTime"];
+            ends_at_local: components["schemas"]["LocalTime"];
             location: components["schemas"]["Meeting"]["location"];
             participants: components["schemas"]["Meeting"]["participants"];
             /**

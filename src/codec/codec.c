@@ -12,6 +12,10 @@
 #include <string.h>
 
 #include "timefmt.h"
+#include "tz.h"
+
+/* "YYYY-MM-DDTHH:MM:SS.mmm+HH:MM" and its NUL, with room for any int a year may hold. */
+#define CODEC_LOCAL_TIME_BUF 48
 
 #define PARSE_TEXT_MAX 96 /* bytes of jansson's own message kept in a parse error */
 
@@ -194,6 +198,27 @@ codec_time(int64_t ms)
     char buf[TIMEFMT_BUF];
 
     return json_string(timefmt_format(ms, buf));
+}
+
+json_t *
+codec_local_time(const char *zone, int64_t ms)
+{
+    struct tz_local l;
+    char buf[CODEC_LOCAL_TIME_BUF];
+
+    if (zone == NULL || tz_local(zone, ms, &l) != 0)
+        return json_null();
+    /* RFC 3339 offsets are whole minutes; the few zones with seconds in theirs (local mean time
+     * before 1900 or so) are shown at the minute below, as the same instant. */
+    int off_min = l.offset_s / 60, sec_rest = l.offset_s - off_min * 60;
+    if (sec_rest != 0 && tz_local(zone, ms - sec_rest * 1000LL, &l) != 0)
+        return json_null();
+    int a = off_min < 0 ? -off_min : off_min;
+    int64_t milli = ((ms % 1000) + 1000) % 1000;
+    snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03d%c%02d:%02d", l.year, l.month,
+             l.day, l.hour, l.minute, l.second, (int)milli, off_min < 0 ? '-' : '+', a / 60,
+             a % 60);
+    return json_string(buf);
 }
 
 /* RFC 7396, section 2, on copies: neither input is modified and the result shares nothing. */

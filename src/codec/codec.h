@@ -52,6 +52,10 @@ char *codec_dump(const json_t *v);
 
 /* A time in the output form: RFC 3339 text in UTC with milliseconds. New reference. */
 json_t *codec_time(int64_t ms);
+/* The same instant as wall-clock time in zone with its UTC offset, RFC 3339 with milliseconds
+ * ("2026-12-07T09:00:00.000+01:00"), so a client sees "09:00 in Paris" without a zone library;
+ * JSON null when zone is NULL or unknown. New reference. */
+json_t *codec_local_time(const char *zone, int64_t ms);
 
 /* A webhook URL or a push endpoint, in characters here; webhook.c and webpush.c bound the bytes
  * again (WEBHOOK_URL_MAX, WEBPUSH_ENDPOINT_MAX). */

@@ -395,6 +395,13 @@ put_fields(json_t *o, const struct meeting *m, bool full)
     bad |=
         json_object_set_new(o, "ends_at", m->has_ends_at ? codec_time(m->ends_at_ms) : json_null());
     bad |= json_object_set_new(o, "time_zone", str_or_null(m->time_zone));
+    if (full) { /* read-only: the start and end as the zone's wall clock shows them */
+        bad |= json_object_set_new(o, "starts_at_local",
+                                   codec_local_time(m->time_zone, m->starts_at_ms));
+        bad |= json_object_set_new(o, "ends_at_local",
+                                   m->has_ends_at ? codec_local_time(m->time_zone, m->ends_at_ms)
+                                                  : json_null());
+    }
     bad |= json_object_set_new(o, "location", str_or_null(m->location));
     bad |= json_object_set_new(o, "participants", load(m->participants_json, json_array()));
     for (size_t i = 0; reminders != NULL && i < m->n_reminders; i++) {

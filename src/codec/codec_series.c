@@ -180,10 +180,13 @@ codec_series_occurrence_encode(const struct meeting *m, const struct series_occu
         }
     if (reminders == NULL)
         return NULL;
-    return json_pack("{s:o, s:o, s:o, s:s, s:b, s:o}", "original_start",
-                     codec_time(o->original_start_ms), "starts_at", codec_time(o->starts_at_ms),
-                     "ends_at", o->has_ends_at ? codec_time(o->ends_at_ms) : json_null(), "title",
-                     o->title ? o->title : "", "cancelled", o->cancelled, "reminders", reminders);
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:s, s:b, s:o}", "original_start",
+        codec_time(o->original_start_ms), "starts_at", codec_time(o->starts_at_ms), "ends_at",
+        o->has_ends_at ? codec_time(o->ends_at_ms) : json_null(), "starts_at_local",
+        codec_local_time(m->time_zone, o->starts_at_ms), "ends_at_local",
+        o->has_ends_at ? codec_local_time(m->time_zone, o->ends_at_ms) : json_null(), "title",
+        o->title ? o->title : "", "cancelled", o->cancelled, "reminders", reminders);
 }
 
 json_t *

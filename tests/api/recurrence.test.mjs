@@ -112,6 +112,42 @@ test('wall-clock time is kept across DST in Berlin; exdates and rdates apply', a
     }
 });
 
+// utcIso as zone's wall clock with its offset, by the runtime's ICU (an implementation of its own,
+// not tocsin's tzfile reader): "2027-03-15T09:00:00.000+01:00".
+function wallClock(utcIso, zone) {
+    const d = new Date(utcIso);
+    const p = Object.fromEntries(new Intl.DateTimeFormat('en-CA', {
+        timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
+        hour: '2-digit', minute: '2-digit', second: '2-digit',
+    }).formatToParts(d).map((x) => [x.type, x.value]));
+    const wall = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second, d.getUTCMilliseconds());
+    const off = Math.round((wall - d.getTime()) / MIN);
+    const hhmm = `${String(Math.floor(Math.abs(off) / 60)).padStart(2, '0')}:${String(Math.abs(off) % 60).padStart(2, '0')}`;
+    return `${new Date(wall).toISOString().slice(0, 23)}${off < 0 ? '-' : '+'}${hhmm}`;
+}
+
+test('local times: meetings and occurrences with a time_zone show their wall-clock start and end with the offset', async () => {
+    const zone = 'America/New_York';
+    const m = await created(series('2027-03-08T14:00:00Z', 'FREQ=WEEKLY;BYDAY=MO;COUNT=3',
+        { time_zone: zone, ends_at: '2027-03-08T14:30:00Z' }));
+    assert.equal(m.starts_at_local, '2027-03-08T09:00:00.000-05:00');
+    assert.equal(m.ends_at_local, '2027-03-08T09:30:00.000-05:00');
+    const occ = await allOccurrences(m.id, '2027-01-01T00:00:00Z', '2028-01-01T00:00:00Z', 2);
+    assert.equal(occ.length, 3);
+    for (const o of occ) { // EST, then EDT from 14 March 2027: 09:00 on the wall every week
+        assert.equal(o.starts_at_local, wallClock(o.starts_at, zone), JSON.stringify(o));
+        assert.equal(o.ends_at_local, wallClock(o.ends_at, zone), JSON.stringify(o));
+        assert.match(o.starts_at_local, /T09:00:00\.000-0[45]:00$/);
+    }
+    assert.deepEqual(occ.map((o) => o.starts_at_local.slice(-6)), ['-05:00', '-04:00', '-04:00']);
+    const single = await created({ title: 'No zone', starts_at: '2027-03-08T14:00:00Z' });
+    assert.equal(single.starts_at_local, null);
+    assert.equal(single.ends_at_local, null);
+    const kathmandu = await created({ title: 'Odd offset', starts_at: '2027-01-05T03:15:00Z', time_zone: 'Asia/Kathmandu' });
+    assert.equal(kathmandu.starts_at_local, wallClock(kathmandu.starts_at, 'Asia/Kathmandu'));
+    assert.equal(kathmandu.starts_at_local, '2027-01-05T09:00:00.000+05:45');
+});
+
 test('gap and overlap: 02:30 on a spring-forward day is 03:30; 01:30 on a fall-back day is the first', async () => {
     // New York: 14 March 2027 skips 02:00-03:00, 7 November 2027 repeats 01:00-02:00.
     const gap = await created({

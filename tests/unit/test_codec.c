@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "codec.h"
+#include "timefmt.h"
 #include "webpush.h"
 
 #define BODY_MAX 65536
@@ -553,7 +554,8 @@ static const char full_input_doc[] =
 static const char full_output[] =
     "{'id':'123e4567-e89b-42d3-a456-426614174000','title':'Weekly sync','description':'d\\n',"
     "'starts_at':'2026-11-23T08:00:00.000Z','ends_at':'2026-11-23T08:30:00.500Z',"
-    "'time_zone':'Europe/Berlin','location':'Room 1',"
+    "'time_zone':'Europe/Berlin','starts_at_local':'2026-11-23T09:00:00.000+01:00',"
+    "'ends_at_local':'2026-11-23T09:30:00.500+01:00','location':'Room 1',"
     "'participants':[{'id':'u1','name':'Ada','email':'ada@example.com'},{'id':'u2'}],"
     "'reminders':[{'id':'9007199254740993','minutes_before':60,"
     "'channels':['webhook','stream','push'],'fire_at':"
@@ -566,7 +568,8 @@ static const char full_output[] =
 
 static const char minimal_output[] =
     "{'id':'','title':'t','description':null,'starts_at':'2030-01-01T09:00:00.000Z',"
-    "'ends_at':null,'time_zone':null,'location':null,'participants':[],'reminders':[],"
+    "'ends_at':null,'time_zone':null,'starts_at_local':null,'ends_at_local':null,"
+    "'location':null,'participants':[],'reminders':[],"
     "'organizer_id':null,'metadata':null,'recurrence':null,'version':0,"
     "'created_at':'1970-01-01T00:00:00.000Z',"
     "'updated_at':'1970-01-01T00:00:00.000Z'}";
@@ -822,6 +825,47 @@ check_people(void)
     meeting_fini(&m);
 }
 
+/* One instant as the zone's wall clock with its offset. Known offsets of the system zoneinfo
+ * (Debian's tzdata, which the suite's other tz tests read too): summer and winter in Paris, a
+ * half-hour zone, a 45-minute zone, and a zone before 1900 whose offset has seconds (shown at the
+ * minute below, the same instant). */
+static void
+check_local_time(void)
+{
+    static const struct {
+        const char *zone;
+        const char *utc;
+        const char *want;
+    } local_cases[] = {
+        {"Europe/Paris", "2026-12-07T08:00:00.250Z", "2026-12-07T09:00:00.250+01:00"},
+        {"Europe/Paris", "2026-07-06T07:00:00.000Z", "2026-07-06T09:00:00.000+02:00"},
+        {"America/St_Johns", "2026-01-05T12:30:00.000Z", "2026-01-05T09:00:00.000-03:30"},
+        {"Asia/Kathmandu", "2026-01-05T03:15:00.000Z", "2026-01-05T09:00:00.000+05:45"},
+        {"UTC", "2026-01-05T09:00:00.000Z", "2026-01-05T09:00:00.000+00:00"},
+    };
+
+    for (size_t i = 0; i < sizeof local_cases / sizeof local_cases[0]; i++) {
+        int64_t ms;
+        CHECK_EXPR(timefmt_parse(local_cases[i].utc, strlen(local_cases[i].utc), &ms) == 0);
+        json_t *v = codec_local_time(local_cases[i].zone, ms);
+        CHECK(json_is_string(v) && strcmp(json_string_value(v), local_cases[i].want) == 0,
+              "%s at %s: got %s want %s", local_cases[i].zone, local_cases[i].utc,
+              json_is_string(v) ? json_string_value(v) : "(not a string)", local_cases[i].want);
+        json_decref(v);
+    }
+    /* Amsterdam Mean Time, +00:19:32 until 1937: 12:19:32 on the wall, shown as 12:19:00+00:19. */
+    int64_t lmt = timefmt_days_from_civil(1900, 6, 1) * 86400000LL + 12 * 3600000LL;
+    json_t *old = codec_local_time("Europe/Amsterdam", lmt);
+    CHECK(
+        json_is_string(old) && strcmp(json_string_value(old), "1900-06-01T12:19:00.000+00:19") == 0,
+        "Amsterdam 1900: got %s", json_is_string(old) ? json_string_value(old) : "(not a string)");
+    json_decref(old);
+    json_t *none = codec_local_time(NULL, 0), *unknown = codec_local_time("Nowhere/Atlantis", 0);
+    CHECK_EXPR(json_is_null(none) && json_is_null(unknown));
+    json_decref(none);
+    json_decref(unknown);
+}
+
 int
 main(void)
 {
@@ -836,5 +880,6 @@ main(void)
     check_push_subscription();
     check_push_payload();
     check_people();
+    check_local_time();
     return check_summary("test_codec");
 }

@@ -184,7 +184,9 @@ check_occurrence_and_override(void)
     char *text = codec_dump(v);
     CHECK(text && strstr(text, "\"original_start\":\"2027-01-05T08:00:00.000Z\",\"starts_at\":"
                                "\"2027-01-05T12:00:00.000Z\",\"ends_at\":\"2027-01-05T12:30:00."
-                               "000Z\",\"title\":\"t\",\"cancelled\":false") != NULL,
+                               "000Z\",\"starts_at_local\":\"2027-01-05T13:00:00.000+01:00\","
+                               "\"ends_at_local\":\"2027-01-05T13:30:00.000+01:00\",\"title\":"
+                               "\"t\",\"cancelled\":false") != NULL,
           "occurrence: %s", text ? text : "(null)");
     /* The 10-minute reminder has no row: shown ahead with id, status and fired_at null, whatever
      * the meeting's reminder says. */
