@@ -1,5 +1,5 @@
-// The shell blocks of README.md and the webhook how-to of docs/channels.md, run as written. A
-// block to run carries a mark on the line before it:
+// The shell blocks of README.md, docs/recurring.md and the webhook how-to of docs/channels.md, run
+// as written. A block to run carries a mark on the line before it:
 //   <!-- readme-test: dev -->              run here against a server set up as scripts/dev.sh sets
 //                                          one up (its own Redis with the default key prefix, the
 //                                          tenant's key in a file), after the substitutions of
@@ -118,6 +118,8 @@ test('the webhook how-to of docs/channels.md: its Node and its Python receiver e
     assert.match(dev[0].text, /node receiver\.mjs/);
     for (const [cmd, run] of [['node receiver.mjs', 'node receiver.mjs'], ['python3 receiver.py', 'python3 receiver.py']]) {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-hook-'));
+        // `npm install standardwebhooks` done: the suite's own copy (tests/package.json).
+        fs.symlinkSync(new URL('../node_modules', import.meta.url).pathname, path.join(dir, 'node_modules'));
         for (const f of files) {
             fs.writeFileSync(path.join(dir, f.kind.slice(5)), substitute(f.text).text);
         }
@@ -125,4 +127,13 @@ test('the webhook how-to of docs/channels.md: its Node and its Python receiver e
         assert.match(r.stdout, /^signed rem_\d+_\d{13}$/m, `${cmd} printed a signed delivery:\n${r.stdout}\n${r.stderr}`);
         assert.doesNotMatch(r.stdout, /bad signature/);
     }
+});
+
+test('the curl example of docs/recurring.md runs as written: wall-clock 09:00 across the DST change', async () => {
+    const dev = blocks('docs/recurring.md').filter((x) => x.kind === 'dev');
+    assert.equal(dev.length, 1);
+    const r = await runDev(dev[0], fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-recurring-')));
+    assert.match(r.stdout, /"starts_at":"2027-03-29T07:00:00.000Z","starts_at_local":"2027-03-29T09:00:00.000\+02:00"/, r.stdout);
+    assert.match(r.stdout, /"starts_at_local":"2027-03-15T09:00:00.000\+01:00"/, r.stdout);
+    assert.match(r.stdout, /"title":"Weekly sync \(Tuesday\)"/, r.stdout);
 });
