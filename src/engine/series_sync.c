@@ -283,9 +283,10 @@ series_sync_extend(struct db *db, const struct shard_set *shards,
     for (size_t i = 0; i < n; i++) {
         const struct meeting *m = find_meeting(&ms, due[i].id);
         /* A series stored before its COUNT rule's UNTIL equivalent was: computed now, written
-         * with the window (db_series_extend), then never walked from its start again. */
-        if (m != NULL && m->recurrence != NULL && fill_count_until(m, m->recurrence) != 0)
-            LOG_WARN("series %s: cannot expand (its zone file?)", m->id);
+         * with the window (db_series_extend), then never walked from its start again. A failure
+         * is build_extension's to report (the same expansion fails there). */
+        if (m != NULL && m->recurrence != NULL)
+            (void)fill_count_until(m, m->recurrence);
         size_t n_ov;
         struct series_override *ov = overrides_of(&ol, due[i].id, all, &n_ov);
         if (m != NULL && m->recurrence != NULL)
