@@ -25,7 +25,8 @@ struct db_series_keys {
 void db_series_keys_fini(struct db_series_keys *l);
 
 /* Writes the series row of m (a series): rule, dates, reminder definitions, its COUNT rule's
- * UNTIL equivalent (m->recurrence->count_until_ms when has_count_until, else none), its last
+ * UNTIL equivalent (m->recurrence->count_until_ms when has_count_until, else none) for the
+ * meeting's version m->version (reads ignore it at any other version), its last
  * original start (INT64_MAX: none, the rule never ends), and the window materialised: covered_to,
  * and extend_after, when the reconciler extends it again. */
 enum db_status db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m,
