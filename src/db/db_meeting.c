@@ -188,20 +188,28 @@ parse_dates(const char *s, int64_t *v, size_t *n)
     return s;
 }
 
-/* MEETING_RECURRENCE's "rrule|exdates|rdates" into a new m->recurrence. */
+/* MEETING_RECURRENCE's "rrule|exdates|rdates|count_until" into a new m->recurrence. */
 static int
 parse_recurrence(const char *s, struct meeting *m)
 {
     size_t rule_len = strcspn(s, "|");
+    struct meeting_recurrence *rec;
+    char *end;
 
-    if (s[rule_len] != '|' || (m->recurrence = calloc(1, sizeof *m->recurrence)) == NULL ||
-        (m->recurrence->rrule = strndup(s, rule_len)) == NULL)
+    if (s[rule_len] != '|' || (m->recurrence = rec = calloc(1, sizeof *rec)) == NULL ||
+        (rec->rrule = strndup(s, rule_len)) == NULL)
         return -1;
-    s = parse_dates(s + rule_len + 1, m->recurrence->exdates, &m->recurrence->n_exdates);
+    s = parse_dates(s + rule_len + 1, rec->exdates, &rec->n_exdates);
     if (s == NULL || *s != '|')
         return -1;
-    s = parse_dates(s + 1, m->recurrence->rdates, &m->recurrence->n_rdates);
-    return s != NULL && *s == '\0' ? 0 : -1;
+    s = parse_dates(s + 1, rec->rdates, &rec->n_rdates);
+    if (s == NULL || *s != '|')
+        return -1;
+    if (s[1] == '\0')
+        return 0;
+    rec->count_until_ms = strtoll(s + 1, &end, 10);
+    rec->has_count_until = true;
+    return end != s + 1 && *end == '\0' ? 0 : -1;
 }
 
 int

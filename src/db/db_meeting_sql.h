@@ -33,11 +33,15 @@
     "   LIMIT 1) x ON true" \
     "  WHERE s.meeting_id = " m ")"
 
-/* A series' rule as "rrule|exdate_ms,...|rdate_ms,..." (NULL for a single meeting). */
+/* A series' rule as "rrule|exdate_ms,...|rdate_ms,...|count_until_ms" (the last empty when the
+ * series has none, or one computed for another version of the meeting; NULL for a single
+ * meeting). */
 #define MEETING_RECURRENCE(m) \
     "(SELECT concat_ws('|', s.rrule," \
     "   coalesce((SELECT string_agg(" DB_MS("x") "::text, ',' ORDER BY x) FROM unnest(s.exdates) x), '')," \
-    "   coalesce((SELECT string_agg(" DB_MS("x") "::text, ',' ORDER BY x) FROM unnest(s.rdates) x), ''))" \
+    "   coalesce((SELECT string_agg(" DB_MS("x") "::text, ',' ORDER BY x) FROM unnest(s.rdates) x), '')," \
+    "   coalesce(CASE WHEN s.count_until_version = (SELECT v.version FROM meetings v" \
+    "     WHERE v.id = s.meeting_id) THEN " DB_MS("s.count_until") "::text END, ''))" \
     "  FROM series s WHERE s.meeting_id = " m ")"
 
 #define MEETING_REMINDERS(m) \

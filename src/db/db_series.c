@@ -18,16 +18,18 @@
 
 static const char put_sql[] =
     "INSERT INTO series AS s (meeting_id, tenant_id, rrule, exdates, rdates, reminder_minutes,"
-    "                         reminder_channels, shard, covered_to, extend_after, last_start)"
+    "                         reminder_channels, shard, covered_to, extend_after, last_start,"
+    "                         count_until, count_until_version)"
     " VALUES ($1::uuid, $2::bigint, $3,"
     "  ARRAY(SELECT " DB_TS("x") " FROM unnest($4::bigint[]) AS x ORDER BY x),"
     "  ARRAY(SELECT " DB_TS("x") " FROM unnest($5::bigint[]) AS x ORDER BY x),"
     "  $6::int[], $7::smallint[], get_byte(uuid_send($1::uuid), 0), " DB_TS("$8") ","
-    "  " DB_TS("$9") ", " DB_TS("$10") ")"
+    "  " DB_TS("$9") ", " DB_TS("$10") ", " DB_TS("$11") ", $12::bigint)"
     " ON CONFLICT (meeting_id) DO UPDATE SET rrule = excluded.rrule, exdates = excluded.exdates,"
     "  rdates = excluded.rdates, reminder_minutes = excluded.reminder_minutes,"
     "  reminder_channels = excluded.reminder_channels, covered_to = excluded.covered_to,"
-    "  extend_after = excluded.extend_after, last_start = excluded.last_start";
+    "  extend_after = excluded.extend_after, last_start = excluded.last_start,"
+    "  count_until = excluded.count_until, count_until_version = excluded.count_until_version";
 
 static const char drop_sql[] =
     "WITH s AS (DELETE FROM series WHERE meeting_id = $1::uuid)"
@@ -115,8 +117,11 @@ static const char extend_rows_sql[] =
     " DO NOTHING";
 
 static const char extend_windows_sql[] =
-    "UPDATE series s SET covered_to = " DB_TS("w.ct") ", extend_after = " DB_TS("w.ea")
-    " FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS w(mid, ct, ea)"
+    "UPDATE series s SET covered_to = " DB_TS("w.ct") ", extend_after = " DB_TS("w.ea") ","
+    "  count_until = coalesce(" DB_TS("w.cu") ", s.count_until),"
+    "  count_until_version = CASE WHEN w.cu IS NULL THEN s.count_until_version ELSE w.v END"
+    " FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])"
+    "  AS w(mid, ct, ea, cu, v)"
     " WHERE s.meeting_id = w.mid";
 
 /* clang-format on */
@@ -167,7 +172,8 @@ db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m, int64_t
 {
     const struct meeting_recurrence *rec = m->recurrence;
     struct strbuf a[4] = {{0}};
-    char tenant[DB_I64_BUF], covered[DB_I64_BUF], extend[DB_I64_BUF], last[DB_I64_BUF];
+    char tenant[DB_I64_BUF], covered[DB_I64_BUF], extend[DB_I64_BUF], last[DB_I64_BUF],
+        until[DB_I64_BUF], version[DB_I64_BUF];
     PGresult *res;
 
     for (size_t i = 0; i < rec->n_exdates; i++)
@@ -189,11 +195,13 @@ db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m, int64_t
                             db_array_end(&a[3]),
                             db_ms(covered, covered_to),
                             db_ms(extend, extend_after),
-                            last_start == INT64_MAX ? NULL : db_ms(last, last_start)};
+                            last_start == INT64_MAX ? NULL : db_ms(last, last_start),
+                            rec->has_count_until ? db_ms(until, rec->count_until_ms) : NULL,
+                            rec->has_count_until ? db_i64(version, m->version) : NULL};
     enum db_status st = DB_HARD_ERROR;
     if (params[3] == NULL || params[4] == NULL || params[5] == NULL || params[6] == NULL)
         st = db_oom(db, "writing a series");
-    else if ((st = db_exec(db, STMT_SERIES_PUT, put_sql, 10, params, &res)) == DB_ONE_RESULT)
+    else if ((st = db_exec(db, STMT_SERIES_PUT, put_sql, 12, params, &res)) == DB_ONE_RESULT)
         PQclear(res);
     arrays_free(a, 4);
     return st;
@@ -348,7 +356,7 @@ extend_tx_run(struct db *db, void *arg)
 {
     struct extend_tx *t = arg;
     bool *keep = calloc(t->n ? t->n : 1, sizeof *keep);
-    struct strbuf rows[8] = {{0}}, win[3] = {{0}};
+    struct strbuf rows[8] = {{0}}, win[5] = {{0}};
     PGresult *res;
     enum db_status st;
 
@@ -377,12 +385,17 @@ extend_tx_run(struct db *db, void *arg)
         db_array_add(&win[0], "%s", e->m->id);
         db_array_add(&win[1], "%lld", (long long)e->covered_to);
         db_array_add(&win[2], "%lld", (long long)e->extend_after);
+        if (e->m->recurrence->has_count_until)
+            db_array_add(&win[3], "%lld", (long long)e->m->recurrence->count_until_ms);
+        else
+            db_array_add(&win[3], "NULL");
+        db_array_add(&win[4], "%lld", (long long)e->m->version);
     }
-    const char *rp[8], *wp[3];
+    const char *rp[8], *wp[5];
     bool bad = false;
     for (int i = 0; i < 8; i++)
         bad |= (rp[i] = db_array_end(&rows[i])) == NULL;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 5; i++)
         bad |= (wp[i] = db_array_end(&win[i])) == NULL;
     if (bad) {
         st = db_oom(db, "extending series");
@@ -392,12 +405,12 @@ extend_tx_run(struct db *db, void *arg)
         goto done;
     *t->written = (size_t)db_affected(res);
     PQclear(res);
-    if ((st = db_exec(db, STMT_SERIES_EXTEND_WINDOWS, extend_windows_sql, 3, wp, &res)) ==
+    if ((st = db_exec(db, STMT_SERIES_EXTEND_WINDOWS, extend_windows_sql, 5, wp, &res)) ==
         DB_ONE_RESULT)
         PQclear(res);
 done:
     arrays_free(rows, 8);
-    arrays_free(win, 3);
+    arrays_free(win, 5);
     free(keep);
     return st;
 }

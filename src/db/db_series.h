@@ -24,9 +24,11 @@ struct db_series_keys {
 };
 void db_series_keys_fini(struct db_series_keys *l);
 
-/* Writes the series row of m (a series): rule, dates, reminder definitions, its last original
- * start (INT64_MAX: none, the rule never ends), and the window materialised: covered_to, and
- * extend_after, when the reconciler extends it again. */
+/* Writes the series row of m (a series): rule, dates, reminder definitions, its COUNT rule's
+ * UNTIL equivalent (m->recurrence->count_until_ms when has_count_until, else none) for the
+ * meeting's version m->version (reads ignore it at any other version), its last
+ * original start (INT64_MAX: none, the rule never ends), and the window materialised: covered_to,
+ * and extend_after, when the reconciler extends it again. */
 enum db_status db_series_put(struct db *db, int64_t tenant_id, const struct meeting *m,
                              int64_t last_start, int64_t covered_to, int64_t extend_after);
 /* Removes the series row and the overrides of meeting_id (it became a single meeting). */
@@ -69,8 +71,9 @@ struct db_series_extension {
 };
 /* In one transaction: locks the meetings of ext[0..n) (in id order), and for each whose version
  * is still the one read, inserts its rows (existing ones are left: a writer of that version
- * wrote the same) and moves its window; *written counts the rows inserted, *skipped the series a
- * writer changed meanwhile (it materialised them itself). */
+ * wrote the same), moves its window and stores its COUNT rule's UNTIL equivalent when m has it;
+ * *written counts the rows inserted, *skipped the series a writer changed meanwhile (it
+ * materialised them itself). */
 enum db_status db_series_extend(struct db *db, struct db_series_extension *ext, size_t n,
                                 size_t *written, size_t *skipped);
 

@@ -51,6 +51,12 @@ struct reminder {
 #define MEETING_RECURRENCE_DATES_MAX 100 /* exdates, and rdates */
 struct meeting_recurrence {
     char *rrule;
+    /* A COUNT rule's UNTIL equivalent (series_count_until), as stored with the series: with it an
+     * expansion moves to its range instead of walking the rule from its start. Never from a
+     * client: false in a series decoded from a request (and in one stored before migration 018,
+     * or changed by a replica that predates it, until the reconciler fills it in). */
+    bool has_count_until;
+    int64_t count_until_ms;
     size_t n_exdates, n_rdates;
     int64_t exdates[MEETING_RECURRENCE_DATES_MAX];
     int64_t rdates[MEETING_RECURRENCE_DATES_MAX];

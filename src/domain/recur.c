@@ -571,8 +571,8 @@ monthly_for_daily(struct recur_iter *ri, struct icalrecurrencetype *r,
     r->count = 0;
 }
 
-struct recur_iter *
-recur_iter_new(const char *text, const struct tz_wall *dtstart)
+static struct recur_iter *
+iter_new(const char *text, const struct tz_wall *dtstart, bool counted)
 {
     struct recur_iter *ri = calloc(1, sizeof *ri);
 
@@ -582,6 +582,8 @@ recur_iter_new(const char *text, const struct tz_wall *dtstart)
     struct icalrecurrencetype r = icalrecurrencetype_from_string(text);
     if (r.freq != ICAL_NO_RECURRENCE) {
         r.until = icaltime_null_time();
+        if (!counted)
+            r.count = 0;
         ri->has_count = r.count != 0;
         monthly_for_daily(ri, &r, dtstart);
         ri->it = icalrecur_iterator_new(r, floating(dtstart));
@@ -593,6 +595,18 @@ recur_iter_new(const char *text, const struct tz_wall *dtstart)
         return NULL;
     }
     return ri;
+}
+
+struct recur_iter *
+recur_iter_new(const char *text, const struct tz_wall *dtstart)
+{
+    return iter_new(text, dtstart, true);
+}
+
+struct recur_iter *
+recur_iter_new_uncounted(const char *text, const struct tz_wall *dtstart)
+{
+    return iter_new(text, dtstart, false);
 }
 
 int

@@ -45,6 +45,10 @@ struct recur_iter;
  * MONTHLY rule generating the same days, which it walks month by month instead of day by day
  * (recur.c). NULL when out of memory or libical refuses the rule. Free with recur_iter_free. */
 struct recur_iter *recur_iter_new(const char *text, const struct tz_wall *dtstart);
+/* The same without the rule's COUNT: the rule's times go on past it, so recur_iter_skip_to can
+ * move the iterator. For a caller that ends the expansion itself at the COUNT-th time (series.c,
+ * with the instant series_count_until computed once and stored with the series). */
+struct recur_iter *recur_iter_new_uncounted(const char *text, const struct tz_wall *dtstart);
 /* libical generates nothing after this year (and refuses to start an iterator past it). */
 #define RECUR_YEAR_LAST 2582
 /* Moves a fresh iterator (no COUNT) so that it generates from `from` on, skipping what lies

@@ -96,12 +96,19 @@ series_gen_init(struct series_gen *g, const struct meeting *m, int64_t from_ms)
     g->m = m;
     g->last = INT64_MIN;
     if (rec == NULL || recur_rule_check(rec->rrule, &g->info, why) != 0 ||
-        wall_of(m, m->starts_at_ms, &start) != 0 ||
-        (g->it = recur_iter_new(rec->rrule, &start)) == NULL)
+        wall_of(m, m->starts_at_ms, &start) != 0)
+        return -1;
+    /* A COUNT rule with its UNTIL equivalent is expanded as that UNTIL rule. */
+    if (g->info.has_count && rec->has_count_until) {
+        g->info = (struct recur_info){.has_until = true, .until_ms = rec->count_until_ms};
+        g->it = recur_iter_new_uncounted(rec->rrule, &start);
+    } else
+        g->it = recur_iter_new(rec->rrule, &start);
+    if (g->it == NULL)
         return -1;
     g->ms_part = m->starts_at_ms - floor_div(m->starts_at_ms, MS_PER_SECOND) * MS_PER_SECOND;
-    /* A COUNT rule must be walked from its start to be counted; others jump near the range (a
-     * range past the rule's last year has no rule times, only rdates). */
+    /* A COUNT rule without it must be walked from its start to be counted; others jump near the
+     * range (a range past the rule's last year has no rule times, only rdates). */
     if (!g->info.has_count && from_ms > m->starts_at_ms + SKIP_MARGIN_MS) {
         int moved = wall_of(m, from_ms - SKIP_MARGIN_MS, &skip) == 0
                         ? recur_iter_skip_to(g->it, &skip)
@@ -148,6 +155,34 @@ series_gen_fini(struct series_gen *g)
 {
     recur_iter_free(g->it);
     g->it = NULL;
+}
+
+int
+series_count_until(const struct meeting *m, int64_t *out)
+{
+    struct recur_info info;
+    char why[RECUR_WHY_MAX];
+    struct tz_wall start, w, last = {0};
+    struct recur_iter *it;
+    int64_t utc_s;
+    int n = 0;
+
+    if (m->recurrence == NULL || recur_rule_check(m->recurrence->rrule, &info, why) != 0 ||
+        wall_of(m, m->starts_at_ms, &start) != 0)
+        return -1;
+    if (!info.has_count)
+        return 0;
+    if ((it = recur_iter_new(m->recurrence->rrule, &start)) == NULL)
+        return -1;
+    while (n <= RECUR_COUNT_MAX && recur_iter_next(it, &w) == 1) {
+        last = w;
+        n++;
+    }
+    recur_iter_free(it);
+    if (n == 0 || n > RECUR_COUNT_MAX || tz_resolve(m->time_zone, &last, &utc_s) != 0)
+        return -1;
+    *out = utc_s * MS_PER_SECOND;
+    return 1;
 }
 
 int

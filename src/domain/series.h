@@ -18,8 +18,9 @@
 /* Years ahead of now within which a new or changed series must have an occurrence. */
 #define SERIES_UPCOMING_YEARS 10
 #define SERIES_UPCOMING_MS (SERIES_UPCOMING_YEARS * 366LL * 86400000)
-/* Rule times one expansion may walk before giving up: COUNT rules are walked from their start
- * (at most RECUR_COUNT_MAX), others are moved near the range first. */
+/* Rule times one expansion may walk before giving up: a COUNT rule without its stored UNTIL
+ * equivalent (meeting_recurrence.count_until_ms) is walked from its start (at most
+ * RECUR_COUNT_MAX), others are moved near the range first. */
 #define SERIES_WALK_MAX 40000
 #define SERIES_OVERRIDES_MAX 1000 /* overridden occurrences per series */
 
@@ -63,6 +64,14 @@ int series_gen_init(struct series_gen *g, const struct meeting *m, int64_t from_
 /* 1 with the next original start in *out, 0 at the end (or past SERIES_WALK_MAX), -1 on error. */
 int series_gen_next(struct series_gen *g, int64_t *out);
 void series_gen_fini(struct series_gen *g);
+
+/* The UNTIL equivalent of m's COUNT rule: the instant, in whole seconds as UNTIL has it, that the
+ * rule's last (COUNT-th) time resolves to. Rule times resolve in order, so the rule's times up to
+ * it are exactly its first COUNT, repeats of that instant dropped as they are anyway. Walks the
+ * rule from its start once (at most RECUR_COUNT_MAX times): series_sync computes it when a
+ * series is written and stores it, and series_gen_init then moves a COUNT rule to its range as it
+ * moves an UNTIL rule. 1 with *out, 0 when the rule has no COUNT, -1 on error. */
+int series_count_until(const struct meeting *m, int64_t *out);
 
 /* Checks what needs the rule and the zone together: starts_at must be the first time the rule
  * generates (the series' first occurrence; RFC 5545 leaves a DTSTART outside its rule undefined)

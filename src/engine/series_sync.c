@@ -11,6 +11,7 @@
 #include "log.h"
 
 #define EXPAND_RETRY_MS 3600000LL
+#define MS_PER_SECOND 1000
 
 struct series_sync_params
 series_sync_params_of(const struct config *cfg)
@@ -40,8 +41,10 @@ extend_after(const struct meeting *m, int64_t covered_to, int64_t window, int64_
 }
 
 /* The last original start, or INT64_MAX for a rule without end. A bound is enough (the calendar
- * read skips series over before its range): UNTIL itself for an UNTIL rule, the walk to its end
- * for a COUNT rule (at most RECUR_COUNT_MAX times); the latest rdate when later. */
+ * read skips series over before its range): UNTIL itself for an UNTIL rule, its UNTIL equivalent
+ * for a COUNT rule (fill_count_until: the last rule time, to the second, so the start's
+ * milliseconds are added as a bound), the walk to its end when that is not known (at most
+ * RECUR_COUNT_MAX times); the latest rdate when later. */
 static int64_t
 last_start(const struct meeting *m)
 {
@@ -55,6 +58,8 @@ last_start(const struct meeting *m)
         return INT64_MAX;
     if (info.has_until)
         last = info.until_ms;
+    else if (info.has_count && rec->has_count_until)
+        last = rec->count_until_ms + MS_PER_SECOND - 1;
     else if (info.has_count) {
         if (series_gen_init(&g, m, m->starts_at_ms) == 0)
             while (series_gen_next(&g, &t) == 1)
@@ -65,6 +70,24 @@ last_start(const struct meeting *m)
     if (rec->n_rdates > 0 && rec->rdates[rec->n_rdates - 1] > last)
         last = rec->rdates[rec->n_rdates - 1];
     return last;
+}
+
+/* Computes the UNTIL equivalent of rec's COUNT rule (series_count_until) into rec when it has none,
+ * so that every expansion after it, here and in every read of the stored series, moves to its
+ * range instead of walking the rule from its start. -1 when the expansion fails. */
+static int
+fill_count_until(const struct meeting *m, struct meeting_recurrence *rec)
+{
+    int64_t until;
+    int got;
+
+    if (rec->has_count_until)
+        return 0;
+    if ((got = series_count_until(m, &until)) < 0)
+        return -1;
+    rec->has_count_until = got == 1;
+    rec->count_until_ms = got == 1 ? until : 0;
+    return 0;
 }
 
 /* Drops the overrides of m whose occurrence is gone; the kept ones stay in l (compacted). l is in
@@ -125,16 +148,28 @@ override_array(const struct db_override_list *l)
 }
 
 enum db_status
-series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m, bool was_series,
+series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *written, bool was_series,
                   const struct series_sync_params *p, int64_t now, struct db_series_keys *gone,
                   struct db_series_keys *fresh, struct series_sync_dropped *dropped)
 {
     struct series_rows rows = {0};
     struct db_override_list l = {0};
-    const char *id = m->id;
+    const char *id = written->id;
     int64_t lo = now - p->grace_ms, covered_to = lo;
     enum db_status st;
+    /* written as the series row will hold it: with its COUNT rule's UNTIL equivalent. */
+    struct meeting copy = *written, *m = &copy;
+    struct meeting_recurrence rec = {0};
 
+    if (written->recurrence != NULL) {
+        rec = *written->recurrence;
+        rec.has_count_until = false; /* computed from the rule as written, never carried over */
+        copy.recurrence = &rec;
+        if (fill_count_until(m, &rec) != 0) {
+            db_note_error(db, "series %s: cannot expand (out of memory, or its zone is gone)", id);
+            return DB_HARD_ERROR;
+        }
+    }
     if (m->recurrence == NULL) {
         if (!was_series)
             return DB_ONE_RESULT;
@@ -247,6 +282,11 @@ series_sync_extend(struct db *db, const struct shard_set *shards,
     }
     for (size_t i = 0; i < n; i++) {
         const struct meeting *m = find_meeting(&ms, due[i].id);
+        /* A series stored before its COUNT rule's UNTIL equivalent was: computed now, written
+         * with the window (db_series_extend), then never walked from its start again. A failure
+         * is build_extension's to report (the same expansion fails there). */
+        if (m != NULL && m->recurrence != NULL)
+            (void)fill_count_until(m, m->recurrence);
         size_t n_ov;
         struct series_override *ov = overrides_of(&ol, due[i].id, all, &n_ov);
         if (m != NULL && m->recurrence != NULL)

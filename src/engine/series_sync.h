@@ -37,7 +37,9 @@ void series_sync_dropped_fini(struct series_sync_dropped *d);
 
 /* After m's meeting row was written, in the same transaction (which holds its row lock): for a
  * series, drops the overrides whose occurrence no longer exists (appended to dropped, which may
- * be NULL), writes the series row and brings the occurrence rows from now - grace on in line;
+ * be NULL), writes the series row (with a COUNT rule's UNTIL equivalent, series_count_until,
+ * computed from m's rule: whatever m->recurrence carries of it is not used) and brings the
+ * occurrence rows from now - grace on in line;
  * for a single meeting that was a series (was_series), removes the series and its occurrences'
  * pending rows. Keys of pending rows that went away are appended to gone, new or moved ones to
  * fresh. */
@@ -47,8 +49,9 @@ enum db_status series_sync_write(struct db *db, int64_t tenant_id, const struct 
                                  struct series_sync_dropped *dropped);
 
 /* The reconciler's step: extends the windows of up to DB_SERIES_BATCH_MAX series of the shards
- * in shards (NULL: all) that are due. *seen: series looked at (fewer than DB_SERIES_BATCH_MAX:
- * nothing more is due now); *rows: rows written. */
+ * in shards (NULL: all) that are due, and stores the UNTIL equivalent of the COUNT rules among
+ * them that have none yet (series stored before migration 018). *seen: series looked at (fewer than
+ * DB_SERIES_BATCH_MAX: nothing more is due now); *rows: rows written. */
 enum db_status series_sync_extend(struct db *db, const struct shard_set *shards,
                                   const struct series_sync_params *p, int64_t now, size_t *seen,
                                   size_t *rows);

@@ -10,7 +10,10 @@ Properties, for every rule:
   3. the UTC instants are those wall-clock times resolved by the stated rule, computed here with
      the standard library's zoneinfo at fold=0 (PEP 495: a time in a gap takes the offset before
      the gap, so it moves forward by the gap; a time in an overlap takes the first instant), with
-     UNTIL applied to the instants and two times on one instant counted once.
+     UNTIL applied to the instants and two times on one instant counted once;
+  4. the instants from a point in the middle are those of 3 from there on, when the expansion
+     starts there as a read of a window does (a COUNT rule through its stored UNTIL equivalent,
+     every rule moved there by libical instead of walked).
 Half of the series start within days of one of the zone's DST transitions, at a time of day near
 the transition's, so that gaps and overlaps are hit often; the hand-written cases at each
 transition are in tests/unit/test_tz.c and test_series.c.
@@ -262,7 +265,7 @@ def check(case, answer):
             "%s: should be refused, got %s" % (what, answer[:80]), 0
     if not answer.startswith("OK"):
         return "%s: refused: %s" % (what, answer), 0
-    walls_text, instants_text = answer[3:].split("|")
+    walls_text, instants_text, *middle = answer[3:].split("|")
     got_walls = [datetime.strptime(w, "%Y%m%dT%H%M%S") for w in walls_text.split()]
     got_walls = [w for w in got_walls if w.year <= LAST_YEAR]
     if got_walls != want_walls:
@@ -287,6 +290,14 @@ def check(case, answer):
     if got != want:
         at, g, w = first_difference(got, want)
         return "%s: instant #%d: tocsin %s, expected %s" % (what, at, g, w), hits
+    if not middle:
+        return "%s: no expansion from the middle" % what, hits
+    start, *rest = middle[0].split()
+    got = [int(x) for x in rest if int(x) <= bound]
+    want = [t for t in want if t >= int(start)]
+    if got != want:
+        at, g, w = first_difference(got, want)
+        return "%s: from %s, instant #%d: tocsin %s, expected %s" % (what, start, at, g, w), hits
     return None, hits
 
 

@@ -244,6 +244,92 @@ check_rows(void)
     meeting_fini(&m);
 }
 
+/* All original starts of m from its start (at most max), walked. */
+static size_t
+walk_all(const struct meeting *m, int64_t *out, size_t max)
+{
+    struct series_gen g;
+    size_t n = 0;
+
+    CHECK(series_gen_init(&g, m, m->starts_at_ms) == 0, "%s: init", m->recurrence->rrule);
+    while (n < max && series_gen_next(&g, &out[n]) == 1)
+        n++;
+    series_gen_fini(&g);
+    return n;
+}
+
+#define COUNT_CASE_MAX 400
+
+/* A COUNT rule with its UNTIL equivalent (what series_sync stores) gives, from every point, the
+ * original starts walking it from its start gives; and from far ahead it walks a few rule times
+ * (issue 35, N4: it walked every one before them). */
+static void
+check_count_until(void)
+{
+    static const char *const cases[][3] = {
+        {"UTC", "2026-12-04T05:00:00.125Z", "FREQ=DAILY;COUNT=300"},
+        {"America/New_York", "2026-10-25T05:30:00Z", "FREQ=DAILY;COUNT=200"},
+        {"Pacific/Apia", "2011-12-20T19:00:00Z", "FREQ=DAILY;COUNT=20"},
+        {"Pacific/Apia", "2011-12-27T19:00:00Z", "FREQ=DAILY;COUNT=4"}, /* last on the lost day */
+        {"Europe/Berlin", "2026-01-31T08:00:00Z", "FREQ=DAILY;INTERVAL=3;BYMONTHDAY=31,1;COUNT=40"},
+        {"Europe/Berlin", "2026-01-05T08:00:00Z", "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH;COUNT=150"},
+        {"Australia/Lord_Howe", "2026-01-30T23:00:00Z", "FREQ=MONTHLY;BYDAY=-1SA;COUNT=120"},
+        {"America/Santiago", "2028-02-29T15:00:00Z", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;COUNT=8"},
+    };
+    static int64_t all[COUNT_CASE_MAX], got[COUNT_CASE_MAX];
+    struct meeting m;
+    int64_t until = 0, t;
+
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        make(&m, cases[c][0], cases[c][1], cases[c][2], 5);
+        m.recurrence->n_exdates = 1;
+        m.recurrence->exdates[0] = m.starts_at_ms; /* the first is excluded, still counted */
+        size_t n = walk_all(&m, all, COUNT_CASE_MAX);
+        CHECK(n > 1, "%s: %zu occurrences", cases[c][2], n);
+        CHECK(series_count_until(&m, &until) == 1 && until / 1000 == all[n - 1] / 1000,
+              "%s: UNTIL equivalent", cases[c][2]);
+        m.recurrence->has_count_until = true;
+        m.recurrence->count_until_ms = until;
+        CHECK(walk_all(&m, got, COUNT_CASE_MAX) == n && memcmp(all, got, n * sizeof *got) == 0,
+              "%s: the same from the start", cases[c][2]);
+        for (size_t i = 0; i < n; i += 1 + n / 16) { /* from each, and from just after it */
+            for (int64_t d = 0; d <= 1; d++) {
+                struct series_gen g;
+                size_t k = i + (size_t)d;
+                CHECK(series_gen_init(&g, &m, all[i] + d) == 0, "%s: init", cases[c][2]);
+                while (k < n && series_gen_next(&g, &t) == 1 && t == all[k])
+                    k++;
+                CHECK(k == n && series_gen_next(&g, &t) == 0, "%s: from #%zu%s: stopped at %zu",
+                      cases[c][2], i, d ? " + 1 ms" : "", k);
+                series_gen_fini(&g);
+            }
+        }
+        meeting_fini(&m);
+    }
+    CHECK(series_count_until(&m, &until) == -1, "no recurrence");
+    make(&m, "UTC", "2026-12-04T05:00:00Z", "FREQ=DAILY", 5);
+    CHECK(series_count_until(&m, &until) == 0, "no COUNT");
+    meeting_fini(&m);
+
+    /* The adversary's series, read 24 years on. */
+    make(&m, "UTC", "2026-12-04T05:00:00Z", "FREQ=DAILY;COUNT=10000", 5);
+    struct series_gen g;
+    CHECK(series_count_until(&m, &until) == 1 && until == at("2054-04-20T05:00:00Z"),
+          "the 10,000th day");
+    m.recurrence->has_count_until = true;
+    m.recurrence->count_until_ms = until;
+    CHECK(series_gen_init(&g, &m, at("2050-06-01T00:00:00Z")) == 0 &&
+              series_gen_next(&g, &t) == 1 && t == at("2050-06-01T05:00:00Z"),
+          "the first in the window");
+    CHECK(g.walked < 10, "walked %zu rule times to the window", g.walked);
+    series_gen_fini(&g);
+    CHECK(series_gen_init(&g, &m, at("2054-04-20T06:00:00Z")) == 0 &&
+              series_gen_next(&g, &t) == 0 && g.walked < 10,
+          "after the last: none, walked %zu", g.walked);
+    series_gen_fini(&g);
+    meeting_fini(&m);
+}
+
 int
 main(void)
 {
@@ -251,6 +337,7 @@ main(void)
     check_dates();
     check_start();
     check_rows();
+    check_count_until();
     if (fails == 0)
         printf("test_series: ok\n");
     return fails != 0;
