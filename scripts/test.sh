@@ -25,7 +25,8 @@ TSAN=${TOCSIN_TEST_TSAN:-1}
 # The API files that run a second time against the ThreadSanitizer build.
 # TOCSIN_TEST_TSAN_NODE names them (and runs them also when TOCSIN_TEST_NODE is set).
 TSAN_NODE_TESTS=${TOCSIN_TEST_TSAN_NODE:-"tests/api/limits.test.mjs tests/api/stream.test.mjs
-tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"}
+tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs
+tests/api/stream_tenants.test.mjs"}
 # For working on one part: TOCSIN_TEST_NODE=tests/api/x.test.mjs runs that file only as the node
 # suite, TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets neither: everything runs.
 NODE_TESTS=${TOCSIN_TEST_NODE:-tests/api/ tests/browser/}

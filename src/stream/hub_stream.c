@@ -182,6 +182,7 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     struct hub_stream *s = calloc(1, sizeof *s);
 
     if (s == NULL || strlen(who->sub) > HUB_SUB_BYTES_MAX ||
+        (who->kid != NULL && strlen(who->kid) > SIGNING_KEY_ID_MAX) ||
         (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
         free(s);
         return NULL;
@@ -190,6 +191,7 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     for (size_t i = 0; i < who->n_mtg; i++)
         snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
     s->n_mtg = who->n_mtg;
+    snprintf(s->kid, sizeof s->kid, "%s", who->kid != NULL ? who->kid : "");
     s->ops = ops;
     s->conn = conn;
     s->wake.resume = ops->resume;
@@ -219,6 +221,8 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         st = HUB_STOPPING;
     else if (st == HUB_OPENED && h->n_streams >= h->o.streams_max)
         st = HUB_FULL;
+    else if (st == HUB_OPENED && h->o.per_tenant_max > 0 && t->n_streams >= h->o.per_tenant_max)
+        st = HUB_TENANT_FULL;
     else if (st == HUB_OPENED && p->n >= h->o.per_participant_max)
         st = HUB_PARTICIPANT_FULL;
     if (st == HUB_OPENED) {
