@@ -133,8 +133,10 @@ db_signing_key_live(struct db *db, const char *const *ids, size_t n, bool *live)
         strbuf_puts(&list, i > 0 ? "," : "");
         strbuf_puts(&list, ids[i]);
     }
-    if (list.bad)
+    if (list.bad) {
+        strbuf_fini(&list);
         return db_oom(db, "signing keys");
+    }
     const char *params[] = {n > 0 ? list.p : ""};
     enum db_status st = db_exec(db, STMT_SIGNING_KEY_LIVE, live_sql, 1, params, &res);
     strbuf_fini(&list);

@@ -93,6 +93,8 @@ hub_revoke_check(struct hub *h, int64_t mono)
     }
     size_t n = collect(h);
     bool ok = true;
+    if (n == 0) /* nothing to check: the streams have ended, or carry no key */
+        return;
     /* h->kids is the hub thread's own: it stays as collected while h->mu is dropped. */
     hub_lock_release(&h->mu);
     for (size_t i = 0; i < n && ok; i += HUB_REVOKE_BATCH)

@@ -230,6 +230,10 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->hub = h;
         s->tenant = t;
         s->person = p;
+        /* The retry: field first, before the stream is listed: a stream that waits for the hub
+         * thread (a read of its tenant's head) could get a heartbeat before it otherwise. */
+        hub_stream_retry(s, h->o.retry_ms);
+        s->greeted = true;
         hub_timer_schedule(h, s, timefmt_now_ms());
         /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
          * may be long out of date: read the head again before serving (hub_resume_new waits for
