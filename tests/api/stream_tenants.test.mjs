@@ -4,8 +4,9 @@
 // too_many_tenant_streams with Retry-After (counted in /metrics) while another tenant still opens
 // its own, and the other replica still takes the first tenant's; DELETE /v1/signing-keys/{kid} on
 // one replica ends, on both, every stream opened with a token of that key within 2 s (plus slack
-// for a loaded machine), also one opened after the revocation while a replica's token cache still
-// knew the key, and leaves the streams of the tenant's other key open and fed.
+// for a loaded machine) and leaves the streams of the tenant's other key open and fed; a stream
+// opened after the revocation, while the replica's token cache still knew the key (a third server
+// whose cache keeps keys a minute), ends within 2 s too.
 import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { test, harness, sleep, waitFor } from './harness.mjs';
@@ -146,5 +147,35 @@ test('revoking a signing key ends its open streams within 2 s on every replica',
     for (const r of reps) {
         const s = await mustRefuse(r.base, { token: late }, 'the revoked key');
         assert.equal(s.status, 401, s.body);
+    }
+});
+
+test('a stream opened with a revoked key while the token cache still knew it ends as the others do', async (t) => {
+    // One API thread and the fewest stream threads (two), each caching keys for a minute: once
+    // six streams have opened with the key, every stream thread knows it, and a token of the key
+    // still opens a stream after the revocation.
+    const srv = await h.startServer({ TOCSIN_HTTP_THREADS: '1', TOCSIN_AUTH_CACHE_MS: '60000' });
+    try {
+        const key = await srv.createKey('revoke-cached');
+        const gone = await createSigningKey(srv, key);
+        const warm = [];
+        for (let i = 0; i < 6; i++) {
+            warm.push(await openLive(srv.base, { token: await tokenOf(gone, `w${i}`) }));
+        }
+        const del = await srv.req('DELETE', `/v1/signing-keys/${gone.id}`, { key });
+        assert.equal(del.status, 204, del.text);
+        const late = await openLive(srv.base, { token: await tokenOf(gone, 'late') });
+        const opened = Date.now();
+        const end = await Promise.race([late.ended, sleep(REVOKE_BOUND_MS + SLACK_MS + 1000).then(() => null)]);
+        assert.ok(end !== null, `the stream opened after the revocation is still open: ${late.describe()}`);
+        t.diagnostic(`opened after the revocation, ended ${end.at - opened} ms later`);
+        assert.ok(end.at - opened <= REVOKE_BOUND_MS + SLACK_MS, `ended after ${end.at - opened} ms`);
+        // Ended by the same check or the one before (the revocation may fall between them).
+        for (const s of warm) {
+            const e = await Promise.race([s.ended, sleep(SLACK_MS).then(() => null)]);
+            assert.ok(e !== null, `a stream opened before the revocation is still open: ${s.describe()}`);
+        }
+    } finally {
+        await srv.stop();
     }
 });
