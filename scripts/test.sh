@@ -24,7 +24,8 @@ tests/api/mirror.test.mjs"}
 # The API files that run a second time against the ThreadSanitizer build.
 # TOCSIN_TEST_TSAN_NODE names them (and runs them also when TOCSIN_TEST_NODE is set).
 TSAN_NODE_TESTS=${TOCSIN_TEST_TSAN_NODE:-"tests/api/limits.test.mjs tests/api/stream.test.mjs
-tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs"}
+tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs
+tests/api/stream_tenants.test.mjs"}
 # For working on one part, the switches run exactly what they name: TOCSIN_TEST_NODE="files" runs
 # those node files, TOCSIN_TEST_CTEST_REGEX=hub the ctest tests whose names match (ctest -R), in the
 # ASan and the TSan stage; set either (or both) and nothing else runs (no type check, no deploy

@@ -88,6 +88,10 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_STREAMS_MAX", 10000, 1, 100000, 1, offsetof(struct config, streams_max), 1},
     {"TOCSIN_STREAMS_PER_PARTICIPANT", 5, 1, 1000, 1,
      offsetof(struct config, streams_per_participant), 1},
+    /* One tenant's share of a replica's streams (hub.h), so that its streams cannot take every
+     * other tenant's place. Off (0) by default, as the other limits per tenant: a deployment that
+     * serves one tenant must not find half its streams refused by surprise. */
+    {"TOCSIN_STREAMS_PER_TENANT", 0, 0, 100000, 1, offsetof(struct config, streams_per_tenant), 1},
     {"TOCSIN_STREAM_BUFFER_MAX", 65536, 4096, 16777216, 1,
      offsetof(struct config, stream_buffer_max), 0},
     {"TOCSIN_STREAM_MAX_AGE_S", 900, 10, 86400, 1000, offsetof(struct config, stream_max_age_ms),

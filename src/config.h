@@ -79,6 +79,7 @@ struct config {
     char token_audience[CONFIG_AUDIENCE_MAX + 1]; /* TOCSIN_TOKEN_AUDIENCE, default tocsin */
     int streams_max;                              /* TOCSIN_STREAMS_MAX 1..100000, default 10000 */
     int streams_per_participant; /* TOCSIN_STREAMS_PER_PARTICIPANT 1..1000, default 5 */
+    int streams_per_tenant;      /* TOCSIN_STREAMS_PER_TENANT 0..100000, default 0 (off) */
     int64_t stream_buffer_max;   /* TOCSIN_STREAM_BUFFER_MAX 4096..16777216, default 65536 */
     int64_t stream_max_age_ms;   /* TOCSIN_STREAM_MAX_AGE_S 10..86400, default 900 */
     int64_t stream_heartbeat_ms; /* TOCSIN_STREAM_HEARTBEAT_MS 100..60000, default 20000 */

@@ -178,6 +178,7 @@ serve(const struct config *cfg)
                             cfg->stream_max_age_ms,
                             (size_t)cfg->streams_max,
                             (size_t)cfg->streams_per_participant,
+                            (size_t)cfg->streams_per_tenant,
                             (size_t)cfg->stream_buffer_max};
     struct deliver *deliver = outbound_global_init() == 0 ? deliver_start(&dopt) : NULL;
     struct hub *hub = deliver ? hub_start(&hopt) : NULL;

@@ -66,6 +66,12 @@ static const struct {
     [METRIC_QUOTA_REFUSED] = {"tocsin_quota_refused_total",
                               "Creates refused 403 quota_exceeded: their tenant had "
                               "TOCSIN_TENANT_MEETINGS_MAX live meetings."},
+    [METRIC_STREAMS_TENANT_FULL] = {"tocsin_streams_tenant_refused_total",
+                                    "Streams refused 429 too_many_tenant_streams: their tenant "
+                                    "held TOCSIN_STREAMS_PER_TENANT on this replica."},
+    [METRIC_STREAMS_REVOKED] = {"tocsin_streams_revoked_total",
+                                "Streams ended because the signing key of their token was "
+                                "revoked."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -27,6 +27,8 @@ enum metric {
     METRIC_HTTP_ADDR_REFUSED,    /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
     METRIC_HTTP_RATE_LIMITED,    /* requests refused 429 rate_limited (TOCSIN_TENANT_RATE) */
     METRIC_QUOTA_REFUSED,        /* creates refused 403 quota_exceeded (a tenant quota) */
+    METRIC_STREAMS_TENANT_FULL,  /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */
+    METRIC_STREAMS_REVOKED,      /* streams ended because their signing key was revoked */
     METRIC_COUNT
 };
 

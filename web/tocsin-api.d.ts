@@ -303,9 +303,10 @@ export interface paths {
         /**
          * Revoke a signing key
          * @description Tokens signed with the key stop verifying (401 `invalid_token`) once each replica's key
-         *     cache has expired, within `TOCSIN_AUTH_CACHE_MS` (2 s by default). Streams already open
-         *     with such a token run on until their own end (the token's `exp` or the stream's maximum
-         *     age). A revoked key no longer counts against the limit of two.
+         *     cache has expired, within `TOCSIN_AUTH_CACHE_MS` (2 s by default). Streams open with such
+         *     a token end within 2 s on every replica (each checks the keys of its open streams every
+         *     second): the frames already buffered, then a clean end, and the client's reconnect with
+         *     the same token is refused 401. A revoked key no longer counts against the limit of two.
          */
         delete: operations["revokeSigningKey"];
         /** CORS preflight */
@@ -1235,7 +1236,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2586,6 +2587,8 @@ export interface operations {
             /**
              * @description `too_many_streams`: this participant has `TOCSIN_STREAMS_PER_PARTICIPANT` (5) streams
              *     open on this replica. A closed page's stream is noticed at the next heartbeat.
+             *     `too_many_tenant_streams`: the token's tenant has `TOCSIN_STREAMS_PER_TENANT` streams
+             *     open on this replica (a bound the operator sets; none by default).
              *     `rate_limited`: the token's tenant is over `TOCSIN_TENANT_RATE` (see `RateLimited`;
              *     a stream counts once, when it opens).
              */
@@ -2599,7 +2602,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "too_many_streams" | "rate_limited";
+                        code?: "too_many_streams" | "too_many_tenant_streams" | "rate_limited";
                     };
                 };
             };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "strbuf.h"
 
 /* clang-format off */
 static const char count_sql[] =
@@ -24,6 +25,11 @@ static const char get_sql[] =
 static const char newest_sql[] =
     "SELECT id, secret, tenant_id, " DB_MS("created_at") " FROM signing_keys"
     " WHERE tenant_id = $1::bigint AND revoked_at IS NULL ORDER BY created_at DESC, id LIMIT 1";
+/* The ids travel as one comma-separated text: a key id is [A-Za-z0-9_-], so no quoting, and no
+ * element can read as an array literal's NULL. */
+static const char live_sql[] =
+    "SELECT id FROM signing_keys"
+    " WHERE id = ANY (string_to_array($1, ',')) AND revoked_at IS NULL";
 /* clang-format on */
 
 static enum db_status
@@ -115,4 +121,32 @@ db_signing_key_newest(struct db *db, int64_t tenant_id, struct db_signing_key *k
     enum db_status st = db_exec(db, STMT_SIGNING_KEY_NEWEST, newest_sql, 1, params, &res);
 
     return st == DB_ONE_RESULT ? read_one(res, k) : st;
+}
+
+enum db_status
+db_signing_key_live(struct db *db, const char *const *ids, size_t n, bool *live)
+{
+    struct strbuf list = {0};
+    PGresult *res;
+
+    for (size_t i = 0; i < n; i++) {
+        strbuf_puts(&list, i > 0 ? "," : "");
+        strbuf_puts(&list, ids[i]);
+    }
+    if (list.bad) {
+        strbuf_fini(&list);
+        return db_oom(db, "signing keys");
+    }
+    const char *params[] = {n > 0 ? list.p : ""};
+    enum db_status st = db_exec(db, STMT_SIGNING_KEY_LIVE, live_sql, 1, params, &res);
+    strbuf_fini(&list);
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        live[i] = false;
+        for (int row = 0; row < PQntuples(res) && !live[i]; row++)
+            live[i] = strcmp(PQgetvalue(res, row, 0), ids[i]) == 0;
+    }
+    PQclear(res);
+    return DB_ONE_RESULT;
 }

@@ -4,6 +4,7 @@
 #ifndef TOCSIN_DB_SIGNING_KEY_H
 #define TOCSIN_DB_SIGNING_KEY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,8 @@ enum db_status db_signing_key_revoke(struct db *db, int64_t tenant_id, const cha
 enum db_status db_signing_key_get(struct db *db, const char *id, struct db_signing_key *k);
 /* The tenant's newest live key into *k: ONE_RESULT or NO_RESULTS. */
 enum db_status db_signing_key_newest(struct db *db, int64_t tenant_id, struct db_signing_key *k);
+/* Which of ids[0..n) (valid key ids) are live keys: live[i] set for each, ONE_RESULT; or an
+ * error, live[] untouched. For the stream hub, which ends the streams of revoked keys. */
+enum db_status db_signing_key_live(struct db *db, const char *const *ids, size_t n, bool *live);
 
 #endif

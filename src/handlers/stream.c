@@ -34,6 +34,7 @@ handle_stream(struct request *rq)
     const char *mtg[PRINCIPAL_MTG_MAX];
     struct hub_subscriber who = {.tenant_id = rq->tenant_id,
                                  .sub = rq->who.sub,
+                                 .kid = rq->who.kid,
                                  .expires_ms = rq->who.expires_ms,
                                  .mtg = mtg,
                                  .n_mtg = rq->who.n_mtg};

@@ -164,6 +164,7 @@ browser_token(struct request *rq, const char *tok, size_t len, bool in_url)
     }
     rq->tenant_id = key->tenant_id;
     take_claims(rq, &claims);
+    snprintf(rq->who.kid, sizeof rq->who.kid, "%s", key->kid);
     return API_E_NONE;
 }
 

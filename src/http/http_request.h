@@ -44,8 +44,9 @@ struct principal {
     bool browser;    /* a browser token; false: an API key */
     unsigned scopes; /* enum scope bits (browser tokens only) */
     char sub[PRINCIPAL_SUB_MAX + 1];
-    int64_t expires_ms; /* the token's exp */
-    size_t n_mtg;       /* 0: any meeting */
+    char kid[SIGNING_KEY_ID_MAX + 1]; /* the token's signing key */
+    int64_t expires_ms;               /* the token's exp */
+    size_t n_mtg;                     /* 0: any meeting */
     char mtg[PRINCIPAL_MTG_MAX][MEETING_ID_LEN + 1];
 };
 

@@ -13,6 +13,7 @@
 
 #include "http_reply.h"
 #include "log.h"
+#include "metrics.h"
 
 /* What MHD asks the reader for at most: a buffer of this size is allocated with each stream's
  * response, so it is most of what an idle stream costs beyond its connection; a larger frame
@@ -86,6 +87,12 @@ refuse(struct request *rq, enum hub_open_status st)
     case HUB_PARTICIPANT_FULL:
         return http_reply_problem_retry(rq, API_E_TOO_MANY_STREAMS,
                                         "close another stream of this participant first",
+                                        STREAM_RETRY_AFTER_S);
+    case HUB_TENANT_FULL:
+        metrics_add(METRIC_STREAMS_TENANT_FULL, 1);
+        return http_reply_problem_retry(rq, API_E_TOO_MANY_TENANT_STREAMS,
+                                        "this tenant holds TOCSIN_STREAMS_PER_TENANT streams on "
+                                        "this replica",
                                         STREAM_RETRY_AFTER_S);
     case HUB_FULL:
         return http_reply_problem_retry(rq, API_E_STREAMS_UNAVAILABLE,

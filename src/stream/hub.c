@@ -1,10 +1,10 @@
 /* hub.c -- the stream hub of hub.h: its start, drain and stop, the wake-ups (hub_notify), and the
  * hub thread, which owns the database connection and runs round after round: the heads of the
  * tenants with streams, their new events fanned out (hub_fanout.c), their new streams served and
- * one backlog read (hub_resume.c), idle tenants forgotten. It holds h->mu except around each
- * database call and the writes of a fan-out, and works on copies meanwhile. The timer thread
- * (hub_timer.c) does the rest. What the parts share, and which lock guards what, is in
- * hub_internal.h. */
+ * one backlog read (hub_resume.c), the signing keys of the open streams checked for a revocation
+ * (hub_revoke.c), idle tenants forgotten. It holds h->mu except around each database call and the
+ * writes of a fan-out, and works on copies meanwhile. The timer thread (hub_timer.c) does the
+ * rest. What the parts share, and which lock guards what, is in hub_internal.h. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "hub.h"
 
@@ -98,6 +98,7 @@ rounds_main(void *arg)
             }
         if (turn != NULL)
             hub_resume_backlog(h, turn);
+        hub_revoke_check(h, timefmt_mono_ms());
         hub_registry_forget_idle(h, timefmt_mono_ms());
     }
     hub_lock_release(&h->mu);
@@ -133,6 +134,7 @@ free_hub(struct hub *h)
         close(h->epfd);
     free(h->evbuf);
     free(h->fan);
+    free(h->kids);
     free(h->database_url);
     free(h);
 }

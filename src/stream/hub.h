@@ -7,7 +7,8 @@
  * delays none of them. The HTTP layer (http_stream.c) owns the connections: the hub only appends
  * bytes to a stream's buffer, watches its socket for a closed peer, and asks the connection,
  * through struct hub_conn_ops, to resume (its reader had suspended; a bounded number at once, see
- * wakeq.h) or to be cut.
+ * wakeq.h) or to be cut. The hub thread also ends, within 2 s, the streams whose token's signing
+ * key was revoked (hub_revoke.c).
  *
  * Threads: hub_notify and hub_streams from any thread; hub_stream_open/read/close from the HTTP
  * threads; hub_start, hub_drain and hub_stop from the thread that wires the replica (main.c).
@@ -35,6 +36,10 @@
 #define HUB_MTG_MAX 100           /* meeting ids a token may limit a stream to */
 #define HUB_SUB_MAX 200           /* characters of a participant id (PARTICIPANT_ID_MAX) */
 #define HUB_SUB_BYTES_MAX 800     /* its UTF-8: 4 bytes a character at most */
+/* The signing keys of the open streams are checked this often for a revocation (hub_revoke.c):
+ * with a round at least every HUB_TICK_MS and one read, a revoked key's streams end within 2 s. */
+#define HUB_REVOKE_CHECK_MS 1000
+#define HUB_REVOKE_BATCH 500 /* signing keys per read of which are still live */
 
 struct hub_opts {
     const char *database_url;
@@ -44,7 +49,8 @@ struct hub_opts {
     int64_t max_age_ms;   /* a stream ends after this (with jitter); the client resumes */
     size_t streams_max;   /* per replica */
     size_t per_participant_max;
-    size_t buffer_max; /* bytes waiting for a reader: past this the stream is cut */
+    size_t per_tenant_max; /* a tenant's open streams per replica; 0: only streams_max */
+    size_t buffer_max;     /* bytes waiting for a reader: past this the stream is cut */
 };
 
 /* The connection side of a stream. cut is called with the stream's lock held, fd with the hub's,
@@ -62,6 +68,7 @@ enum hub_cursor { HUB_CURSOR_NONE, HUB_CURSOR_SET, HUB_CURSOR_BAD };
 struct hub_subscriber {
     int64_t tenant_id;
     const char *sub;        /* participant id */
+    const char *kid;        /* the token's signing key: revoking it ends the stream; NULL: none */
     int64_t expires_ms;     /* the token's exp, wall clock */
     const char *const *mtg; /* meeting ids the token is limited to; n_mtg == 0: any */
     size_t n_mtg;
@@ -69,7 +76,14 @@ struct hub_subscriber {
     int64_t cursor; /* with HUB_CURSOR_SET */
 };
 
-enum hub_open_status { HUB_OPENED, HUB_FULL, HUB_PARTICIPANT_FULL, HUB_STOPPING, HUB_NOMEM };
+enum hub_open_status {
+    HUB_OPENED,
+    HUB_FULL,
+    HUB_TENANT_FULL,
+    HUB_PARTICIPANT_FULL,
+    HUB_STOPPING,
+    HUB_NOMEM
+};
 
 #define HUB_READ_END (-1) /* the stream ended cleanly: finish the response */
 #define HUB_READ_CUT (-2) /* the stream was cut: close the connection */
@@ -85,8 +99,9 @@ struct hub *hub_start(const struct hub_opts *opts);
 void hub_stop(struct hub *h);
 
 /* Registers a stream for conn; the hub writes its first frames soon after. HUB_OPENED with *out,
- * or why not: the replica's or the participant's limit, stopping, out of memory (HUB_NOMEM also
- * for a subscriber past HUB_MTG_MAX or HUB_SUB_BYTES_MAX). */
+ * or why not: the replica's, the tenant's or the participant's limit, stopping, out of memory
+ * (HUB_NOMEM also for a subscriber past HUB_MTG_MAX or HUB_SUB_BYTES_MAX, or a kid past
+ * SIGNING_KEY_ID_MAX). */
 enum hub_open_status hub_stream_open(struct hub *h, const struct hub_subscriber *who,
                                      const struct hub_conn_ops *ops, void *conn,
                                      struct hub_stream **out);

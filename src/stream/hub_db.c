@@ -110,3 +110,22 @@ hub_db_close(struct hub *h)
     db_close(h->db);
     h->db = NULL;
 }
+
+bool
+hub_db_keys_live(struct hub *h, struct hub_kid *kids, size_t n)
+{
+    const char *ids[HUB_REVOKE_BATCH];
+    bool live[HUB_REVOKE_BATCH];
+    struct db *db = connection(h);
+
+    TOCSIN_ASSERT(n <= HUB_REVOKE_BATCH);
+    if (db == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = kids[i].id;
+    enum db_status st = db_signing_key_live(db, ids, n, live);
+    note(h, st == DB_ONE_RESULT, db_errmsg(db));
+    for (size_t i = 0; i < n && st == DB_ONE_RESULT; i++)
+        kids[i].live = live[i];
+    return st == DB_ONE_RESULT;
+}

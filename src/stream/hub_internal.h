@@ -8,7 +8,8 @@
  * stream), hub_ring.c (a tenant's recent events), hub_db.c (the hub thread's database connection
  * and reads), hub_fanout.c (new events to the live streams), hub_resume.c (a new stream's first
  * frames and backlog), hub_timer.c (the timer thread: heartbeats, reauth warnings, ends),
- * hub_peer.c (the sockets watched for a closed peer).
+ * hub_peer.c (the sockets watched for a closed peer), hub_revoke.c (the end of the streams of
+ * revoked signing keys).
  *
  * Locks, taken in this order: the hub's (h->mu), a stream's (s->mu), the wake queue's (wakeq.h).
  * Each field below says what guards it: "h->mu" or "s->mu" (read and written with that lock held);
@@ -28,6 +29,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "db_signing_key.h"
 #include "db_stream.h"
 #include "hub.h"
 #include "meeting.h"
@@ -102,6 +104,13 @@ struct hub_tenant {
     struct hub_tenant *next;
 };
 
+/* A signing key of open streams, as the hub thread checks it (hub_revoke.c). */
+struct hub_kid {
+    int64_t tenant_id;
+    char id[SIGNING_KEY_ID_MAX + 1];
+    bool live;
+};
+
 /* A participant's open streams on this replica, for per_participant_max. h->mu; freed with its
  * last stream. */
 struct hub_person {
@@ -124,6 +133,7 @@ struct hub_stream {
     void *conn;
     char (*mtg)[MEETING_ID_LEN + 1];
     size_t n_mtg;
+    char kid[SIGNING_KEY_ID_MAX + 1]; /* the token's signing key; "": none */
     enum hub_cursor cursor_kind;
     int64_t expires_ms, reauth_at_ms, end_at_ms; /* wall clock */
     /* Guarded by h->mu. */
@@ -178,6 +188,9 @@ struct hub {
     struct hub_event *evbuf; /* DB_STREAM_EVENTS_MAX events of one read */
     struct hub_stream **fan; /* streams_max: the streams one event goes to (hub_fanout.c) */
     struct db *db;           /* hub_db.c */
+    struct hub_kid *kids;    /* kids_cap: the open streams' signing keys (hub_revoke.c) */
+    size_t kids_cap;
+    int64_t next_revoke_ms; /* monotonic: the next check of the signing keys */
     int64_t db_retry_ms;
     bool db_down;
 };
@@ -264,6 +277,9 @@ int64_t hub_db_purged(struct hub *h, int64_t tenant_id);
 bool hub_db_heads(struct hub *h, const int64_t *ids, size_t n, struct db_stream_head *hd);
 /* Closes the connection (hub_stop, the threads gone). */
 void hub_db_close(struct hub *h);
+/* Sets kids[i].live for each of kids[0..n) (n <= HUB_REVOKE_BATCH): whether PostgreSQL has it as
+ * a live signing key. False on database trouble (nothing set). */
+bool hub_db_keys_live(struct hub *h, struct hub_kid *kids, size_t n);
 
 /* ---- the hub thread's work (hub_fanout.c, hub_resume.c; h->mu held) ---------------------- */
 
@@ -277,6 +293,12 @@ bool hub_resume_at_open(struct hub *h, struct hub_tenant *t, struct hub_stream *
 bool hub_resume_new(struct hub *h, struct hub_tenant *t);
 /* One backlog read, for the stream of t that has waited longest for one. Hub thread. */
 void hub_resume_backlog(struct hub *h, struct hub_tenant *t);
+
+/* ---- revoked signing keys (hub_revoke.c; the hub thread, h->mu held) -------------------- */
+
+/* Every HUB_REVOKE_CHECK_MS (mono: now, monotonic): reads which signing keys of the open streams
+ * are still live (h->mu dropped meanwhile) and ends the streams of the others. */
+void hub_revoke_check(struct hub *h, int64_t mono);
 
 /* ---- timers and peers (hub_timer.c, hub_peer.c) ------------------------------------------- */
 

@@ -182,6 +182,7 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     struct hub_stream *s = calloc(1, sizeof *s);
 
     if (s == NULL || strlen(who->sub) > HUB_SUB_BYTES_MAX ||
+        (who->kid != NULL && strlen(who->kid) > SIGNING_KEY_ID_MAX) ||
         (who->n_mtg > 0 && (s->mtg = calloc(who->n_mtg, sizeof *s->mtg)) == NULL)) {
         free(s);
         return NULL;
@@ -190,6 +191,7 @@ stream_new(const struct hub_subscriber *who, const struct hub_conn_ops *ops, voi
     for (size_t i = 0; i < who->n_mtg; i++)
         snprintf(s->mtg[i], sizeof s->mtg[i], "%s", who->mtg[i]);
     s->n_mtg = who->n_mtg;
+    snprintf(s->kid, sizeof s->kid, "%s", who->kid != NULL ? who->kid : "");
     s->ops = ops;
     s->conn = conn;
     s->wake.resume = ops->resume;
@@ -219,6 +221,8 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         st = HUB_STOPPING;
     else if (st == HUB_OPENED && h->n_streams >= h->o.streams_max)
         st = HUB_FULL;
+    else if (st == HUB_OPENED && h->o.per_tenant_max > 0 && t->n_streams >= h->o.per_tenant_max)
+        st = HUB_TENANT_FULL;
     else if (st == HUB_OPENED && p->n >= h->o.per_participant_max)
         st = HUB_PARTICIPANT_FULL;
     if (st == HUB_OPENED) {
@@ -226,6 +230,10 @@ hub_stream_open(struct hub *h, const struct hub_subscriber *who, const struct hu
         s->hub = h;
         s->tenant = t;
         s->person = p;
+        /* The retry: field first, before the stream is listed: a stream that waits for the hub
+         * thread (a read of its tenant's head) could get a heartbeat before it otherwise. */
+        hub_stream_retry(s, h->o.retry_ms);
+        s->greeted = true;
         hub_timer_schedule(h, s, timefmt_now_ms());
         /* A tenant without streams is neither polled nor woken, so its head, ring and purge mark
          * may be long out of date: read the head again before serving (hub_resume_new waits for

@@ -63,7 +63,7 @@ conn_fd(void *conn)
 static const struct hub_conn_ops ops = {conn_resume, conn_cut, conn_fd};
 
 static struct hub *
-start(void)
+start_with(size_t per_tenant_max)
 {
     struct hub_opts o = {.database_url = "postgresql:///tocsin?host=/nonexistent&connect_timeout=1",
                          .poll_ms = 60000,
@@ -72,9 +72,16 @@ start(void)
                          .max_age_ms = 600000,
                          .streams_max = STREAMS_MAX,
                          .per_participant_max = PER_PARTICIPANT_MAX,
+                         .per_tenant_max = per_tenant_max,
                          .buffer_max = 65536};
 
     return hub_start(&o);
+}
+
+static struct hub *
+start(void)
+{
+    return start_with(0);
 }
 
 static void
@@ -150,10 +157,54 @@ test_open_limits(void)
     CHECK(hub_streams(NULL) == 0, "hub_streams(NULL)");
 }
 
+/* A tenant's share: its next stream is refused while other tenants open theirs, until the
+ * replica's own bound; a closed stream gives its place back. */
+static void
+test_tenant_share(void)
+{
+    static const struct {
+        int64_t tenant;
+        const char *sub;
+        enum hub_open_status want;
+    } cases[] = {
+        {1, "a", HUB_OPENED}, {1, "b", HUB_OPENED}, {1, "c", HUB_TENANT_FULL},
+        {2, "a", HUB_OPENED}, {2, "b", HUB_FULL}, /* STREAMS_MAX open: the replica's bound */
+    };
+    struct hub_stream *open[sizeof cases / sizeof *cases] = {0};
+    struct hub *h = start_with(2);
+
+    _Static_assert(STREAMS_MAX == 3, "tenant 2's second stream finds the replica full");
+    CHECK(h != NULL, "hub_start");
+    for (size_t i = 0; h != NULL && i < sizeof cases / sizeof *cases; i++) {
+        struct hub_subscriber who = {.tenant_id = cases[i].tenant,
+                                     .sub = cases[i].sub,
+                                     .kid = "sk_test",
+                                     .expires_ms = timefmt_now_ms() + 600000,
+                                     .cursor_kind = HUB_CURSOR_NONE};
+        enum hub_open_status st = hub_stream_open(h, &who, &ops, NULL, &open[i]);
+        CHECK(st == cases[i].want, "share case %zu: status %d, want %d", i, st, cases[i].want);
+    }
+    if (h != NULL) {
+        struct hub_subscriber who = {.tenant_id = 1, .sub = "c", .cursor_kind = HUB_CURSOR_NONE};
+        struct hub_stream *s = NULL;
+        hub_stream_close(open[0]);
+        open[0] = NULL;
+        CHECK(hub_stream_open(h, &who, &ops, NULL, &s) == HUB_OPENED, "a closed one's place");
+        if (s != NULL)
+            hub_stream_close(s);
+    }
+    for (size_t i = 0; i < sizeof open / sizeof *open; i++)
+        if (open[i] != NULL)
+            hub_stream_close(open[i]);
+    CHECK(h == NULL || hub_streams(h) == 0, "all closed");
+    hub_stop(h);
+}
+
 int
 main(void)
 {
     test_thread_names();
     test_open_limits();
+    test_tenant_share();
     return check_summary("test_hub");
 }
