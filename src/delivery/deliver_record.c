@@ -20,9 +20,8 @@
 #include "trace.h"
 
 #define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
-#define DELIVERED_LOG_EVERY_MS                                                                     \
-    1000 /* deliveries, all workers: one info line at most this often                              \
-          */
+/* Deliveries, all workers together: one info line at most this often. */
+#define DELIVERED_LOG_EVERY_MS 1000
 
 /* Gives back the receiver slot of j, whose answer was taken (a failure) or recorded (a
  * delivery): until then it counts against the receiver's share, so that a kill repeats at most

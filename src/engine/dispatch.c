@@ -200,21 +200,18 @@ claim(struct dispatch *d, struct reminder_key *k, size_t n)
 }
 
 /* One info line per fire round, at most one a second (a steady flow must not flood the log):
- * what this round fired, and how many rounds went unlogged since the last line. The lateness is
- * the round's worst, of the fired ones. */
+ * what this round fired, its worst lateness (of the fired ones), and how many rounds went
+ * unlogged since the last line. */
 static void
-log_round(const struct dispatch *d, size_t fired)
+log_round(const struct dispatch *d, size_t fired, int64_t worst)
 {
     static struct log_throttle rounds = LOG_THROTTLE_INIT(FIRE_LOG_EVERY_MS);
     unsigned long unlogged;
-    int64_t since_ms, worst = 0;
+    int64_t since_ms;
 
     if (d->res.n == 0 || !log_enabled(LOG_LEVEL_INFO) ||
         !log_throttle_take(&rounds, timefmt_mono_ms(), &unlogged, &since_ms))
         return;
-    for (size_t i = 0; i < d->res.n; i++)
-        if (d->res.item[i].status == REMINDER_FIRED && d->res.item[i].lateness_ms > worst)
-            worst = d->res.item[i].lateness_ms;
     LOG_INFO("dispatch: fired %zu reminders (%zu missed), at most %lld ms late; %lu more rounds "
              "in the last %lld ms",
              fired, d->res.n - fired, (long long)worst, unlogged, (long long)since_ms);
@@ -226,19 +223,22 @@ static void
 account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
 {
     size_t fired = 0;
+    int64_t worst = 0; /* the round's worst lateness, of the fired ones */
 
     for (size_t i = 0; i < d->res.n; i++) {
         const struct db_fire_item *it = &d->res.item[i];
         if (it->status == REMINDER_FIRED) {
             fired++;
             metrics_observe_lateness_ms(it->lateness_ms);
+            if (it->lateness_ms > worst)
+                worst = it->lateness_ms;
         }
         LOG_DEBUG("dispatch: reminder %lld %s, %lld ms late", (long long)it->reminder_id,
                   meeting_reminder_status_name(it->status), (long long)it->lateness_ms);
     }
     metrics_add(METRIC_FIRED, fired);
     metrics_add(METRIC_MISSED, d->res.n - fired);
-    log_round(d, fired);
+    log_round(d, fired, worst);
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
     if (d->on_fired != NULL && d->res.n_outbox > 0)
         d->on_fired(d->on_fired_arg, d->owner[0] != '\0' ? d->owner : NULL, d->res.outbox_ids,

@@ -830,6 +830,16 @@ check_people(void)
  * half-hour zone, a 45-minute zone, and a zone before 1900 whose offset has seconds (shown at the
  * minute below, the same instant). */
 static void
+check_local_at(const char *zone, int64_t ms, const char *want)
+{
+    json_t *v = codec_local_time(zone, ms);
+    CHECK(json_is_string(v) && strcmp(json_string_value(v), want) == 0,
+          "%s at %lld ms: got %s want %s", zone, (long long)ms,
+          json_is_string(v) ? json_string_value(v) : "(not a string)", want);
+    json_decref(v);
+}
+
+static void
 check_local_time(void)
 {
     static const struct {
@@ -847,19 +857,12 @@ check_local_time(void)
     for (size_t i = 0; i < sizeof local_cases / sizeof local_cases[0]; i++) {
         int64_t ms;
         CHECK_EXPR(timefmt_parse(local_cases[i].utc, strlen(local_cases[i].utc), &ms) == 0);
-        json_t *v = codec_local_time(local_cases[i].zone, ms);
-        CHECK(json_is_string(v) && strcmp(json_string_value(v), local_cases[i].want) == 0,
-              "%s at %s: got %s want %s", local_cases[i].zone, local_cases[i].utc,
-              json_is_string(v) ? json_string_value(v) : "(not a string)", local_cases[i].want);
-        json_decref(v);
+        check_local_at(local_cases[i].zone, ms, local_cases[i].want);
     }
     /* Amsterdam Mean Time, +00:19:32 until 1937: 12:19:32 on the wall, shown as 12:19:00+00:19. */
-    int64_t lmt = timefmt_days_from_civil(1900, 6, 1) * 86400000LL + 12 * 3600000LL;
-    json_t *old = codec_local_time("Europe/Amsterdam", lmt);
-    CHECK(
-        json_is_string(old) && strcmp(json_string_value(old), "1900-06-01T12:19:00.000+00:19") == 0,
-        "Amsterdam 1900: got %s", json_is_string(old) ? json_string_value(old) : "(not a string)");
-    json_decref(old);
+    check_local_at("Europe/Amsterdam",
+                   timefmt_days_from_civil(1900, 6, 1) * 86400000LL + 12 * 3600000LL,
+                   "1900-06-01T12:19:00.000+00:19");
     json_t *none = codec_local_time(NULL, 0), *unknown = codec_local_time("Nowhere/Atlantis", 0);
     CHECK_EXPR(json_is_null(none) && json_is_null(unknown));
     json_decref(none);
