@@ -27,11 +27,17 @@ FIRE_IN_S=12          # the reminder fires this long after it is created
 DELIVERY_WAIT_S=60    # from the fire time until the receiver must have it
 DUPLICATE_WAIT_S=5    # after the first receipt, time for a duplicate to show up
 HEALTH_EVERY_S=2      # see run_healthchecks
+CALL_WAIT_S=120       # any one docker-compose or podman call (a wedged engine fails, not hangs)
+BUILD_WAIT_S=1200     # the image builds: apt-get in three images on a cold cache
+CURL_WAIT_S=10        # one HTTP call through the load balancer
+KEYS_WAIT_S=90        # `tocsin keys create` in a replica: retried while its DNS and database settle
 export TOCSIN_PUBLISH_ADDR=127.0.0.1 TOCSIN_PUBLISH_PORT=${TOCSIN_CONTAINERS_PORT:-18080}
 TOCSIN_COMMIT=$(git -C "$TOCSIN_ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 export TOCSIN_COMMIT
-COMPOSE="docker-compose -p $PROJECT -f docker/compose.yaml -f docker/compose.debian.yaml"
-COMPOSE="$COMPOSE -f tests/containers/compose.ci.yaml"
+DC="docker-compose -p $PROJECT -f docker/compose.yaml -f docker/compose.debian.yaml"
+DC="$DC -f tests/containers/compose.ci.yaml"
+COMPOSE="timeout -k 10 $CALL_WAIT_S $DC"
+PODMAN="timeout -k 10 $CALL_WAIT_S podman"
 LB=http://127.0.0.1:$TOCSIN_PUBLISH_PORT
 
 SVC_PID=
@@ -55,6 +61,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Every call below is bounded (CALL_WAIT_S, CURL_WAIT_S): an engine that wedges, or a balancer
+# that accepts and never answers, must fail this script with a message, not hold CI until its end.
+
 # podman runs healthchecks from systemd timers; where PID 1 is not systemd (this machine, most CI
 # containers) nobody runs them and `condition: service_healthy` would wait forever. This loop runs
 # the compose file's own healthcheck commands instead, as Docker's daemon would.
@@ -62,8 +71,8 @@ run_healthchecks()
 {
     local id
     while :; do
-        for id in $(podman ps -q --filter "label=com.docker.compose.project=$PROJECT"); do
-            podman healthcheck run "$id" >/dev/null 2>&1 || true
+        for id in $($PODMAN ps -q --filter "label=com.docker.compose.project=$PROJECT"); do
+            $PODMAN healthcheck run "$id" >/dev/null 2>&1 || true
         done
         sleep "$HEALTH_EVERY_S"
     done
@@ -77,7 +86,7 @@ lb()
 {
     local method=$1 path=$2
     shift 2
-    curl -sS -f -X "$method" "$LB$path" -H "Authorization: Bearer $token" "$@"
+    curl -sS -f -m "$CURL_WAIT_S" -X "$method" "$LB$path" -H "Authorization: Bearer $token" "$@"
 }
 
 # The webhook-id lines the receiver has written so far.
@@ -112,10 +121,26 @@ healthy_replicas()
 {
     local id n=0
     for id in $($COMPOSE ps -q tocsin); do
-        [ "$(podman inspect -f '{{.State.Health.Status}}' "$id" 2>/dev/null)" != healthy ] ||
+        [ "$($PODMAN inspect -f '{{.State.Health.Status}}' "$id" 2>/dev/null)" != healthy ] ||
             n=$((n + 1))
     done
     echo "$n"
+}
+
+# keys_create: a key for tenant "containers" made in a replica; prints it. The CLI waits for the
+# database only a few seconds (a newcomer's typo must not hang), and a container's first DNS
+# lookup can take longer than that: tried again until KEYS_WAIT_S.
+keys_create()
+{
+    local end=$((SECONDS + KEYS_WAIT_S)) out
+    while :; do
+        if out=$($COMPOSE exec -T tocsin tocsin keys create --tenant containers 2>&1); then
+            out=$(printf '%s' "$out" | tr -d '\r')
+            [ -n "$out" ] && printf '%s\n' "$out" && return 0
+        fi
+        [ "$SECONDS" -lt "$end" ] || { printf '%s\n' "$out" >&2; return 1; }
+        sleep 2
+    done
 }
 
 tocsin_base_image "$WORK"
@@ -124,18 +149,21 @@ rm -f "$SOCK"
 podman system service --time=0 "unix://$SOCK" >"$WORK/podman-service.log" 2>&1 &
 SVC_PID=$!
 export DOCKER_HOST=unix://$SOCK
-wait_for "the podman service" curl -sf --unix-socket "$SOCK" http://d/_ping
+wait_for "the podman service" curl -sf -m 5 --unix-socket "$SOCK" http://d/_ping
 
 $COMPOSE config -q
+# A run killed before its teardown leaves its containers, network and volume behind; a new run
+# would "recreate" into that state (and its stale DNS). Start from nothing.
+$COMPOSE down -v --timeout 10 >/dev/null 2>&1 || true
 start=$SECONDS
 tocsin_log "building the images (tocsin commit $TOCSIN_COMMIT)"
-$COMPOSE build
+timeout -k 10 "$BUILD_WAIT_S" $DC build
 tocsin_log "images built in $((SECONDS - start)) s; starting the topology as project $PROJECT"
 run_healthchecks &
 HEALTH_PID=$!
 start=$SECONDS
 $COMPOSE up -d
-until_ok "$UP_WAIT_S" "the load balancer on $LB" curl -sf -o /dev/null "$LB/readyz"
+until_ok "$UP_WAIT_S" "the load balancer on $LB" curl -sf -m "$CURL_WAIT_S" -o /dev/null "$LB/readyz"
 until_ok "$UP_WAIT_S" "$REPLICAS healthy replicas" replicas_healthy
 tocsin_log "up in $((SECONDS - start)) s"
 
@@ -144,12 +172,11 @@ case $version in
 "tocsin "*" (commit $TOCSIN_COMMIT)") ;;
 *) tocsin_die "tocsin --version in the image: '$version', want commit $TOCSIN_COMMIT" ;;
 esac
-curl -sf "$LB/metrics" | grep "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" >/dev/null ||
+curl -sf -m "$CURL_WAIT_S" "$LB/metrics" | grep "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" >/dev/null ||
     tocsin_die "/metrics through the load balancer lacks tocsin_build_info for $TOCSIN_COMMIT"
 
 tocsin_log "through the load balancer: a webhook and a meeting whose reminder fires in ${FIRE_IN_S} s"
-token=$($COMPOSE exec -T tocsin tocsin keys create --tenant containers | tr -d '\r')
-[ -n "$token" ] || tocsin_die "keys create printed nothing"
+token=$(keys_create) || tocsin_die "tocsin keys create in a replica failed for ${KEYS_WAIT_S}s"
 lb POST /v1/webhooks -H 'Content-Type: application/json' \
     -d '{"url":"http://receiver:9000/hook","description":"containers.sh"}' >/dev/null ||
     tocsin_die "POST /v1/webhooks through the load balancer failed"
@@ -166,7 +193,7 @@ read -r id want < <(printf '%s' "$meeting" | node -e '
 
 victim=$($COMPOSE ps -q tocsin | sed -n 1p)
 tocsin_log "stopping one replica ($victim) before the reminder is due"
-podman stop -t 30 "$victim" >/dev/null
+$PODMAN stop -t 30 "$victim" >/dev/null
 for _ in 1 2 3 4 5 6; do
     lb GET "/v1/meetings/$id" -o /dev/null ||
         tocsin_die "GET through the load balancer failed with a replica stopped"
