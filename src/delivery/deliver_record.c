@@ -238,6 +238,7 @@ deliver_record_answers(struct worker *w, size_t n)
         circuit(w, j->rcv, slow || channel_receiver_trouble(j->it.channel, &w->done[i]),
                 w->done[i].retry_after_s, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
+        channel_explain(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             if (w->n_answered == 0)
                 w->answered_ms = now;
