@@ -24,6 +24,23 @@ struct int_setting {
     int is_int;                   /* stored as int instead of int64_t */
 };
 
+/* What a setting's number counts, named in its error when a plain range would leave a reader
+ * guessing the unit (a share written "0.5" or "50%" is refused with this). */
+static const struct {
+    const char *name, *unit;
+} int_units[] = {
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "percent of a delivery worker's slots, without a % sign"},
+};
+
+static const char *
+unit_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof int_units / sizeof int_units[0]; i++)
+        if (strcmp(int_units[i].name, name) == 0)
+            return int_units[i].unit;
+    return NULL;
+}
+
 /* The rows below spell their bounds as numbers (scripts/check_maps.py reads them against
  * docs/configuration.md); where a bound is another module's limit, it is tied here. */
 _Static_assert(RATELIMIT_RATE_MAX == 1000000 && RATELIMIT_BURST_MAX == 1000000,
@@ -80,6 +97,11 @@ static const struct int_setting int_settings[] = {
      * 1.8 s with 64 (bench/channels.sh push, 3 replicas). */
     {"TOCSIN_DELIVERY_PUSH_SERVICE_CONCURRENCY", 64, 1, 4096, 1,
      offsetof(struct config, delivery_per_push_service), 1},
+    /* A tenant's share of a worker's slots, in percent (deliver_policy_tenant_share), so that one
+     * tenant's slow receivers cannot take every slot from the others: 32 webhooks answering after
+     * 9 s kept another tenant's delivery waiting 16.9 s. 100 gives one tenant every slot. */
+    {"TOCSIN_DELIVERY_TENANT_SHARE", 50, 1, 100, 1, offsetof(struct config, delivery_tenant_share),
+     1},
     {"TOCSIN_WEBHOOK_ALLOW_PRIVATE", 0, 0, 1, 1, offsetof(struct config, webhook_allow_private), 1},
     {"TOCSIN_SHUTDOWN_GRACE_MS", 10000, 0, 120000, 1, offsetof(struct config, shutdown_grace_ms),
      0},
@@ -162,10 +184,12 @@ load_ints(struct config *cfg, char *err, size_t errlen)
         const struct int_setting *s = &int_settings[i];
         const char *env = getenv(s->name);
         int64_t v = s->def;
-        char why[96];
+        char why[160];
         if (env != NULL && (parse_int(env, &v) != 0 || v < s->min || v > s->max)) {
-            snprintf(why, sizeof(why), "must be an integer from %lld to %lld", (long long)s->min,
-                     (long long)s->max);
+            const char *unit = unit_of(s->name);
+            snprintf(why, sizeof(why), "must be an integer from %lld to %lld%s%s%s",
+                     (long long)s->min, (long long)s->max, unit ? " (" : "", unit ? unit : "",
+                     unit ? ")" : "");
             return fail(err, errlen, s->name, why);
         }
         char *field = (char *)cfg + s->offset;

@@ -56,6 +56,7 @@ struct config {
     int delivery_concurrency;      /* TOCSIN_DELIVERY_CONCURRENCY 1..4096, default 256 per worker */
     int delivery_per_receiver;     /* TOCSIN_DELIVERY_RECEIVER_CONCURRENCY 1..4096, default 16 */
     int delivery_per_push_service; /* TOCSIN_DELIVERY_PUSH_SERVICE_CONCURRENCY 1..4096, 64 */
+    int delivery_tenant_share;     /* TOCSIN_DELIVERY_TENANT_SHARE 1..100 percent, default 50 */
     int webhook_allow_private;     /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
     /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
     struct netguard_allow webhook_allow;

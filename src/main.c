@@ -167,6 +167,7 @@ serve(const struct config *cfg)
                                 .concurrency = cfg->delivery_concurrency,
                                 .per_receiver = cfg->delivery_per_receiver,
                                 .per_push_service = cfg->delivery_per_push_service,
+                                .tenant_share_pct = cfg->delivery_tenant_share,
                                 .retry_base_ms = cfg->delivery_retry_base_ms,
                                 .timeout_ms = cfg->delivery_timeout_ms,
                                 .max_attempts = (int)cfg->delivery_max_attempts,

@@ -72,6 +72,10 @@ static const struct {
     [METRIC_STREAMS_REVOKED] = {"tocsin_streams_revoked_total",
                                 "Streams ended because the signing key of their token was "
                                 "revoked."},
+    [METRIC_DELIVERY_TENANT_DEFERRED] =
+        {"tocsin_delivery_tenant_deferred_total",
+         "Outbox rows a delivery worker loaded past their tenant's share of its slots "
+         "(TOCSIN_DELIVERY_TENANT_SHARE): each waited for one of its tenant's requests."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -22,13 +22,14 @@ enum metric {
     METRIC_STREAM_RESUMES,   /* streams resumed from a cursor with the events they missed */
     METRIC_STREAM_RESETS,    /* streams told to reset: cursor garbage, too old or ahead */
     METRIC_STREAMS_CUT,      /* streams cut because their reader fell behind */
-    METRIC_STREAM_BACKLOG_READS, /* reads of missed events from PostgreSQL to resume streams */
-    METRIC_HTTP_STREAM_POOL,     /* connections handed to the stream pool (http_listen.h) */
-    METRIC_HTTP_ADDR_REFUSED,    /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
-    METRIC_HTTP_RATE_LIMITED,    /* requests refused 429 rate_limited (TOCSIN_TENANT_RATE) */
-    METRIC_QUOTA_REFUSED,        /* creates refused 403 quota_exceeded (a tenant quota) */
-    METRIC_STREAMS_TENANT_FULL,  /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */
-    METRIC_STREAMS_REVOKED,      /* streams ended because their signing key was revoked */
+    METRIC_STREAM_BACKLOG_READS,     /* reads of missed events from PostgreSQL to resume streams */
+    METRIC_HTTP_STREAM_POOL,         /* connections handed to the stream pool (http_listen.h) */
+    METRIC_HTTP_ADDR_REFUSED,        /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
+    METRIC_HTTP_RATE_LIMITED,        /* requests refused 429 rate_limited (TOCSIN_TENANT_RATE) */
+    METRIC_QUOTA_REFUSED,            /* creates refused 403 quota_exceeded (a tenant quota) */
+    METRIC_STREAMS_TENANT_FULL,      /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */
+    METRIC_STREAMS_REVOKED,          /* streams ended because their signing key was revoked */
+    METRIC_DELIVERY_TENANT_DEFERRED, /* rows loaded past their tenant's share of a worker */
     METRIC_COUNT
 };
 

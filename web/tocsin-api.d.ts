@@ -681,8 +681,9 @@ export interface webhooks {
          * @description Sent to the subscription's `endpoint` (its push service, which hands it to the browser,
          *     whose service worker gets the `PushMessage` from `event.data.json()`; `/v1/sw.js` shows
          *     it). The body is encrypted for the subscription (RFC 8291, `aes128gcm`, one record). 2xx
-         *     counts as delivered; 404 and 410 remove the subscription; 400, 401, 403 and 413 fail the
-         *     delivery at once; 429 and 5xx are retried, after `Retry-After` when given.
+         *     counts as delivered; 404 and 410 remove the subscription; 400, 401, 403, 413 and any 3xx
+         *     (a push service never redirects; recorded `push_redirected`) fail the delivery at once;
+         *     429 and 5xx are retried, after `Retry-After` when given.
          */
         post: operations["webPush"];
         delete?: never;

@@ -21,7 +21,9 @@
  * that registered again under a new name still has its old name's requests out, and taking them
  * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
  * read without a write; then due rows nobody holds, in order along
- * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
+ * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3
+ * and the tenants in $6 (those holding their share of the worker's slots: their rows wait here,
+ * pending, in order, and nothing about them changes).
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
  * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
@@ -39,13 +41,15 @@ static const char claim_sql[] =
     "    AND NOT tocsin_backend_gone(d.backend_pid, d.backend_start))),"
     " orphans AS (SELECT x.id FROM dead d CROSS JOIN LATERAL (SELECT id FROM outbox"
     "   WHERE status = 'pending' AND lease_owner = d.o AND receiver <> ALL ($3::text[])"
-    "   AND id <> ALL ($4::bigint[])"
+    "   AND tenant_id <> ALL ($6::bigint[]) AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
     " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
-    "   AND receiver <> ALL ($3::text[]) AND id <> ALL ($4::bigint[])"
+    "   AND receiver <> ALL ($3::text[]) AND tenant_id <> ALL ($6::bigint[])"
+    "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
     " due AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner IS NULL"
     "   AND next_attempt_at <= now() AND receiver <> ALL ($3::text[])"
+    "   AND tenant_id <> ALL ($6::bigint[])"
     "   ORDER BY next_attempt_at, id LIMIT $2::int FOR UPDATE SKIP LOCKED),"
     " c AS (SELECT id FROM orphans UNION ALL (SELECT id FROM due"
     "   LIMIT $2::int - (SELECT count(*) FROM mine) - (SELECT count(*) FROM orphans))),"
@@ -215,17 +219,22 @@ text_array(const char *const *v, size_t n)
 }
 
 enum db_status
-db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *const *exclude,
-                size_t n_exclude, const int64_t *held, size_t n_held, struct db_outbox_item *out,
+db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a, struct db_outbox_item *out,
                 size_t max, size_t *n)
 {
     char limit[DB_I64_BUF];
-    char *ex =
-        text_array(exclude, n_exclude < DB_OUTBOX_EXCLUDE_MAX ? n_exclude : DB_OUTBOX_EXCLUDE_MAX);
-    char *hd = db_array_i64(held, n_held);
+    char *ex = text_array(a->exclude, a->n_exclude < DB_OUTBOX_EXCLUDE_MAX ? a->n_exclude
+                                                                           : DB_OUTBOX_EXCLUDE_MAX);
+    char *hd = db_array_i64(a->held, a->n_held);
+    char *tn = db_array_i64(
+        a->tenants, a->n_tenants < DB_OUTBOX_EXCLUDE_MAX ? a->n_tenants : DB_OUTBOX_EXCLUDE_MAX);
     const char *params[] = {
-        owner, db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)), ex,
-        hd, orphans ? "true" : "false"};
+        a->owner,
+        db_i64(limit, (int64_t)(max < DB_OUTBOX_CLAIM_MAX ? max : DB_OUTBOX_CLAIM_MAX)),
+        ex,
+        hd,
+        a->orphans ? "true" : "false",
+        tn};
     PGresult *res;
     enum db_status st = DB_HARD_ERROR;
 
@@ -234,12 +243,13 @@ db_outbox_claim(struct db *db, const char *owner, bool orphans, const char *cons
      * due rows were read whole through a bitmap and sorted on every lease, 50,000 of them each
      * time in a burst (5.7 ms a lease on average here, against 2.0 ms walking
      * outbox_pending_due in order and stopping at the limit). */
-    if (ex != NULL && hd != NULL)
-        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 5, params, DB_PLAN_GENERIC, &res);
+    if (ex != NULL && hd != NULL && tn != NULL)
+        st = db_exec_in_order(db, STMT_OUTBOX_CLAIM, claim_sql, 6, params, DB_PLAN_GENERIC, &res);
     else
         db_set_err(db, "out of memory");
     free(ex);
     free(hd);
+    free(tn);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res) && *n < max; row++) {

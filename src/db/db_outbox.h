@@ -53,8 +53,20 @@ enum db_status db_outbox_owner_renew(struct db *db, const char *owner, int64_t l
  * a worker stopping with nothing in flight. */
 enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
 
+/* What a lease statement takes and skips (db_outbox_claim); the arrays are borrowed. */
+struct db_outbox_claim_args {
+    const char *owner;
+    bool orphans;
+    const char *const *exclude; /* receivers skipped, n_exclude (at most DB_OUTBOX_EXCLUDE_MAX) */
+    size_t n_exclude;
+    const int64_t *tenants; /* tenants skipped, n_tenants (at most DB_OUTBOX_EXCLUDE_MAX) */
+    size_t n_tenants;
+    const int64_t *held; /* rows the caller holds, n_held */
+    size_t n_held;
+};
 /* Takes up to max (<= DB_OUTBOX_CLAIM_MAX) rows for owner, skipping the rows of the receivers in
- * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken):
+ * exclude[0..n_exclude) (their circuits are open or their share of the in-flight slots is taken)
+ * and of the tenants in tenants[0..n_tenants) (they hold their share of the caller's slots):
  * first rows of owners whose lease lapsed or whose backend is gone (a dead replica's, so they do
  * not wait behind a backlog; looked for only when orphans is true: a probe per owner of held rows;
  * never one in held[0..n_held), which the caller may still have out under an earlier name),
@@ -63,9 +75,8 @@ enum db_status db_outbox_owner_leave(struct db *db, const char *owner);
  * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that
  * range holds only rows anyone may take, however many are held. *n rows into out; free each with
  * db_outbox_item_fini. */
-enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
-                               const char *const *exclude, size_t n_exclude, const int64_t *held,
-                               size_t n_held, struct db_outbox_item *out, size_t max, size_t *n);
+enum db_status db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a,
+                               struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt; recorded[i]
  * tells whether ids[i] was recorded by this call (false: another answer for it was recorded

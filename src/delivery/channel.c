@@ -225,8 +225,11 @@ channel_verdict(unsigned channel, const struct outbound_done *d)
     if (channel != CHANNEL_PUSH)
         return CHANNEL_RETRY;
     /* 404 and 410 say the subscription is gone (RFC 8030); 400, 401, 403 (RFC 8292: the VAPID
-     * token) and 413 (too large) that this request can never succeed; 429, 5xx and anything
-     * else are worth retrying. */
+     * token) and 413 (too large) that this request can never succeed, and so does a redirect: a
+     * push service never redirects (RFC 8030 has none), so the endpoint is not one, and
+     * redirects are never followed (outbound.h). 429, 5xx and anything else are worth retrying. */
+    if (d->status >= 300 && d->status <= 399)
+        return CHANNEL_GIVE_UP; /* channel_explain says why */
     switch (d->status) {
     case 404:
     case 410:
@@ -249,4 +252,14 @@ channel_receiver_trouble(unsigned channel, const struct outbound_done *d)
     if (channel == CHANNEL_EMAIL)
         return d->status == 0 || (d->status >= 400 && d->status <= 499) || d->status / 10 == 53;
     return d->status == 0 || d->status == 429 || d->status >= 500;
+}
+
+void
+channel_explain(unsigned channel, struct outbound_done *d)
+{
+    if (channel == CHANNEL_PUSH && !d->ok && d->status >= 300 && d->status <= 399)
+        snprintf(d->err, sizeof d->err,
+                 "push_redirected: HTTP %ld from the push service, which never redirects: the "
+                 "subscription's endpoint is not a push service's (not followed)",
+                 d->status);
 }

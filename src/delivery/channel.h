@@ -69,6 +69,9 @@ int channel_start(const struct channel_opts *o, struct outbound *out,
 int channel_push_audience(const struct db_outbox_item *it, char out[WEBPUSH_ORIGIN_MAX + 1]);
 /* What the answer d to a request of the channel means. */
 enum channel_verdict channel_verdict(unsigned channel, const struct outbound_done *d);
+/* Rewrites d->err, the reason a failed answer is recorded with, where its bare status would
+ * leave the reader guessing: a push service's redirect (3xx) is recorded as push_redirected. */
+void channel_explain(unsigned channel, struct outbound_done *d);
 /* Whether a failed answer says the receiver itself is in trouble, which counts toward its
  * circuit (deliver.c): no answer at all; over HTTP a 429 or a 5xx; over SMTP a 4xx reply (RFC
  * 5321's transient ones: 421 closing, 451 local error) or an authentication refusal (53x). Any

@@ -2,7 +2,8 @@
  * one loop: renew its lease when due, load the rows it was given or can lease for the receivers
  * that have room (outbox rows of full or broken receivers are left to wait in PostgreSQL;
  * deliver_lease.c), build the bodies of rows sent for the first time (their meetings in one round
- * trip; deliver_job.c), start requests up to each receiver's share (deliver_policy.c), wait on
+ * trip; deliver_job.c), start requests up to each receiver's share and each tenant's
+ * (deliver_policy.c), wait on
  * libcurl for answers, record failed attempts at once and deliveries in groups
  * (deliver_record.c). */
 #define _GNU_SOURCE /* pthread_setname_np */
@@ -121,6 +122,8 @@ start(struct worker *w, struct job *j, int64_t now)
     if ((j->it.channel != CHANNEL_PUSH || authorize_push(w, j, err, &give_up) == 0) &&
         channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
         j->sending = true;
+        j->started_ms = now;
+        j->ten->sending++;
         deliver_policy_sent(&j->rcv->pol, now);
         atomic_fetch_add(&in_flight, 1);
         return;
@@ -132,9 +135,10 @@ start(struct worker *w, struct job *j, int64_t now)
     deliver_job_drop(w, j);
 }
 
-/* Starts what the receivers on the ready list have room for. On a half-open circuit the first
- * request that goes out is the probe; a row that cannot even start is none (deliver_policy_sent).
- */
+/* Starts what the receivers on the ready list have room for, each row when its tenant has too
+ * (a receiver whose queued rows all wait for their tenants stays on the list). On a half-open
+ * circuit the first request that goes out is the probe; a row that cannot even start is none
+ * (deliver_policy_sent). */
 static void
 start_ready(struct worker *w, int64_t now)
 {
@@ -142,8 +146,10 @@ start_ready(struct worker *w, int64_t now)
 
     while (*link != NULL) {
         struct receiver *r = *link;
-        while (r->pol.queued > 0 && deliver_policy_may_send(&r->pol, now))
-            start(w, deliver_job_dequeue(r), now);
+        struct job *j;
+        while (r->pol.queued > 0 && deliver_policy_may_send(&r->pol, now) &&
+               (j = deliver_job_dequeue_sendable(w, r)) != NULL)
+            start(w, j, now);
         if (r->pol.queued == 0) {
             r->ready = false;
             *link = r->next_ready;
@@ -356,6 +362,8 @@ deliver_start(const struct deliver_opts *opts)
     d->concurrency = opts->concurrency;
     d->per_receiver = opts->per_receiver;
     d->per_push_service = opts->per_push_service;
+    d->tenant_share = deliver_policy_tenant_share(
+        opts->concurrency, opts->tenant_share_pct > 0 ? opts->tenant_share_pct : 100);
     d->database_url = strdup(opts->database_url);
     d->instance_id = strdup(opts->instance_id);
     d->workers = calloc((size_t)opts->workers, sizeof *d->workers);

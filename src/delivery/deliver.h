@@ -52,6 +52,8 @@ struct deliver_opts {
                            * (deliver_policy_hold_cap, _held_max) */
     int per_receiver;     /* of those, at most this many for one receiver */
     int per_push_service; /* the same for a push service (one origin of Web Push endpoints) */
+    int tenant_share_pct; /* of the slots, one tenant's rows take at most this percentage, and
+                           * it has at most that many requests in flight (1..100; 0 = 100) */
     int64_t retry_base_ms;
     int64_t timeout_ms;
     int max_attempts;

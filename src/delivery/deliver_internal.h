@@ -20,6 +20,7 @@
 #include "webpush.h"
 
 #define RECEIVER_BUCKETS 1024
+#define TENANT_BUCKETS 256
 
 /* A receiver's key: a webhook id, a push service's origin (the longest) or "smtp". It must hold
  * a whole origin such as https://updates.push.services.mozilla.com: a cut key matches no
@@ -44,10 +45,24 @@ struct receiver {
     struct receiver *next;       /* hash chain */
 };
 
+/* A tenant with rows held by the worker: the unit of fairness between tenants. Its rows take at
+ * most its share of the worker's slots (struct deliver's tenant_share) and it has at most that
+ * many requests in flight; a tenant that holds its share is left out of the worker's leases. It
+ * is freed when it holds no row. */
+struct tenant {
+    int64_t id;
+    size_t held;         /* rows held: queued, in flight, answered and not recorded */
+    size_t sending;      /* requests out, answered and not recorded included */
+    struct tenant *next; /* hash chain */
+};
+
 /* A leased row, queued for its receiver or in flight. */
 struct job {
     struct db_outbox_item it;
     struct receiver *rcv;
+    struct tenant *ten;
+    int64_t started_ms; /* when its request started (monotonic): a slow answer counts against its
+                           receiver (deliver_policy_slow) */
     bool sending;
     bool body_new;   /* built by this worker: stored with a failed attempt's record */
     const char *why; /* when the payload could not be built: why the row gives up */
@@ -83,6 +98,7 @@ struct worker {
     struct job **held;      /* the rows it holds: n_held of max_held (deliver_policy_held_max) */
     size_t n_held, max_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
+    struct tenant *tenants[TENANT_BUCKETS];
     struct receiver *ready; /* receivers with queued jobs */
     /* Scratch of one round: max_held entries each, claimed DB_OUTBOX_CLAIM_MAX. */
     struct db_outbox_item *claimed;
@@ -109,6 +125,7 @@ struct deliver {
     struct channel_opts channel; /* borrowed strings: the configuration outlives delivery */
     int64_t retry_base_ms, timeout_ms;
     int max_attempts, concurrency, per_receiver, per_push_service;
+    size_t tenant_share; /* of a worker's slots, one tenant's (deliver_policy_tenant_share) */
     int n_workers;
     struct worker *workers;
 };
@@ -138,6 +155,14 @@ void deliver_job_take(struct worker *w, size_t n);
 bool deliver_job_held(const struct worker *w, const struct job *j);
 /* The oldest job queued for r, taken off its queue (it stays held), or NULL when none. */
 struct job *deliver_job_dequeue(struct receiver *r);
+/* The oldest job queued for r whose tenant has a request to spare (deliver_job_tenant_may_send),
+ * taken off its queue, or NULL when none: one tenant at its share does not hold back another's
+ * rows queued behind its own for a receiver they share (a push service, the SMTP server). */
+struct job *deliver_job_dequeue_sendable(const struct worker *w, struct receiver *r);
+/* Whether t has fewer than its share of requests in flight. */
+bool deliver_job_tenant_may_send(const struct worker *w, const struct tenant *t);
+/* Whether t holds its share of the slots: its rows are left out of leases. */
+bool deliver_job_tenant_full(const struct worker *w, const struct tenant *t);
 /* Takes j out of the rows w holds and frees it: its receiver counts it no more (or w is being
  * freed). */
 void deliver_job_drop(struct worker *w, struct job *j);

@@ -12,6 +12,7 @@
 #include "db_outbox.h"
 #include "db_series.h"
 #include "deliver_internal.h"
+#include "metrics.h"
 #include "panic.h"
 #include "timefmt.h"
 
@@ -46,6 +47,58 @@ receiver_get(struct worker *w, const struct db_outbox_item *it)
         deliver_policy_init(&(*r)->pol, (size_t)share, w->d->concurrency);
     }
     return *r;
+}
+
+/* ---- tenants ------------------------------------------------------------------------------- */
+
+static struct tenant **
+tenant_link(struct worker *w, int64_t id)
+{
+    struct tenant **t = &w->tenants[(uint64_t)id % TENANT_BUCKETS];
+
+    while (*t != NULL && (*t)->id != id)
+        t = &(*t)->next;
+    return t;
+}
+
+/* The tenant of a row, made when the worker holds none of its rows yet; NULL when out of
+ * memory. */
+static struct tenant *
+tenant_get(struct worker *w, int64_t id)
+{
+    struct tenant **t = tenant_link(w, id);
+
+    if (*t == NULL && (*t = calloc(1, sizeof **t)) != NULL)
+        (*t)->id = id;
+    return *t;
+}
+
+bool
+deliver_job_tenant_may_send(const struct worker *w, const struct tenant *t)
+{
+    return t->sending < w->d->tenant_share;
+}
+
+bool
+deliver_job_tenant_full(const struct worker *w, const struct tenant *t)
+{
+    return t->held >= w->d->tenant_share;
+}
+
+/* One row of t fewer held. A tenant that falls below its share here has rows leased for it now,
+ * not at the next poll; one that holds nothing is forgotten. */
+static void
+tenant_unhold(struct worker *w, struct tenant *t)
+{
+    TOCSIN_ASSERT(t->held > 0 && t->sending <= t->held);
+    if (t->held-- == w->d->tenant_share)
+        w->next_claim_ms = timefmt_mono_ms();
+    if (t->held > 0)
+        return;
+    struct tenant **link = tenant_link(w, t->id);
+    TOCSIN_ASSERT(*link == t);
+    *link = t->next;
+    free(t);
 }
 
 void
@@ -100,6 +153,25 @@ deliver_job_dequeue(struct receiver *r)
     return j;
 }
 
+struct job *
+deliver_job_dequeue_sendable(const struct worker *w, struct receiver *r)
+{
+    struct job **link = &r->head, *prev = NULL;
+
+    while (*link != NULL && !deliver_job_tenant_may_send(w, (*link)->ten)) {
+        prev = *link;
+        link = &prev->next;
+    }
+    struct job *j = *link;
+    if (j == NULL)
+        return NULL;
+    *link = j->next;
+    if (r->tail == j)
+        r->tail = prev;
+    deliver_policy_unqueue(&r->pol);
+    return j;
+}
+
 bool
 deliver_job_held(const struct worker *w, const struct job *j)
 {
@@ -116,6 +188,11 @@ deliver_job_drop(struct worker *w, struct job *j)
     last->slot = j->slot;
     if (j->rcv != NULL && j->rcv->pol.sending + j->rcv->pol.queued == 0)
         j->rcv->idle_since_ms = timefmt_mono_ms();
+    if (j->ten != NULL) {
+        if (j->sending) /* a stopped worker's request still out past its wait */
+            j->ten->sending--;
+        tenant_unhold(w, j->ten);
+    }
     db_outbox_item_fini(&j->it);
     free(j);
 }
@@ -190,12 +267,17 @@ deliver_job_take(struct worker *w, size_t n)
 
     for (size_t i = 0; i < n; i++) {
         struct job *j = calloc(1, sizeof *j);
-        if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL) {
+        if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL ||
+            (j->ten = tenant_get(w, w->claimed[i].tenant_id)) == NULL) {
             free(j);
             db_outbox_item_fini(&w->claimed[i]); /* still its: the next lease brings it back */
             continue;
         }
         TOCSIN_ASSERT(w->n_held < w->max_held); /* a lease takes no more than fits */
+        /* A lease may bring a tenant past its share (rows given to this worker, or due, read in
+         * order): the rest wait in their queues without a slot, for the tenant's requests. */
+        if (++j->ten->held > w->d->tenant_share)
+            metrics_add(METRIC_DELIVERY_TENANT_DEFERRED, 1);
         j->it = w->claimed[i];
         j->slot = w->n_held;
         w->held[w->n_held++] = j;

@@ -123,10 +123,32 @@ excluded(const struct worker *w, int64_t now, const char **out, size_t max, size
     return n;
 }
 
-/* The slots not taken: rows held beyond their receivers' hold caps take none. */
+/* Tenants whose rows must not be leased now: those holding their share of the slots. Sets
+ * *beyond to the rows held beyond the tenants' shares (they take no slot). */
 static size_t
-free_slots(const struct worker *w, size_t beyond)
+tenants_full(const struct worker *w, int64_t *out, size_t max, size_t *beyond)
 {
+    size_t n = 0;
+
+    *beyond = 0;
+    for (size_t b = 0; b < TENANT_BUCKETS; b++)
+        for (const struct tenant *t = w->tenants[b]; t != NULL; t = t->next) {
+            if (t->held > w->d->tenant_share)
+                *beyond += t->held - w->d->tenant_share;
+            if (deliver_job_tenant_full(w, t) && n < max)
+                out[n++] = t->id; /* past max, the rest may be leased: they wait queued */
+        }
+    return n;
+}
+
+/* The slots not taken: rows held beyond their receivers' hold caps, or beyond their tenants'
+ * shares, take none. Either bound alone keeps what is in flight within the slots (a request
+ * takes a slot under both), so the larger of the two is left out: counting both could count a
+ * row twice, and the lease would bring rows with no slot to go to. */
+static size_t
+free_slots(const struct worker *w, size_t beyond_receivers, size_t beyond_tenants)
+{
+    size_t beyond = beyond_receivers > beyond_tenants ? beyond_receivers : beyond_tenants;
     size_t taken = w->n_held - beyond;
 
     return taken < (size_t)w->d->concurrency ? (size_t)w->d->concurrency - taken : 0;
@@ -136,9 +158,11 @@ size_t
 deliver_lease_claim(struct worker *w, int64_t now, bool *more)
 {
     const char *exclude[DB_OUTBOX_EXCLUDE_MAX];
-    size_t beyond, n = 0;
+    int64_t tenants[DB_OUTBOX_EXCLUDE_MAX];
+    size_t beyond, beyond_t, n = 0;
     size_t n_ex = excluded(w, now, exclude, DB_OUTBOX_EXCLUDE_MAX, &beyond);
-    size_t room = free_slots(w, beyond);
+    size_t n_ten = tenants_full(w, tenants, DB_OUTBOX_EXCLUDE_MAX, &beyond_t);
+    size_t room = free_slots(w, beyond, beyond_t);
 
     *more = false;
     if (room > w->max_held - w->n_held)
@@ -154,8 +178,15 @@ deliver_lease_claim(struct worker *w, int64_t now, bool *more)
     bool orphans = now - w->orphans_ms >= DELIVER_POLL_MS;
     if (orphans)
         w->orphans_ms = now;
-    if (db_outbox_claim(w->db, w->owner, orphans, exclude, n_ex, w->ids, w->n_held, w->claimed,
-                        room, &n) != DB_ONE_RESULT) {
+    struct db_outbox_claim_args a = {.owner = w->owner,
+                                     .orphans = orphans,
+                                     .exclude = exclude,
+                                     .n_exclude = n_ex,
+                                     .tenants = tenants,
+                                     .n_tenants = n_ten,
+                                     .held = w->ids,
+                                     .n_held = w->n_held};
+    if (db_outbox_claim(w->db, &a, w->claimed, room, &n) != DB_ONE_RESULT) {
         deliver_db_lost(w, "cannot lease outbox rows");
         return 0;
     }

@@ -199,6 +199,22 @@ deliver_policy_note(struct deliver_policy *p, bool broken, int64_t hold_ms, int6
     return c;
 }
 
+bool
+deliver_policy_slow(int64_t took_ms, int64_t timeout_ms)
+{
+    return took_ms * 100 >= timeout_ms * DELIVER_SLOW_PCT;
+}
+
+/* Rounded down, so that the shares of 100 / pct tenants never pass the slots: the tenant that
+ * fills its share leaves the rest to the others. */
+size_t
+deliver_policy_tenant_share(int concurrency, int pct)
+{
+    size_t share = (size_t)concurrency * (size_t)pct / 100;
+
+    return share > 0 ? share : 1;
+}
+
 int64_t
 deliver_policy_backoff_ms(int64_t base_ms, int attempt, double r)
 {

@@ -21,6 +21,11 @@
 #define DELIVER_CIRCUIT_OPEN_MS 5000
 #define DELIVER_CIRCUIT_OPEN_MAX_MS 300000
 
+/* An answer that took at least this percentage of the request timeout counts against its
+ * receiver as a failure does (deliver_policy_slow), success or not: a receiver that answers 2xx
+ * just under the timeout holds a slot for most of it, and never tripped a circuit that way. */
+#define DELIVER_SLOW_PCT 50
+
 /* One receiver's state (a webhook, a push service or the SMTP server: the unit of isolation), as
  * one worker sees it. The worker keeps the counts with deliver_policy_queue/_unqueue/_sent/
  * _answered; the fields are read-only elsewhere. */
@@ -99,6 +104,15 @@ bool deliver_policy_answered(struct deliver_policy *p);
  * (the caller gives them back due then, without spending attempts); else 0. */
 enum deliver_policy_change deliver_policy_note(struct deliver_policy *p, bool broken,
                                                int64_t hold_ms, int64_t now, int64_t *wait_ms);
+
+/* Whether an answer that took took_ms of a request timeout of timeout_ms is slow
+ * (DELIVER_SLOW_PCT): it counts toward the receiver's circuit like a failure. Pure. */
+bool deliver_policy_slow(int64_t took_ms, int64_t timeout_ms);
+
+/* A tenant's share of a worker's `concurrency` slots at pct percent (TOCSIN_DELIVERY_TENANT_SHARE,
+ * 1..100): the rows of one tenant a worker holds that take slots, and the requests it has in
+ * flight at most. At least 1. Pure. */
+size_t deliver_policy_tenant_share(int concurrency, int pct);
 
 /* The delay before retry number `attempt` (1 = the first retry): base * 2^(attempt-1), capped at
  * DELIVER_BACKOFF_MAX_MS, spread by +-DELIVER_JITTER_PCT with the random value r in [0, 1). Pure.

@@ -30,6 +30,8 @@
 static void
 slot_back(struct worker *w, struct job *j, int64_t now)
 {
+    TOCSIN_ASSERT(j->ten->sending > 0);
+    j->ten->sending--;
     if (deliver_policy_answered(&j->rcv->pol))
         w->next_claim_ms = now;
 }
@@ -230,9 +232,13 @@ deliver_record_answers(struct worker *w, size_t n)
         struct job *j = w->done[i].tag;
         TOCSIN_ASSERT(j->sending && deliver_job_held(w, j));
         j->sending = false;
-        circuit(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]),
+        /* A success that took most of the timeout counts against the receiver like a failure:
+         * a tarpit that answers 2xx just in time would hold its share of slots for ever. */
+        bool slow = deliver_policy_slow(now - j->started_ms, w->d->timeout_ms);
+        circuit(w, j->rcv, slow || channel_receiver_trouble(j->it.channel, &w->done[i]),
                 w->done[i].retry_after_s, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);
+        channel_explain(j->it.channel, &w->done[i]);
         if (w->verdicts[i] == CHANNEL_DELIVERED) {
             if (w->n_answered == 0)
                 w->answered_ms = now;

@@ -66,29 +66,83 @@ utf8_cut(const char *s, size_t len, size_t max)
     return max;
 }
 
+/* The characters a header's text must not carry decoded, as UTF-8 byte ranges of one length:
+ * C0 controls and DEL (CR and LF among them), C1 controls (NEL), and the invisible format
+ * characters that reorder or hide what a reader sees: the Arabic letter mark, the Mongolian vowel
+ * separator, zero-width spaces and joiners, LRM and RLM, the line and paragraph separators
+ * (U+2028, U+2029), the bidi embeddings and overrides (U+202A-202E) and isolates
+ * (U+2066-2069), invisible operators, the BOM and the interlinear annotations. A display name
+ * "Eve<U+2028>Bcc: evil@evil.example" or one reversed by U+202E spoofs what a mail program
+ * shows. */
+static const struct {
+    unsigned char lead[3]; /* the bytes before the last */
+    unsigned char lo, hi;  /* the last byte's range */
+    size_t len;
+} spoofing[] = {
+    {{0}, 0x00, 0x1f, 1},          {{0}, 0x7f, 0x7f, 1}, {{0xc2}, 0x80, 0x9f, 2}, /* U+0080-009F */
+    {{0xd8}, 0x9c, 0x9c, 2},                                                      /* U+061C */
+    {{0xe1, 0xa0}, 0x8e, 0x8e, 3},                                                /* U+180E */
+    {{0xe2, 0x80}, 0x8b, 0x8f, 3},                                                /* U+200B-200F */
+    {{0xe2, 0x80}, 0xa8, 0xae, 3},                                                /* U+2028-202E */
+    {{0xe2, 0x81}, 0xa0, 0xaf, 3},                                                /* U+2060-206F */
+    {{0xef, 0xbb}, 0xbf, 0xbf, 3},                                                /* U+FEFF */
+    {{0xef, 0xbf}, 0xb9, 0xbb, 3},                                                /* U+FFF9-FFFB */
+};
+
+/* The length of the spoofing character at s (len bytes left), 0 when there is none. */
+static size_t
+spoofing_at(const unsigned char *s, size_t len)
+{
+    for (size_t i = 0; i < sizeof spoofing / sizeof spoofing[0]; i++) {
+        size_t n = spoofing[i].len;
+        if (n <= len && memcmp(s, spoofing[i].lead, n - 1) == 0 && s[n - 1] >= spoofing[i].lo &&
+            s[n - 1] <= spoofing[i].hi)
+            return n;
+    }
+    return 0;
+}
+
+/* A copy of text with each spoofing character a space (malloc'ed; NULL when out of memory). */
+static char *
+blanked(const char *text)
+{
+    size_t len = strlen(text), k = 0;
+    char *out = malloc(len + 1);
+
+    for (size_t at = 0; out != NULL && at < len;) {
+        size_t n = spoofing_at((const unsigned char *)text + at, len - at);
+        out[k++] = n > 0 ? ' ' : text[at];
+        at += n > 0 ? n : 1;
+    }
+    if (out != NULL)
+        out[k] = '\0';
+    return out;
+}
+
 /* text as RFC 2047 encoded-words after "Name: ", the first on the header's line and each other on
  * a continuation line of its own, so that no line with an encoded-word passes 76 characters (RFC
- * 2047 section 2), the header's name included. Control characters (CR and LF among them) become
+ * 2047 section 2), the header's name included. Control and format characters (spoofing[]) become
  * spaces: encoded, they could not break the header, but a reader decodes them into the header's
- * value, and mail programs refuse or mangle a name or subject with a line break in it. */
+ * value, and mail programs refuse or mangle a name or subject with a line break in it, or show
+ * one reordered by a bidi override. */
 static void
 put_words(struct strbuf *b, const char *text)
 {
-    char raw[WORD_RAW_MAX], enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
-    size_t len = strlen(text), at = 0;
+    char enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
+    char *clean = blanked(text);
+    size_t len = clean != NULL ? strlen(clean) : 0, at = 0;
 
+    if (clean == NULL)
+        b->bad = true;
     while (at < len) {
-        size_t n = utf8_cut(text + at, len - at, at == 0 ? WORD_FIRST_RAW_MAX : WORD_RAW_MAX);
+        size_t n = utf8_cut(clean + at, len - at, at == 0 ? WORD_FIRST_RAW_MAX : WORD_RAW_MAX);
         if (n == 0)
             n = 1; /* never stuck on a broken sequence */
-        for (size_t i = 0; i < n; i++) {
-            unsigned char c = (unsigned char)text[at + i];
-            raw[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-        }
-        enc[b64_encode(raw, n, enc)] = '\0';
+        enc[b64_encode(clean + at, n, enc)] = '\0';
         strbuf_printf(b, "%s=?UTF-8?B?%s?=", at > 0 ? "\r\n " : "", enc);
         at += n;
     }
+    free(clean);
 }
 
 /* data as base64 lines of LINE_MAX_B64 characters. */

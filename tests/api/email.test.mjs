@@ -1,7 +1,8 @@
 // email.test.mjs -- the email channel against a real SMTP server (tests/api/smtp.mjs: Debian's
 // python3-aiosmtpd on loopback), each message parsed by parsers that are not tocsin's (Python's
 // email package for MIME, python3-icalendar for the .ics): one message per participant with an
-// address, the subject's local time, the calendar event; the server down while the reminder
+// address, the subject's local time, the calendar event; control and format characters (bidi
+// overrides, U+2028) in a name or title arriving as spaces; the server down while the reminder
 // fires, then up (delivered once); a 451 answer retried; a 550 answer failed at once; channels
 // honoured (an email-only reminder calls no webhook, a webhook-only one sends no email); no email
 // rows while TOCSIN_SMTP_URL is unset; browser tokens make no email unless TOCSIN_BROWSER_EMAIL=1
@@ -108,6 +109,32 @@ test('one message per participant with an address, well formed, with the local t
     const rows = await deliveriesWhen(m.id, (items) => items.filter((d) => d.status === 'delivered').length === 2);
     assert.deepEqual(rows.map((d) => [d.channel, d.recipient, d.status]).sort(),
         [['email', 'ada', 'delivered'], ['email', 'bob', 'delivered']]);
+});
+
+// Control and format characters that reorder, hide or break what a mail program shows: C0, DEL,
+// C1 (NEL), the line and paragraph separators, bidi embeddings, overrides and isolates, LRM/RLM,
+// zero-width characters, the BOM.
+const SPOOFING = /[\u0000-\u001f\u007f-\u009f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/u;
+
+test('bidi overrides, line separators and other format characters in a name or title come back as spaces', async () => {
+    const name = 'Eve\u2028Bcc: evil@evil.example\u2029\u202Egnp.exe\u202C \u2066x\u2069\u0085\u200B\u200F\uFEFFend';
+    const title = 'Pay\u202Eyrots\u202C \u2028now\u0085';
+    await dueSoon(key, { title, participants: [{ id: 'eve', name, email: 'eve@example.com' }] });
+    assert.ok(await waitFor(() => smtp.messages().some(to('eve@example.com')), BOUND_MS), 'no message');
+    const msg = smtp.messages().find(to('eve@example.com'));
+    assert.deepEqual(msg.defects, []);
+    const rcpt = header(msg, 'To');
+    const subject = header(msg, 'Subject');
+    assert.doesNotMatch(rcpt, SPOOFING, JSON.stringify(rcpt));
+    assert.doesNotMatch(subject, SPOOFING, JSON.stringify(subject));
+    // Blanked, not dropped: the words stay apart, and the address is the participant's. (A reader
+    // may put a space between two encoded-words of a display name, so the rest is compared
+    // without white space.)
+    assert.match(rcpt, /Eve +Bcc/, JSON.stringify(rcpt));
+    assert.ok(rcpt.replace(/\s+/g, '').includes('EveBcc:evil@evil.examplegnp.exexend'), JSON.stringify(rcpt));
+    assert.match(rcpt, /<eve@example\.com>$/);
+    assert.match(subject, /^Reminder: Pay yrots +now +at \d\d:\d\d UTC$/, JSON.stringify(subject));
+    assert.deepEqual(msg.rcpt_tos, ['eve@example.com']);
 });
 
 test('the SMTP server down while the reminder fires, then up: delivered once, after retries', async () => {

@@ -2,8 +2,9 @@
 // every message tocsin sends is decrypted with the npm `http_ece` library using the subscriber's
 // private key and its VAPID JWT verified with `jose` (k = the key of /v1/push/vapid-public-key,
 // aud = the endpoint's origin, exp at most 24 h ahead); TTL, Urgency and Topic right; 410 tried
-// once, then the subscription is gone; 429 with Retry-After: 2 retried after 2 s, not before; a
-// rescheduled reminder sends its new time under the same Topic; a push service is held to its own
+// once, then the subscription is gone; a 302 failed at once as push_redirected, not followed; 429
+// with Retry-After: 2 retried after 2 s, not before; a rescheduled reminder sends its new time
+// under the same Topic; a push service is held to its own
 // share of requests in flight, not a webhook's; the subscription endpoints' validation, limit,
 // scopes, deletion and isolation; one VAPID key across replicas; a push-only reminder calls no
 // webhook.
@@ -132,6 +133,22 @@ test('410: tried once, the subscription is gone, the next reminder does not try 
     await sleep(1000);
     assert.deepEqual(await deliveries(k, next.id), []);
     assert.equal(gone.got.length, 1, 'never tried again');
+});
+
+test('a 302 fails the row at once as push_redirected, and the redirect is not followed', async () => {
+    const k = await srv.createKey('push-302');
+    const target = ps.subscribe(); // where the redirect points: an endpoint that would take it
+    const moved = await subscriber(k, 'eve', () => ({ status: 302, location: target.json.endpoint }));
+    const m = await dueSoon(k, ['eve']);
+    assert.ok(await waitFor(async () => (await deliveries(k, m.id))[0]?.status === 'failed', BOUND_MS),
+        JSON.stringify(await deliveries(k, m.id)));
+    await sleep(1000); // a retry, if any, is due after TOCSIN_DELIVERY_RETRY_BASE_MS (200 ms)
+    const [row] = await deliveries(k, m.id);
+    assert.equal(row.attempts, 1, JSON.stringify(row));
+    assert.equal(row.last_status, 302);
+    assert.match(row.last_error, /^push_redirected: HTTP 302 /);
+    assert.equal(moved.got.length, 1, 'tried once');
+    assert.equal(target.got.length, 0, 'the redirect was not followed');
 });
 
 test('429 with Retry-After: 2 is retried after 2 s, not before', async () => {

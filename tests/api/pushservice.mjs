@@ -57,8 +57,8 @@ export class PushService {
     }
 
     // A browser-side subscription: what PushSubscription.toJSON() gives, plus its record.
-    // plan(n) answers the n-th request (from 1): a status, { status, retryAfter, delayMs }, or
-    // 'hang'.
+    // plan(n) answers the n-th request (from 1): a status, { status, retryAfter, location,
+    // delayMs }, or 'hang'.
     subscribe(plan = () => 201) {
         const n = ++this.serial;
         const ecdh = createECDH('prime256v1');
@@ -120,7 +120,10 @@ export class PushService {
         if (rec.error && answer.status < 300) answer = { status: 400 }; // what a real service does
         if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs));
         this.open--;
-        res.writeHead(answer.status, answer.retryAfter !== undefined ? { 'Retry-After': String(answer.retryAfter) } : {}).end();
+        const headers = {};
+        if (answer.retryAfter !== undefined) headers['Retry-After'] = String(answer.retryAfter);
+        if (answer.location !== undefined) headers.Location = answer.location;
+        res.writeHead(answer.status, headers).end();
     }
 }
 

@@ -229,7 +229,14 @@ static enum db_status
 claim_rows(struct db *db, const char *owner, const char *const *exclude, size_t n_exclude,
            const int64_t *held, size_t n_held, struct db_outbox_item *out, size_t max, size_t *n)
 {
-    return db_outbox_claim(db, owner, true, exclude, n_exclude, held, n_held, out, max, n);
+    struct db_outbox_claim_args a = {.owner = owner,
+                                     .orphans = true,
+                                     .exclude = exclude,
+                                     .n_exclude = n_exclude,
+                                     .held = held,
+                                     .n_held = n_held};
+
+    return db_outbox_claim(db, &a, out, max, n);
 }
 
 static void

@@ -4,7 +4,7 @@ by src/delivery/mail.c (through tests/tools/mail_tool, the production path) are 
 package (MIME, RFC 2047) and python3-icalendar (the .ics); local start times are computed with
 Python's zoneinfo. Cases: the local time in the subject on both sides of DST changes (New York,
 Berlin, Lord Howe's half hour), hostile titles, descriptions, locations and names (CR, LF, a
-forged "Bcc:", control bytes, non-ASCII, the longest values the API takes, boundary-like and
+forged "Bcc:", control bytes, bidi overrides and other format characters, non-ASCII, the longest values the API takes, boundary-like and
 SMTP end-of-data text), CRLF line breaks in the text part, header lines with encoded-words of at
 most 76 characters, a stable Message-ID, one calendar UID per occurrence of a series, and
 addresses that cannot go into a header.
@@ -107,9 +107,17 @@ def ics_text(s):
     return "".join(ch for ch in s if ch in "\n\t" or (ord(ch) >= 0x20 and ord(ch) != 0x7f))
 
 
+# Control and format characters a decoded header must not carry (mail.c's spoofing[]): C0, DEL,
+# C1, the Arabic letter mark, the Mongolian vowel separator, zero-width characters, LRM/RLM, the
+# line and paragraph separators, bidi embeddings, overrides and isolates, invisible operators,
+# the BOM, interlinear annotations.
+SPOOFING = [(0x00, 0x1f), (0x7f, 0x9f), (0x61c, 0x61c), (0x180e, 0x180e), (0x200b, 0x200f),
+            (0x2028, 0x202e), (0x2060, 0x206f), (0xfeff, 0xfeff), (0xfff9, 0xfffb)]
+
+
 def header_text(s):
-    """What a decoded header can hold of s: control characters as spaces."""
-    return "".join(" " if ord(ch) < 0x20 or ord(ch) == 0x7f else ch for ch in s)
+    """What a decoded header can hold of s: control and format characters as spaces."""
+    return "".join(" " if any(lo <= ord(ch) <= hi for lo, hi in SPOOFING) else ch for ch in s)
 
 
 def local_hhmm(c):
@@ -144,6 +152,8 @@ def hostile_cases():
         "--tocsin-boundary--\r\n--XX",
         "Bell\x07 tab\t esc\x1b[31m del\x7f",
         "Café ☕ 会議 مرحبا \U0001F600",
+        "Eve\u2028Bcc: evil@evil.example\u2029 \u202egnp.exe\u202c \u2066x\u2069",
+        "nel\u0085 lrm\u200e rlm\u200f zw\u200b bom\ufeff alm\u061c",
         "=?utf-8?q?not=20really?= encoded",
         "x" * 200,
         "é" * 200,

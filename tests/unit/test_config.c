@@ -39,6 +39,12 @@ static const struct {
     {"TOCSIN_MISSED_GRACE_MS", "86400000", 1},
     {"TOCSIN_MISSED_GRACE_MS", "86400001", 0},
     {"TOCSIN_MISSED_GRACE_MS", "99999999999999999999999", 0},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "1", 1},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "100", 1},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "0", 0},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "101", 0},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "50%", 0},
+    {"TOCSIN_DELIVERY_TENANT_SHARE", "0.5", 0},
     {"TOCSIN_HTTP_ADDR", "127.0.0.1:1", 1},
     {"TOCSIN_HTTP_ADDR", "[::1]:8080", 1},
     {"TOCSIN_HTTP_ADDR", "127.0.0.1", 0},
@@ -119,6 +125,7 @@ main(void)
     CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0 &&
               cfg.browser_email == 0 && cfg.browser_participants_max == 50,
           "tenant and browser defaults: nothing limited but browser writes");
+    CHECK(cfg.delivery_tenant_share == 50, "a tenant takes half a delivery worker's slots");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         setenv(cases[i].var, cases[i].value, 1);
         err[0] = '\0';
@@ -137,6 +144,12 @@ main(void)
               strcmp(cfg.redis_password, "a/b") == 0,
           "redis ACL user fields");
     unsetenv("TOCSIN_REDIS_URL");
+    /* A share's error names its unit: "0.5" is not half. */
+    setenv("TOCSIN_DELIVERY_TENANT_SHARE", "0.5", 1);
+    CHECK(config_load(&cfg, err, sizeof(err)) != 0 &&
+              strstr(err, "TOCSIN_DELIVERY_TENANT_SHARE") != NULL && strstr(err, "percent") != NULL,
+          "tenant share reason: %s", err);
+    unsetenv("TOCSIN_DELIVERY_TENANT_SHARE");
     /* libpq's reason follows the variable's name. */
     setenv("TOCSIN_DATABASE_URL", "postgresql://db/tocsin?sslmod=require", 1);
     CHECK(config_load(&cfg, err, sizeof(err)) != 0 &&

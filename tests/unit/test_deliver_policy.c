@@ -427,6 +427,55 @@ test_retry(void)
           total);
 }
 
+static const struct {
+    int concurrency, pct;
+    size_t want;
+} tenant_shares[] = {
+    {256, 50, 128},              /* the default: half */
+    {256, 100, 256},             /* one tenant may take every slot */
+    {256, 1, 2},                 /* rounded down */
+    {8, 50, 4},      {3, 50, 1}, /* rounded down: two tenants never pass the slots */
+    {1, 50, 1},      {1, 1, 1},  /* still one */
+};
+
+static const struct {
+    int64_t took_ms, timeout_ms;
+    bool want;
+} slows[] = {
+    {4999, 10000, false}, /* just under half the timeout */
+    {5000, 10000, true},  /* half of it */
+    {9000, 10000, true},  /* the 9 s tarpit */
+    {0, 100, false},      {60000, 60000, true},
+};
+
+/* A tenant's share of the slots, and which answers are slow enough to count against a receiver.
+ */
+static void
+test_tenant_and_slow(void)
+{
+    for (size_t i = 0; i < sizeof tenant_shares / sizeof tenant_shares[0]; i++) {
+        size_t got =
+            deliver_policy_tenant_share(tenant_shares[i].concurrency, tenant_shares[i].pct);
+        CHECK(got == tenant_shares[i].want, "tenant share #%zu: %zu want %zu", i, got,
+              tenant_shares[i].want);
+    }
+    for (size_t i = 0; i < sizeof slows / sizeof slows[0]; i++)
+        CHECK(deliver_policy_slow(slows[i].took_ms, slows[i].timeout_ms) == slows[i].want,
+              "slow #%zu", i);
+    /* Slow answers, counted as trouble, open the circuit at the fifth in a row. */
+    struct deliver_policy p;
+    int64_t wait;
+    deliver_policy_init(&p, 16, 256);
+    for (int i = 1; i < DELIVER_CIRCUIT_FAILURES; i++)
+        CHECK(deliver_policy_note(&p, deliver_policy_slow(9000, 10000), 0, i, &wait) ==
+                  DELIVER_POLICY_SAME,
+              "slow answer %d", i);
+    CHECK(deliver_policy_note(&p, deliver_policy_slow(9000, 10000), 0, 9, &wait) ==
+                  DELIVER_POLICY_OPENED &&
+              wait == DELIVER_CIRCUIT_OPEN_MS,
+          "the fifth slow answer opens the circuit");
+}
+
 int
 main(void)
 {
@@ -436,5 +485,6 @@ main(void)
     test_hold_cap();
     test_backoff();
     test_retry();
+    test_tenant_and_slow();
     return check_summary("test_deliver_policy");
 }
