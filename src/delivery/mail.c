@@ -102,9 +102,10 @@ spoofing_at(const unsigned char *s, size_t len)
     return 0;
 }
 
-/* A copy of text with each spoofing character a space (malloc'ed; NULL when out of memory). */
+/* A copy of text with each spoofing character a space (malloc'ed; NULL when out of memory), its
+ * length in *n. */
 static char *
-blanked(const char *text)
+blanked(const char *text, size_t *n_out)
 {
     size_t len = strlen(text), k = 0;
     char *out = malloc(len + 1);
@@ -116,6 +117,7 @@ blanked(const char *text)
     }
     if (out != NULL)
         out[k] = '\0';
+    *n_out = k;
     return out;
 }
 
@@ -129,8 +131,8 @@ static void
 put_words(struct strbuf *b, const char *text)
 {
     char enc[B64_ENCODED_LEN(WORD_RAW_MAX) + 1];
-    char *clean = blanked(text);
-    size_t len = clean != NULL ? strlen(clean) : 0, at = 0;
+    size_t len, at = 0;
+    char *clean = blanked(text, &len);
 
     if (clean == NULL)
         b->bad = true;
