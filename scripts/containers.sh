@@ -3,9 +3,11 @@
 # a Debian 12 machine with no container registry: rootful podman behind docker-compose, a
 # debian:bookworm-slim base made with debootstrap (scripts/podman.sh), the registry images replaced by
 # docker/compose.debian.yaml, plus a test webhook receiver (tests/containers). Then, through the
-# load balancer only: a webhook registered, a meeting whose reminder fires a few seconds later,
-# one of the three replicas stopped, and the reminder must reach the receiver exactly once; then
-# down -v. The engine's settings go into a private CONTAINERS_CONF (nothing under /etc is
+# load balancer only: 500 live streams from several client addresses (containers of their own on
+# the compose network), every one with its hello and all open at once, which the per-address
+# bound allows only when tocsin counts each client behind the balancer by the address it names;
+# a webhook registered, a meeting whose reminder fires a few seconds later, one of the three
+# replicas stopped, and the reminder must reach the receiver exactly once; then down -v. The engine's settings go into a private CONTAINERS_CONF (nothing under /etc is
 # changed); the podman service is stopped by its PID. Needs root. TOCSIN_COMPOSE_PROJECT
 # (default tocsin-ci) and TOCSIN_CONTAINERS_PORT (the published port, default 18080) keep
 # parallel runs apart.
@@ -31,6 +33,11 @@ CALL_WAIT_S=120       # any one docker-compose or podman call (a wedged engine f
 BUILD_WAIT_S=1200     # the image builds: apt-get in three images on a cold cache
 CURL_WAIT_S=10        # one HTTP call through the load balancer
 KEYS_WAIT_S=90        # `tocsin keys create` in a replica: retried while its DNS and database settle
+STREAM_CLIENTS=5      # client containers, each an address of its own behind the balancer
+STREAMS_EACH=100      # streams each opens: 500 in all, past 3 replicas x 128 per address
+STREAMS_WAIT_S=60     # until every stream of a client has its hello
+STREAMS_HOLD_S=10     # they stay open that much longer, while the replicas' counts are read
+STREAMS=$((STREAM_CLIENTS * STREAMS_EACH))
 export TOCSIN_PUBLISH_ADDR=127.0.0.1 TOCSIN_PUBLISH_PORT=${TOCSIN_CONTAINERS_PORT:-18080}
 TOCSIN_COMMIT=$(git -C "$TOCSIN_ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 export TOCSIN_COMMIT
@@ -50,7 +57,10 @@ cleanup()
         $COMPOSE ps || true
         $COMPOSE logs --tail=40 || true
     fi
-    [ -z "$SVC_PID" ] || $COMPOSE down -v --timeout 10 || true
+    if [ -n "$SVC_PID" ]; then
+        stream_clients_remove
+        $COMPOSE down -v --timeout 10 || true
+    fi
     for pid in $HEALTH_PID $SVC_PID; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
@@ -143,6 +153,64 @@ keys_create()
     done
 }
 
+# The stream clients' containers (not compose's: down would leave them, and the network with them).
+stream_clients_remove()
+{
+    local ids
+    ids=$($PODMAN ps -aq --filter "label=tocsin.streams=$PROJECT" 2>/dev/null) || return 0
+    [ -z "$ids" ] || $PODMAN rm -f $ids >/dev/null 2>&1 || true
+}
+
+# The live streams of every replica together, each replica's own /metrics read inside it.
+streams_open()
+{
+    local id v n=0
+    for id in $($COMPOSE ps -q tocsin); do
+        v=$($PODMAN exec "$id" curl -sf -m "$CURL_WAIT_S" http://127.0.0.1:8080/metrics |
+            awk '$1 == "tocsin_streams_open" { print $2 }') || v=0
+        n=$((n + ${v:-0}))
+    done
+    echo "$n"
+}
+
+streams_all_open()
+{
+    [ "$(streams_open)" -eq "$STREAMS" ]
+}
+
+# STREAM_CLIENTS containers on the compose network, each with its own browser token, open
+# STREAMS_EACH streams through the balancer (tests/containers/streams.pl); all must be open at once
+# on the replicas and every one must have its hello.
+streams_check()
+{
+    local net image i bt got=0 pids=()
+    net=$($PODMAN network ls -q --filter "label=com.docker.compose.project=$PROJECT")
+    [ -n "$net" ] || tocsin_die "no network of project $PROJECT"
+    # The image this project's receiver runs, by id: its tag is shared with parallel runs.
+    image=$($PODMAN inspect -f '{{.Image}}' "$($COMPOSE ps -q receiver)") ||
+        tocsin_die "no receiver container to take the stream clients' image from"
+    for i in $(seq "$STREAM_CLIENTS"); do
+        bt=$(lb POST /v1/browser-tokens -H 'Content-Type: application/json' \
+            -d "{\"sub\":\"browser-$i\",\"scope\":\"notifications\"}" |
+            node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).token)') ||
+            tocsin_die "POST /v1/browser-tokens through the load balancer failed"
+        $PODMAN run --rm --network "$net" --label "tocsin.streams=$PROJECT" \
+            "$image" perl /usr/local/bin/streams.pl lb 8080 "$bt" \
+            "$STREAMS_EACH" "$STREAMS_WAIT_S" "$STREAMS_HOLD_S" >"$WORK/streams-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    until_ok "$STREAMS_WAIT_S" "$STREAMS streams open on the replicas at once (last count: \
+$(streams_open))" streams_all_open
+    tocsin_log "$(streams_open) streams open at once on the replicas"
+    for i in $(seq "$STREAM_CLIENTS"); do
+        wait "${pids[$((i - 1))]}" || tocsin_die "stream client $i: $(cat "$WORK/streams-$i.log")"
+        got=$((got + $(sed -n 's/^hello \([0-9]*\) of .*/\1/p' "$WORK/streams-$i.log")))
+    done
+    [ "$got" -eq "$STREAMS" ] || tocsin_die "$got of $STREAMS streams had their hello"
+    tocsin_log "streams: $got of $STREAMS had their hello through the load balancer, from \
+$STREAM_CLIENTS client addresses"
+}
+
 tocsin_base_image "$WORK"
 tocsin_log "podman system service on $SOCK"
 rm -f "$SOCK"
@@ -175,8 +243,10 @@ esac
 curl -sf -m "$CURL_WAIT_S" "$LB/metrics" | grep "^tocsin_build_info{version=\"[0-9.]*\",commit=\"$TOCSIN_COMMIT\"} 1\$" >/dev/null ||
     tocsin_die "/metrics through the load balancer lacks tocsin_build_info for $TOCSIN_COMMIT"
 
-tocsin_log "through the load balancer: a webhook and a meeting whose reminder fires in ${FIRE_IN_S} s"
 token=$(keys_create) || tocsin_die "tocsin keys create in a replica failed for ${KEYS_WAIT_S}s"
+tocsin_log "through the load balancer: $STREAMS streams from $STREAM_CLIENTS client addresses"
+streams_check
+tocsin_log "through the load balancer: a webhook and a meeting whose reminder fires in ${FIRE_IN_S} s"
 lb POST /v1/webhooks -H 'Content-Type: application/json' \
     -d '{"url":"http://receiver:9000/hook","description":"containers.sh"}' >/dev/null ||
     tocsin_die "POST /v1/webhooks through the load balancer failed"
@@ -208,4 +278,5 @@ lb GET "/v1/meetings/$id" | grep '"status":"fired"' >/dev/null ||
     tocsin_die "the reminder is not recorded fired: $(lb GET "/v1/meetings/$id")"
 lb GET "/v1/meetings/$id/deliveries" | grep '"delivered"' >/dev/null ||
     tocsin_die "no delivered attempt: $(lb GET "/v1/meetings/$id/deliveries")"
-tocsin_log "containers: ok ($want delivered once with one of $REPLICAS replicas stopped)"
+tocsin_log "containers: ok ($STREAMS streams with their hello; $want delivered once with one of \
+$REPLICAS replicas stopped)"

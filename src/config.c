@@ -318,6 +318,18 @@ load_allow_nets(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Whose X-Forwarded-For is read (forwarded.h): nobody's unless named. */
+static int
+load_trusted_proxies(struct config *cfg, char *err, size_t errlen)
+{
+    const char *v = getenv("TOCSIN_TRUSTED_PROXIES");
+    char why[CONFIG_ERR_MAX];
+
+    if (forwarded_proxies_parse(v ? v : "", &cfg->trusted_proxies, why, sizeof why) != 0)
+        return fail(err, errlen, "TOCSIN_TRUSTED_PROXIES", why);
+    return 0;
+}
+
 /* The settings for browsers: allowed origins and the browser tokens' audience. */
 static int
 load_browser(struct config *cfg, char *err, size_t errlen)
@@ -407,7 +419,7 @@ config_load(struct config *cfg, char *err, size_t errlen)
     cfg->log_format = LOG_FORMAT_TEXT;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
         load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0 ||
-        load_allow_nets(cfg, err, errlen) != 0)
+        load_allow_nets(cfg, err, errlen) != 0 || load_trusted_proxies(cfg, err, errlen) != 0)
         return -1;
     if (cfg->db_pooled && cfg->migrate_on_start)
         return fail(err, errlen, "TOCSIN_DB_POOLED",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cors.h"
+#include "forwarded.h"
 #include "log.h"
 #include "netguard.h"
 
@@ -60,6 +61,8 @@ struct config {
     int webhook_allow_private;     /* TOCSIN_WEBHOOK_ALLOW_PRIVATE 0|1, default 0 */
     /* TOCSIN_WEBHOOK_ALLOW_NETS, default "" (public targets only); .all = the setting above */
     struct netguard_allow webhook_allow;
+    /* TOCSIN_TRUSTED_PROXIES, default "" (nobody): whose X-Forwarded-For names the client */
+    struct forwarded_proxies trusted_proxies;
     int64_t shutdown_grace_ms; /* TOCSIN_SHUTDOWN_GRACE_MS 0..120000, default 10000 */
     /* Retention (retention.h): how long each kind is kept, in seconds, and how purges run. */
     int64_t retention_idempotency_s;   /* TOCSIN_RETENTION_IDEMPOTENCY_S 3600..2592000, 86400 */

@@ -58,7 +58,8 @@ static const struct {
                                  "Connections whose first request opened a stream, handed to the "
                                  "HTTP threads that serve streams."},
     [METRIC_HTTP_ADDR_REFUSED] = {"tocsin_http_connections_refused_total",
-                                  "Connections closed at once: their address held "
+                                  "Connections closed at once, or requests through a "
+                                  "trusted proxy answered 429: their client address held "
                                   "TOCSIN_HTTP_CONNECTIONS_PER_ADDR already."},
     [METRIC_HTTP_RATE_LIMITED] = {"tocsin_http_rate_limited_total",
                                   "Requests refused 429 rate_limited: their tenant was over "

@@ -24,7 +24,8 @@ enum metric {
     METRIC_STREAMS_CUT,      /* streams cut because their reader fell behind */
     METRIC_STREAM_BACKLOG_READS,     /* reads of missed events from PostgreSQL to resume streams */
     METRIC_HTTP_STREAM_POOL,         /* connections handed to the stream pool (http_listen.h) */
-    METRIC_HTTP_ADDR_REFUSED,        /* connections closed at TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
+    METRIC_HTTP_ADDR_REFUSED,        /* connections closed, or proxied requests refused, at
+                                      * TOCSIN_HTTP_CONNECTIONS_PER_ADDR */
     METRIC_HTTP_RATE_LIMITED,        /* requests refused 429 rate_limited (TOCSIN_TENANT_RATE) */
     METRIC_QUOTA_REFUSED,            /* creates refused 403 quota_exceeded (a tenant quota) */
     METRIC_STREAMS_TENANT_FULL,      /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */

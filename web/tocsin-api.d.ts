@@ -1237,7 +1237,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2592,6 +2592,8 @@ export interface operations {
              *     open on this replica (a bound the operator sets; none by default).
              *     `rate_limited`: the token's tenant is over `TOCSIN_TENANT_RATE` (see `RateLimited`;
              *     a stream counts once, when it opens).
+             *     `too_many_connections`: through a trusted proxy, the client it names has
+             *     `TOCSIN_HTTP_CONNECTIONS_PER_ADDR` requests (streams among them) in flight.
              */
             429: {
                 headers: {
@@ -2603,7 +2605,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "too_many_streams" | "too_many_tenant_streams" | "rate_limited";
+                        code?: "too_many_streams" | "too_many_tenant_streams" | "rate_limited" | "too_many_connections";
                     };
                 };
             };

@@ -242,11 +242,17 @@ netguard_allow_parse(const char *list, struct netguard_allow *out, char *why, si
 bool
 netguard_allowed(const struct netguard_allow *a, const struct sockaddr *sa)
 {
+    if (netguard_public(sa) || (a != NULL && a->all))
+        return true;
+    return netguard_in_nets(a, sa);
+}
+
+bool
+netguard_in_nets(const struct netguard_allow *a, const struct sockaddr *sa)
+{
     uint8_t b[16];
     int family = sa->sa_family;
 
-    if (netguard_public(sa) || (a != NULL && a->all))
-        return true;
     if (a == NULL || a->n_nets == 0)
         return false;
     if (family == AF_INET) {

@@ -11,7 +11,8 @@
  * An allow-list (TOCSIN_WEBHOOK_ALLOW_NETS) opens chosen private targets: networks in CIDR form
  * (an address alone is a /32 or /128) are matched against each address connected to; host names
  * ("hooks.internal", or "*.svc.cluster.local" for any name below it) against the URL's host, and
- * then whatever that name resolves to is allowed. */
+ * then whatever that name resolves to is allowed. The same list form, networks only, names the
+ * trusted proxies (forwarded.h). */
 #ifndef TOCSIN_NETGUARD_H
 #define TOCSIN_NETGUARD_H
 
@@ -46,6 +47,9 @@ int netguard_allow_parse(const char *list, struct netguard_allow *out, char *why
 /* Whether a connection to sa is allowed: a public address, or one in an allowed network, or any
  * when a->all. a may be NULL (public only). */
 bool netguard_allowed(const struct netguard_allow *a, const struct sockaddr *sa);
+/* Whether sa (IPv4, IPv6, or IPv4 mapped into IPv6) is inside one of a's networks, public or not
+ * and whatever a->all says; its names are not looked at. a may be NULL (none). */
+bool netguard_in_nets(const struct netguard_allow *a, const struct sockaddr *sa);
 /* Whether host (a URL's host name, any case, a trailing dot ignored) is one of a's names. */
 bool netguard_allow_host(const struct netguard_allow *a, const char *host);
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "addr_count.h"
+#include "forwarded.h"
 #include "log.h"
 #include "metrics.h"
 #include "panic.h"
@@ -40,6 +41,7 @@ struct http_listener {
     int fd, stop;
     struct MHD_Daemon *pools[HTTP_POOLS];
     struct addr_count *per_addr; /* NULL until started */
+    const struct forwarded_proxies *trusted;
     unsigned max;
     /* Accepted, waiting for their first bytes: a ring in order of acceptance, so of deadline. */
     struct waiting wait[HTTP_LISTEN_WAIT_MAX];
@@ -77,6 +79,22 @@ http_listen_open(const struct sockaddr *sa, socklen_t len, char *err, size_t err
         return NULL;
     }
     return l;
+}
+
+/* A connection's place in its address's count. A trusted proxy's connections take none: they
+ * carry many clients, and each of its requests takes a place for the client it names instead
+ * (http_listen_client_take). */
+static bool
+place_take(struct http_listener *l, const struct sockaddr *sa, socklen_t len)
+{
+    return forwarded_trusted(l->trusted, sa) || addr_count_take(l->per_addr, sa, len);
+}
+
+static void
+place_give(struct http_listener *l, const struct sockaddr *sa, socklen_t len)
+{
+    if (!forwarded_trusted(l->trusted, sa))
+        addr_count_give(l->per_addr, sa, len);
 }
 
 static bool
@@ -168,7 +186,7 @@ hand_over(struct http_listener *l, int fd, const struct sockaddr_storage *sa, so
     /* On failure MHD has closed fd (out of memory). */
     if (MHD_add_connection(l->pools[pool], fd, (const struct sockaddr *)sa, len) != MHD_YES) {
         atomic_fetch_sub(&l->pending, 1);
-        addr_count_give(l->per_addr, (const struct sockaddr *)sa, len);
+        place_give(l, (const struct sockaddr *)sa, len);
     }
 }
 
@@ -242,7 +260,7 @@ accept_ready(struct http_listener *l)
                 accept_failed(l);
             return;
         }
-        if (!addr_count_take(l->per_addr, (struct sockaddr *)&sa, len)) {
+        if (!place_take(l, (struct sockaddr *)&sa, len)) {
             metrics_add(METRIC_HTTP_ADDR_REFUSED, 1);
             close(fd);
             continue;
@@ -260,7 +278,7 @@ wait_close_all(struct http_listener *l)
         if (w->fd >= 0) {
             close(w->fd);
             atomic_fetch_sub(&l->pending, 1);
-            addr_count_give(l->per_addr, (struct sockaddr *)&w->sa, w->len);
+            place_give(l, (struct sockaddr *)&w->sa, w->len);
             w->fd = -1;
         }
     }
@@ -318,10 +336,11 @@ http_listen_daemon_limit(unsigned max, unsigned threads)
 
 int
 http_listen_start(struct http_listener *l, struct MHD_Daemon *const pools[HTTP_POOLS], unsigned max,
-                  unsigned per_addr)
+                  unsigned per_addr, const struct forwarded_proxies *trusted)
 {
     memcpy(l->pools, pools, sizeof l->pools);
     l->max = max;
+    l->trusted = trusted;
     l->per_addr = addr_count_new(per_addr);
     if (l->per_addr == NULL || pthread_create(&l->thread, NULL, listen_thread, l) != 0)
         return -1;
@@ -335,13 +354,30 @@ http_listen_started(struct http_listener *l)
     atomic_fetch_sub(&l->pending, 1);
 }
 
+/* The length of an address the listener saw or a request named (IPv4 or IPv6). */
+static socklen_t
+len_of(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                     : (socklen_t)sizeof(struct sockaddr_in);
+}
+
 void
 http_listen_closed(struct http_listener *l, const struct sockaddr *sa)
 {
-    socklen_t len = sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
-                                              : (socklen_t)sizeof(struct sockaddr_in);
+    place_give(l, sa, len_of(sa));
+}
 
-    addr_count_give(l->per_addr, sa, len);
+bool
+http_listen_client_take(struct http_listener *l, const struct sockaddr *client)
+{
+    return addr_count_take(l->per_addr, client, len_of(client));
+}
+
+void
+http_listen_client_give(struct http_listener *l, const struct sockaddr *client)
+{
+    addr_count_give(l->per_addr, client, len_of(client));
 }
 
 void

@@ -17,18 +17,24 @@
  *
  * The bounds are kept here, across both pools. Per client address: a connection past
  * `per_addr` is closed at once (addr_count.h; each daemon's own bound would count one pool
- * only). In total: while the daemons hold or are about to start `max` connections, new ones wait
- * in the backlog, as they did when MHD stopped listening at its limit. A handed-over connection
- * counts as pending until its thread starts it (http_listen_started): MHD counts it only then,
- * and a burst counted late would pass the bound, where MHD would close the extra connections
- * unanswered. Each daemon's own limit is set so that no thread's share of it is below `max`
- * (http_listen_daemon_limit): its check never closes one that the acceptor let in. */
+ * only). A trusted proxy's connections (forwarded.h) are not counted by its address, which all
+ * its clients share: each of its requests holds a place for the client it names instead, from
+ * its head to its end (http_listen_client_take), so one browser behind the balancer is held to
+ * the same bound as one connecting directly. In total: while the daemons hold or are about to start
+ * `max` connections, new ones wait in the backlog, as they did when MHD stopped listening at its
+ * limit. A handed-over connection counts as pending until its thread starts it
+ * (http_listen_started): MHD counts it only then, and a burst counted late would pass the bound,
+ * where MHD would close the extra connections unanswered. Each daemon's own limit is set so that no
+ * thread's share of it is below `max` (http_listen_daemon_limit): its check never closes one that
+ * the acceptor let in. */
 #ifndef TOCSIN_HTTP_LISTEN_H
 #define TOCSIN_HTTP_LISTEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
+struct forwarded_proxies;
 struct MHD_Daemon;
 struct http_listener;
 
@@ -54,14 +60,20 @@ unsigned http_listen_daemon_limit(unsigned max, unsigned threads);
 /* The pool for a connection whose first n bytes are head (n may be 0: nothing arrived yet). */
 enum http_pool http_listen_route(const char *head, size_t n);
 /* Starts the accepting thread for the daemons of the pools, which take at most max connections at
- * once, and per_addr from one client address. Returns 0, or -1 when the thread cannot start. */
+ * once, and per_addr from one client address; the connections of trusted (borrowed, for as long
+ * as l lives) are left to their requests. Returns 0, or -1 when the thread cannot start. */
 int http_listen_start(struct http_listener *l, struct MHD_Daemon *const pools[HTTP_POOLS],
-                      unsigned max, unsigned per_addr);
+                      unsigned max, unsigned per_addr, const struct forwarded_proxies *trusted);
 /* A connection handed over has started (MHD_CONNECTION_NOTIFY_STARTED, on its pool thread). */
 void http_listen_started(struct http_listener *l);
 /* A connection that started has closed (MHD_CONNECTION_NOTIFY_CLOSED): sa is its client's
  * address, as accepted (an IPv4 or IPv6 one: the listener is TCP). */
 void http_listen_closed(struct http_listener *l, const struct sockaddr *sa);
+/* A request that came through a trusted proxy takes a place for its client (an IPv4 or IPv6
+ * address, forwarded_client's), counted with that address's own connections: false when it holds
+ * per_addr already. Any thread, once started; given back with http_listen_client_give. */
+bool http_listen_client_take(struct http_listener *l, const struct sockaddr *client);
+void http_listen_client_give(struct http_listener *l, const struct sockaddr *client);
 /* Stops accepting and closes the socket: connections not yet accepted are refused. Idempotent;
  * safe on a listener that never started. */
 void http_listen_stop(struct http_listener *l);

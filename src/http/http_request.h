@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "config.h"
 #include "db_signing_key.h"
@@ -99,6 +100,8 @@ struct request {
     char request_id[TRACE_REQUEST_ID_MAX + 1]; /* the client's X-Request-Id, or one we made */
     char trace_id[TRACE_ID_LEN + 1];           /* from a valid traceparent, or "" */
     char location[HTTP_LOCATION_MAX + 1];      /* a Location replied, for the access log */
+    struct sockaddr_storage client; /* the peer, or whom a trusted proxy named (http_client.h) */
+    bool client_held;               /* a place in client's per-address bound is held */
 };
 
 /* The value of request header name, or NULL. Borrowed from MHD, valid during the request. */

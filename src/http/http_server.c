@@ -24,6 +24,7 @@
 #include "db.h"
 #include "http_accept.h"
 #include "http_auth.h"
+#include "http_client.h"
 #include "http_framing.h"
 #include "http_limits.h"
 #include "http_listen.h"
@@ -246,6 +247,9 @@ handle_call(void *cls, struct MHD_Connection *conn, const char *url, const char 
             return MHD_NO;
         take_ids(rq);
         http_limits_body_expected(conn);
+        if (http_client_take(rq, ((struct http_server *)cls)->listener) != API_E_NONE)
+            return (enum MHD_Result)http_reply_problem_retry(rq, API_E_TOO_MANY_CONNECTIONS, NULL,
+                                                             HTTP_CLIENT_RETRY_AFTER_S);
         if (early_checks(rq, version, &ret))
             return ret;
         return MHD_YES;
@@ -316,6 +320,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (rq == NULL)
         return;
     atomic_fetch_sub(&((struct http_server *)cls)->inflight, 1);
+    http_client_give(rq, ((struct http_server *)cls)->listener);
     http_limits_head_expected(conn);
     if (rq->method != NULL) {
         const struct route *route = rq->match.path_route;
@@ -561,7 +566,7 @@ http_server_start(const struct config *cfg, struct engine *engine, struct hub *h
         return NULL;
     }
     if (http_listen_start(srv->listener, srv->pools, connections_max(cfg),
-                          (unsigned)cfg->http_connections_per_addr) != 0) {
+                          (unsigned)cfg->http_connections_per_addr, &cfg->trusted_proxies) != 0) {
         snprintf(err, errlen, "http: cannot start the accepting thread");
         pools_stop(srv);
         server_free(srv);

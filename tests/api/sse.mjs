@@ -212,7 +212,7 @@ export class Stream {
 
 // Opens GET path (default /v1/stream) on base. opts: token (Authorization: Bearer), urlToken
 // (?access_token=), lastEventId (header), cursor (?last_event_id=), query (more parameters),
-// headers. Resolves with a Stream once the response head arrived, whatever its status.
+// headers, localAddress (the source address: all of 127/8 reaches loopback). Resolves with a Stream once the response head arrived, whatever its status.
 export function openStream(base, opts = {}) {
     const u = new URL(opts.path ?? '/v1/stream', base);
     if (opts.urlToken !== undefined) {
@@ -232,7 +232,7 @@ export function openStream(base, opts = {}) {
         headers['Last-Event-ID'] = String(opts.lastEventId);
     }
     return new Promise((resolve, reject) => {
-        const req = http.request(u, { method: 'GET', headers, agent: false });
+        const req = http.request(u, { method: 'GET', headers, agent: false, localAddress: opts.localAddress });
         const timer = setTimeout(() => {
             req.destroy();
             reject(new Error(`GET ${u.pathname}: no response head within ${CONNECT_TIMEOUT_MS} ms`));

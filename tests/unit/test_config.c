@@ -91,6 +91,10 @@ static const struct {
     {"TOCSIN_DB_POOLED", "1", 0},          /* needs TOCSIN_MIGRATE_ON_START=0 */
     {"TOCSIN_CORS_ORIGINS", "https://app.example.com, http://[::1]:8080", 1},
     {"TOCSIN_CORS_ORIGINS", "http://[anything]", 0}, /* test_cors.c has the rest */
+    {"TOCSIN_TRUSTED_PROXIES", "", 1},
+    {"TOCSIN_TRUSTED_PROXIES", "172.16.0.0/12, fd00::/8, 10.1.2.3", 1},
+    {"TOCSIN_TRUSTED_PROXIES", "10.0.0.0/33", 0},
+    {"TOCSIN_TRUSTED_PROXIES", "lb.internal", 0}, /* test_forwarded.c has the rest */
     {"TOCSIN_TENANT_RATE", "0", 1},
     {"TOCSIN_TENANT_RATE", "1000000", 1},
     {"TOCSIN_TENANT_RATE", "1000001", 0},
@@ -122,6 +126,7 @@ main(void)
               cfg.http_body_timeout_s == 30 && cfg.db_wait_ms == 60000 &&
               cfg.migrate_on_start == 1 && cfg.page_bytes_max == 2097152,
           "defaults: %s", err);
+    CHECK(cfg.trusted_proxies.nets.n_nets == 0, "no proxy is trusted by default");
     CHECK(cfg.tenant_rate == 0 && cfg.tenant_burst == 100 && cfg.tenant_meetings_max == 0 &&
               cfg.browser_email == 0 && cfg.browser_participants_max == 50,
           "tenant and browser defaults: nothing limited but browser writes");

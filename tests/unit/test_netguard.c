@@ -8,20 +8,7 @@
 
 #include "check.h"
 #include "netguard.h"
-
-static int
-to_sockaddr(const char *text, struct sockaddr_storage *ss)
-{
-    memset(ss, 0, sizeof *ss);
-    if (strchr(text, ':') != NULL) {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        s6->sin6_family = AF_INET6;
-        return inet_pton(AF_INET6, text, &s6->sin6_addr) == 1 ? 0 : -1;
-    }
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    s4->sin_family = AF_INET;
-    return inet_pton(AF_INET, text, &s4->sin_addr) == 1 ? 0 : -1;
-}
+#include "sockaddr_text.h"
 
 static void
 test_ranges(void)
