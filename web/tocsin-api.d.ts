@@ -402,8 +402,9 @@ export interface paths {
          * @description The same reminders as the stream, with the same sequence numbers, from PostgreSQL (kept
          *     for `TOCSIN_RETENTION_STREAM_EVENTS_S`, 7 days by default), and the tenant's current
          *     `head`. Without `after`: the newest `limit` items, in ascending `seq`
-         *     order; with `after`: the first `limit` items after it. Items of meetings deleted since are
-         *     left out, so a page may hold fewer than `limit`.
+         *     order; with `after`: the first `limit` items after it. Only the token's meetings (`mtg`),
+         *     as on the stream; items of meetings deleted since, or that no longer list the token's
+         *     `sub` as organizer or participant, are left out.
          *
          *     Page-load bootstrap: show `items`, then open the stream with `?last_event_id=<head>` (or
          *     `Last-Event-ID`); nothing fired in between is lost and nothing is shown twice.
@@ -757,7 +758,10 @@ export interface components {
          *     Unix ms>`: the webhook's `webhook-id`, stable across retries and the same on every
          *     channel, so it is the key to deduplicate on. A webhook's body is fixed at the first
          *     attempt, so every retry sends identical bytes; the stream and the inbox build it from the
-         *     meeting as it is when read.
+         *     meeting as it is when read, for those the meeting lists then (organizer or participant):
+         *     a participant removed after the fire reads nothing of the meeting written since (the
+         *     stream's replay of a recent event sends the frame built moments after the fire, as the
+         *     meeting was then).
          */
         ReminderNotification: {
             /** @constant */

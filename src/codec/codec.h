@@ -114,6 +114,12 @@ enum api_error codec_series_override_decode(const json_t *doc, int64_t original_
  * meeting's own, with the occurrence's fire time (and fired state when o->fired_at_ms is set);
  * null if the meeting no longer has it. */
 char *codec_notification_encode(const struct meeting *m, const struct occurrence *o, int64_t ts_ms);
+/* The part of a stream event's audience (a JSON array of participant ids) that m lists now, as
+ * organizer or participant, in the same order: the readers a body built from m may go to, so
+ * that one removed since the fire reads nothing written after (migrations/017 and the stream's
+ * README). Malloc'ed JSON text ("[]" when none is left), or NULL when out of memory or either
+ * text is not of its shape. */
+char *codec_notification_audience(const struct meeting *m, const char *audience_json);
 
 /* ---- Web Push (codec_push.c): subscriptions in, payloads out ---- */
 

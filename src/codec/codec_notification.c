@@ -2,7 +2,9 @@
  * carry it: the meeting as GET shows it, the reminder with the occurrence's fire time, and which
  * occurrence of a series it was. Web Push carries a smaller payload (codec_push.c), email a
  * message of its own (mail.c). */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "codec_internal.h"
 #include "timefmt.h"
@@ -51,5 +53,57 @@ codec_notification_encode(const struct meeting *m, const struct occurrence *o, i
     json_decref(reminder);
     char *text = doc ? codec_dump(doc) : NULL;
     json_decref(doc);
+    return text;
+}
+
+/* The ids of a meeting's participants (its JSON, an array of objects with an "id") and its
+ * organizer as the keys of an object, for lookups by hash: an audience and a meeting may both
+ * have 500. New reference, NULL when out of memory or not such an array. */
+static json_t *
+member_set(const struct meeting *m)
+{
+    json_t *ps = json_loads(m->participants_json, 0, NULL), *set = json_object(), *p;
+    bool bad = !json_is_array(ps) || set == NULL;
+    size_t i;
+
+    json_array_foreach(ps, i, p)
+    {
+        const char *id = json_string_value(json_object_get(p, "id"));
+        bad = bad || id == NULL || json_object_set_new(set, id, json_true()) != 0;
+    }
+    if (!bad && m->organizer_id != NULL)
+        bad = json_object_set_new(set, m->organizer_id, json_true()) != 0;
+    json_decref(ps);
+    if (bad) {
+        json_decref(set);
+        return NULL;
+    }
+    return set;
+}
+
+char *
+codec_notification_audience(const struct meeting *m, const char *audience_json)
+{
+    json_t *aud = json_loads(audience_json, 0, NULL), *set = member_set(m), *kept = json_array();
+    char *text = NULL;
+    bool bad = !json_is_array(aud) || set == NULL || kept == NULL;
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(aud, i, v)
+    {
+        const char *id = json_string_value(v);
+        if (bad || id == NULL) {
+            bad = true;
+            break;
+        }
+        if (json_object_get(set, id) != NULL)
+            bad = json_array_append(kept, v) != 0;
+    }
+    if (!bad)
+        text = json_dumps(kept, JSON_COMPACT);
+    json_decref(aud);
+    json_decref(set);
+    json_decref(kept);
     return text;
 }

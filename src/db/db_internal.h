@@ -48,6 +48,7 @@ enum db_stmt {
     STMT_MEMBER_LEAVE,
     STMT_STREAM_HEADS, /* db_stream.c */
     STMT_STREAM_EVENTS,
+    STMT_STREAM_EVENTS_FOR,
     STMT_STREAM_LATEST,
     STMT_SIGNING_KEY_COUNT, /* db_signing_key.c */
     STMT_SIGNING_KEY_INSERT,

@@ -1,5 +1,5 @@
-/* db_stream.c -- the statements of db_stream.h. Events are read along the primary key
- * (tenant_id, seq); the audience filter of a participant's reads is applied to that range. */
+/* db_stream.c -- the statements of db_stream.h. The hub's reads of every event walk the primary
+ * key (tenant_id, seq); one reader's events are found by the audience index (migrations/017). */
 #include "db_stream.h"
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "strbuf.h"
 
 /* clang-format off */
 static const char heads_sql[] =
@@ -17,16 +18,39 @@ static const char heads_sql[] =
     "e.seq, e.reminder_id, " DB_MS("e.fire_at") ", " DB_MS("e.fired_at") ", e.meeting_id," \
     " array_to_json(e.audience)::text"
 
+/* Every event in a seq range, along the primary key: the hub's reads of new events (for all of a
+ * tenant's streams) and of a ring's backfill. */
 static const char events_sql[] =
     "SELECT " EVENT_COLUMNS " FROM stream_events e"
     " WHERE e.tenant_id = $1::bigint AND e.seq > $2::bigint AND e.seq <= $3::bigint"
-    " AND ($4::text IS NULL OR e.audience @> ARRAY[$4::text])"
-    " ORDER BY e.seq LIMIT $5::int";
+    " ORDER BY e.seq LIMIT $4::int";
+
+/* One reader's events: found by the audience index (migrations/017; the expression as there),
+ * then kept only when the token's meetings ($mtg, NULL: any) hold the event's and the meeting
+ * still lists the reader as organizer or participant, so that pages and resumes are full of what
+ * the reader may see. The planner must start from the index: ordered by seq itself it walks the
+ * primary key backwards instead, testing every event of the tenant for a reader who has few
+ * (hence seq + 0), and the membership test written as a join (EXISTS) made it start from the
+ * tenant's meetings when there are few, reading all of them per call once there are many. As a
+ * scalar subquery it is a probe by the meeting's key for each event found, after the others. */
+#define READER_WHERE(sub, mtg) \
+    " e.tenant_id = $1::bigint" \
+    " AND tocsin_audience_keys(e.tenant_id, e.audience)" \
+    "  @> ARRAY[tocsin_audience_key($1::bigint, " sub "::text)]" \
+    " AND (" mtg "::uuid[] IS NULL OR e.meeting_id = ANY (" mtg "::uuid[]))" \
+    " AND coalesce((SELECT m.organizer_id = " sub "::text OR m.participant_ids @> ARRAY[" sub "::text]" \
+    "  FROM meetings m WHERE m.id = e.meeting_id AND m.tenant_id = e.tenant_id" \
+    "  AND m.deleted_at IS NULL), false)"
+
+static const char events_for_sql[] =
+    "SELECT " EVENT_COLUMNS " FROM stream_events e"
+    " WHERE" READER_WHERE("$4", "$6") " AND e.seq > $2::bigint AND e.seq <= $3::bigint"
+    " ORDER BY e.seq + 0 LIMIT $5::int";
 
 static const char latest_sql[] =
     "SELECT * FROM (SELECT " EVENT_COLUMNS " FROM stream_events e"
-    "  WHERE e.tenant_id = $1::bigint AND e.audience @> ARRAY[$2::text]"
-    "  ORDER BY e.seq DESC LIMIT $3::int) x ORDER BY 1";
+    "  WHERE" READER_WHERE("$2", "$4")
+    "  ORDER BY e.seq + 0 DESC LIMIT $3::int) x ORDER BY 1";
 /* clang-format on */
 
 enum db_status
@@ -101,25 +125,63 @@ exec_events(struct db *db, enum db_stmt id, const char *sql, int nparams, const 
     return st;
 }
 
-enum db_status
-db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
-                 size_t max, struct db_stream_event *out, size_t *n)
+/* The token's meetings as a uuid[] literal in b, or NULL (any meeting) when it names none. */
+static const char *
+mtg_param(struct strbuf *b, const struct db_stream_reader *who, bool *oom)
 {
-    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
-    const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until), sub,
-                            db_i64(lim, (int64_t)max)};
+    const char *ids[DB_STREAM_MTG_MAX];
 
-    return exec_events(db, STMT_STREAM_EVENTS, events_sql, 5, params, max, out, n);
+    *oom = false;
+    if (who->n_mtg == 0)
+        return NULL;
+    size_t n = who->n_mtg < DB_STREAM_MTG_MAX ? who->n_mtg : DB_STREAM_MTG_MAX;
+
+    for (size_t i = 0; i < n; i++)
+        ids[i] = who->mtg[i];
+    const char *arr = db_array_ids(b, ids, n);
+    *oom = arr == NULL;
+    return arr;
 }
 
 enum db_status
-db_stream_latest(struct db *db, int64_t tenant_id, const char *sub, size_t max,
+db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
+                 const struct db_stream_reader *who, size_t max, struct db_stream_event *out,
+                 size_t *n)
+{
+    char t[DB_I64_BUF], a[DB_I64_BUF], u[DB_I64_BUF], lim[DB_I64_BUF];
+    struct strbuf b = {0};
+    bool oom;
+
+    if (who == NULL) {
+        const char *params[] = {db_i64(t, tenant_id), db_i64(a, after), db_i64(u, until),
+                                db_i64(lim, (int64_t)max)};
+        return exec_events(db, STMT_STREAM_EVENTS, events_sql, 4, params, max, out, n);
+    }
+    const char *params[] = {db_i64(t, tenant_id),      db_i64(a, after),
+                            db_i64(u, until),          who->sub,
+                            db_i64(lim, (int64_t)max), mtg_param(&b, who, &oom)};
+    enum db_status st =
+        oom ? db_oom(db, "stream events")
+            : exec_events(db, STMT_STREAM_EVENTS_FOR, events_for_sql, 6, params, max, out, n);
+    strbuf_fini(&b);
+    return st;
+}
+
+enum db_status
+db_stream_latest(struct db *db, int64_t tenant_id, const struct db_stream_reader *who, size_t max,
                  struct db_stream_event *out, size_t *n)
 {
     char t[DB_I64_BUF], lim[DB_I64_BUF];
-    const char *params[] = {db_i64(t, tenant_id), sub, db_i64(lim, (int64_t)max)};
+    struct strbuf b = {0};
+    bool oom;
 
-    return exec_events(db, STMT_STREAM_LATEST, latest_sql, 3, params, max, out, n);
+    const char *params[] = {db_i64(t, tenant_id), who->sub, db_i64(lim, (int64_t)max),
+                            mtg_param(&b, who, &oom)};
+    enum db_status st =
+        oom ? db_oom(db, "stream latest")
+            : exec_events(db, STMT_STREAM_LATEST, latest_sql, 4, params, max, out, n);
+    strbuf_fini(&b);
+    return st;
 }
 
 void

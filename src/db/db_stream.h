@@ -15,6 +15,7 @@
 #define DB_STREAM_EVENTS_MAX 1024  /* events per events statement */
 #define DB_STREAM_SUB_MAX 200      /* characters of a participant id (PARTICIPANT_ID_MAX) */
 #define DB_STREAM_AUDIENCE_MAX 501 /* participants plus the organizer */
+#define DB_STREAM_MTG_MAX 100      /* meeting ids a reader's token may name (JWT_MTG_MAX) */
 
 /* A tenant's stream head and the highest seq retention has purged (0 = none). */
 struct db_stream_head {
@@ -34,14 +35,25 @@ struct db_stream_event {
 enum db_status db_stream_heads(struct db *db, const int64_t *ids, size_t n,
                                struct db_stream_head *out);
 
-/* Events of a tenant with after < seq <= until, ascending, at most max (<= DB_STREAM_EVENTS_MAX);
- * only those whose audience holds sub when sub is not NULL. *n events into out; free each with
- * db_stream_event_fini. ONE_RESULT (also for none) or an error. */
+/* Who reads a participant's events: the participant id, and the meetings its token is limited
+ * to (n_mtg == 0: any). Borrowed. */
+struct db_stream_reader {
+    const char *sub;
+    const char (*mtg)[MEETING_ID_LEN + 1];
+    size_t n_mtg; /* <= DB_STREAM_MTG_MAX */
+};
+
+/* Events of a tenant with after < seq <= until, ascending, at most max (<= DB_STREAM_EVENTS_MAX).
+ * who NULL: every event (along the primary key). Else only those the reader may see: its
+ * participant in the audience (by the audience index), the meeting among its token's, and the
+ * meeting, not deleted, listing it now as organizer or participant. *n events into out; free
+ * each with db_stream_event_fini. ONE_RESULT (also for none) or an error. */
 enum db_status db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
-                                const char *sub, size_t max, struct db_stream_event *out,
-                                size_t *n);
-/* The newest max events of a tenant whose audience holds sub, in ascending order. */
-enum db_status db_stream_latest(struct db *db, int64_t tenant_id, const char *sub, size_t max,
+                                const struct db_stream_reader *who, size_t max,
+                                struct db_stream_event *out, size_t *n);
+/* The newest max events of a tenant that who may see (as db_stream_events), in ascending order. */
+enum db_status db_stream_latest(struct db *db, int64_t tenant_id,
+                                const struct db_stream_reader *who, size_t max,
                                 struct db_stream_event *out, size_t *n);
 void db_stream_event_fini(struct db_stream_event *ev);
 

@@ -2,7 +2,8 @@
  * events with the same ids as the stream (docs/design.md section 7), and the tenant's head, so that
  * a page can load what it missed and then open the stream at the head with nothing lost between.
  * Without after: the newest limit events; with it: the first limit events after it. Either way
- * oldest first. */
+ * oldest first, and only those of the token's meetings (mtg) whose meeting lists the participant
+ * now (a participant removed since the fire reads none of it). */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,14 +73,35 @@ take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
     return ok ? MHD_YES : MHD_NO;
 }
 
-/* Items in seq order; events of deleted meetings are left out. */
+/* Whether the audience of ev (narrowed by stream_bodies to what its meeting lists now) holds sub.
+ * The statement checked it too, but against its own read of the meeting; this one is the read the
+ * body was built from. */
+static bool
+still_listed(const struct db_stream_event *ev, const char *sub)
+{
+    json_t *aud = json_loads(ev->audience_json, 0, NULL), *v;
+    bool found = false;
+    size_t i;
+
+    json_array_foreach(aud, i, v)
+    {
+        const char *id = json_string_value(v);
+        found = found || (id != NULL && strcmp(id, sub) == 0);
+    }
+    json_decref(aud);
+    return found;
+}
+
+/* Items in seq order; events of deleted meetings, and of meetings that no longer list the
+ * reader, are left out. */
 static json_t *
-items_of(const struct db_stream_event *ev, char *const *bodies, size_t n)
+items_of(const struct db_stream_event *ev, char *const *bodies, size_t n, const char *sub)
 {
     json_t *items = json_array();
 
     for (size_t i = 0; items != NULL && i < n; i++) {
-        json_t *body = bodies[i] ? json_loads(bodies[i], 0, NULL) : NULL;
+        json_t *body =
+            bodies[i] && still_listed(&ev[i], sub) ? json_loads(bodies[i], 0, NULL) : NULL;
         if (body == NULL)
             continue;
         json_object_set_new(body, "seq", json_integer(ev[i].seq));
@@ -92,15 +114,17 @@ static enum db_status
 load(struct db *db, struct request *rq, const struct inbox_args *a, struct db_stream_event *ev,
      size_t *n, int64_t *head)
 {
+    struct db_stream_reader who = {rq->who.sub, rq->who.mtg, rq->who.n_mtg};
     struct db_stream_head h;
     enum db_status st = db_stream_heads(db, &rq->tenant_id, 1, &h);
 
+    _Static_assert(PRINCIPAL_MTG_MAX <= DB_STREAM_MTG_MAX, "a token's meetings fit a reader");
     if (st != DB_ONE_RESULT)
         return st;
     *head = h.seq;
     if (a->has_after)
-        return db_stream_events(db, rq->tenant_id, a->after, h.seq, rq->who.sub, a->limit, ev, n);
-    return db_stream_latest(db, rq->tenant_id, rq->who.sub, a->limit, ev, n);
+        return db_stream_events(db, rq->tenant_id, a->after, h.seq, &who, a->limit, ev, n);
+    return db_stream_latest(db, rq->tenant_id, &who, a->limit, ev, n);
 }
 
 int
@@ -126,8 +150,8 @@ handle_notifications(struct request *rq)
     if (st != DB_ONE_RESULT) {
         ret = http_reply_problem(rq, API_E_DB_UNAVAILABLE, NULL);
     } else {
-        json_t *page =
-            json_pack("{s:o, s:I}", "items", items_of(ev, bodies, n), "head", (json_int_t)head);
+        json_t *page = json_pack("{s:o, s:I}", "items", items_of(ev, bodies, n, rq->who.sub),
+                                 "head", (json_int_t)head);
         ret = http_reply_json(rq, MHD_HTTP_OK, page, NULL);
         for (size_t i = 0; i < n; i++)
             free(bodies[i]);

@@ -58,9 +58,30 @@ hub_db_purged(struct hub *h, int64_t tenant_id)
     return ok ? hd.purged_through : -1;
 }
 
+/* Moves ev[0..n) and their bodies (stolen) into out; the count, or -1 (out of memory) with
+ * nothing left in out. */
+static long
+fill(struct hub_event *out, const struct db_stream_event *ev, char **bodies, size_t n)
+{
+    long got = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (got >= 0 && hub_event_fill(&out[got], &ev[i], bodies[i]) == 0)
+            got++;
+        else if (got >= 0) {
+            for (long j = 0; j < got; j++)
+                hub_event_clear(&out[j]);
+            got = -1;
+        } else {
+            free(bodies[i]);
+        }
+    }
+    return got;
+}
+
 long
-hub_db_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
-              size_t max, struct hub_event *out)
+hub_db_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until,
+              const struct db_stream_reader *who, size_t max, struct hub_event *out)
 {
     struct db_stream_event ev[DB_STREAM_EVENTS_MAX];
     char *bodies[DB_STREAM_EVENTS_MAX];
@@ -70,23 +91,12 @@ hub_db_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, co
 
     if (db == NULL)
         return -1;
-    enum db_status st = db_stream_events(db, tenant_id, after, until, sub, max, ev, &n);
-    if (st == DB_ONE_RESULT)
+    enum db_status st = db_stream_events(db, tenant_id, after, until, who, max, ev, &n);
+    bool cut = st == DB_ONE_RESULT && who != NULL && n == max;
+    if (st == DB_ONE_RESULT && !cut)
         st = stream_bodies(db, ev, n, bodies);
-    if (st == DB_ONE_RESULT) {
-        got = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (got >= 0 && hub_event_fill(&out[got], &ev[i], bodies[i]) == 0)
-                got++;
-            else if (got >= 0) {
-                for (long j = 0; j < got; j++)
-                    hub_event_clear(&out[j]);
-                got = -1;
-            } else {
-                free(bodies[i]);
-            }
-        }
-    }
+    if (st == DB_ONE_RESULT)
+        got = cut ? (long)max : fill(out, ev, bodies, n);
     for (size_t i = 0; i < n; i++)
         db_stream_event_fini(&ev[i]);
     note(h, got >= 0, st == DB_ONE_RESULT ? "out of memory" : db_errmsg(db));

@@ -267,10 +267,14 @@ void hub_ring_free(struct hub_tenant *t);
 
 /* ---- the database (hub_db.c; the hub thread, without h->mu) ------------------------------ */
 
-/* Reads tenant_id's events (after, until] (only sub's when sub is set; at most max) into out
- * with their bodies. Returns the count, or -1 on database trouble (logged once per outage). */
-long hub_db_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until, const char *sub,
-                   size_t max, struct hub_event *out);
+/* Reads tenant_id's events (after, until] (at most max; who NULL: every one, else those
+ * db_stream_events gives that reader) into out with their bodies, each event's audience narrowed
+ * to what its meeting lists now (stream_bodies). Returns the count, or -1 on database trouble
+ * (logged once per outage). A reader's read that fills max returns max with out left empty: its
+ * caller asks for one more than it takes (a backlog's bound), and the bodies it would drop were
+ * most of the read's cost, on the thread every tenant's live events wait for. */
+long hub_db_events(struct hub *h, int64_t tenant_id, int64_t after, int64_t until,
+                   const struct db_stream_reader *who, size_t max, struct hub_event *out);
 /* The tenant's purged_through as PostgreSQL has it now, or -1 on database trouble. */
 int64_t hub_db_purged(struct hub *h, int64_t tenant_id);
 /* The heads of ids[0..n) (n <= DB_STREAM_HEADS_MAX) into hd; false on database trouble. */

@@ -97,12 +97,15 @@ resume_from_db(struct hub *h, struct hub_tenant *t, struct hub_stream *s)
     int64_t id = t->id, after = s->cursor, until = t->last_seen;
     size_t n = 0;
     char sub[HUB_SUB_BYTES_MAX + 1]; /* a copy: its person goes with its last stream's close */
+    /* Any meeting: the bound is on the participant's events (too_far_behind, api/openapi.yaml),
+     * whatever its token's mtg; hub_stream_matches applies that below. */
+    struct db_stream_reader who = {sub, NULL, 0};
 
     snprintf(sub, sizeof sub, "%s", s->person->sub);
     s->refs++;
     hub_lock_release(&h->mu);
     metrics_add(METRIC_STREAM_BACKLOG_READS, 1);
-    long got = hub_db_events(h, id, after, until, sub, HUB_BACKLOG_MAX + 1, h->evbuf);
+    long got = hub_db_events(h, id, after, until, &who, HUB_BACKLOG_MAX + 1, h->evbuf);
     /* Read after the events: a purge that committed before their read shows here (it moves
      * purged_through in the statement that deletes), so events retention removed since this
      * tenant's head was last read are never skipped silently. */
@@ -113,6 +116,11 @@ resume_from_db(struct hub *h, struct hub_tenant *t, struct hub_stream *s)
      * go with ours. */
     TOCSIN_ASSERT(closed || s->refs >= 2);
     hub_stream_unref(s);
+    /* A full read was cut: events after it were never read (nor their bodies built), so what it
+     * matched cannot end at the head (a token limited to some meetings may match few of them). */
+    bool cut = got > HUB_BACKLOG_MAX;
+    if (cut)
+        got = 0; /* nothing in h->evbuf (hub_db_events) */
     if (got < 0 || closed || purged < 0 || after < purged) {
         for (long i = 0; i < got; i++)
             hub_event_clear(&h->evbuf[i]);
@@ -124,9 +132,6 @@ resume_from_db(struct hub *h, struct hub_tenant *t, struct hub_stream *s)
         send_reset(t, s, "cursor_expired");
         return true;
     }
-    /* A full read was cut: events after it were never read, so what it matched cannot end at
-     * the head (a token limited to some meetings may match few of them). */
-    bool cut = got > HUB_BACKLOG_MAX;
     for (long i = 0; i < got && !cut; i++)
         if (hub_stream_matches(s, &h->evbuf[i]))
             pick[n++] = &h->evbuf[i];

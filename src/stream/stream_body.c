@@ -7,10 +7,30 @@
 #include "codec.h"
 #include "db_series.h"
 
-/* One chunk of at most DB_GET_MANY_MAX events; each sees its meeting as its reminder shows it
- * (a series' occurrence as that occurrence: db_meeting_get_many_for). */
+/* Narrows ev's audience to the readers m lists now; frees *body when none is left. */
 static enum db_status
-chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
+narrow(struct db *db, const struct meeting *m, struct db_stream_event *ev, char **body)
+{
+    char *kept = codec_notification_audience(m, ev->audience_json);
+
+    if (kept == NULL) {
+        db_note_error(db, "stream event of meeting %s: cannot read its audience", m->id);
+        return DB_HARD_ERROR;
+    }
+    free(ev->audience_json);
+    ev->audience_json = kept;
+    if (strcmp(kept, "[]") == 0) {
+        free(*body);
+        *body = NULL;
+    }
+    return DB_ONE_RESULT;
+}
+
+/* One chunk of at most DB_GET_MANY_MAX events; each sees its meeting as its reminder shows it
+ * (a series' occurrence as that occurrence: db_meeting_get_many_for), and goes only to those of
+ * its audience that this same read of the meeting lists. */
+static enum db_status
+chunk(struct db *db, struct db_stream_event *ev, size_t n, char **bodies)
 {
     const char *ids[DB_GET_MANY_MAX];
     int64_t rids[DB_GET_MANY_MAX];
@@ -35,13 +55,15 @@ chunk(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
             st = DB_HARD_ERROR;
             break;
         }
+        if ((st = narrow(db, m, &ev[i], &bodies[i])) != DB_ONE_RESULT)
+            break;
     }
     db_meeting_list_fini(&ms);
     return st;
 }
 
 enum db_status
-stream_bodies(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
+stream_bodies(struct db *db, struct db_stream_event *ev, size_t n, char **bodies)
 {
     enum db_status st = DB_ONE_RESULT;
 

@@ -1,5 +1,6 @@
 /* stream_body.h -- the body of each stream event, built from its meeting as it is now, in the
- * same shape as the webhook's (codec_notification_encode), for the stream hub and the inbox. */
+ * same shape as the webhook's (codec_notification_encode), for the stream hub and the inbox; and
+ * who may read it: the event's audience as the meeting lists it now. */
 #ifndef TOCSIN_STREAM_BODY_H
 #define TOCSIN_STREAM_BODY_H
 
@@ -9,9 +10,12 @@
 #include "db_stream.h"
 
 /* Fills bodies[0..n): malloc'ed JSON text per event, or NULL when its meeting was deleted since
- * it fired (nobody is reminded of a deleted meeting). The meetings come in one round trip per
- * DB_GET_MANY_MAX events. DB_ONE_RESULT, or an error status with every bodies[i] NULL. */
-enum db_status stream_bodies(struct db *db, const struct db_stream_event *ev, size_t n,
-                             char **bodies);
+ * it fired (nobody is reminded of a deleted meeting) or lists none of its audience any more. Each
+ * ev[i].audience_json is narrowed to the ids the meeting lists now, organizer or participant,
+ * read in the same statement as the body: the body, built from the meeting as it is now, goes
+ * only to those it lists now, so a participant removed after the fire reads nothing written
+ * since (not even in the moment between the fire and the read). The meetings come in one round
+ * trip per DB_GET_MANY_MAX events. DB_ONE_RESULT, or an error status with every bodies[i] NULL. */
+enum db_status stream_bodies(struct db *db, struct db_stream_event *ev, size_t n, char **bodies);
 
 #endif
