@@ -167,7 +167,9 @@ layout_parse(struct layout *l, const char *head)
     l->version = strrchr(line, ' ') + 1;
     while ((line = next_line(l, &at))[0] != '\0') {
         if (line[0] == ' ' || line[0] == '\t') { /* obs-fold: the name is copied and grows */
-            snprintf(l->moved[l->n - 1], LAYOUT_HEAD_MAX, "%s%s", l->name[l->n - 1], line + 1);
+            char joined[LAYOUT_HEAD_MAX];        /* a second fold reads the copy it writes */
+            snprintf(joined, sizeof joined, "%s%s", l->name[l->n - 1], line + 1);
+            memcpy(l->moved[l->n - 1], joined, sizeof joined);
             l->name[l->n - 1] = l->moved[l->n - 1];
             continue;
         }
