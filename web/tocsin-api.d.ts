@@ -203,6 +203,32 @@ export interface paths {
         patch: operations["patchOccurrence"];
         trace?: never;
     };
+    "/v1/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the tenant's deliveries
+         * @description Every notification of the tenant's reminders, on every channel, newest first, each with
+         *     its meeting's id and title: the operator's view of what was sent, what failed and what
+         *     is still pending. All filters combine; `q` is a case-insensitive substring of the
+         *     meeting's title, the recipient or the last error (`%`, `_` and a backslash are matched as
+         *     themselves). One page at a time: follow `next_cursor` until it is null, with the same
+         *     filters. A page may hold fewer than `limit` items while more follow (the byte bound
+         *     `TOCSIN_PAGE_BYTES_MAX`); it always holds at least one.
+         */
+        get: operations["searchDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -749,7 +775,16 @@ export interface components {
             next_attempt_at: string | null;
             /** Format: date-time */
             delivered_at: string | null;
+            /**
+             * Format: uuid
+             * @description The meeting (in the tenant-wide search and a single delivery).
+             */
+            meeting_id?: string;
+            /** @description The meeting's title; null once the meeting is purged. */
+            meeting_title?: string | null;
         };
+        /** @description A delivery with its meeting, as the tenant-wide search lists it. */
+        DeliveryWithMeeting: components["schemas"]["Delivery"] & unknown;
         /**
          * @description One fired reminder: the body POSTed to a webhook, the `data` of a stream `reminder` frame
          *     and (with `seq`) an inbox item. `id` is the occurrence id `rem_<reminder id>_<fire_at in
@@ -2127,6 +2162,57 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    searchDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state. `skipped` is taken and matches nothing yet (no
+                 *     delivery is skipped in this version).
+                 */
+                status?: "pending" | "delivered" | "failed" | "skipped";
+                channel?: "webhook" | "stream" | "push" | "email";
+                webhook_id?: string;
+                meeting_id?: string;
+                /** @description Only deliveries of reminders that fire at or after this time. */
+                from?: string;
+                /** @description Only deliveries of reminders that fire before this time. */
+                to?: string;
+                /** @description A case-insensitive substring of the meeting title, the recipient or the last error. */
+                q?: string;
+                /** @description The most items a page holds. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of matching deliveries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["DeliveryWithMeeting"][];
+                        /** @description Opaque; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

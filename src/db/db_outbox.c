@@ -454,6 +454,27 @@ db_outbox_oldest_due(struct db *db, int64_t *ms)
     return st;
 }
 
+void
+db_outbox_delivery_row(const PGresult *res, int row, struct db_delivery *d)
+{
+    *d = (struct db_delivery){
+        .id = db_get_i64(res, row, 0),
+        .reminder_id = db_get_i64(res, row, 1),
+        .fire_at_ms = db_get_i64(res, row, 2),
+        .attempts = (int)db_get_i64(res, row, 5),
+        .last_status = (int)db_get_i64(res, row, 6),
+        .last_error = PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
+        .next_attempt_at_ms = db_get_i64(res, row, 8),
+        .delivered_at_ms = db_get_i64(res, row, 9),
+        .channel = meeting_channel_parse(PQgetvalue(res, row, 11)),
+        .recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12)};
+    if (!PQgetisnull(res, row, 3))
+        copy_id(d->webhook_id, res, row, 3);
+    if (!PQgetisnull(res, row, 10))
+        copy_id(d->meeting_id, res, row, 10);
+    strncpy(d->status, PQgetvalue(res, row, 4), sizeof d->status - 1);
+}
+
 enum db_status
 db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
                      struct db_delivery_page *page, db_delivery_row_fn fn, void *arg)
@@ -474,20 +495,8 @@ db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
     for (int row = 0; row < PQntuples(res) && (size_t)row < page->limit; row++) {
         if (PQgetisnull(res, row, 0))
             continue; /* the meeting exists and has no outbox rows */
-        struct db_delivery d = {.id = db_get_i64(res, row, 0),
-                                .reminder_id = db_get_i64(res, row, 1),
-                                .fire_at_ms = db_get_i64(res, row, 2),
-                                .attempts = (int)db_get_i64(res, row, 5),
-                                .last_status = (int)db_get_i64(res, row, 6),
-                                .last_error =
-                                    PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
-                                .next_attempt_at_ms = db_get_i64(res, row, 8),
-                                .delivered_at_ms = db_get_i64(res, row, 9)};
-        if (!PQgetisnull(res, row, 3))
-            copy_id(d.webhook_id, res, row, 3);
-        d.channel = meeting_channel_parse(PQgetvalue(res, row, 11));
-        d.recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12);
-        strncpy(d.status, PQgetvalue(res, row, 4), sizeof d.status - 1);
+        struct db_delivery d;
+        db_outbox_delivery_row(res, row, &d);
         fn(arg, &d);
     }
     PQclear(res);

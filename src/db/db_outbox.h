@@ -110,6 +110,8 @@ struct db_delivery {
     char status[12];
     int attempts, last_status; /* last_status 0 = none */
     char *last_error;          /* NULL when none */
+    char meeting_id[MEETING_ID_LEN + 1];
+    const char *meeting_title; /* the tenant-wide search's rows only; NULL when purged */
 };
 typedef void (*db_delivery_row_fn)(void *arg, const struct db_delivery *d);
 /* A page of them: after the row after_id (0: from the first), at most limit rows (1..

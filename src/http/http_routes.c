@@ -20,6 +20,7 @@ const struct route http_routes[] = {
     {"GET", "/v1/meetings/{id}/occurrences", handle_occurrences_list, ROUTE_READ},
     {"PATCH", "/v1/meetings/{id}/occurrences/{original_start}", handle_occurrence_patch,
      ROUTE_WRITE},
+    {"GET", "/v1/deliveries", handle_deliveries_list, ROUTE_API_KEY},
     {"POST", "/v1/webhooks", handle_webhooks_post, ROUTE_API_KEY},
     {"GET", "/v1/webhooks", handle_webhooks_list, ROUTE_API_KEY},
     {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, ROUTE_API_KEY},

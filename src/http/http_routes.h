@@ -17,6 +17,7 @@ int handle_meeting_put(struct request *rq);
 int handle_meeting_patch(struct request *rq);
 int handle_meeting_delete(struct request *rq);
 int handle_meeting_deliveries(struct request *rq);
+int handle_deliveries_list(struct request *rq);
 int handle_occurrences_list(struct request *rq);
 int handle_occurrence_patch(struct request *rq);
 int handle_webhooks_post(struct request *rq);
