@@ -17,3 +17,25 @@
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE INDEX outbox_tenant_status ON outbox (tenant_id, status, id);
 CREATE INDEX meetings_title_trgm ON meetings USING gin (title gin_trgm_ops);
+
+-- Each attempt of a delivery (GET /v1/deliveries/{id}), written by the statement that records
+-- its outcome in the outbox (src/db/db_outbox.c), so the two never disagree: n is the row's
+-- attempt count after it, outcome the attempt's own (a failed attempt of a row that will be
+-- retried is 'failed'), instance the replica that sent it (TOCSIN_INSTANCE_ID). A row keeps its
+-- DB_DELIVERY_ATTEMPTS_MAX (20) newest: the statement that writes the 21st deletes the oldest.
+-- No key to the outbox: it would lock each outbox row once more at every record, and the outbox
+-- rows go by several statements (retention, meeting deletes); retention purges attempts by their
+-- own age instead, with the outbox's (TOCSIN_RETENTION_DELIVERIES_S), along the BRIN index of
+-- at (rows arrive in time order, so a few block ranges cover a batch and a write costs little).
+CREATE TABLE delivery_attempts (
+    outbox_id bigint NOT NULL,
+    n int NOT NULL CHECK (n >= 1),
+    at timestamptz NOT NULL DEFAULT now(),
+    outcome text NOT NULL CHECK (outcome IN ('delivered', 'failed')),
+    http_status int CHECK (http_status BETWEEN 1 AND 999),
+    duration_ms int NOT NULL CHECK (duration_ms >= 0),
+    error text CHECK (char_length(error) <= 500),
+    instance text NOT NULL CHECK (char_length(instance) BETWEEN 1 AND 128)
+);
+CREATE INDEX delivery_attempts_outbox ON delivery_attempts (outbox_id, n);
+CREATE INDEX delivery_attempts_at ON delivery_attempts USING brin (at);

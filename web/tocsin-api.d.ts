@@ -229,6 +229,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One delivery with its attempts
+         * @description The delivery as the search lists it, with `attempts` the attempts themselves (the
+         *     newest 20 kept, oldest first: each with its time, outcome, HTTP status, duration, error
+         *     and the replica that made it, `TOCSIN_INSTANCE_ID`) and `attempt_count` how many were
+         *     made. Each attempt is written by the statement that records its outcome. Another
+         *     tenant's delivery is 404, as is an id that is no delivery's.
+         */
+        get: operations["getDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one delivery again
+         * @description A failed delivery (or a delivered one: a resend) is queued again, due at once: one
+         *     delivery worker of one replica takes it (the outbox's claim) and sends it once more, a
+         *     webhook with the same `webhook-id` (receivers deduplicate on it), and records a new
+         *     attempt. A retried delivery that fails again is failed at once if it had used its
+         *     `TOCSIN_DELIVERY_MAX_ATTEMPTS`. A pending delivery is 409 `delivery_pending`; a stream
+         *     delivery (written with the fire) is 409 `delivery_not_retriable`. No body is taken.
+         */
+        post: operations["retryDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -280,6 +335,34 @@ export interface paths {
         delete: operations["deleteWebhook"];
         /** CORS preflight */
         options: operations["preflightWebhook"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook's failed deliveries again
+         * @description Every failed delivery of the webhook whose reminder fired at or after `since` is queued
+         *     again, in fire order, each sent once more by one worker of one replica (the outbox's
+         *     claim), with its own `webhook-id`. At most 50,000 a call, the oldest first: a call that
+         *     answers `queued: 50000` is made again for the rest (the ones queued are pending, no longer
+         *     failed). `since` in the future is 400 `validation`; a deleted webhook or another
+         *     tenant's is 404.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
         head?: never;
         patch?: never;
         trace?: never;
@@ -783,6 +866,51 @@ export interface components {
             /** @description The meeting's title; null once the meeting is purged. */
             meeting_title?: string | null;
         };
+        /** @description One delivery with its meeting and its kept attempts. */
+        DeliveryDetail: {
+            id: string;
+            reminder_id: string;
+            /** Format: date-time */
+            fire_at: string;
+            /** @enum {string} */
+            channel: "webhook" | "stream" | "push" | "email";
+            /** Format: uuid */
+            webhook_id: string | null;
+            recipient: string | null;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            /** @description The attempts made, of which `attempts` holds the newest 20. */
+            attempt_count: number;
+            attempts: components["schemas"]["DeliveryAttempt"][];
+            last_error: string | null;
+            last_status: number | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: uuid */
+            meeting_id: string;
+            meeting_title: string | null;
+        };
+        /** @description One attempt of a delivery, as the statement that recorded its outcome wrote it. */
+        DeliveryAttempt: {
+            /** @description The delivery's attempt count after this one. */
+            n: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description This attempt's outcome (a failed attempt of a delivery still retried is `failed`).
+             * @enum {string}
+             */
+            status: "delivered" | "failed";
+            /** @description The receiver's HTTP status (email, the SMTP reply code); null when none came. */
+            http_status: number | null;
+            /** @description From the request's start to its answer; 0 for an attempt that sent nothing. */
+            duration_ms: number;
+            error: string | null;
+            /** @description The replica that made it (`TOCSIN_INSTANCE_ID`). */
+            instance: string;
+        };
         /** @description A delivery with its meeting, as the tenant-wide search lists it. */
         DeliveryWithMeeting: components["schemas"]["Delivery"] & unknown;
         /**
@@ -1271,7 +1399,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1416,6 +1544,20 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /** @description No such delivery for this tenant (also for another tenant's delivery and malformed ids). */
+        DeliveryNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 404;
+                    /** @enum {unknown} */
+                    code?: "delivery_not_found" | "not_found";
+                };
+            };
         };
         /** @description No such meeting for this tenant (also for another tenant's meeting and malformed ids). */
         MeetingNotFound: {
@@ -1623,6 +1765,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+        DeliveryId: string;
         /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
         MeetingId: string;
         /** @description 1..255 printable ASCII characters other than the space, unique per intended creation (per tenant for an API key, per participant for a browser token); else 400 `bad_header`. */
@@ -2219,6 +2363,85 @@ export interface operations {
             default: components["responses"]["OtherProblem"];
         };
     };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            404: components["responses"]["DeliveryNotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    retryDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued; the delivery reads `pending` until its attempt is recorded. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "pending";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            404: components["responses"]["DeliveryNotFound"];
+            /** @description `delivery_pending` or `delivery_not_retriable`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @enum {unknown} */
+                        code?: "delivery_pending" | "delivery_not_retriable";
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -2381,6 +2604,61 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        queued: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
         };
     };
     listSigningKeys: {

@@ -155,6 +155,12 @@ int codec_push_starts_at(const char *payload, int64_t *ms);
 enum api_error codec_webhook_decode(const json_t *doc, char **url, char **description,
                                     struct codec_errors *errs);
 
+/* POST /v1/webhooks/{id}/recover: {"since": RFC 3339 time}, not after now_ms (a since in the
+ * future recovers nothing a client could mean). API_E_NONE with *since_ms set, or
+ * API_E_VALIDATION with errs filled (errs empty on entry). */
+enum api_error codec_webhook_recover_decode(const json_t *doc, int64_t now_ms, int64_t *since_ms,
+                                            struct codec_errors *errs);
+
 /* ---- browser tokens (codec_token.c) ---- */
 
 /* POST /v1/browser-tokens: {"sub", "scope", "ttl_s"?, "mtg"?}. */

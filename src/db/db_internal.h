@@ -41,7 +41,10 @@ enum db_stmt {
     STMT_OUTBOX_OWNER_LEAVE,
     STMT_OUTBOX_DELIVERIES,
     STMT_DELIVERY_SEARCH, /* db_delivery.c */
-    STMT_WEBHOOK_INSERT,  /* db_webhook.c */
+    STMT_DELIVERY_GET,
+    STMT_DELIVERY_RETRY,
+    STMT_DELIVERY_RECOVER,
+    STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
     STMT_WEBHOOK_DELETE,
     STMT_CLOCK,       /* db.c */

@@ -93,24 +93,42 @@ static const char owner_leave_sql[] =
  * whoever holds the row (the ids returned are the rows this statement recorded, which metrics
  * count). A row recorded failed (the last attempt of the worker that took it over, or its meeting
  * deleted) becomes delivered when such a late answer says it was. A failure counts only from the
- * row's holder ($8): the holder's own answer is still to come. */
+ * row's holder ($8): the holder's own answer is still to come. Both statements write the attempt
+ * of each row they recorded into delivery_attempts (migrations/020), numbered by the row's new
+ * attempt count, and delete what falls past the DB_OUTBOX_ATTEMPTS_KEPT newest: the outcome and
+ * its history never disagree, and a row retried without end keeps a bounded history. */
+#define ATTEMPTS_TRIM                                                                             \
+    " t AS (DELETE FROM delivery_attempts x USING u WHERE u.attempts > "                           \
+    DB_OUTBOX_ATTEMPTS_KEPT_TEXT " AND x.outbox_id = u.id"                                        \
+    "  AND x.n <= u.attempts - " DB_OUTBOX_ATTEMPTS_KEPT_TEXT ")"
 static const char delivered_sql[] =
-    "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
-    "  last_status = d.st, last_error = NULL, lease_owner = NULL"
-    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st)"
-    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'") " RETURNING o.id";
+    "WITH u AS (UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1,"
+    "  delivered_at = now(), last_status = d.st, last_error = NULL, lease_owner = NULL"
+    " FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS d(id, st, ms)"
+    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'")
+    " RETURNING o.id, o.attempts, d.st, d.ms),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, n, outcome, http_status, duration_ms,"
+    "  instance) SELECT id, attempts, 'delivered', NULLIF(st, 0),"
+    "  least(greatest(ms, 0), 2147483647), $4 FROM u),"
+    ATTEMPTS_TRIM
+    " SELECT id FROM u";
 static const char failed_sql[] =
-    "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
+    "WITH u AS (UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
     "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"
     "  status = CASE WHEN f.give_up OR o.attempts + 1 >= $7::int THEN 'failed' ELSE 'pending' END,"
     "  lease_owner = NULL, payload = coalesce(o.payload, f.body)"
-    " FROM (SELECT a.id, a.st, a.retry, a.give_up, e.err, b.body"
-    "       FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bool[])"
-    "            WITH ORDINALITY AS a(id, st, retry, give_up, i)"
+    " FROM (SELECT a.id, a.st, a.retry, a.give_up, a.ms, e.err, b.body"
+    "       FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bool[], $9::bigint[])"
+    "            WITH ORDINALITY AS a(id, st, retry, give_up, ms, i)"
     "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
     "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
     " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending' AND o.lease_owner = $8")
-    " RETURNING o.id, o.status";
+    " RETURNING o.id, o.status, o.attempts, f.st, f.ms, f.err),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, n, outcome, http_status, duration_ms,"
+    "  error, instance) SELECT id, attempts, 'failed', NULLIF(st, 0),"
+    "  least(greatest(ms, 0), 2147483647), left(err, 500), $10 FROM u),"
+    ATTEMPTS_TRIM
+    " SELECT id, status FROM u";
 static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
@@ -340,20 +358,23 @@ failure_give_up(const void *arg, size_t i, char buf[DB_I64_BUF])
 }
 
 enum db_status
-db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n, bool *recorded)
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status,
+                    const int64_t *duration_ms, size_t n, const char *instance, bool *recorded)
 {
-    char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status);
-    const char *params[] = {a, b};
+    char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status),
+         *c = db_array_i64(duration_ms, n);
+    const char *params[] = {a, b, c, instance};
     enum db_status st = DB_HARD_ERROR;
     PGresult *res;
 
     memset(recorded, 0, n * sizeof *recorded);
-    if (a != NULL && b != NULL)
-        st = db_exec(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params, &res);
+    if (a != NULL && b != NULL && c != NULL)
+        st = db_exec(db, STMT_OUTBOX_DELIVERED, delivered_sql, 4, params, &res);
     else
         db_set_err(db, "out of memory");
     free(a);
     free(b);
+    free(c);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res); row++) {
@@ -365,23 +386,30 @@ db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t
     return st;
 }
 
-/* The four number columns of failures f[0..n) as array literals into cols; 0 or -1. */
+static const char *
+failure_duration(const void *arg, size_t i, char buf[DB_I64_BUF])
+{
+    return db_i64(buf, ((const struct db_outbox_failure *)arg)[i].duration_ms);
+}
+
+/* The five number columns of failures f[0..n) as array literals into cols; 0 or -1. */
 static int
-failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[4])
+failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[5])
 {
     cols[0] = db_array(n, failure_id, f);
     cols[1] = db_array(n, failure_status, f);
     cols[2] = db_array(n, failure_retry, f);
     cols[3] = db_array(n, failure_give_up, f);
-    return cols[0] && cols[1] && cols[2] && cols[3] ? 0 : -1;
+    cols[4] = db_array(n, failure_duration, f);
+    return cols[0] && cols[1] && cols[2] && cols[3] && cols[4] ? 0 : -1;
 }
 
 enum db_status
-db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, size_t n,
-                 const char *errors_json, const char *bodies_json, int max_attempts,
-                 size_t *n_failed)
+db_outbox_failed(struct db *db, const char *owner, const char *instance,
+                 struct db_outbox_failure *f, size_t n, const char *errors_json,
+                 const char *bodies_json, int max_attempts, size_t *n_failed)
 {
-    char *cols[4] = {NULL, NULL, NULL, NULL}, max[DB_I64_BUF];
+    char *cols[5] = {NULL, NULL, NULL, NULL, NULL}, max[DB_I64_BUF];
     PGresult *res = NULL;
     enum db_status st = DB_HARD_ERROR;
 
@@ -389,8 +417,8 @@ db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, 
     if (failure_columns(f, n, cols) == 0) {
         const char *params[] = {
             cols[0], cols[1], cols[2], cols[3], errors_json, bodies_json, db_i64(max, max_attempts),
-            owner};
-        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 8, params, &res);
+            owner,   cols[4], instance};
+        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 10, params, &res);
     } else {
         db_set_err(db, "out of memory");
     }
@@ -404,7 +432,7 @@ db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, 
     }
     if (st == DB_ONE_RESULT)
         PQclear(res);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         free(cols[i]);
     return st;
 }

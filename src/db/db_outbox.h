@@ -67,11 +67,18 @@ enum db_status db_outbox_claim(struct db *db, const char *owner, bool orphans,
                                const char *const *exclude, size_t n_exclude, const int64_t *held,
                                size_t n_held, struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
+/* The attempts kept of each delivery (delivery_attempts, migrations/020): the statement that
+ * records one more deletes the oldest. */
+#define DB_OUTBOX_ATTEMPTS_KEPT 20
+#define DB_OUTBOX_ATTEMPTS_KEPT_TEXT "20"
+
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt; recorded[i]
  * tells whether ids[i] was recorded by this call (false: another answer for it was recorded
- * already). The body sent is not stored: a body is kept only for retries (db_outbox_failed),
+ * already). Each recorded row's attempt (duration_ms[i], sent by instance) is written by the same
+ * statement. The body sent is not stored: a body is kept only for retries (db_outbox_failed),
  * which must send the same bytes. */
-enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status,
+                                   const int64_t *duration_ms, size_t n, const char *instance,
                                    bool *recorded);
 
 /* One failed attempt to record. */
@@ -81,6 +88,7 @@ struct db_outbox_failure {
     int64_t retry_ms; /* the next attempt after this delay */
     bool give_up;     /* failed for good now (target or meeting gone, or it can never succeed) */
     bool recorded; /* set by db_outbox_failed: the row was still the owner's, the attempt counts */
+    int64_t duration_ms; /* from the request's start to its answer; 0 when none went out */
 };
 /* Records failed attempts (one statement) of rows owner still holds: each is retried after its
  * delay, or becomes 'failed' at attempt max_attempts or when it gives up. A row another worker
@@ -88,10 +96,11 @@ struct db_outbox_failure {
  * recording the failure would free the row under a request in flight, for a third worker to send
  * again. errors_json and bodies_json are JSON arrays of the n reasons and bodies (null: none
  * sent), a body stored where the row has none yet, so every retry sends the same bytes.
- * *n_failed: how many became 'failed'; each f[i].recorded says whether its row was the owner's. */
-enum db_status db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f,
-                                size_t n, const char *errors_json, const char *bodies_json,
-                                int max_attempts, size_t *n_failed);
+ * *n_failed: how many became 'failed'; each f[i].recorded says whether its row was the owner's.
+ * Each recorded attempt (sent by instance) is written by the same statement. */
+enum db_status db_outbox_failed(struct db *db, const char *owner, const char *instance,
+                                struct db_outbox_failure *f, size_t n, const char *errors_json,
+                                const char *bodies_json, int max_attempts, size_t *n_failed);
 /* Gives back rows owner holds and did not send: due again after delay_ms (0: at once, for any
  * worker of any replica), no attempt counted. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n,

@@ -66,9 +66,11 @@ record_delivered(struct worker *w)
     for (size_t i = 0; i < n; i++) {
         TOCSIN_ASSERT(deliver_job_held(w, ok[i]));
         w->ids[i] = ok[i]->it.id;
+        w->answered_took[i] = ok[i]->took_ms;
     }
-    if (w->db == NULL || db_outbox_delivered(w->db, w->ids, w->answered_status, n,
-                                             w->answered_recorded) != DB_ONE_RESULT) {
+    if (w->db == NULL ||
+        db_outbox_delivered(w->db, w->ids, w->answered_status, w->answered_took, n,
+                            w->d->instance_id, w->answered_recorded) != DB_ONE_RESULT) {
         deliver_db_lost(w, "deliveries not recorded (they will be sent again)");
     } else {
         /* An answer for a row another worker's answer recorded first was counted there. */
@@ -107,8 +109,8 @@ deliver_record_failed(struct worker *w, size_t n)
     size_t failed = 0;
 
     if (errors == NULL || bodies == NULL || w->db == NULL ||
-        db_outbox_failed(w->db, w->owner, w->fails, n, errors, bodies, w->d->max_attempts,
-                         &failed) != DB_ONE_RESULT) {
+        db_outbox_failed(w->db, w->owner, w->d->instance_id, w->fails, n, errors, bodies,
+                         w->d->max_attempts, &failed) != DB_ONE_RESULT) {
         deliver_db_lost(w, "failed attempts not recorded (they will be tried again)");
     } else {
         size_t recorded = 0;
@@ -135,7 +137,8 @@ deliver_record_add_failure(struct worker *w, size_t *n, const struct job *j, lon
                                             (double)rand_r(&w->seed) / RAND_MAX, retry_after_s);
 
     TOCSIN_ASSERT(deliver_job_held(w, j));
-    w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up, false};
+    w->fails[*n] = (struct db_outbox_failure){
+        j->it.id, (int)status, delay, give_up, false, j->sent_ms != 0 ? j->took_ms : 0};
     w->fail_channels[*n] = j->it.channel;
     w->fail_final[*n] = deliver_policy_final(attempt, w->d->max_attempts, give_up);
     w->texts[*n] = err;
@@ -230,6 +233,7 @@ deliver_record_answers(struct worker *w, size_t n)
         struct job *j = w->done[i].tag;
         TOCSIN_ASSERT(j->sending && deliver_job_held(w, j));
         j->sending = false;
+        j->took_ms = now - j->sent_ms;
         circuit(w, j->rcv, channel_receiver_trouble(j->it.channel, &w->done[i]),
                 w->done[i].retry_after_s, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);

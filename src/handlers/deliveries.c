@@ -2,8 +2,10 @@
  * status, channel, webhook, meeting, fire time and q (a case-insensitive substring of the
  * meeting's title, the recipient or the last error), newest first, each with its meeting's id and
  * title; keyset-paginated by the outbox id (the cursor is hex of "s1:<id>" of the last item).
- * The page of delivery items, which GET /v1/meetings/{id}/deliveries shares, lives here too:
- * rows encoded as they are read, sent within TOCSIN_PAGE_BYTES_MAX (http_page.h). */
+ * GET /v1/deliveries/{id}: one of them with its kept attempts (time, outcome, HTTP status,
+ * duration, error, the replica that sent it). The page of delivery items, which GET
+ * /v1/meetings/{id}/deliveries shares, lives here too: rows encoded as they are read, sent within
+ * TOCSIN_PAGE_BYTES_MAX (http_page.h). */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,4 +253,78 @@ handle_deliveries_list(struct request *rq)
         return http_reply_problem(rq, API_E_INTERNAL, NULL);
     enum db_status st = db_delivery_search(db, rq->tenant_id, &q, deliveries_page_add, p, &more);
     return deliveries_page_reply(rq, p, st, more);
+}
+
+/* ---- GET /v1/deliveries/{id} ---- */
+
+/* The delivery and its attempts as they are read. */
+struct detail {
+    json_t *v, *attempts;
+};
+
+static void
+detail_row(void *arg, const struct db_delivery *d)
+{
+    struct detail *x = arg;
+
+    x->v = deliveries_json(d, true);
+}
+
+static void
+detail_attempt(void *arg, const struct db_delivery_attempt *a)
+{
+    struct detail *x = arg;
+    char at[TIMEFMT_BUF];
+    json_t *v = json_pack("{s:i, s:s, s:s, s:o, s:I, s:o, s:s}", "n", a->n, "at",
+                          timefmt_format(a->at_ms, at), "status", a->outcome, "http_status",
+                          a->http_status ? json_integer(a->http_status) : json_null(),
+                          "duration_ms", (json_int_t)a->duration_ms, "error",
+                          text_or_null(a->error), "instance", a->instance);
+
+    if (v == NULL || json_array_append_new(x->attempts, v) != 0)
+        x->attempts = NULL; /* out of memory: the reply is a 500 (the array is freed below) */
+}
+
+/* The {id} path argument: a delivery id (digits, 1..INT64_MAX), else -1. */
+int
+deliveries_id(struct request *rq, int64_t *id)
+{
+    const char *p = rq->match.args[0];
+
+    return handler_cursor_id(&p, '\0', id) == 0 && *id > 0 ? 0 : -1;
+}
+
+int
+handle_delivery_get(struct request *rq)
+{
+    struct detail x = {NULL, json_array()};
+    json_t *attempts = x.attempts;
+    struct db *db;
+    int64_t id;
+    int ret;
+
+    if (deliveries_id(rq, &id) != 0) {
+        json_decref(attempts);
+        return http_reply_problem(rq, API_E_DELIVERY_NOT_FOUND, NULL);
+    }
+    if ((db = handler_db_no_query(rq, &ret)) == NULL) {
+        json_decref(attempts);
+        return ret;
+    }
+    enum db_status st = db_delivery_get(db, rq->tenant_id, id, detail_row, detail_attempt, &x);
+    if (st != DB_ONE_RESULT) {
+        json_decref(attempts);
+        return handler_db_failure(rq, st, API_E_DELIVERY_NOT_FOUND, NULL);
+    }
+    /* attempts is the count in a list's item; here the attempts themselves, and the count
+     * beside them (only the newest DB_OUTBOX_ATTEMPTS_KEPT are kept). */
+    json_t *count = x.v != NULL ? json_object_get(x.v, "attempts") : NULL;
+    if (x.attempts == NULL || count == NULL || json_object_set(x.v, "attempt_count", count) != 0 ||
+        json_object_set(x.v, "attempts", attempts) != 0) {
+        json_decref(attempts);
+        json_decref(x.v);
+        return http_reply_problem(rq, API_E_INTERNAL, NULL);
+    }
+    json_decref(attempts);
+    return http_reply_json(rq, MHD_HTTP_OK, x.v, NULL);
 }

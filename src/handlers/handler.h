@@ -146,5 +146,7 @@ int deliveries_page_reply(struct request *rq, struct deliveries_page *p_steal, e
                           bool more);
 /* Reads a cursor of tag's pages into *id: 0, or -1 when s is not one. */
 int deliveries_cursor(const char *s, const char *tag, int64_t *id);
+/* The delivery id of the request's {id}: 0, or -1 when it is none (digits, 1..INT64_MAX). */
+int deliveries_id(struct request *rq, int64_t *id);
 
 #endif

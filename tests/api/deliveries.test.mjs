@@ -3,7 +3,9 @@
 // tenant-wide search GET /v1/deliveries: every filter alone and together, q over the meeting's
 // title, the recipient and the last error (case-insensitive, LIKE's wildcards taken literally),
 // newest first and paged by cursor without a gap or a repeat, another tenant seeing nothing, and
-// each bad parameter answered 400 problem+json naming it.
+// each bad parameter answered 400 problem+json naming it; one delivery with its attempts, each
+// written with its outcome (time, outcome, HTTP status, duration, error, replica); a retry and a
+// webhook's recover since a time, each delivery sent exactly once more across two replicas.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -13,6 +15,12 @@ const LEAD_MS = 1500;
 const BOUND_MS = 20000; // for the fired reminders' deliveries to settle
 
 const h = await harness('deliveries');
+// Quick retries, two attempts: a failing receiver's deliveries fail within a second.
+const SERVER_ENV = {
+    TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
+    TOCSIN_DELIVERY_RETRY_BASE_MS: '100',
+    TOCSIN_DELIVERY_MAX_ATTEMPTS: '2',
+};
 let srv;
 let key;
 let otherKey;
@@ -25,7 +33,9 @@ async function receiver(t, status) {
         req.on('data', (c) => chunks.push(c));
         req.on('end', () => {
             rx.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
-            res.writeHead(typeof status === 'function' ? status(rx.got.length) : status).end();
+            const want = rx.status ?? status;
+            const code = typeof want === 'function' ? want(rx.got.length) : want;
+            setTimeout(() => res.writeHead(code).end(), rx.delayMs ?? 0);
         });
     });
     await new Promise((r) => rx.server.listen(0, '127.0.0.1', r));
@@ -74,14 +84,11 @@ const ids = (items) => items.map((d) => d.id);
 const byIdDesc = (a, b) => Number(BigInt(b.id) - BigInt(a.id));
 
 before(async () => {
-    srv = await h.startServer({
-        TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
-        TOCSIN_DELIVERY_RETRY_BASE_MS: '100',
-        TOCSIN_DELIVERY_MAX_ATTEMPTS: '2',
-    });
+    srv = await h.startServer({ ...SERVER_ENV, TOCSIN_INSTANCE_ID: 'ops-replica-a' });
     key = await srv.createKey('ops');
     otherKey = await srv.createKey('ops-other');
     fx.ok = await receiver(null, 204);
+    fx.ok.delayMs = 120; // so that an attempt's duration shows it
     fx.bad = await receiver(null, 500);
     fx.hookOk = await register(key, fx.ok.url);
     fx.hookBad = await register(key, fx.bad.url);
@@ -223,4 +230,158 @@ test('only API keys: no key is 401, a browser token 403', async () => {
     const tok = await srv.req('POST', '/v1/browser-tokens', { key, json: { sub: 'p1', scope: 'notifications' } });
     assert.equal(tok.status, 201, tok.text);
     assert.equal((await srv.req('GET', '/v1/deliveries', { key: tok.json.token })).status, 403);
+});
+
+test('one delivery with its attempts: each recorded with its outcome, HTTP status, duration, error and replica', async () => {
+    const failed = fx.all.find((d) => d.status === 'failed');
+    const r = await srv.req('GET', `/v1/deliveries/${failed.id}`, { key });
+    assert.equal(r.status, 200, r.text);
+    const d = r.json;
+    assert.equal(d.id, failed.id);
+    assert.equal(d.meeting_id, failed.meeting_id);
+    assert.equal(d.meeting_title, failed.meeting_title);
+    assert.equal(d.status, 'failed');
+    assert.equal(d.attempt_count, 2);
+    assert.deepEqual(d.attempts.map((a) => [a.n, a.status, a.http_status, a.error, a.instance]),
+        [[1, 'failed', 500, 'HTTP 500', 'ops-replica-a'], [2, 'failed', 500, 'HTTP 500', 'ops-replica-a']]);
+    assert.ok(Date.parse(d.attempts[0].at) <= Date.parse(d.attempts[1].at), 'oldest first');
+    assert.ok(Date.parse(d.attempts[0].at) >= Date.parse(d.fire_at) - 1000, 'after the fire');
+    assert.ok(d.attempts.every((a) => a.duration_ms >= 0 && a.duration_ms < 10000));
+
+    const delivered = fx.all.find((x) => x.status === 'delivered' && x.channel === 'webhook');
+    const ok = (await srv.req('GET', `/v1/deliveries/${delivered.id}`, { key })).json;
+    assert.equal(ok.attempt_count, 1);
+    assert.equal(ok.attempts.length, 1);
+    assert.equal(ok.attempts[0].status, 'delivered');
+    assert.equal(ok.attempts[0].http_status, 204);
+    assert.equal(ok.attempts[0].error, null);
+    assert.ok(ok.attempts[0].duration_ms >= 100, `the receiver took 120 ms: ${ok.attempts[0].duration_ms}`);
+});
+
+test('a delivery of another tenant, or no delivery, is 404 delivery_not_found', async () => {
+    const mine = fx.all[0];
+    const r = await srv.req('GET', `/v1/deliveries/${mine.id}`, { key: otherKey });
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.code, 'delivery_not_found');
+    for (const id of ['0', '999999999', 'abc', '-1', '1.5', '99999999999999999999', '%20']) {
+        const x = await srv.req('GET', `/v1/deliveries/${id}`, { key });
+        assert.equal(x.status, 404, `${id}: ${x.text}`);
+    }
+    assert.equal((await srv.req('GET', `/v1/deliveries/${mine.id}?x=1`, { key })).status, 400, 'no query taken');
+});
+
+// The requests a receiver got for one delivery (its webhook-id).
+const sentFor = (rx, webhookId) => rx.got.filter((g) => g.headers['webhook-id'] === webhookId);
+const webhookIdOf = (d) => `rem_${d.reminder_id}_${Date.parse(d.fire_at)}`;
+
+async function deliveryWhen(k, id, pred) {
+    let last;
+    await waitFor(async () => {
+        last = await srv.req('GET', `/v1/deliveries/${id}`, { key: k });
+        return last.status === 200 && pred(last.json);
+    }, BOUND_MS, 100);
+    return last.json;
+}
+
+test('retry: a failed delivery goes out once more with the same webhook-id and a new attempt; a delivered one is resent', async () => {
+    const failed = fx.all.find((d) => d.status === 'failed' && d.webhook_id === fx.hookBad.id);
+    const before = sentFor(fx.bad, webhookIdOf(failed)).length;
+    assert.equal(before, 2, 'two attempts so far');
+    fx.bad.status = 204; // the receiver is fixed
+    const r = await srv.req('POST', `/v1/deliveries/${failed.id}/retry`, { key });
+    assert.equal(r.status, 202, r.text);
+    assert.deepEqual(r.json, { status: 'pending' });
+    const d = await deliveryWhen(key, failed.id, (x) => x.status === 'delivered');
+    assert.equal(d.status, 'delivered');
+    assert.equal(d.attempt_count, 3);
+    assert.deepEqual(d.attempts.map((a) => a.status), ['failed', 'failed', 'delivered']);
+    assert.equal(sentFor(fx.bad, webhookIdOf(failed)).length, before + 1, 'sent once more');
+
+    const delivered = fx.all.find((x) => x.status === 'delivered' && x.webhook_id === fx.hookOk.id);
+    const sent = sentFor(fx.ok, webhookIdOf(delivered)).length;
+    assert.equal((await srv.req('POST', `/v1/deliveries/${delivered.id}/retry`, { key })).status, 202);
+    const again = await deliveryWhen(key, delivered.id, (x) => x.status === 'delivered' && x.attempt_count === 2);
+    assert.equal(again.attempts.length, 2);
+    assert.equal(sentFor(fx.ok, webhookIdOf(delivered)).length, sent + 1, 'resent once');
+});
+
+test('retry: a pending delivery is 409, another tenant\'s or none 404', async () => {
+    const d = fx.all.find((x) => x.webhook_id === fx.hookOk.id);
+    await h.sql(`UPDATE outbox SET status = 'pending', next_attempt_at = now() + interval '1 hour' WHERE id = ${Number(d.id)}`);
+    try {
+        const r = await srv.req('POST', `/v1/deliveries/${d.id}/retry`, { key });
+        assert.equal(r.status, 409, r.text);
+        assert.equal(r.json.code, 'delivery_pending');
+    } finally {
+        await h.sql(`UPDATE outbox SET status = 'delivered' WHERE id = ${Number(d.id)}`);
+    }
+    const other = await srv.req('POST', `/v1/deliveries/${d.id}/retry`, { key: otherKey });
+    assert.equal(other.status, 404, other.text);
+    assert.equal(other.json.code, 'delivery_not_found');
+    assert.equal((await srv.req('POST', '/v1/deliveries/abc/retry', { key })).status, 404);
+    assert.equal((await srv.req('POST', '/v1/deliveries/999999999/retry', { key })).status, 404);
+    assert.equal((await srv.req('GET', `/v1/deliveries/${d.id}/retry`, { key })).status, 405);
+});
+
+test('recover since a time: every failed delivery of the webhook sent once more, exactly once across two replicas', async (t) => {
+    const N = 12;
+    const k = await srv.createKey('ops-recover');
+    const rx = await receiver(t, () => rx.status);
+    rx.status = 422; // a failure that is no sign of trouble: no circuit opens over a dozen of them
+    const hook = await register(k, rx.url);
+    const other = await register(k, fx.ok.url); // its deliveries stay as they are
+    const since = new Date().toISOString();
+    const meetings = [];
+    for (let i = 0; i < N; i++) {
+        meetings.push(await dueSoon(k, `recover ${i}`));
+    }
+    const failedNow = async () => (await allPages(`webhook_id=${hook.id}&status=failed`, k));
+    assert.ok(await waitFor(async () => (await failedNow()).length === N, BOUND_MS, 200), 'all failed');
+    const failed = await failedNow();
+    assert.equal(rx.got.length, 2 * N);
+
+    // Validation first: nothing is queued by a bad request.
+    const bad = [
+        [{ since: new Date(Date.now() + 60 * MIN).toISOString() }, 'since'], [{}, 'since'],
+        [{ since: 'yesterday' }, 'since'], [{ since: 5 }, 'since'], [{ since, extra: 1 }, 'extra'],
+    ];
+    for (const [json, field] of bad) {
+        const r = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json });
+        assert.equal(r.status, 400, `${JSON.stringify(json)}: ${r.text}`);
+        assert.equal(r.json.code, 'validation');
+        assert.equal(r.json.errors[0].field, field);
+    }
+    assert.equal((await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, body: '{', headers: { 'Content-Type': 'application/json' } })).status, 400);
+    assert.equal((await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, body: 'since=x', headers: { 'Content-Type': 'text/plain' } })).status, 415);
+    const foreign = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key, json: { since } });
+    assert.equal(foreign.status, 404, foreign.text);
+    assert.equal(foreign.json.code, 'webhook_not_found');
+    assert.equal((await srv.req('POST', '/v1/webhooks/nope/recover', { key: k, json: { since } })).status, 404);
+    const late = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since: new Date().toISOString() } });
+    assert.equal(late.status, 202, late.text);
+    assert.equal(late.json.queued, 0, 'nothing fired since now');
+    assert.equal((await failedNow()).length, N);
+
+    // A second replica on the same database: the two share the re-queued rows.
+    const second = await h.startServer({ ...SERVER_ENV, TOCSIN_INSTANCE_ID: 'ops-replica-b' });
+    t.after(() => second.stop());
+    rx.status = 204;
+    const r = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.json.queued, N);
+    assert.ok(await waitFor(async () => (await allPages(`webhook_id=${hook.id}&status=delivered`, k)).length === N,
+        BOUND_MS, 100), 'all delivered');
+    for (const d of failed) {
+        assert.equal(sentFor(rx, webhookIdOf(d)).length, 3, `${d.id}: two failures, then once`);
+        const x = (await srv.req('GET', `/v1/deliveries/${d.id}`, { key: k })).json;
+        assert.deepEqual(x.attempts.map((a) => a.status), ['failed', 'failed', 'delivered']);
+        assert.ok(['ops-replica-a', 'ops-replica-b'].includes(x.attempts[2].instance));
+    }
+    assert.equal(rx.got.length, 3 * N, 'nothing sent twice');
+    const again = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } });
+    assert.equal(again.json.queued, 0, 'no failed delivery left');
+    assert.equal((await allPages(`webhook_id=${other.id}&status=delivered`, k)).length, N, 'the other webhook untouched');
+    const del = await srv.req('DELETE', `/v1/webhooks/${hook.id}`, { key: k });
+    assert.equal(del.status, 204);
+    assert.equal((await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } })).status, 404, 'deleted');
 });
