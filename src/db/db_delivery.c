@@ -88,7 +88,7 @@ like_pattern(const char *q, char out[2 * DB_DELIVERY_Q_MAX + 3])
     size_t n = 0;
 
     out[n++] = '%';
-    for (size_t i = 0; q[i] != '\0' && i < DB_DELIVERY_Q_MAX; i++) {
+    for (size_t i = 0; i < DB_DELIVERY_Q_MAX && q[i] != '\0'; i++) {
         if (q[i] == '\\' || q[i] == '%' || q[i] == '_')
             out[n++] = '\\';
         out[n++] = q[i];
