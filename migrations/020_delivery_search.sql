@@ -39,3 +39,8 @@ CREATE TABLE delivery_attempts (
 );
 CREATE INDEX delivery_attempts_outbox ON delivery_attempts (outbox_id, n);
 CREATE INDEX delivery_attempts_at ON delivery_attempts USING brin (at);
+
+-- A webhook an operator turned off (PATCH /v1/webhooks/{id} {"disabled": true}): its reminders
+-- still write their outbox rows, which delivery records failed ("webhook disabled") without a
+-- request, so that once it is on again POST /v1/webhooks/{id}/recover sends what it missed.
+ALTER TABLE webhooks ADD COLUMN disabled_at timestamptz;

@@ -325,7 +325,8 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /** One webhook */
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /**
@@ -336,7 +337,14 @@ export interface paths {
         /** CORS preflight */
         options: operations["preflightWebhook"];
         head?: never;
-        patch?: never;
+        /**
+         * Change a webhook
+         * @description An RFC 7396 merge patch of `url`, `description` (null clears it) and `disabled`. The URL
+         *     is checked as at creation. A webhook turned off keeps its place: its reminders'
+         *     deliveries are recorded failed ("webhook disabled") without a request, and `recover`
+         *     answers 409 `webhook_disabled` until it is on again, then sends them.
+         */
+        patch: operations["patchWebhook"];
         trace?: never;
     };
     "/v1/webhooks/{id}/recover": {
@@ -358,7 +366,7 @@ export interface paths {
          *     claim), with its own `webhook-id`. At most 50,000 a call, the oldest first: a call that
          *     answers `queued: 50000` is made again for the rest (the ones queued are pending, no longer
          *     failed). `since` in the future is 400 `validation`; a deleted webhook or another
-         *     tenant's is 404.
+         *     tenant's is 404, a disabled one 409 `webhook_disabled`.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -815,6 +823,13 @@ export interface components {
             description: string | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description Turned off (PATCH): its reminders' deliveries are recorded failed, "webhook
+             *     disabled", without a request, for a recover once it is on again.
+             */
+            disabled: boolean;
+            /** Format: date-time */
+            disabled_at: string | null;
         };
         /** @description A webhook as POST /v1/webhooks answers it, the only time its secret is shown. */
         WebhookCreated: {
@@ -824,6 +839,9 @@ export interface components {
             description: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @constant */
+            disabled: false;
+            disabled_at: null;
             /** @description The signing secret, shown only in this answer. */
             secret: string;
         };
@@ -1399,7 +1417,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2541,6 +2559,51 @@ export interface operations {
             "4XX": components["responses"]["OtherProblem"];
         };
     };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook (never its secret). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
     deleteWebhook: {
         parameters: {
             query?: never;
@@ -2606,6 +2669,61 @@ export interface operations {
             "4XX": components["responses"]["OtherProblem"];
         };
     };
+    patchWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": {
+                    url?: string;
+                    description?: string | null;
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
     recoverWebhook: {
         parameters: {
             query?: never;
@@ -2650,6 +2768,20 @@ export interface operations {
                         status?: 404;
                         /** @enum {unknown} */
                         code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            /** @description `webhook_disabled`: turn it on first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @constant */
+                        code?: "webhook_disabled";
                     };
                 };
             };

@@ -66,17 +66,17 @@ static const char retry_sql[] =
  * by next_attempt_at) sends them in that order. The failed rows are found along
  * outbox_tenant_status. */
 static const char recover_sql[] =
-    "WITH w AS (SELECT id FROM webhooks WHERE id = $2::uuid AND tenant_id = $1::bigint"
-    "  AND deleted_at IS NULL),"
+    "WITH w AS (SELECT id, disabled_at IS NOT NULL AS off FROM webhooks WHERE id = $2::uuid"
+    "  AND tenant_id = $1::bigint AND deleted_at IS NULL),"
     " c AS (SELECT o.id, o.fire_at FROM outbox o WHERE o.tenant_id = $1::bigint"
-    "  AND o.status = 'failed' AND o.webhook_id = (SELECT id FROM w)"
+    "  AND o.status = 'failed' AND o.webhook_id = (SELECT id FROM w WHERE NOT off)"
     "  AND o.fire_at >= " DB_TS("$3") " ORDER BY o.fire_at, o.id LIMIT $4::int"
     "  FOR UPDATE SKIP LOCKED),"
     " r AS (SELECT id, row_number() OVER (ORDER BY fire_at, id) AS k FROM c),"
     " u AS (UPDATE outbox o SET status = 'pending', lease_owner = NULL,"
     "  next_attempt_at = now() + r.k * interval '1 microsecond'"
     "  FROM r WHERE o.id = r.id AND o.status = 'failed' RETURNING 1)"
-    " SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM u)";
+    " SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM u), (SELECT bool_or(off) FROM w)";
 /* clang-format on */
 
 _Static_assert(DB_DELIVERY_Q_MAX < 1024, "the pattern's buffer below");
@@ -193,7 +193,7 @@ db_delivery_retry(struct db *db, int64_t tenant_id, int64_t id, char was[DB_DELI
 
 enum db_status
 db_delivery_recover(struct db *db, int64_t tenant_id, const char *webhook_id, int64_t since_ms,
-                    int64_t *queued)
+                    int64_t *queued, bool *disabled)
 {
     char tenant[DB_I64_BUF], since[DB_I64_BUF], max[DB_I64_BUF];
     const char *params[] = {db_i64(tenant, tenant_id), webhook_id, db_ms(since, since_ms),
@@ -201,6 +201,7 @@ db_delivery_recover(struct db *db, int64_t tenant_id, const char *webhook_id, in
     PGresult *res;
 
     *queued = 0;
+    *disabled = false;
     if (!meeting_id_valid(webhook_id))
         return DB_NO_RESULTS;
     enum db_status st = db_exec(db, STMT_DELIVERY_RECOVER, recover_sql, 4, params, &res);
@@ -208,6 +209,7 @@ db_delivery_recover(struct db *db, int64_t tenant_id, const char *webhook_id, in
         return st;
     st = PQntuples(res) == 1 && db_get_i64(res, 0, 0) == 1 ? DB_ONE_RESULT : DB_NO_RESULTS;
     *queued = st == DB_ONE_RESULT ? db_get_i64(res, 0, 1) : 0;
+    *disabled = st == DB_ONE_RESULT && PQgetvalue(res, 0, 2)[0] == 't';
     PQclear(res);
     return st;
 }

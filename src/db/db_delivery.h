@@ -66,8 +66,8 @@ enum db_status db_delivery_retry(struct db *db, int64_t tenant_id, int64_t id,
  * (a valid uuid) whose reminders fired at or after since_ms: at most DB_DELIVERY_RECOVER_MAX of
  * them, the oldest, so that a call that queued that many is made again for the rest. Rows another
  * recover holds are left to it. NO_RESULTS when the tenant has no such webhook; otherwise
- * ONE_RESULT with *queued. */
+ * ONE_RESULT with *queued, none when the webhook is turned off (*disabled). */
 enum db_status db_delivery_recover(struct db *db, int64_t tenant_id, const char *webhook_id,
-                                   int64_t since_ms, int64_t *queued);
+                                   int64_t since_ms, int64_t *queued, bool *disabled);
 
 #endif

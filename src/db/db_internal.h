@@ -46,6 +46,8 @@ enum db_stmt {
     STMT_DELIVERY_RECOVER,
     STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
+    STMT_WEBHOOK_GET,
+    STMT_WEBHOOK_UPDATE,
     STMT_WEBHOOK_DELETE,
     STMT_CLOCK,       /* db.c */
     STMT_MEMBER_BEAT, /* db_members.c */

@@ -24,8 +24,8 @@
  * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3.
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
- * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
- * instead of sending. Rows are fetched by key (`= ANY (ARRAY(...))`): joined instead, the planner
+ * missing, subscription removed) comes back with gone = 1, a webhook turned off (migrations/020)
+ * with 2, so delivery records the row failed instead of sending. Rows are fetched by key (`= ANY (ARRAY(...))`): joined instead, the planner
  * may hash the whole outbox. */
 static const char claim_sql[] =
     "WITH RECURSIVE holders AS ("
@@ -55,7 +55,8 @@ static const char claim_sql[] =
     "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
     " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
     "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
-    "  CASE r.channel WHEN 'webhook' THEN (w.id IS NULL OR w.deleted_at IS NOT NULL)::int"
+    "  CASE r.channel WHEN 'webhook' THEN CASE WHEN w.id IS NULL OR w.deleted_at IS NOT NULL"
+    "   THEN 1 WHEN w.disabled_at IS NOT NULL THEN 2 ELSE 0 END"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
     "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
@@ -190,6 +191,7 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .attempts = (int)db_get_i64(res, row, 5),
                                   .channel = meeting_channel_parse(PQgetvalue(res, row, 7)),
                                   .target_gone = db_get_i64(res, row, 11) != 0,
+                                  .target_disabled = db_get_i64(res, row, 11) == 2,
                                   .expires_at_ms = db_get_i64(res, row, 16),
                                   .given = PQgetvalue(res, row, 18)[0] == 't'};
     copy_id(it->meeting_id, res, row, 2);

@@ -30,6 +30,7 @@ struct db_outbox_item {
     char *target;          /* the webhook id, push subscription id or participant id */
     int64_t expires_at_ms; /* push: the subscription's expiry, 0 = none */
     bool target_gone;      /* webhook deleted or subscription removed: record failed, never send */
+    bool target_disabled;  /* with target_gone: the webhook is turned off, not deleted */
     bool given;            /* the owner was given it (fire statement), not leased by this claim */
 };
 

@@ -12,9 +12,21 @@ static const char insert_sql[] =
     " SELECT $1::uuid, $2::bigint, $3, $4, $5"
     " WHERE (SELECT count(*) FROM webhooks WHERE tenant_id = $2::bigint AND deleted_at IS NULL) < $6"
     " RETURNING " DB_MS("created_at");
+#define WEBHOOK_COLUMNS "id, url, description, " DB_MS("created_at") ", coalesce(" \
+    DB_MS("disabled_at") ", 0)"
 static const char list_sql[] =
-    "SELECT id, url, description, " DB_MS("created_at") " FROM webhooks"
+    "SELECT " WEBHOOK_COLUMNS " FROM webhooks"
     " WHERE tenant_id = $1::bigint AND deleted_at IS NULL ORDER BY created_at, id";
+static const char get_sql[] =
+    "SELECT " WEBHOOK_COLUMNS " FROM webhooks"
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
+static const char update_sql[] =
+    "UPDATE webhooks SET url = coalesce($3, url),"
+    "  description = CASE WHEN $4::bool THEN $5 ELSE description END,"
+    "  disabled_at = CASE $6::int WHEN 1 THEN coalesce(disabled_at, now()) WHEN 0 THEN NULL"
+    "   ELSE disabled_at END"
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL"
+    " RETURNING " WEBHOOK_COLUMNS;
 static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
@@ -57,6 +69,26 @@ copy_id(char out[MEETING_ID_LEN + 1], const PGresult *res, int row, int col)
     out[MEETING_ID_LEN] = '\0';
 }
 
+/* Calls fn for each row of res (WEBHOOK_COLUMNS), then frees res; ONE_RESULT, or NO_RESULTS
+ * when there is none and none_is_empty is false. */
+static enum db_status
+each_row(PGresult *res, bool none_is_empty, db_webhook_row_fn fn, void *arg)
+{
+    enum db_status st = none_is_empty || PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
+
+    for (int row = 0; row < PQntuples(res); row++) {
+        struct db_webhook w = {.url = PQgetvalue(res, row, 1),
+                               .description =
+                                   PQgetisnull(res, row, 2) ? NULL : PQgetvalue(res, row, 2),
+                               .created_at_ms = db_get_i64(res, row, 3),
+                               .disabled_at_ms = db_get_i64(res, row, 4)};
+        copy_id(w.id, res, row, 0);
+        fn(arg, &w);
+    }
+    PQclear(res);
+    return st;
+}
+
 enum db_status
 db_webhook_list(struct db *db, int64_t tenant_id, db_webhook_row_fn fn, void *arg)
 {
@@ -65,18 +97,39 @@ db_webhook_list(struct db *db, int64_t tenant_id, db_webhook_row_fn fn, void *ar
     PGresult *res;
     enum db_status st = db_exec(db, STMT_WEBHOOK_LIST, list_sql, 1, params, &res);
 
-    if (st != DB_ONE_RESULT)
-        return st;
-    for (int row = 0; row < PQntuples(res); row++) {
-        struct db_webhook w = {.url = PQgetvalue(res, row, 1),
-                               .description =
-                                   PQgetisnull(res, row, 2) ? NULL : PQgetvalue(res, row, 2),
-                               .created_at_ms = db_get_i64(res, row, 3)};
-        copy_id(w.id, res, row, 0);
-        fn(arg, &w);
-    }
-    PQclear(res);
-    return DB_ONE_RESULT;
+    return st == DB_ONE_RESULT ? each_row(res, true, fn, arg) : st;
+}
+
+enum db_status
+db_webhook_get(struct db *db, int64_t tenant_id, const char *id, db_webhook_row_fn fn, void *arg)
+{
+    char tenant[DB_I64_BUF];
+    const char *params[] = {id, db_i64(tenant, tenant_id)};
+    PGresult *res;
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    enum db_status st = db_exec(db, STMT_WEBHOOK_GET, get_sql, 2, params, &res);
+    return st == DB_ONE_RESULT ? each_row(res, false, fn, arg) : st;
+}
+
+enum db_status
+db_webhook_update(struct db *db, int64_t tenant_id, const char *id,
+                  const struct db_webhook_change *c, db_webhook_row_fn fn, void *arg)
+{
+    char tenant[DB_I64_BUF], off[DB_I64_BUF];
+    const char *params[] = {id,
+                            db_i64(tenant, tenant_id),
+                            c->url,
+                            c->set_description ? "t" : "f",
+                            c->description,
+                            db_i64(off, c->disabled)};
+    PGresult *res;
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    enum db_status st = db_exec(db, STMT_WEBHOOK_UPDATE, update_sql, 6, params, &res);
+    return st == DB_ONE_RESULT ? each_row(res, false, fn, arg) : st;
 }
 
 enum db_status

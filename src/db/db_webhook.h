@@ -18,6 +18,7 @@ struct db_webhook {
     char *description; /* NULL when none */
     char *secret;      /* only filled by db_webhook_insert's caller; never read back in lists */
     int64_t created_at_ms;
+    int64_t disabled_at_ms; /* 0 while it is enabled */
 };
 
 /* Inserts w (id, url, description, secret set by the caller) unless the tenant has
@@ -27,6 +28,22 @@ enum db_status db_webhook_insert(struct db *db, int64_t tenant_id, struct db_web
 typedef void (*db_webhook_row_fn)(void *arg, const struct db_webhook *w);
 /* Calls fn for each live webhook of the tenant, oldest first (secret NULL). */
 enum db_status db_webhook_list(struct db *db, int64_t tenant_id, db_webhook_row_fn fn, void *arg);
+/* The tenant's live webhook id: fn once (secret NULL); NO_RESULTS when there is none. */
+enum db_status db_webhook_get(struct db *db, int64_t tenant_id, const char *id,
+                              db_webhook_row_fn fn, void *arg);
+/* A change of a live webhook: each field NULL (or set_description false, disabled -1) to leave
+ * it as it is; disabled 1 turns it off (its disabled_at kept when it was off already), 0 on. */
+struct db_webhook_change {
+    const char *url;
+    bool set_description;
+    const char *description; /* NULL clears it (with set_description) */
+    int disabled;            /* -1, 0 or 1 */
+};
+/* Applies c to the tenant's live webhook id and calls fn with the result; NO_RESULTS when there
+ * is no such webhook. */
+enum db_status db_webhook_update(struct db *db, int64_t tenant_id, const char *id,
+                                 const struct db_webhook_change *c, db_webhook_row_fn fn,
+                                 void *arg);
 /* Soft-deletes one: ONE_RESULT, or NO_RESULTS when the tenant has no such live webhook. */
 enum db_status db_webhook_delete(struct db *db, int64_t tenant_id, const char *id);
 

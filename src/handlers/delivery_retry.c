@@ -43,6 +43,7 @@ handle_webhook_recover(struct request *rq)
 {
     struct codec_errors errs = {0};
     int64_t since_ms, queued;
+    bool disabled;
     json_t *doc;
     struct db *db;
     int ret;
@@ -56,9 +57,12 @@ handle_webhook_recover(struct request *rq)
     if ((db = handler_db(rq, &ret)) == NULL)
         return ret;
     enum db_status st =
-        db_delivery_recover(db, rq->tenant_id, rq->match.args[0], since_ms, &queued);
+        db_delivery_recover(db, rq->tenant_id, rq->match.args[0], since_ms, &queued, &disabled);
     if (st != DB_ONE_RESULT)
         return handler_db_failure(rq, st, API_E_WEBHOOK_NOT_FOUND, NULL);
+    if (disabled)
+        return http_reply_problem(rq, API_E_WEBHOOK_DISABLED,
+                                  "turn it on first (PATCH with disabled false), then recover");
     return http_reply_json(rq, MHD_HTTP_ACCEPTED, json_pack("{s:I}", "queued", (json_int_t)queued),
                            NULL);
 }

@@ -25,6 +25,8 @@ const struct route http_routes[] = {
     {"POST", "/v1/deliveries/{id}/retry", handle_delivery_retry, ROUTE_API_KEY},
     {"POST", "/v1/webhooks", handle_webhooks_post, ROUTE_API_KEY},
     {"GET", "/v1/webhooks", handle_webhooks_list, ROUTE_API_KEY},
+    {"GET", "/v1/webhooks/{id}", handle_webhook_get, ROUTE_API_KEY},
+    {"PATCH", "/v1/webhooks/{id}", handle_webhook_patch, ROUTE_API_KEY},
     {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, ROUTE_API_KEY},
     {"POST", "/v1/webhooks/{id}/recover", handle_webhook_recover, ROUTE_API_KEY},
     {"POST", "/v1/signing-keys", handle_signing_keys_post, ROUTE_API_KEY},

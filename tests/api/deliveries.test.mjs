@@ -385,3 +385,64 @@ test('recover since a time: every failed delivery of the webhook sent once more,
     assert.equal(del.status, 204);
     assert.equal((await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } })).status, 404, 'deleted');
 });
+
+const patchHook = (k, id, json, headers) => srv.req('PATCH', `/v1/webhooks/${id}`, { key: k, json, headers });
+
+test('a webhook: GET and PATCH (url, description, disabled); turned off, its deliveries fail without a request; recover is 409 until it is on again', async (t) => {
+    const k = await srv.createKey('ops-patch');
+    const rx = await receiver(t, 204);
+    const hook = await register(k, rx.url);
+    const got = await srv.req('GET', `/v1/webhooks/${hook.id}`, { key: k });
+    assert.equal(got.status, 200, got.text);
+    assert.deepEqual({ ...got.json, created_at: undefined },
+        { id: hook.id, url: rx.url, description: null, created_at: undefined, disabled: false, disabled_at: null });
+    assert.equal((await srv.req('GET', `/v1/webhooks/${hook.id}`, { key })).status, 404, 'another tenant');
+    assert.equal((await srv.req('GET', '/v1/webhooks/nope', { key: k })).status, 404);
+
+    assert.equal((await patchHook(k, hook.id, { description: 'desk' })).json.description, 'desk');
+    assert.equal((await patchHook(k, hook.id, { description: null })).json.description, null);
+    const moved = await patchHook(k, hook.id, { url: `${rx.url}?v=2` });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.json.url, `${rx.url}?v=2`);
+    for (const [json, field] of [[{ url: 'ftp://example.com/' }, 'url'], [{ url: null }, 'url'],
+        [{ disabled: 'yes' }, 'disabled'], [{ x: 1 }, 'x'], [{ description: 'd'.repeat(501) }, 'description']]) {
+        const r = await patchHook(k, hook.id, json);
+        assert.equal(r.status, 400, `${JSON.stringify(json)}: ${r.text}`);
+        assert.equal(r.json.errors[0].field, field);
+    }
+    assert.equal((await patchHook(k, hook.id, { disabled: true }, { 'Content-Type': 'application/json' })).status, 415);
+    assert.equal((await patchHook(key, hook.id, { disabled: true })).status, 404, 'another tenant');
+
+    const off = await patchHook(k, hook.id, { disabled: true });
+    assert.equal(off.status, 200, off.text);
+    assert.equal(off.json.disabled, true);
+    assert.ok(Date.parse(off.json.disabled_at) > 0);
+    const listed = (await srv.req('GET', '/v1/webhooks', { key: k })).json.items.find((w) => w.id === hook.id);
+    assert.equal(listed.disabled, true);
+
+    const since = new Date().toISOString();
+    const m = await dueSoon(k, 'while off');
+    let d;
+    assert.ok(await waitFor(async () => {
+        [d] = (await search(`meeting_id=${m.id}`, k)).json.items;
+        return d && d.status === 'failed';
+    }, BOUND_MS, 100), 'failed while off');
+    assert.equal(d.last_error, 'webhook disabled');
+    assert.equal(rx.got.length, 0, 'no request while off');
+    const detail = (await srv.req('GET', `/v1/deliveries/${d.id}`, { key: k })).json;
+    assert.deepEqual(detail.attempts.map((a) => [a.status, a.http_status, a.error, a.duration_ms]),
+        [['failed', null, 'webhook disabled', 0]]);
+    const refused = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } });
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.json.code, 'webhook_disabled');
+
+    const on = await patchHook(k, hook.id, { disabled: false });
+    assert.equal(on.json.disabled, false);
+    assert.equal(on.json.disabled_at, null);
+    const r = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.json.queued, 1);
+    await deliveryWhen(k, d.id, (x) => x.status === 'delivered');
+    assert.equal(rx.got.length, 1, 'sent once, on again');
+    assert.equal(rx.got[0].headers['webhook-id'], webhookIdOf(d));
+});
