@@ -21,7 +21,9 @@ CREATE INDEX meetings_title_trgm ON meetings USING gin (title gin_trgm_ops);
 -- Each attempt of a delivery (GET /v1/deliveries/{id}), written by the statement that records
 -- its outcome in the outbox (src/db/db_outbox.c), so the two never disagree: n is the row's
 -- attempt count after it, outcome the attempt's own (a failed attempt of a row that will be
--- retried is 'failed'), instance the replica that sent it (TOCSIN_INSTANCE_ID). A row keeps its
+-- retried is 'failed'), instance the replica that sent it (TOCSIN_INSTANCE_ID), webhook_id the
+-- webhook of a webhook row (its health, GET /v1/webhooks, along delivery_attempts_webhook: counts
+-- of the last hour and the latest of each outcome, each a short walk). A row keeps its
 -- DB_DELIVERY_ATTEMPTS_MAX (20) newest: the statement that writes the 21st deletes the oldest.
 -- No key to the outbox: it would lock each outbox row once more at every record, and the outbox
 -- rows go by several statements (retention, meeting deletes); retention purges attempts by their
@@ -29,6 +31,7 @@ CREATE INDEX meetings_title_trgm ON meetings USING gin (title gin_trgm_ops);
 -- at (rows arrive in time order, so a few block ranges cover a batch and a write costs little).
 CREATE TABLE delivery_attempts (
     outbox_id bigint NOT NULL,
+    webhook_id uuid,
     n int NOT NULL CHECK (n >= 1),
     at timestamptz NOT NULL DEFAULT now(),
     outcome text NOT NULL CHECK (outcome IN ('delivered', 'failed')),
@@ -39,6 +42,8 @@ CREATE TABLE delivery_attempts (
 );
 CREATE INDEX delivery_attempts_outbox ON delivery_attempts (outbox_id, n);
 CREATE INDEX delivery_attempts_at ON delivery_attempts USING brin (at);
+CREATE INDEX delivery_attempts_webhook ON delivery_attempts (webhook_id, outcome, at)
+    WHERE webhook_id IS NOT NULL;
 
 -- A webhook an operator turned off (PATCH /v1/webhooks/{id} {"disabled": true}): its reminders
 -- still write their outbox rows, which delivery records failed ("webhook disabled") without a

@@ -830,6 +830,27 @@ export interface components {
             disabled: boolean;
             /** Format: date-time */
             disabled_at: string | null;
+            health: components["schemas"]["WebhookHealth"];
+        };
+        /**
+         * @description What the webhook's recorded attempts say (every replica's, from PostgreSQL). `state`:
+         *     `disabled` (turned off), `open` (5 attempts failed since the last success, the latest
+         *     within 5 minutes: the count at which each replica's circuit breaker opens, and its
+         *     longest hold), `failing` (the latest attempt failed) or `healthy` (it succeeded, or
+         *     none was made yet). The last hour's attempts and the share of them delivered (null
+         *     when none); the latest success and failure kept (attempts go with
+         *     `TOCSIN_RETENTION_DELIVERIES_S`) and the latest failure's error.
+         */
+        WebhookHealth: {
+            /** @enum {string} */
+            state: "healthy" | "failing" | "open" | "disabled";
+            attempts_1h: number;
+            success_rate_1h: number | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            last_error: string | null;
         };
         /** @description A webhook as POST /v1/webhooks answers it, the only time its secret is shown. */
         WebhookCreated: {

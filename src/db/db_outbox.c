@@ -107,9 +107,9 @@ static const char delivered_sql[] =
     "  delivered_at = now(), last_status = d.st, last_error = NULL, lease_owner = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS d(id, st, ms)"
     " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'")
-    " RETURNING o.id, o.attempts, d.st, d.ms),"
-    " a AS (INSERT INTO delivery_attempts (outbox_id, n, outcome, http_status, duration_ms,"
-    "  instance) SELECT id, attempts, 'delivered', NULLIF(st, 0),"
+    " RETURNING o.id, o.webhook_id, o.attempts, d.st, d.ms),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, webhook_id, n, outcome, http_status,"
+    "  duration_ms, instance) SELECT id, webhook_id, attempts, 'delivered', NULLIF(st, 0),"
     "  least(greatest(ms, 0), 2147483647), $4 FROM u),"
     ATTEMPTS_TRIM
     " SELECT id FROM u";
@@ -124,9 +124,9 @@ static const char failed_sql[] =
     "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
     "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
     " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending' AND o.lease_owner = $8")
-    " RETURNING o.id, o.status, o.attempts, f.st, f.ms, f.err),"
-    " a AS (INSERT INTO delivery_attempts (outbox_id, n, outcome, http_status, duration_ms,"
-    "  error, instance) SELECT id, attempts, 'failed', NULLIF(st, 0),"
+    " RETURNING o.id, o.webhook_id, o.status, o.attempts, f.st, f.ms, f.err),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, webhook_id, n, outcome, http_status,"
+    "  duration_ms, error, instance) SELECT id, webhook_id, attempts, 'failed', NULLIF(st, 0),"
     "  least(greatest(ms, 0), 2147483647), left(err, 500), $10 FROM u),"
     ATTEMPTS_TRIM
     " SELECT id, status FROM u";

@@ -12,20 +12,33 @@ static const char insert_sql[] =
     " SELECT $1::uuid, $2::bigint, $3, $4, $5"
     " WHERE (SELECT count(*) FROM webhooks WHERE tenant_id = $2::bigint AND deleted_at IS NULL) < $6"
     " RETURNING " DB_MS("created_at");
-#define WEBHOOK_COLUMNS "id, url, description, " DB_MS("created_at") ", coalesce(" \
-    DB_MS("disabled_at") ", 0)"
+/* Each health figure a walk of delivery_attempts_webhook (migrations/020) within one webhook
+ * and outcome: the hour's counts, the latest of each, the open breaker's fifth latest failure. */
+#define ATTEMPTS_OF(outcome)                                                                      \
+    " FROM delivery_attempts a WHERE a.webhook_id = w.id AND a.outcome = '" outcome "'"
+#define LATEST(outcome) "(SELECT max(a.at)" ATTEMPTS_OF(outcome) ")"
+#define WEBHOOK_COLUMNS                                                                           \
+    "w.id, w.url, w.description, " DB_MS("w.created_at") ", coalesce(" DB_MS("w.disabled_at")  \
+    ", 0), (SELECT count(*)" ATTEMPTS_OF("delivered") " AND a.at > now() - interval '1 hour'),"  \
+    " (SELECT count(*)" ATTEMPTS_OF("failed") " AND a.at > now() - interval '1 hour'),"          \
+    " coalesce(" DB_MS(LATEST("delivered")) ", 0), coalesce(" DB_MS(LATEST("failed")) ", 0),"    \
+    " (SELECT a.error" ATTEMPTS_OF("failed") " ORDER BY a.at DESC LIMIT 1),"                     \
+    " coalesce((SELECT a.at" ATTEMPTS_OF("failed") " ORDER BY a.at DESC OFFSET ("                 \
+    DB_WEBHOOK_OPEN_FAILURES_TEXT " - 1) LIMIT 1) > coalesce(" LATEST("delivered") ", '-infinity')" \
+    " AND " LATEST("failed") " > now() - interval '" DB_WEBHOOK_OPEN_MS_TEXT " milliseconds',"   \
+    " false)"
 static const char list_sql[] =
-    "SELECT " WEBHOOK_COLUMNS " FROM webhooks"
-    " WHERE tenant_id = $1::bigint AND deleted_at IS NULL ORDER BY created_at, id";
+    "SELECT " WEBHOOK_COLUMNS " FROM webhooks w"
+    " WHERE w.tenant_id = $1::bigint AND w.deleted_at IS NULL ORDER BY w.created_at, w.id";
 static const char get_sql[] =
-    "SELECT " WEBHOOK_COLUMNS " FROM webhooks"
-    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
+    "SELECT " WEBHOOK_COLUMNS " FROM webhooks w"
+    " WHERE w.id = $1::uuid AND w.tenant_id = $2::bigint AND w.deleted_at IS NULL";
 static const char update_sql[] =
-    "UPDATE webhooks SET url = coalesce($3, url),"
+    "UPDATE webhooks w SET url = coalesce($3, url),"
     "  description = CASE WHEN $4::bool THEN $5 ELSE description END,"
     "  disabled_at = CASE $6::int WHEN 1 THEN coalesce(disabled_at, now()) WHEN 0 THEN NULL"
     "   ELSE disabled_at END"
-    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL"
+    " WHERE w.id = $1::uuid AND w.tenant_id = $2::bigint AND w.deleted_at IS NULL"
     " RETURNING " WEBHOOK_COLUMNS;
 static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
@@ -77,11 +90,17 @@ each_row(PGresult *res, bool none_is_empty, db_webhook_row_fn fn, void *arg)
     enum db_status st = none_is_empty || PQntuples(res) > 0 ? DB_ONE_RESULT : DB_NO_RESULTS;
 
     for (int row = 0; row < PQntuples(res); row++) {
-        struct db_webhook w = {.url = PQgetvalue(res, row, 1),
-                               .description =
-                                   PQgetisnull(res, row, 2) ? NULL : PQgetvalue(res, row, 2),
-                               .created_at_ms = db_get_i64(res, row, 3),
-                               .disabled_at_ms = db_get_i64(res, row, 4)};
+        struct db_webhook w = {
+            .url = PQgetvalue(res, row, 1),
+            .description = PQgetisnull(res, row, 2) ? NULL : PQgetvalue(res, row, 2),
+            .created_at_ms = db_get_i64(res, row, 3),
+            .disabled_at_ms = db_get_i64(res, row, 4),
+            .ok_1h = db_get_i64(res, row, 5),
+            .failed_1h = db_get_i64(res, row, 6),
+            .last_success_ms = db_get_i64(res, row, 7),
+            .last_failure_ms = db_get_i64(res, row, 8),
+            .last_error = PQgetisnull(res, row, 9) ? NULL : PQgetvalue(res, row, 9),
+            .open = PQgetvalue(res, row, 10)[0] == 't'};
         copy_id(w.id, res, row, 0);
         fn(arg, &w);
     }

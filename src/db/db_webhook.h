@@ -19,7 +19,21 @@ struct db_webhook {
     char *secret;      /* only filled by db_webhook_insert's caller; never read back in lists */
     int64_t created_at_ms;
     int64_t disabled_at_ms; /* 0 while it is enabled */
+    /* Its health from its attempts (delivery_attempts): those of the last hour by outcome, the
+     * latest of each (0: none kept), the latest failure's error (NULL: none) and whether
+     * DB_WEBHOOK_OPEN_FAILURES failed since the last success, the latest within
+     * DB_WEBHOOK_OPEN_MS (a breaker open, as each replica's would be). */
+    int64_t ok_1h, failed_1h, last_success_ms, last_failure_ms;
+    const char *last_error;
+    bool open;
 };
+
+/* The circuit breaker's threshold and longest hold (deliver_policy.h), as the health reads
+ * them. */
+#define DB_WEBHOOK_OPEN_FAILURES 5
+#define DB_WEBHOOK_OPEN_FAILURES_TEXT "5"
+#define DB_WEBHOOK_OPEN_MS 300000
+#define DB_WEBHOOK_OPEN_MS_TEXT "300000"
 
 /* Inserts w (id, url, description, secret set by the caller) unless the tenant has
  * WEBHOOKS_PER_TENANT_MAX live ones: ONE_RESULT (created_at_ms filled) or NO_RESULTS (cap). Runs

@@ -10,6 +10,7 @@
 #include "db.h"
 #include "db_outbox.h"
 #include "db_push.h"
+#include "db_webhook.h"
 #include "deliver_internal.h"
 #include "log.h"
 #include "meeting.h"
@@ -18,6 +19,10 @@
 #include "panic.h"
 #include "timefmt.h"
 #include "trace.h"
+
+/* A webhook's health reads its breaker as this one is. */
+_Static_assert(DB_WEBHOOK_OPEN_FAILURES == DELIVER_CIRCUIT_FAILURES, "the health's breaker");
+_Static_assert(DB_WEBHOOK_OPEN_MS == DELIVER_CIRCUIT_OPEN_MAX_MS, "the health's breaker");
 
 #define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
 /* Deliveries, all workers together: one info line at most this often. */

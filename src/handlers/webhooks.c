@@ -22,6 +22,38 @@ _Static_assert(WEBHOOK_ERR_MAX == CODEC_MESSAGE_MAX, "a webhook reason fits a fi
 _Static_assert(WEBHOOK_URL_MAX == CODEC_URL_MAX, "one bound for webhook URLs");
 
 static json_t *
+time_or_null(int64_t ms)
+{
+    char buf[TIMEFMT_BUF];
+    return ms ? json_string(timefmt_format(ms, buf)) : json_null();
+}
+
+/* disabled (turned off), open (the breaker's count of failures since the last success, the
+ * latest recent), failing (the latest attempt failed) or healthy (it succeeded, or none yet). */
+static const char *
+health_state(const struct db_webhook *w)
+{
+    if (w->disabled_at_ms != 0)
+        return "disabled";
+    if (w->open)
+        return "open";
+    return w->last_failure_ms > w->last_success_ms ? "failing" : "healthy";
+}
+
+static json_t *
+health(const struct db_webhook *w)
+{
+    int64_t n = w->ok_1h + w->failed_1h;
+
+    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "state", health_state(w), "attempts_1h",
+                     (json_int_t)n, "success_rate_1h",
+                     n > 0 ? json_real((double)w->ok_1h / (double)n) : json_null(),
+                     "last_success_at", time_or_null(w->last_success_ms), "last_failure_at",
+                     time_or_null(w->last_failure_ms), "last_error",
+                     w->last_error ? json_string(w->last_error) : json_null());
+}
+
+static json_t *
 encode(const struct db_webhook *w, const char *secret)
 {
     char created[TIMEFMT_BUF];
@@ -34,6 +66,10 @@ encode(const struct db_webhook *w, const char *secret)
         w->disabled_at_ms ? json_string(timefmt_format(w->disabled_at_ms, disabled)) : json_null());
     if (v != NULL && secret != NULL)
         json_object_set_new(v, "secret", json_string(secret));
+    else if (v != NULL && json_object_set_new(v, "health", health(w)) != 0) {
+        json_decref(v);
+        return NULL;
+    }
     return v;
 }
 

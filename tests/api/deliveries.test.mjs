@@ -258,6 +258,25 @@ test('one delivery with its attempts: each recorded with its outcome, HTTP statu
     assert.ok(ok.attempts[0].duration_ms >= 100, `the receiver took 120 ms: ${ok.attempts[0].duration_ms}`);
 });
 
+test('webhook health from the recorded attempts: healthy, failing; in the list and one by one', async () => {
+    const list = (await srv.req('GET', '/v1/webhooks', { key })).json.items;
+    const ok = list.find((w) => w.id === fx.hookOk.id).health;
+    assert.equal(ok.state, 'healthy');
+    assert.equal(ok.attempts_1h, 2);
+    assert.equal(ok.success_rate_1h, 1);
+    assert.ok(Date.parse(ok.last_success_at) > 0);
+    assert.equal(ok.last_failure_at, null);
+    assert.equal(ok.last_error, null);
+    const bad = (await srv.req('GET', `/v1/webhooks/${fx.hookBad.id}`, { key })).json.health;
+    assert.deepEqual({ ...bad, last_failure_at: typeof bad.last_failure_at },
+        { state: 'failing', attempts_1h: 4, success_rate_1h: 0, last_success_at: null,
+            last_failure_at: 'string', last_error: 'HTTP 500' });
+    const fresh = await register(otherKey, 'http://127.0.0.1:9/never');
+    const none = (await srv.req('GET', `/v1/webhooks/${fresh.id}`, { key: otherKey })).json.health;
+    assert.deepEqual(none, { state: 'healthy', attempts_1h: 0, success_rate_1h: null, last_success_at: null,
+        last_failure_at: null, last_error: null });
+});
+
 test('a delivery of another tenant, or no delivery, is 404 delivery_not_found', async () => {
     const mine = fx.all[0];
     const r = await srv.req('GET', `/v1/deliveries/${mine.id}`, { key: otherKey });
@@ -362,6 +381,11 @@ test('recover since a time: every failed delivery of the webhook sent once more,
     assert.equal(late.json.queued, 0, 'nothing fired since now');
     assert.equal((await failedNow()).length, N);
 
+    const open = (await srv.req('GET', `/v1/webhooks/${hook.id}`, { key: k })).json.health;
+    assert.equal(open.state, 'open', JSON.stringify(open));
+    assert.equal(open.attempts_1h, 2 * N);
+    assert.equal(open.last_error, 'HTTP 422');
+
     // A second replica on the same database: the two share the re-queued rows.
     const second = await h.startServer({ ...SERVER_ENV, TOCSIN_INSTANCE_ID: 'ops-replica-b' });
     t.after(() => second.stop());
@@ -378,6 +402,10 @@ test('recover since a time: every failed delivery of the webhook sent once more,
         assert.ok(['ops-replica-a', 'ops-replica-b'].includes(x.attempts[2].instance));
     }
     assert.equal(rx.got.length, 3 * N, 'nothing sent twice');
+    const healed = (await srv.req('GET', `/v1/webhooks/${hook.id}`, { key: k })).json.health;
+    assert.equal(healed.state, 'healthy');
+    assert.equal(healed.attempts_1h, 3 * N);
+    assert.equal(healed.success_rate_1h, N / (3 * N));
     const again = await srv.req('POST', `/v1/webhooks/${hook.id}/recover`, { key: k, json: { since } });
     assert.equal(again.json.queued, 0, 'no failed delivery left');
     assert.equal((await allPages(`webhook_id=${other.id}&status=delivered`, k)).length, N, 'the other webhook untouched');
@@ -394,8 +422,9 @@ test('a webhook: GET and PATCH (url, description, disabled); turned off, its del
     const hook = await register(k, rx.url);
     const got = await srv.req('GET', `/v1/webhooks/${hook.id}`, { key: k });
     assert.equal(got.status, 200, got.text);
-    assert.deepEqual({ ...got.json, created_at: undefined },
-        { id: hook.id, url: rx.url, description: null, created_at: undefined, disabled: false, disabled_at: null });
+    assert.deepEqual({ ...got.json, created_at: undefined, health: undefined },
+        { id: hook.id, url: rx.url, description: null, created_at: undefined, disabled: false, disabled_at: null,
+            health: undefined });
     assert.equal((await srv.req('GET', `/v1/webhooks/${hook.id}`, { key })).status, 404, 'another tenant');
     assert.equal((await srv.req('GET', '/v1/webhooks/nope', { key: k })).status, 404);
 
@@ -419,6 +448,7 @@ test('a webhook: GET and PATCH (url, description, disabled); turned off, its del
     assert.ok(Date.parse(off.json.disabled_at) > 0);
     const listed = (await srv.req('GET', '/v1/webhooks', { key: k })).json.items.find((w) => w.id === hook.id);
     assert.equal(listed.disabled, true);
+    assert.equal(listed.health.state, 'disabled');
 
     const since = new Date().toISOString();
     const m = await dueSoon(k, 'while off');
