@@ -72,6 +72,9 @@ static const struct {
     [METRIC_STREAMS_REVOKED] = {"tocsin_streams_revoked_total",
                                 "Streams ended because the signing key of their token was "
                                 "revoked."},
+    [METRIC_WEBHOOKS_DISABLED] = {"tocsin_webhooks_disabled_total",
+                                  "Webhooks turned off because their attempts failed without "
+                                  "one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -29,6 +29,7 @@ enum metric {
     METRIC_QUOTA_REFUSED,        /* creates refused 403 quota_exceeded (a tenant quota) */
     METRIC_STREAMS_TENANT_FULL,  /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */
     METRIC_STREAMS_REVOKED,      /* streams ended because their signing key was revoked */
+    METRIC_WEBHOOKS_DISABLED,    /* webhooks turned off after TOCSIN_WEBHOOK_DISABLE_AFTER_S */
     METRIC_COUNT
 };
 

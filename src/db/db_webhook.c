@@ -43,6 +43,18 @@ static const char update_sql[] =
 static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
+/* The candidates are the live, enabled webhooks whose latest failure is after their latest
+ * success (two index probes each along delivery_attempts_webhook); of them, those whose first
+ * failure after that success is older than $1 seconds. */
+static const char disable_sql[] =
+    "WITH f AS (SELECT w.id, w.tenant_id, (SELECT min(a.at)" ATTEMPTS_OF("failed")
+    "   AND a.at > coalesce(" LATEST("delivered") ", '-infinity')) AS since"
+    "  FROM webhooks w WHERE w.deleted_at IS NULL AND w.disabled_at IS NULL"
+    "  AND " LATEST("failed") " > coalesce(" LATEST("delivered") ", '-infinity')),"
+    " d AS (UPDATE webhooks w SET disabled_at = now() FROM (SELECT id, since FROM f"
+    "   WHERE since < now() - $1::bigint * interval '1 second' ORDER BY since LIMIT $2::int) x"
+    "  WHERE w.id = x.id AND w.disabled_at IS NULL RETURNING w.id, w.tenant_id, x.since)"
+    " SELECT id, tenant_id, " DB_MS("since") " FROM d";
 /* clang-format on */
 
 struct insert_tx {
@@ -160,4 +172,23 @@ db_webhook_delete(struct db *db, int64_t tenant_id, const char *id)
     if (!meeting_id_valid(id))
         return DB_NO_RESULTS;
     return db_exec_one_row(db, STMT_WEBHOOK_DELETE, delete_sql, 2, params);
+}
+
+enum db_status
+db_webhook_disable_failing(struct db *db, int64_t after_s, db_webhook_disabled_fn fn, void *arg,
+                           int64_t *n)
+{
+    char after[DB_I64_BUF], max[DB_I64_BUF];
+    const char *params[] = {db_i64(after, after_s), db_i64(max, DB_WEBHOOK_DISABLE_BATCH)};
+    PGresult *res;
+    enum db_status st = db_exec(db, STMT_WEBHOOK_DISABLE, disable_sql, 2, params, &res);
+
+    *n = 0;
+    if (st != DB_ONE_RESULT)
+        return st;
+    for (int row = 0; row < PQntuples(res); row++)
+        fn(arg, PQgetvalue(res, row, 0), db_get_i64(res, row, 1), db_get_i64(res, row, 2));
+    *n = PQntuples(res);
+    PQclear(res);
+    return DB_ONE_RESULT;
 }

@@ -58,6 +58,15 @@ struct db_webhook_change {
 enum db_status db_webhook_update(struct db *db, int64_t tenant_id, const char *id,
                                  const struct db_webhook_change *c, db_webhook_row_fn fn,
                                  void *arg);
+/* Turns off every live webhook whose attempts have failed without one success for after_s
+ * seconds (its latest attempt failed, and the first failure since its latest success, or ever,
+ * is that old), at most DB_WEBHOOK_DISABLE_BATCH a call; fn for each one turned off (its id and
+ * tenant, the start of its failures), *n how many. */
+#define DB_WEBHOOK_DISABLE_BATCH 1000
+typedef void (*db_webhook_disabled_fn)(void *arg, const char *id, int64_t tenant_id,
+                                       int64_t failing_since_ms);
+enum db_status db_webhook_disable_failing(struct db *db, int64_t after_s, db_webhook_disabled_fn fn,
+                                          void *arg, int64_t *n);
 /* Soft-deletes one: ONE_RESULT, or NO_RESULTS when the tenant has no such live webhook. */
 enum db_status db_webhook_delete(struct db *db, int64_t tenant_id, const char *id);
 

@@ -476,3 +476,44 @@ test('a webhook: GET and PATCH (url, description, disabled); turned off, its del
     assert.equal(rx.got.length, 1, 'sent once, on again');
     assert.equal(rx.got[0].headers['webhook-id'], webhookIdOf(d));
 });
+
+// A server of its own (another database): it turns off webhooks failing for 2 s, looking every
+// second.
+const hOff = await harness('deliveries_disable');
+
+test('a webhook failing without one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S is turned off, logged and counted; a healthy one is not', async (t) => {
+    const off = await hOff.startServer({ ...SERVER_ENV, TOCSIN_WEBHOOK_DISABLE_AFTER_S: '2', TOCSIN_RETENTION_INTERVAL_S: '1' });
+    const k = await off.createKey('ops-disable');
+    const bad = await receiver(t, 500);
+    const good = await receiver(t, 204);
+    const reg = async (url) => (await off.req('POST', '/v1/webhooks', { key: k, json: { url } })).json;
+    const hookBad = await reg(bad.url);
+    const hookGood = await reg(good.url);
+    const due = async (title) => (await off.req('POST', '/v1/meetings', { key: k,
+        json: { title, starts_at: new Date(Date.now() + LEAD_MS + 5 * MIN).toISOString() } })).json;
+    await due('first');
+    let w;
+    assert.ok(await waitFor(async () => {
+        w = (await off.req('GET', `/v1/webhooks/${hookBad.id}`, { key: k })).json;
+        return w.disabled;
+    }, BOUND_MS, 200), 'turned off');
+    assert.equal(w.health.state, 'disabled');
+    assert.equal(w.health.last_error, 'HTTP 500');
+    assert.ok(Date.parse(w.disabled_at) - Date.parse(w.health.last_failure_at) >= 1000, 'after the 2 s, not at once');
+    assert.equal((await off.req('GET', `/v1/webhooks/${hookGood.id}`, { key: k })).json.disabled, false);
+    assert.match(off.log, new RegExp(`WARN webhooks: webhook ${hookBad.id} of tenant \\d+ turned off: its attempts failed without one success since \\S+ \\(TOCSIN_WEBHOOK_DISABLE_AFTER_S=2\\)`));
+    const metrics = (await off.req('GET', '/metrics', { validate: false })).text;
+    assert.match(metrics, /^tocsin_webhooks_disabled_total 1$/m);
+
+    // Turned off, its next deliveries are recorded failed without a request.
+    const sent = bad.got.length;
+    const m = await due('second');
+    let d;
+    assert.ok(await waitFor(async () => {
+        d = (await off.req('GET', `/v1/deliveries?meeting_id=${m.id}&webhook_id=${hookBad.id}`, { key: k })).json.items[0];
+        return d && d.status === 'failed';
+    }, BOUND_MS, 100));
+    assert.equal(d.last_error, 'webhook disabled');
+    assert.equal(bad.got.length, sent);
+    assert.ok(await waitFor(() => good.got.length === 2, BOUND_MS, 100), 'the healthy one got both');
+});

@@ -10,6 +10,10 @@ static const struct {
     const char *var, *value;
     int ok;
 } cases[] = {
+    {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "1", 1},
+    {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "31622400", 1},
+    {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "0", 0},
+    {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "31622401", 0},
     {"TOCSIN_HTTP_THREADS", "1", 1},
     {"TOCSIN_HTTP_THREADS", "64", 1},
     {"TOCSIN_HTTP_THREADS", "65", 0},
