@@ -49,3 +49,9 @@ CREATE INDEX delivery_attempts_webhook ON delivery_attempts (webhook_id, outcome
 -- still write their outbox rows, which delivery records failed ("webhook disabled") without a
 -- request, so that once it is on again POST /v1/webhooks/{id}/recover sends what it missed.
 ALTER TABLE webhooks ADD COLUMN disabled_at timestamptz;
+
+-- A secret's rotation (POST /v1/webhooks/{id}/rotate-secret): the secret it replaced signs
+-- beside the new one until previous_until (TOCSIN_WEBHOOK_ROTATE_OVERLAP_S), so receivers can
+-- move to the new secret without losing a request.
+ALTER TABLE webhooks ADD COLUMN previous_secret text CHECK (previous_secret LIKE 'whsec\_%'),
+    ADD COLUMN previous_until timestamptz;

@@ -375,6 +375,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook's signing secret
+         * @description Makes a new secret, shown only in this answer. Until `previous_until`
+         *     (`TOCSIN_WEBHOOK_ROTATE_OVERLAP_S`, 24 h by default) every request carries two
+         *     signatures in `webhook-signature`, space-separated as Standard Webhooks allows, the new
+         *     secret's and the old one's, so a receiver verifies with either while it moves to the
+         *     new one; after it, only the new one's. Rotating again drops the oldest. No body is
+         *     taken.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/signing-keys": {
         parameters: {
             query?: never;
@@ -2808,6 +2836,57 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        secret: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the old secret signs beside it.
+                         */
+                        previous_until: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -49,6 +49,7 @@ enum db_stmt {
     STMT_WEBHOOK_GET,
     STMT_WEBHOOK_UPDATE,
     STMT_WEBHOOK_DISABLE,
+    STMT_WEBHOOK_ROTATE,
     STMT_WEBHOOK_DELETE,
     STMT_CLOCK,       /* db.c */
     STMT_MEMBER_BEAT, /* db_members.c */

@@ -58,7 +58,8 @@ static const char claim_sql[] =
     "  CASE r.channel WHEN 'webhook' THEN CASE WHEN w.id IS NULL OR w.deleted_at IS NOT NULL"
     "   THEN 1 WHEN w.disabled_at IS NOT NULL THEN 2 ELSE 0 END"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
-    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
+    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given,"
+    "  CASE WHEN w.previous_until > now() THEN w.previous_secret END"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
     " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
 /* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing.
@@ -199,7 +200,7 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
         opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
         opt_str(res, row, 12, &it->p256dh) != 0 || opt_str(res, row, 13, &it->auth) != 0 ||
         opt_str(res, row, 14, &it->recipient) != 0 || opt_str(res, row, 15, &it->address) != 0 ||
-        opt_str(res, row, 17, &it->target) != 0)
+        opt_str(res, row, 17, &it->target) != 0 || opt_str(res, row, 19, &it->secret_old) != 0)
         return -1;
     return it->receiver != NULL && it->channel != 0 ? 0 : -1;
 }
@@ -282,6 +283,7 @@ db_outbox_item_fini(struct db_outbox_item *it)
     free(it->receiver);
     free(it->url);
     free(it->secret);
+    free(it->secret_old);
     free(it->p256dh);
     free(it->auth);
     free(it->recipient);

@@ -24,6 +24,7 @@ struct db_outbox_item {
     char *payload;         /* NULL until the first recorded attempt stores the body it sent */
     char *url;             /* webhook URL or push endpoint */
     char *secret;          /* webhook secret ("" for others) */
+    char *secret_old;      /* the one it replaced, while the rotation's overlap lasts; else NULL */
     char *p256dh, *auth;   /* push: the subscription's keys */
     char *recipient;       /* push, email: the participant id */
     char *address;         /* email: the address */

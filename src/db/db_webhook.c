@@ -43,6 +43,11 @@ static const char update_sql[] =
 static const char delete_sql[] =
     "UPDATE webhooks SET deleted_at = now()"
     " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL";
+static const char rotate_sql[] =
+    "UPDATE webhooks SET previous_secret = secret, secret = $3,"
+    "  previous_until = now() + $4::bigint * interval '1 second'"
+    " WHERE id = $1::uuid AND tenant_id = $2::bigint AND deleted_at IS NULL"
+    " RETURNING " DB_MS("previous_until");
 /* The candidates are the live, enabled webhooks whose latest failure is after their latest
  * success (two index probes each along delivery_attempts_webhook); of them, those whose first
  * failure after that success is older than $1 seconds. */
@@ -191,4 +196,16 @@ db_webhook_disable_failing(struct db *db, int64_t after_s, db_webhook_disabled_f
     *n = PQntuples(res);
     PQclear(res);
     return DB_ONE_RESULT;
+}
+
+enum db_status
+db_webhook_rotate(struct db *db, int64_t tenant_id, const char *id, const char *secret,
+                  int64_t overlap_s, int64_t *previous_until_ms)
+{
+    char tenant[DB_I64_BUF], overlap[DB_I64_BUF];
+    const char *params[] = {id, db_i64(tenant, tenant_id), secret, db_i64(overlap, overlap_s)};
+
+    if (!meeting_id_valid(id))
+        return DB_NO_RESULTS;
+    return db_exec_i64(db, STMT_WEBHOOK_ROTATE, rotate_sql, 4, params, previous_until_ms);
 }

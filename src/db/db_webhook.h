@@ -67,6 +67,11 @@ typedef void (*db_webhook_disabled_fn)(void *arg, const char *id, int64_t tenant
                                        int64_t failing_since_ms);
 enum db_status db_webhook_disable_failing(struct db *db, int64_t after_s, db_webhook_disabled_fn fn,
                                           void *arg, int64_t *n);
+/* Replaces the secret of the tenant's live webhook id with secret; the one it had signs beside it
+ * for overlap_s seconds (one it had kept from a rotation before is dropped), until
+ * *previous_until_ms. NO_RESULTS when there is no such webhook. */
+enum db_status db_webhook_rotate(struct db *db, int64_t tenant_id, const char *id,
+                                 const char *secret, int64_t overlap_s, int64_t *previous_until_ms);
 /* Soft-deletes one: ONE_RESULT, or NO_RESULTS when the tenant has no such live webhook. */
 enum db_status db_webhook_delete(struct db *db, int64_t tenant_id, const char *id);
 

@@ -1,7 +1,8 @@
 /* webhooks.c -- POST /v1/webhooks, GET /v1/webhooks, GET, PATCH and DELETE /v1/webhooks/{id}: a
  * tenant's receivers. The secret is made here and shown once, in the 201 answer; lists never
  * carry it. PATCH changes url, description and disabled (a webhook turned off gets its rows
- * recorded failed without a request, for a recover once it is on again).
+ * recorded failed without a request, for a recover once it is on again). POST .../rotate-secret
+ * makes a new secret, shown once; the old one signs beside it for TOCSIN_WEBHOOK_ROTATE_OVERLAP_S.
  * The URL is checked for shape and for the addresses it resolves to: each must be public or in a
  * network of TOCSIN_WEBHOOK_ALLOW_NETS (a host name listed there passes whatever it resolves to;
  * TOCSIN_WEBHOOK_ALLOW_PRIVATE=1 allows any). Delivery checks again, as DNS answers change. */
@@ -229,4 +230,26 @@ handle_webhook_patch(struct request *rq)
     free(description);
     json_decref(doc);
     return ret;
+}
+
+int
+handle_webhook_rotate(struct request *rq)
+{
+    char secret[WEBHOOK_SECRET_LEN + 1], until[TIMEFMT_BUF];
+    int64_t until_ms;
+    struct db *db;
+    int ret;
+
+    if ((db = handler_db_no_query(rq, &ret)) == NULL)
+        return ret;
+    if (webhook_sign_secret_new(secret) != 0)
+        return http_reply_problem(rq, API_E_INTERNAL, "no random bytes for a secret");
+    enum db_status st = db_webhook_rotate(db, rq->tenant_id, rq->match.args[0], secret,
+                                          rq->w->cfg->webhook_rotate_overlap_s, &until_ms);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_WEBHOOK_NOT_FOUND, NULL);
+    return http_reply_json(rq, MHD_HTTP_OK,
+                           json_pack("{s:s, s:s}", "secret", secret, "previous_until",
+                                     timefmt_format(until_ms, until)),
+                           NULL);
 }

@@ -29,6 +29,7 @@ const struct route http_routes[] = {
     {"PATCH", "/v1/webhooks/{id}", handle_webhook_patch, ROUTE_API_KEY},
     {"DELETE", "/v1/webhooks/{id}", handle_webhook_delete, ROUTE_API_KEY},
     {"POST", "/v1/webhooks/{id}/recover", handle_webhook_recover, ROUTE_API_KEY},
+    {"POST", "/v1/webhooks/{id}/rotate-secret", handle_webhook_rotate, ROUTE_API_KEY},
     {"POST", "/v1/signing-keys", handle_signing_keys_post, ROUTE_API_KEY},
     {"GET", "/v1/signing-keys", handle_signing_keys_list, ROUTE_API_KEY},
     {"DELETE", "/v1/signing-keys/{id}", handle_signing_key_delete, ROUTE_API_KEY},

@@ -23,6 +23,7 @@ int handle_delivery_retry(struct request *rq);
 int handle_webhook_recover(struct request *rq);
 int handle_webhook_get(struct request *rq);
 int handle_webhook_patch(struct request *rq);
+int handle_webhook_rotate(struct request *rq);
 int handle_occurrences_list(struct request *rq);
 int handle_occurrence_patch(struct request *rq);
 int handle_webhooks_post(struct request *rq);

@@ -9,7 +9,10 @@
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { harness, test, waitFor, MIN } from './harness.mjs';
+import { createRequire } from 'node:module';
+import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
+
+const { Webhook } = createRequire(import.meta.url)('standardwebhooks');
 
 const LEAD_MS = 1500;
 const BOUND_MS = 20000; // for the fired reminders' deliveries to settle
@@ -516,4 +519,39 @@ test('a webhook failing without one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S i
     assert.equal(d.last_error, 'webhook disabled');
     assert.equal(bad.got.length, sent);
     assert.ok(await waitFor(() => good.got.length === 2, BOUND_MS, 100), 'the healthy one got both');
+});
+
+test('secret rotation: both signatures during the overlap (the Standard Webhooks library verifies either), only the new one after', async (t) => {
+    const srv2 = await hOff.startServer({ ...SERVER_ENV, TOCSIN_WEBHOOK_ROTATE_OVERLAP_S: '3',
+        TOCSIN_INSTANCE_ID: 'ops-rotate' });
+    const k = await srv2.createKey('ops-rotate');
+    const rx = await receiver(t, 204);
+    const hook = (await srv2.req('POST', '/v1/webhooks', { key: k, json: { url: rx.url } })).json;
+    const due = async () => (await srv2.req('POST', '/v1/meetings', { key: k,
+        json: { title: 'rotate', starts_at: new Date(Date.now() + LEAD_MS + 5 * MIN).toISOString() } })).json;
+    const r = await srv2.req('POST', `/v1/webhooks/${hook.id}/rotate-secret`, { key: k });
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.json.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
+    assert.notEqual(r.json.secret, hook.secret);
+    const until = Date.parse(r.json.previous_until);
+    assert.ok(until > Date.now() + 1000 && until <= Date.now() + 4000, r.json.previous_until);
+    const stranger = await srv2.createKey('ops-rotate-other');
+    assert.equal((await srv2.req('POST', `/v1/webhooks/${hook.id}/rotate-secret`, { key: stranger })).status, 404, 'another tenant');
+    assert.equal((await srv2.req('POST', '/v1/webhooks/nope/rotate-secret', { key: k })).status, 404);
+    const [oldV, newV] = [new Webhook(hook.secret), new Webhook(r.json.secret)];
+
+    await due();
+    assert.ok(await waitFor(() => rx.got.length === 1, BOUND_MS, 50), 'the overlap\'s request');
+    const during = rx.got[0];
+    assert.equal(during.headers['webhook-signature'].split(' ').length, 2, during.headers['webhook-signature']);
+    newV.verify(during.body, during.headers);
+    oldV.verify(during.body, during.headers);
+
+    await sleep(Math.max(0, until - Date.now()) + 200);
+    await due();
+    assert.ok(await waitFor(() => rx.got.length === 2, BOUND_MS, 50), 'the request after it');
+    const after = rx.got[1];
+    assert.equal(after.headers['webhook-signature'].split(' ').length, 1);
+    newV.verify(after.body, after.headers);
+    assert.throws(() => oldV.verify(after.body, after.headers), 'the old secret no longer signs');
 });

@@ -10,6 +10,10 @@ static const struct {
     const char *var, *value;
     int ok;
 } cases[] = {
+    {"TOCSIN_WEBHOOK_ROTATE_OVERLAP_S", "1", 1},
+    {"TOCSIN_WEBHOOK_ROTATE_OVERLAP_S", "2592000", 1},
+    {"TOCSIN_WEBHOOK_ROTATE_OVERLAP_S", "0", 0},
+    {"TOCSIN_WEBHOOK_ROTATE_OVERLAP_S", "2592001", 0},
     {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "1", 1},
     {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "31622400", 1},
     {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", "0", 0},
