@@ -142,6 +142,12 @@ static const struct int_setting int_settings[] = {
     {"TOCSIN_RETENTION_INTERVAL_S", 60, 1, 86400, 1000,
      offsetof(struct config, retention_interval_ms), 0},
     {"TOCSIN_RETENTION_BATCH", 1000, 10, 10000, 1, offsetof(struct config, retention_batch), 1},
+    /* A webhook failing without one success this long is turned off (retention's pass). */
+    {"TOCSIN_WEBHOOK_DISABLE_AFTER_S", 432000, 1, 31622400, 1,
+     offsetof(struct config, webhook_disable_after_s), 0},
+    /* A rotated secret still signs this long beside the new one. */
+    {"TOCSIN_WEBHOOK_ROTATE_OVERLAP_S", 86400, 1, 2592000, 1,
+     offsetof(struct config, webhook_rotate_overlap_s), 0},
     /* What one tenant may take (http_rate.h, meetings_post.c): off by default, as a self-hosted
      * deployment's one tenant must not be throttled by surprise. */
     {"TOCSIN_TENANT_RATE", 0, 0, 1000000, 1, offsetof(struct config, tenant_rate), 0},

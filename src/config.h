@@ -71,6 +71,8 @@ struct config {
     int64_t retention_stream_events_s; /* TOCSIN_RETENTION_STREAM_EVENTS_S, same, 7 days */
     int64_t retention_interval_ms;     /* TOCSIN_RETENTION_INTERVAL_S 1..86400, default 60 */
     int retention_batch;               /* TOCSIN_RETENTION_BATCH 10..10000, default 1000 */
+    int64_t webhook_disable_after_s;   /* TOCSIN_WEBHOOK_DISABLE_AFTER_S 1..31622400, 5 days */
+    int64_t webhook_rotate_overlap_s;  /* TOCSIN_WEBHOOK_ROTATE_OVERLAP_S 1..2592000, 24 h */
     /* What one tenant may take of this replica (0: no bound). */
     int64_t tenant_rate;         /* TOCSIN_TENANT_RATE 0..1000000 requests a second, default 0 */
     int64_t tenant_burst;        /* TOCSIN_TENANT_BURST 1..1000000, default 100 */

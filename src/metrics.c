@@ -77,6 +77,9 @@ static const struct {
         {"tocsin_delivery_tenant_deferred_total",
          "Outbox rows a delivery worker loaded past their tenant's share of its slots "
          "(TOCSIN_DELIVERY_TENANT_SHARE): each waited for one of its tenant's requests."},
+    [METRIC_WEBHOOKS_DISABLED] = {"tocsin_webhooks_disabled_total",
+                                  "Webhooks turned off because their attempts failed without "
+                                  "one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

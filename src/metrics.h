@@ -31,6 +31,7 @@ enum metric {
     METRIC_STREAMS_TENANT_FULL,      /* streams refused 429 at TOCSIN_STREAMS_PER_TENANT */
     METRIC_STREAMS_REVOKED,          /* streams ended because their signing key was revoked */
     METRIC_DELIVERY_TENANT_DEFERRED, /* rows loaded past their tenant's share of a worker */
+    METRIC_WEBHOOKS_DISABLED,        /* webhooks turned off after TOCSIN_WEBHOOK_DISABLE_AFTER_S */
     METRIC_COUNT
 };
 

@@ -203,6 +203,87 @@ export interface paths {
         patch: operations["patchOccurrence"];
         trace?: never;
     };
+    "/v1/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the tenant's deliveries
+         * @description Every notification of the tenant's reminders, on every channel, newest first, each with
+         *     its meeting's id and title: the operator's view of what was sent, what failed and what
+         *     is still pending. All filters combine; `q` is a case-insensitive substring of the
+         *     meeting's title, the recipient or the last error (`%`, `_` and a backslash are matched as
+         *     themselves). One page at a time: follow `next_cursor` until it is null, with the same
+         *     filters. A page may hold fewer than `limit` items while more follow (the byte bound
+         *     `TOCSIN_PAGE_BYTES_MAX`); it always holds at least one.
+         */
+        get: operations["searchDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One delivery with its attempts
+         * @description The delivery as the search lists it, with `attempts` the attempts themselves (the
+         *     newest 20 kept, oldest first: each with its time, outcome, HTTP status, duration, error
+         *     and the replica that made it, `TOCSIN_INSTANCE_ID`) and `attempt_count` how many were
+         *     made. Each attempt is written by the statement that records its outcome. Another
+         *     tenant's delivery is 404, as is an id that is no delivery's.
+         */
+        get: operations["getDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one delivery again
+         * @description A failed delivery (or a delivered one: a resend) is queued again, due at once: one
+         *     delivery worker of one replica takes it (the outbox's claim) and sends it once more, a
+         *     webhook with the same `webhook-id` (receivers deduplicate on it), and records a new
+         *     attempt. A retried delivery that fails again is failed at once if it had used its
+         *     `TOCSIN_DELIVERY_MAX_ATTEMPTS`. A pending delivery is 409 `delivery_pending`; a stream
+         *     delivery (written with the fire) is 409 `delivery_not_retriable`. No body is taken.
+         */
+        post: operations["retryDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -244,7 +325,8 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /** One webhook */
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /**
@@ -254,6 +336,69 @@ export interface paths {
         delete: operations["deleteWebhook"];
         /** CORS preflight */
         options: operations["preflightWebhook"];
+        head?: never;
+        /**
+         * Change a webhook
+         * @description An RFC 7396 merge patch of `url`, `description` (null clears it) and `disabled`. The URL
+         *     is checked as at creation. A webhook turned off keeps its place: its reminders'
+         *     deliveries are recorded failed ("webhook disabled") without a request, and `recover`
+         *     answers 409 `webhook_disabled` until it is on again, then sends them.
+         */
+        patch: operations["patchWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook's failed deliveries again
+         * @description Every failed delivery of the webhook whose reminder fired at or after `since` is queued
+         *     again, in fire order, each sent once more by one worker of one replica (the outbox's
+         *     claim), with its own `webhook-id`. At most 50,000 a call, the oldest first: a call that
+         *     answers `queued: 50000` is made again for the rest (the ones queued are pending, no longer
+         *     failed). `since` in the future is 400 `validation`; a deleted webhook or another
+         *     tenant's is 404, a disabled one 409 `webhook_disabled`.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook's signing secret
+         * @description Makes a new secret, shown only in this answer. Until `previous_until`
+         *     (`TOCSIN_WEBHOOK_ROTATE_OVERLAP_S`, 24 h by default) every request carries two
+         *     signatures in `webhook-signature`, space-separated as Standard Webhooks allows, the new
+         *     secret's and the old one's, so a receiver verifies with either while it moves to the
+         *     new one; after it, only the new one's. Rotating again drops the oldest. No body is
+         *     taken.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
         head?: never;
         patch?: never;
         trace?: never;
@@ -708,6 +853,34 @@ export interface components {
             description: string | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description Turned off (PATCH): its reminders' deliveries are recorded failed, "webhook
+             *     disabled", without a request, for a recover once it is on again.
+             */
+            disabled: boolean;
+            /** Format: date-time */
+            disabled_at: string | null;
+            health: components["schemas"]["WebhookHealth"];
+        };
+        /**
+         * @description What the webhook's recorded attempts say (every replica's, from PostgreSQL). `state`:
+         *     `disabled` (turned off), `open` (5 attempts failed since the last success, the latest
+         *     within 5 minutes: the count at which each replica's circuit breaker opens, and its
+         *     longest hold), `failing` (the latest attempt failed) or `healthy` (it succeeded, or
+         *     none was made yet). The last hour's attempts and the share of them delivered (null
+         *     when none); the latest success and failure kept (attempts go with
+         *     `TOCSIN_RETENTION_DELIVERIES_S`) and the latest failure's error.
+         */
+        WebhookHealth: {
+            /** @enum {string} */
+            state: "healthy" | "failing" | "open" | "disabled";
+            attempts_1h: number;
+            success_rate_1h: number | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            last_error: string | null;
         };
         /** @description A webhook as POST /v1/webhooks answers it, the only time its secret is shown. */
         WebhookCreated: {
@@ -717,6 +890,9 @@ export interface components {
             description: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @constant */
+            disabled: false;
+            disabled_at: null;
             /** @description The signing secret, shown only in this answer. */
             secret: string;
         };
@@ -751,7 +927,61 @@ export interface components {
             next_attempt_at: string | null;
             /** Format: date-time */
             delivered_at: string | null;
+            /**
+             * Format: uuid
+             * @description The meeting (in the tenant-wide search and a single delivery).
+             */
+            meeting_id?: string;
+            /** @description The meeting's title; null once the meeting is purged. */
+            meeting_title?: string | null;
         };
+        /** @description One delivery with its meeting and its kept attempts. */
+        DeliveryDetail: {
+            id: string;
+            reminder_id: string;
+            /** Format: date-time */
+            fire_at: string;
+            /** @enum {string} */
+            channel: "webhook" | "stream" | "push" | "email";
+            /** Format: uuid */
+            webhook_id: string | null;
+            recipient: string | null;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            /** @description The attempts made, of which `attempts` holds the newest 20. */
+            attempt_count: number;
+            attempts: components["schemas"]["DeliveryAttempt"][];
+            last_error: string | null;
+            last_status: number | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: uuid */
+            meeting_id: string;
+            meeting_title: string | null;
+        };
+        /** @description One attempt of a delivery, as the statement that recorded its outcome wrote it. */
+        DeliveryAttempt: {
+            /** @description The delivery's attempt count after this one. */
+            n: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description This attempt's outcome (a failed attempt of a delivery still retried is `failed`).
+             * @enum {string}
+             */
+            status: "delivered" | "failed";
+            /** @description The receiver's HTTP status (email, the SMTP reply code); null when none came. */
+            http_status: number | null;
+            /** @description From the request's start to its answer; 0 for an attempt that sent nothing. */
+            duration_ms: number;
+            error: string | null;
+            /** @description The replica that made it (`TOCSIN_INSTANCE_ID`). */
+            instance: string;
+        };
+        /** @description A delivery with its meeting, as the tenant-wide search lists it. */
+        DeliveryWithMeeting: components["schemas"]["Delivery"] & unknown;
         /**
          * @description One fired reminder: the body POSTed to a webhook, the `data` of a stream `reminder` frame
          *     and (with `seq`) an inbox item. `id` is the occurrence id `rem_<reminder id>_<fire_at in
@@ -1241,7 +1471,11 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
+<<<<<<< HEAD
             code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled";
+=======
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
+>>>>>>> ops
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1386,6 +1620,20 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /** @description No such delivery for this tenant (also for another tenant's delivery and malformed ids). */
+        DeliveryNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @constant */
+                    status?: 404;
+                    /** @enum {unknown} */
+                    code?: "delivery_not_found" | "not_found";
+                };
+            };
         };
         /** @description No such meeting for this tenant (also for another tenant's meeting and malformed ids). */
         MeetingNotFound: {
@@ -1593,6 +1841,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+        DeliveryId: string;
         /** @description The meeting id, a canonical lower-case UUID. Anything else answers 404. */
         MeetingId: string;
         /** @description 1..255 printable ASCII characters other than the space, unique per intended creation (per tenant for an API key, per participant for a browser token); else 400 `bad_header`. */
@@ -2138,6 +2388,136 @@ export interface operations {
             default: components["responses"]["OtherProblem"];
         };
     };
+    searchDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state. `skipped` is taken and matches nothing yet (no
+                 *     delivery is skipped in this version).
+                 */
+                status?: "pending" | "delivered" | "failed" | "skipped";
+                channel?: "webhook" | "stream" | "push" | "email";
+                webhook_id?: string;
+                meeting_id?: string;
+                /** @description Only deliveries of reminders that fire at or after this time. */
+                from?: string;
+                /** @description Only deliveries of reminders that fire before this time. */
+                to?: string;
+                /** @description A case-insensitive substring of the meeting title, the recipient or the last error. */
+                q?: string;
+                /** @description The most items a page holds. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of matching deliveries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["DeliveryWithMeeting"][];
+                        /** @description Opaque; null on the last page. */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            404: components["responses"]["DeliveryNotFound"];
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    retryDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery id (the `id` of a delivery item). Anything else answers 404. */
+                id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued; the delivery reads `pending` until its attempt is recorded. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "pending";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            404: components["responses"]["DeliveryNotFound"];
+            /** @description `delivery_pending` or `delivery_not_retriable`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @enum {unknown} */
+                        code?: "delivery_pending" | "delivery_not_retriable";
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -2237,6 +2617,51 @@ export interface operations {
             "4XX": components["responses"]["OtherProblem"];
         };
     };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook (never its secret). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
     deleteWebhook: {
         parameters: {
             query?: never;
@@ -2300,6 +2725,181 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    patchWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": {
+                    url?: string;
+                    description?: string | null;
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        queued: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            /** @description `webhook_disabled`: turn it on first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @constant */
+                        code?: "webhook_disabled";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook id, a canonical lower-case UUID. Anything else answers 404. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        secret: string;
+                        /**
+                         * Format: date-time
+                         * @description Until when the old secret signs beside it.
+                         */
+                        previous_until: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description No such webhook for this tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "webhook_not_found" | "not_found";
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
         };
     };
     listSigningKeys: {

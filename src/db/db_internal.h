@@ -40,8 +40,16 @@ enum db_stmt {
     STMT_OUTBOX_OWNER_RENEW,
     STMT_OUTBOX_OWNER_LEAVE,
     STMT_OUTBOX_DELIVERIES,
+    STMT_DELIVERY_SEARCH, /* db_delivery.c */
+    STMT_DELIVERY_GET,
+    STMT_DELIVERY_RETRY,
+    STMT_DELIVERY_RECOVER,
     STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
+    STMT_WEBHOOK_GET,
+    STMT_WEBHOOK_UPDATE,
+    STMT_WEBHOOK_DISABLE,
+    STMT_WEBHOOK_ROTATE,
     STMT_WEBHOOK_DELETE,
     STMT_CLOCK,       /* db.c */
     STMT_MEMBER_BEAT, /* db_members.c */
@@ -203,5 +211,12 @@ int64_t db_get_i64(const PGresult *res, int row, int col);
 char *db_get_str(const PGresult *res, int row, int col);
 /* Number of rows an INSERT/UPDATE/DELETE touched. */
 long db_affected(PGresult *res);
+
+/* ---- the delivery lists' rows (db_outbox.c) ---- */
+struct db_delivery;
+/* Reads row of a delivery list into *d, the columns in the order of db_outbox.c's deliveries_sql
+ * (id, reminder_id, fire_at, webhook_id, status, attempts, last_status, last_error,
+ * next_attempt_at, delivered_at, meeting_id, channel, recipient); d's pointers are res's. */
+void db_outbox_delivery_row(const PGresult *res, int row, struct db_delivery *d);
 
 #endif

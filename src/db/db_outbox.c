@@ -26,8 +26,8 @@
  * pending, in order, and nothing about them changes).
  * The rows go back with their target's details: a webhook's URL and secret, a push
  * subscription's endpoint and keys, an email's address; a target that is gone (webhook deleted or
- * missing, subscription removed) comes back with gone = 1, so delivery records the row failed
- * instead of sending. Rows are fetched by key (`= ANY (ARRAY(...))`): joined instead, the planner
+ * missing, subscription removed) comes back with gone = 1, a webhook turned off (migrations/020)
+ * with 2, so delivery records the row failed instead of sending. Rows are fetched by key (`= ANY (ARRAY(...))`): joined instead, the planner
  * may hash the whole outbox. */
 static const char claim_sql[] =
     "WITH RECURSIVE holders AS ("
@@ -59,9 +59,11 @@ static const char claim_sql[] =
     "   SELECT o.*, true FROM outbox o WHERE o.id = ANY (ARRAY(SELECT id FROM mine)))"
     " SELECT r.id, r.tenant_id, r.meeting_id, r.reminder_id, " DB_MS("r.fire_at") ", r.attempts,"
     "  r.payload, r.channel, r.receiver, coalesce(w.url, p.endpoint), coalesce(w.secret, ''),"
-    "  CASE r.channel WHEN 'webhook' THEN (w.id IS NULL OR w.deleted_at IS NOT NULL)::int"
+    "  CASE r.channel WHEN 'webhook' THEN CASE WHEN w.id IS NULL OR w.deleted_at IS NOT NULL"
+    "   THEN 1 WHEN w.disabled_at IS NOT NULL THEN 2 ELSE 0 END"
     "                 WHEN 'push' THEN (p.id IS NULL)::int ELSE 0 END,"
-    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given"
+    "  p.p256dh, p.auth, r.recipient, r.address, " DB_MS("p.expires_at") ", r.target, r.given,"
+    "  CASE WHEN w.previous_until > now() THEN w.previous_secret END"
     " FROM r LEFT JOIN webhooks w ON w.id = r.webhook_id"
     " LEFT JOIN push_subscriptions p ON p.id = r.push_subscription_id";
 /* The owners nobody will miss go with each registration: lapsed an hour ago, holding nothing.
@@ -97,24 +99,42 @@ static const char owner_leave_sql[] =
  * whoever holds the row (the ids returned are the rows this statement recorded, which metrics
  * count). A row recorded failed (the last attempt of the worker that took it over, or its meeting
  * deleted) becomes delivered when such a late answer says it was. A failure counts only from the
- * row's holder ($8): the holder's own answer is still to come. */
+ * row's holder ($8): the holder's own answer is still to come. Both statements write the attempt
+ * of each row they recorded into delivery_attempts (migrations/020), numbered by the row's new
+ * attempt count, and delete what falls past the DB_OUTBOX_ATTEMPTS_KEPT newest: the outcome and
+ * its history never disagree, and a row retried without end keeps a bounded history. */
+#define ATTEMPTS_TRIM                                                                             \
+    " t AS (DELETE FROM delivery_attempts x USING u WHERE u.attempts > "                           \
+    DB_OUTBOX_ATTEMPTS_KEPT_TEXT " AND x.outbox_id = u.id"                                        \
+    "  AND x.n <= u.attempts - " DB_OUTBOX_ATTEMPTS_KEPT_TEXT ")"
 static const char delivered_sql[] =
-    "UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1, delivered_at = now(),"
-    "  last_status = d.st, last_error = NULL, lease_owner = NULL"
-    " FROM unnest($1::bigint[], $2::int[]) AS d(id, st)"
-    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'") " RETURNING o.id";
+    "WITH u AS (UPDATE outbox o SET status = 'delivered', attempts = o.attempts + 1,"
+    "  delivered_at = now(), last_status = d.st, last_error = NULL, lease_owner = NULL"
+    " FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS d(id, st, ms)"
+    " WHERE o.id = d.id AND " DB_FILTER("o.status <> 'delivered'")
+    " RETURNING o.id, o.webhook_id, o.attempts, d.st, d.ms),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, webhook_id, n, outcome, http_status,"
+    "  duration_ms, instance) SELECT id, webhook_id, attempts, 'delivered', NULLIF(st, 0),"
+    "  least(greatest(ms, 0), 2147483647), $4 FROM u),"
+    ATTEMPTS_TRIM
+    " SELECT id FROM u";
 static const char failed_sql[] =
-    "UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
+    "WITH u AS (UPDATE outbox o SET attempts = o.attempts + 1, last_status = NULLIF(f.st, 0),"
     "  last_error = f.err, next_attempt_at = now() + f.retry * interval '1 millisecond',"
     "  status = CASE WHEN f.give_up OR o.attempts + 1 >= $7::int THEN 'failed' ELSE 'pending' END,"
     "  lease_owner = NULL, payload = coalesce(o.payload, f.body)"
-    " FROM (SELECT a.id, a.st, a.retry, a.give_up, e.err, b.body"
-    "       FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bool[])"
-    "            WITH ORDINALITY AS a(id, st, retry, give_up, i)"
+    " FROM (SELECT a.id, a.st, a.retry, a.give_up, a.ms, e.err, b.body"
+    "       FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bool[], $9::bigint[])"
+    "            WITH ORDINALITY AS a(id, st, retry, give_up, ms, i)"
     "       JOIN json_array_elements_text($5::json) WITH ORDINALITY AS e(err, i) USING (i)"
     "       JOIN json_array_elements_text($6::json) WITH ORDINALITY AS b(body, i) USING (i)) f"
     " WHERE o.id = f.id AND " DB_FILTER("o.status = 'pending' AND o.lease_owner = $8")
-    " RETURNING o.id, o.status";
+    " RETURNING o.id, o.webhook_id, o.status, o.attempts, f.st, f.ms, f.err),"
+    " a AS (INSERT INTO delivery_attempts (outbox_id, webhook_id, n, outcome, http_status,"
+    "  duration_ms, error, instance) SELECT id, webhook_id, attempts, 'failed', NULLIF(st, 0),"
+    "  least(greatest(ms, 0), 2147483647), left(err, 500), $10 FROM u),"
+    ATTEMPTS_TRIM
+    " SELECT id, status FROM u";
 static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
@@ -176,6 +196,7 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .attempts = (int)db_get_i64(res, row, 5),
                                   .channel = meeting_channel_parse(PQgetvalue(res, row, 7)),
                                   .target_gone = db_get_i64(res, row, 11) != 0,
+                                  .target_disabled = db_get_i64(res, row, 11) == 2,
                                   .expires_at_ms = db_get_i64(res, row, 16),
                                   .given = PQgetvalue(res, row, 18)[0] == 't'};
     copy_id(it->meeting_id, res, row, 2);
@@ -183,7 +204,7 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
         opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
         opt_str(res, row, 12, &it->p256dh) != 0 || opt_str(res, row, 13, &it->auth) != 0 ||
         opt_str(res, row, 14, &it->recipient) != 0 || opt_str(res, row, 15, &it->address) != 0 ||
-        opt_str(res, row, 17, &it->target) != 0)
+        opt_str(res, row, 17, &it->target) != 0 || opt_str(res, row, 19, &it->secret_old) != 0)
         return -1;
     return it->receiver != NULL && it->channel != 0 ? 0 : -1;
 }
@@ -272,6 +293,7 @@ db_outbox_item_fini(struct db_outbox_item *it)
     free(it->receiver);
     free(it->url);
     free(it->secret);
+    free(it->secret_old);
     free(it->p256dh);
     free(it->auth);
     free(it->recipient);
@@ -350,20 +372,23 @@ failure_give_up(const void *arg, size_t i, char buf[DB_I64_BUF])
 }
 
 enum db_status
-db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n, bool *recorded)
+db_outbox_delivered(struct db *db, const int64_t *ids, const int *status,
+                    const int64_t *duration_ms, size_t n, const char *instance, bool *recorded)
 {
-    char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status);
-    const char *params[] = {a, b};
+    char *a = db_array_i64(ids, n), *b = db_array(n, int_elem, status),
+         *c = db_array_i64(duration_ms, n);
+    const char *params[] = {a, b, c, instance};
     enum db_status st = DB_HARD_ERROR;
     PGresult *res;
 
     memset(recorded, 0, n * sizeof *recorded);
-    if (a != NULL && b != NULL)
-        st = db_exec(db, STMT_OUTBOX_DELIVERED, delivered_sql, 2, params, &res);
+    if (a != NULL && b != NULL && c != NULL)
+        st = db_exec(db, STMT_OUTBOX_DELIVERED, delivered_sql, 4, params, &res);
     else
         db_set_err(db, "out of memory");
     free(a);
     free(b);
+    free(c);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res); row++) {
@@ -375,23 +400,30 @@ db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t
     return st;
 }
 
-/* The four number columns of failures f[0..n) as array literals into cols; 0 or -1. */
+static const char *
+failure_duration(const void *arg, size_t i, char buf[DB_I64_BUF])
+{
+    return db_i64(buf, ((const struct db_outbox_failure *)arg)[i].duration_ms);
+}
+
+/* The five number columns of failures f[0..n) as array literals into cols; 0 or -1. */
 static int
-failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[4])
+failure_columns(const struct db_outbox_failure *f, size_t n, char *cols[5])
 {
     cols[0] = db_array(n, failure_id, f);
     cols[1] = db_array(n, failure_status, f);
     cols[2] = db_array(n, failure_retry, f);
     cols[3] = db_array(n, failure_give_up, f);
-    return cols[0] && cols[1] && cols[2] && cols[3] ? 0 : -1;
+    cols[4] = db_array(n, failure_duration, f);
+    return cols[0] && cols[1] && cols[2] && cols[3] && cols[4] ? 0 : -1;
 }
 
 enum db_status
-db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, size_t n,
-                 const char *errors_json, const char *bodies_json, int max_attempts,
-                 size_t *n_failed)
+db_outbox_failed(struct db *db, const char *owner, const char *instance,
+                 struct db_outbox_failure *f, size_t n, const char *errors_json,
+                 const char *bodies_json, int max_attempts, size_t *n_failed)
 {
-    char *cols[4] = {NULL, NULL, NULL, NULL}, max[DB_I64_BUF];
+    char *cols[5] = {NULL, NULL, NULL, NULL, NULL}, max[DB_I64_BUF];
     PGresult *res = NULL;
     enum db_status st = DB_HARD_ERROR;
 
@@ -399,8 +431,8 @@ db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, 
     if (failure_columns(f, n, cols) == 0) {
         const char *params[] = {
             cols[0], cols[1], cols[2], cols[3], errors_json, bodies_json, db_i64(max, max_attempts),
-            owner};
-        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 8, params, &res);
+            owner,   cols[4], instance};
+        st = db_exec(db, STMT_OUTBOX_FAILED, failed_sql, 10, params, &res);
     } else {
         db_set_err(db, "out of memory");
     }
@@ -414,7 +446,7 @@ db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f, 
     }
     if (st == DB_ONE_RESULT)
         PQclear(res);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         free(cols[i]);
     return st;
 }
@@ -464,6 +496,27 @@ db_outbox_oldest_due(struct db *db, int64_t *ms)
     return st;
 }
 
+void
+db_outbox_delivery_row(const PGresult *res, int row, struct db_delivery *d)
+{
+    *d = (struct db_delivery){
+        .id = db_get_i64(res, row, 0),
+        .reminder_id = db_get_i64(res, row, 1),
+        .fire_at_ms = db_get_i64(res, row, 2),
+        .attempts = (int)db_get_i64(res, row, 5),
+        .last_status = (int)db_get_i64(res, row, 6),
+        .last_error = PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
+        .next_attempt_at_ms = db_get_i64(res, row, 8),
+        .delivered_at_ms = db_get_i64(res, row, 9),
+        .channel = meeting_channel_parse(PQgetvalue(res, row, 11)),
+        .recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12)};
+    if (!PQgetisnull(res, row, 3))
+        copy_id(d->webhook_id, res, row, 3);
+    if (!PQgetisnull(res, row, 10))
+        copy_id(d->meeting_id, res, row, 10);
+    strncpy(d->status, PQgetvalue(res, row, 4), sizeof d->status - 1);
+}
+
 enum db_status
 db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
                      struct db_delivery_page *page, db_delivery_row_fn fn, void *arg)
@@ -484,20 +537,8 @@ db_outbox_deliveries(struct db *db, int64_t tenant_id, const char *meeting_id,
     for (int row = 0; row < PQntuples(res) && (size_t)row < page->limit; row++) {
         if (PQgetisnull(res, row, 0))
             continue; /* the meeting exists and has no outbox rows */
-        struct db_delivery d = {.id = db_get_i64(res, row, 0),
-                                .reminder_id = db_get_i64(res, row, 1),
-                                .fire_at_ms = db_get_i64(res, row, 2),
-                                .attempts = (int)db_get_i64(res, row, 5),
-                                .last_status = (int)db_get_i64(res, row, 6),
-                                .last_error =
-                                    PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7),
-                                .next_attempt_at_ms = db_get_i64(res, row, 8),
-                                .delivered_at_ms = db_get_i64(res, row, 9)};
-        if (!PQgetisnull(res, row, 3))
-            copy_id(d.webhook_id, res, row, 3);
-        d.channel = meeting_channel_parse(PQgetvalue(res, row, 11));
-        d.recipient = PQgetisnull(res, row, 12) ? NULL : PQgetvalue(res, row, 12);
-        strncpy(d.status, PQgetvalue(res, row, 4), sizeof d.status - 1);
+        struct db_delivery d;
+        db_outbox_delivery_row(res, row, &d);
         fn(arg, &d);
     }
     PQclear(res);

@@ -24,12 +24,14 @@ struct db_outbox_item {
     char *payload;         /* NULL until the first recorded attempt stores the body it sent */
     char *url;             /* webhook URL or push endpoint */
     char *secret;          /* webhook secret ("" for others) */
+    char *secret_old;      /* the one it replaced, while the rotation's overlap lasts; else NULL */
     char *p256dh, *auth;   /* push: the subscription's keys */
     char *recipient;       /* push, email: the participant id */
     char *address;         /* email: the address */
     char *target;          /* the webhook id, push subscription id or participant id */
     int64_t expires_at_ms; /* push: the subscription's expiry, 0 = none */
     bool target_gone;      /* webhook deleted or subscription removed: record failed, never send */
+    bool target_disabled;  /* with target_gone: the webhook is turned off, not deleted */
     bool given;            /* the owner was given it (fire statement), not leased by this claim */
 };
 
@@ -78,11 +80,18 @@ struct db_outbox_claim_args {
 enum db_status db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a,
                                struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);
+/* The attempts kept of each delivery (delivery_attempts, migrations/020): the statement that
+ * records one more deletes the oldest. */
+#define DB_OUTBOX_ATTEMPTS_KEPT 20
+#define DB_OUTBOX_ATTEMPTS_KEPT_TEXT "20"
+
 /* Marks rows delivered (one statement), with the HTTP status of their last attempt; recorded[i]
  * tells whether ids[i] was recorded by this call (false: another answer for it was recorded
- * already). The body sent is not stored: a body is kept only for retries (db_outbox_failed),
+ * already). Each recorded row's attempt (duration_ms[i], sent by instance) is written by the same
+ * statement. The body sent is not stored: a body is kept only for retries (db_outbox_failed),
  * which must send the same bytes. */
-enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status, size_t n,
+enum db_status db_outbox_delivered(struct db *db, const int64_t *ids, const int *status,
+                                   const int64_t *duration_ms, size_t n, const char *instance,
                                    bool *recorded);
 
 /* One failed attempt to record. */
@@ -92,6 +101,7 @@ struct db_outbox_failure {
     int64_t retry_ms; /* the next attempt after this delay */
     bool give_up;     /* failed for good now (target or meeting gone, or it can never succeed) */
     bool recorded; /* set by db_outbox_failed: the row was still the owner's, the attempt counts */
+    int64_t duration_ms; /* from the request's start to its answer; 0 when none went out */
 };
 /* Records failed attempts (one statement) of rows owner still holds: each is retried after its
  * delay, or becomes 'failed' at attempt max_attempts or when it gives up. A row another worker
@@ -99,10 +109,11 @@ struct db_outbox_failure {
  * recording the failure would free the row under a request in flight, for a third worker to send
  * again. errors_json and bodies_json are JSON arrays of the n reasons and bodies (null: none
  * sent), a body stored where the row has none yet, so every retry sends the same bytes.
- * *n_failed: how many became 'failed'; each f[i].recorded says whether its row was the owner's. */
-enum db_status db_outbox_failed(struct db *db, const char *owner, struct db_outbox_failure *f,
-                                size_t n, const char *errors_json, const char *bodies_json,
-                                int max_attempts, size_t *n_failed);
+ * *n_failed: how many became 'failed'; each f[i].recorded says whether its row was the owner's.
+ * Each recorded attempt (sent by instance) is written by the same statement. */
+enum db_status db_outbox_failed(struct db *db, const char *owner, const char *instance,
+                                struct db_outbox_failure *f, size_t n, const char *errors_json,
+                                const char *bodies_json, int max_attempts, size_t *n_failed);
 /* Gives back rows owner holds and did not send: due again after delay_ms (0: at once, for any
  * worker of any replica), no attempt counted. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n,
@@ -121,6 +132,8 @@ struct db_delivery {
     char status[12];
     int attempts, last_status; /* last_status 0 = none */
     char *last_error;          /* NULL when none */
+    char meeting_id[MEETING_ID_LEN + 1];
+    const char *meeting_title; /* the tenant-wide search's rows only; NULL when purged */
 };
 typedef void (*db_delivery_row_fn)(void *arg, const struct db_delivery *d);
 /* A page of them: after the row after_id (0: from the first), at most limit rows (1..

@@ -14,11 +14,18 @@ static const char idem_sql[] =
     "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
     " SELECT count(*) FROM d";
 
+/* The attempts (migrations/020) go by their own age in the same statement: an attempt is never
+ * older than its row, so a purged row's attempts go with it or soon after, and those of rows
+ * other statements deleted (a meeting's) go too. Found along the BRIN index of at, in no order;
+ * the count is the larger of the two, so that the pass goes on while either has a full batch. */
 static const char deliveries_sql[] =
     "WITH d AS (DELETE FROM outbox WHERE id = ANY(ARRAY("
     "  SELECT id FROM outbox WHERE status IN ('delivered', 'failed') AND " OLDER("created_at")
-    "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
-    " SELECT count(*) FROM d";
+    "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1),"
+    " a AS (DELETE FROM delivery_attempts WHERE ctid = ANY(ARRAY("
+    "  SELECT ctid FROM delivery_attempts WHERE " OLDER("at")
+    "  LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1)"
+    " SELECT greatest((SELECT count(*) FROM d), (SELECT count(*) FROM a))";
 
 /* A meeting takes its reminders (a single meeting's along reminders_single, a series' along
  * reminders_occurrence) and their outbox rows along; no key cascades them (migrations/013, 014).

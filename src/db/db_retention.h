@@ -13,7 +13,8 @@
 
 enum db_retention_kind {
     DB_RETENTION_IDEMPOTENCY,   /* stored idempotent responses, by created_at */
-    DB_RETENTION_DELIVERIES,    /* delivered and failed outbox rows, by created_at (the fire) */
+    DB_RETENTION_DELIVERIES,    /* delivered and failed outbox rows, by created_at (the fire),
+                                   and delivery attempts, by their time */
     DB_RETENTION_MEETINGS,      /* deleted meetings, by deleted_at, with their reminders and
                                    those reminders' outbox rows (ON DELETE CASCADE) */
     DB_RETENTION_STREAM_EVENTS, /* stream events, by fired_at; stream_heads.purged_through

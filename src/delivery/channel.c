@@ -65,8 +65,8 @@ channel_payload(const struct channel_opts *o, const struct db_outbox_item *it,
     return text;
 }
 
-/* Signs the row's payload and lays out its request in req and r. NULL, or why it cannot be sent
- * (no retry would help). */
+/* Signs the row's payload (with the previous secret too while a rotation's overlap lasts) and
+ * lays out its request in req and r. NULL, or why it cannot be sent (no retry would help). */
 static const char *
 webhook_prepare(const struct channel_opts *o, const struct db_outbox_item *it,
                 struct channel_req *req, struct outbound_request *r)
@@ -78,6 +78,13 @@ webhook_prepare(const struct channel_opts *o, const struct db_outbox_item *it,
     meeting_occurrence_id(it->reminder_id, it->fire_at_ms, req->msg_id);
     if (webhook_sign(it->secret, req->msg_id, ts, m.body, m.body_len, req->sig) != 0)
         return "webhook secret unusable";
+    if (it->secret_old != NULL && it->secret_old[0] != '\0') {
+        char old[WEBHOOK_SIGNATURE_LEN + 1];
+        if (webhook_sign(it->secret_old, req->msg_id, ts, m.body, m.body_len, old) != 0)
+            return "webhook secret unusable";
+        req->sig[WEBHOOK_SIGNATURE_LEN] = ' ';
+        memcpy(req->sig + WEBHOOK_SIGNATURE_LEN + 1, old, WEBHOOK_SIGNATURE_LEN + 1);
+    }
     /* Not expected: an occurrence id is shorter than WEBHOOK_ID_MAX (above), and the header
      * lines fit any such id (webhook.c). */
     if (webhook_request(&m, &req->hdr, r, o->timeout_ms) != 0)

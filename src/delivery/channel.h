@@ -32,8 +32,8 @@ struct channel_opts {
 
 /* Per-request storage a started request borrows until its answer. */
 struct channel_req {
-    char msg_id[OCCURRENCE_ID_MAX]; /* the webhook-id: the same for every retry */
-    char sig[WEBHOOK_SIGNATURE_LEN + 1];
+    char msg_id[OCCURRENCE_ID_MAX];       /* the webhook-id: the same for every retry */
+    char sig[WEBHOOK_SIGNATURES_LEN + 1]; /* one signature, or two during a rotation */
     struct webhook_request_buf hdr;
     /* push: the caller writes the Authorization header line (push_keys.h) before starting */
     char authorization[PUSH_AUTHORIZATION_HEADER_MAX + 1];

@@ -122,7 +122,7 @@ start(struct worker *w, struct job *j, int64_t now)
     if ((j->it.channel != CHANNEL_PUSH || authorize_push(w, j, err, &give_up) == 0) &&
         channel_start(&w->d->channel, w->out, &j->it, &j->req, j, err, &give_up) == 0) {
         j->sending = true;
-        j->started_ms = now;
+        j->sent_ms = timefmt_mono_ms();
         j->ten->sending++;
         deliver_policy_sent(&j->rcv->pol, now);
         atomic_fetch_add(&in_flight, 1);
@@ -293,6 +293,7 @@ worker_fini(struct worker *w)
     free(w->jobs);
     free(w->answered);
     free(w->answered_status);
+    free(w->answered_took);
     free(w->answered_recorded);
     free(w->verdicts);
     pthread_mutex_destroy(&w->pub_mu);
@@ -327,10 +328,12 @@ worker_init(struct deliver *d, struct worker *w, int i)
     w->verdicts = calloc(c, sizeof *w->verdicts);
     w->answered = calloc(c, sizeof *w->answered); // NOLINT(bugprone-sizeof-expression)
     w->answered_status = calloc(c, sizeof *w->answered_status);
+    w->answered_took = calloc(c, sizeof *w->answered_took);
     w->answered_recorded = calloc(c, sizeof *w->answered_recorded);
     return w->out && w->keys && w->held && w->claimed && w->done && w->ids && w->texts &&
                    w->texts2 && w->fails && w->fail_channels && w->fail_final && w->jobs &&
-                   w->verdicts && w->answered && w->answered_status && w->answered_recorded
+                   w->verdicts && w->answered && w->answered_status && w->answered_took &&
+                   w->answered_recorded
                ? 0
                : -1;
 }

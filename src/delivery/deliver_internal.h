@@ -61,12 +61,13 @@ struct job {
     struct db_outbox_item it;
     struct receiver *rcv;
     struct tenant *ten;
-    int64_t started_ms; /* when its request started (monotonic): a slow answer counts against its
-                           receiver (deliver_policy_slow) */
     bool sending;
     bool body_new;   /* built by this worker: stored with a failed attempt's record */
     const char *why; /* when the payload could not be built: why the row gives up */
     size_t slot;     /* index in the worker's held array */
+    int64_t sent_ms; /* monotonic: when its request started (0: none did) */
+    int64_t took_ms; /* from the start to the answer, once answered: a slow one counts against
+                      * its receiver (deliver_policy_slow) */
     struct channel_req req;
     struct job *next; /* receiver queue */
 };
@@ -114,6 +115,7 @@ struct worker {
      * deliver_record_flush records them together. Their jobs keep their slots until then. */
     struct job **answered;
     int *answered_status;
+    int64_t *answered_took;  /* scratch: their durations, for the record */
     bool *answered_recorded; /* which of them the statement recorded (not another's answer) */
     size_t n_answered;
     int64_t answered_ms;

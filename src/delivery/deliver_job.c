@@ -253,9 +253,11 @@ build_bodies(struct worker *w, struct job **j, size_t n)
 }
 
 static const char *
-target_gone_reason(unsigned channel)
+target_gone_reason(const struct db_outbox_item *it)
 {
-    return channel == CHANNEL_PUSH ? "push subscription removed" : "webhook deleted";
+    if (it->channel == CHANNEL_PUSH)
+        return "push subscription removed";
+    return it->target_disabled ? "webhook disabled" : "webhook deleted";
 }
 
 /* Rows whose target or meeting is gone, or whose payload cannot be built, fail for good. */
@@ -296,7 +298,7 @@ deliver_job_take(struct worker *w, size_t n)
     size_t n_gone = 0;
     for (size_t i = 0; i < k; i++) {
         struct job *j = fresh[i];
-        const char *why = j->it.target_gone       ? target_gone_reason(j->it.channel)
+        const char *why = j->it.target_gone       ? target_gone_reason(&j->it)
                           : j->it.payload == NULL ? j->why
                                                   : NULL;
         if (why == NULL) {

@@ -10,6 +10,7 @@
 #include "db.h"
 #include "db_outbox.h"
 #include "db_push.h"
+#include "db_webhook.h"
 #include "deliver_internal.h"
 #include "log.h"
 #include "meeting.h"
@@ -18,6 +19,10 @@
 #include "panic.h"
 #include "timefmt.h"
 #include "trace.h"
+
+/* A webhook's health reads its breaker as this one is. */
+_Static_assert(DB_WEBHOOK_OPEN_FAILURES == DELIVER_CIRCUIT_FAILURES, "the health's breaker");
+_Static_assert(DB_WEBHOOK_OPEN_MS == DELIVER_CIRCUIT_OPEN_MAX_MS, "the health's breaker");
 
 #define WARN_EVERY_MS 60000 /* failures of one receiver: one log line at most this often */
 /* Deliveries, all workers together: one info line at most this often. */
@@ -68,9 +73,11 @@ record_delivered(struct worker *w)
     for (size_t i = 0; i < n; i++) {
         TOCSIN_ASSERT(deliver_job_held(w, ok[i]));
         w->ids[i] = ok[i]->it.id;
+        w->answered_took[i] = ok[i]->took_ms;
     }
-    if (w->db == NULL || db_outbox_delivered(w->db, w->ids, w->answered_status, n,
-                                             w->answered_recorded) != DB_ONE_RESULT) {
+    if (w->db == NULL ||
+        db_outbox_delivered(w->db, w->ids, w->answered_status, w->answered_took, n,
+                            w->d->instance_id, w->answered_recorded) != DB_ONE_RESULT) {
         deliver_db_lost(w, "deliveries not recorded (they will be sent again)");
     } else {
         /* An answer for a row another worker's answer recorded first was counted there. */
@@ -109,8 +116,8 @@ deliver_record_failed(struct worker *w, size_t n)
     size_t failed = 0;
 
     if (errors == NULL || bodies == NULL || w->db == NULL ||
-        db_outbox_failed(w->db, w->owner, w->fails, n, errors, bodies, w->d->max_attempts,
-                         &failed) != DB_ONE_RESULT) {
+        db_outbox_failed(w->db, w->owner, w->d->instance_id, w->fails, n, errors, bodies,
+                         w->d->max_attempts, &failed) != DB_ONE_RESULT) {
         deliver_db_lost(w, "failed attempts not recorded (they will be tried again)");
     } else {
         size_t recorded = 0;
@@ -137,7 +144,8 @@ deliver_record_add_failure(struct worker *w, size_t *n, const struct job *j, lon
                                             (double)rand_r(&w->seed) / RAND_MAX, retry_after_s);
 
     TOCSIN_ASSERT(deliver_job_held(w, j));
-    w->fails[*n] = (struct db_outbox_failure){j->it.id, (int)status, delay, give_up, false};
+    w->fails[*n] = (struct db_outbox_failure){
+        j->it.id, (int)status, delay, give_up, false, j->sent_ms != 0 ? j->took_ms : 0};
     w->fail_channels[*n] = j->it.channel;
     w->fail_final[*n] = deliver_policy_final(attempt, w->d->max_attempts, give_up);
     w->texts[*n] = err;
@@ -232,9 +240,10 @@ deliver_record_answers(struct worker *w, size_t n)
         struct job *j = w->done[i].tag;
         TOCSIN_ASSERT(j->sending && deliver_job_held(w, j));
         j->sending = false;
+        j->took_ms = now - j->sent_ms;
         /* A success that took most of the timeout counts against the receiver like a failure:
          * a tarpit that answers 2xx just in time would hold its share of slots for ever. */
-        bool slow = deliver_policy_slow(now - j->started_ms, w->d->timeout_ms);
+        bool slow = deliver_policy_slow(j->took_ms, w->d->timeout_ms);
         circuit(w, j->rcv, slow || channel_receiver_trouble(j->it.channel, &w->done[i]),
                 w->done[i].retry_after_s, now);
         w->verdicts[i] = channel_verdict(j->it.channel, &w->done[i]);

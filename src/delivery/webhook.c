@@ -133,7 +133,7 @@ webhook_host(const char *url, char *host, size_t hostlen)
                    "a " prefix "line fits")
 BUF_FITS(id, "webhook-id: ", WEBHOOK_ID_MAX - 1);
 BUF_FITS(timestamp, "webhook-timestamp: ", INT64_TEXT_MAX);
-BUF_FITS(signature, "webhook-signature: ", WEBHOOK_SIGNATURE_LEN);
+BUF_FITS(signature, "webhook-signature: ", WEBHOOK_SIGNATURES_LEN);
 
 int
 webhook_request(const struct webhook_message *m, struct webhook_request_buf *b,

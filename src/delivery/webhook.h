@@ -43,7 +43,7 @@ struct webhook_message {
 struct webhook_request_buf {
     char id[WEBHOOK_ID_MAX + 16];
     char timestamp[48];
-    char signature[WEBHOOK_SIGNATURE_LEN + 24];
+    char signature[WEBHOOK_SIGNATURES_LEN + 24];
     char traceparent[TRACE_PARENT_LEN + 16];
 };
 /* Fills r with the Standard Webhooks POST of m (header lines in b; r borrows m's strings and b),

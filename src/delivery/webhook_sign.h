@@ -12,6 +12,9 @@
 #define WEBHOOK_SECRET_LEN (6 + 4 * WEBHOOK_SECRET_BYTES / 3) /* "whsec_" + base64, no padding */
 #define WEBHOOK_KEY_MAX 64                                    /* decoded secret bytes accepted */
 #define WEBHOOK_SIGNATURE_LEN (3 + 44)                        /* "v1," + base64 of 32 bytes */
+/* During a secret's rotation a request carries the new secret's signature and the old one's,
+ * space-separated (Standard Webhooks: a receiver accepts any one that verifies). */
+#define WEBHOOK_SIGNATURES_LEN (2 * WEBHOOK_SIGNATURE_LEN + 1)
 #define WEBHOOK_ID_MAX 64 /* a webhook-id this long, NUL included, always fits webhook_sign */
 
 /* A new secret into out (WEBHOOK_SECRET_LEN + 1 bytes). 0, or -1 when the random source fails. */

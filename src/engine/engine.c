@@ -101,7 +101,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                   {[DB_RETENTION_IDEMPOTENCY] = cfg->retention_idempotency_s,
                                    [DB_RETENTION_DELIVERIES] = cfg->retention_deliveries_s,
                                    [DB_RETENTION_MEETINGS] = cfg->retention_meetings_s,
-                                   [DB_RETENTION_STREAM_EVENTS] = cfg->retention_stream_events_s}};
+                                   [DB_RETENTION_STREAM_EVENTS] = cfg->retention_stream_events_s},
+                                  cfg->webhook_disable_after_s};
     if ((e->retention = retention_start(&topt)) == NULL)
         goto fail;
     return e;

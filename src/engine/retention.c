@@ -13,6 +13,7 @@
 
 #include "cond.h"
 #include "db.h"
+#include "db_webhook.h"
 #include "log.h"
 #include "members.h"
 #include "metrics.h"
@@ -85,6 +86,37 @@ purge_kind(struct retention *r, enum db_retention_kind k)
     return total;
 }
 
+/* The decision is made here, once per webhook: a warning an operator can act on (fix the
+ * receiver, PATCH disabled false, recover since the time given). */
+static void
+log_disabled(void *arg, const char *id, int64_t tenant_id, int64_t failing_since_ms)
+{
+    char since[TIMEFMT_BUF];
+    const struct retention *r = arg;
+
+    LOG_WARN("webhooks: webhook %s of tenant %lld turned off: its attempts failed without one "
+             "success since %s (TOCSIN_WEBHOOK_DISABLE_AFTER_S=%lld); its deliveries stay "
+             "failed, for a recover once it is on again",
+             id, (long long)tenant_id, timefmt_format(failing_since_ms, since),
+             (long long)r->o.webhook_disable_after_s);
+}
+
+/* Turns off the webhooks failing past TOCSIN_WEBHOOK_DISABLE_AFTER_S. 0, or -1 on database
+ * trouble. */
+static int
+disable_failing(struct retention *r)
+{
+    int64_t n = 0;
+
+    if (db_webhook_disable_failing(r->db, r->o.webhook_disable_after_s, log_disabled, r, &n) !=
+        DB_ONE_RESULT) {
+        db_trouble(r, "turning off failing webhooks");
+        return -1;
+    }
+    metrics_add(METRIC_WEBHOOKS_DISABLED, (uint64_t)n);
+    return 0;
+}
+
 static void
 pass(struct retention *r)
 {
@@ -102,6 +134,8 @@ pass(struct retention *r)
             return;
         all += got[k];
     }
+    if (!stopping(r) && disable_failing(r) != 0)
+        return;
     if (r->db_down)
         LOG_INFO("retention: database available again");
     r->db_down = false;

@@ -5,7 +5,9 @@
  * purges, so with many replicas one of them does the work (two at once during a membership
  * change only share it: every statement skips rows the other holds). A pass every interval
  * deletes in batches of at most `batch` rows, one short statement each, pausing between them, so
- * no lock is held for long and the API's writes go on. */
+ * no lock is held for long and the API's writes go on. Each pass also turns off the webhooks that
+ * have failed without one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S (a warning each, and
+ * tocsin_webhooks_disabled_total). */
 #ifndef TOCSIN_RETENTION_H
 #define TOCSIN_RETENTION_H
 
@@ -23,6 +25,7 @@ struct retention_opts {
     int64_t interval_ms;
     int batch;                          /* rows per statement, 1..DB_RETENTION_BATCH_MAX */
     int64_t keep_s[DB_RETENTION_KINDS]; /* how long each kind is kept */
+    int64_t webhook_disable_after_s;    /* a webhook failing this long is turned off */
 };
 
 struct retention;

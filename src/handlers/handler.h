@@ -128,4 +128,25 @@ int handler_cursor_ms(const char **p, char sep, int64_t *out);
 /* The same for a database id: digits only (no sign, no space), 0..INT64_MAX. */
 int handler_cursor_id(const char **p, char sep, int64_t *out);
 
+/* ---- pages of deliveries (deliveries.c) ---- */
+struct db_delivery;
+struct deliveries_page;
+/* A delivery as the API shows it (the Delivery schema), with its meeting's id and title when
+ * with_meeting. New reference, NULL when out of memory. */
+json_t *deliveries_json(const struct db_delivery *d, bool with_meeting);
+/* An empty page whose cursors are hex of "<tag>:<id>" (tag at most 4 bytes); NULL when out of
+ * memory. Free with deliveries_page_free unless given to deliveries_page_reply. */
+struct deliveries_page *deliveries_page_new(const char *tag, bool with_meeting);
+/* A db_delivery_row_fn: adds d to the page arg (as its JSON text). */
+void deliveries_page_add(void *arg, const struct db_delivery *d);
+void deliveries_page_free(void *arg);
+/* Replies with the page (taken in every case) read with status st (a failure's problem as
+ * handler_db_problem's); more: rows follow the page's. */
+int deliveries_page_reply(struct request *rq, struct deliveries_page *p_steal, enum db_status st,
+                          bool more);
+/* Reads a cursor of tag's pages into *id: 0, or -1 when s is not one. */
+int deliveries_cursor(const char *s, const char *tag, int64_t *id);
+/* The delivery id of the request's {id}: 0, or -1 when it is none (digits, 1..INT64_MAX). */
+int deliveries_id(struct request *rq, int64_t *id);
+
 #endif

@@ -1,5 +1,6 @@
 /* fuzz_codec.c -- libFuzzer target for the request-body path: parse, decode as a meeting, encode
- * the result, and apply the input as a merge patch to a valid meeting and decode that too. Any
+ * the result, and apply the input as a merge patch to a valid meeting and decode that too; decode
+ * it as a webhook's recover body too (an accepted since is never after the now it was given). Any
  * crash, leak or sanitizer report is a bug; a rejection is the expected answer to garbage.
  * Built by tests/fuzz/run.sh with clang -fsanitize=fuzzer,address,undefined. */
 #include <stdint.h>
@@ -40,6 +41,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (doc == NULL)
         return 0;
     decode_encode(doc);
+    struct codec_errors errs = {0};
+    int64_t since = 0, now = 1900000000000;
+    if (codec_webhook_recover_decode(doc, now, &since, &errs) == API_E_NONE && since > now)
+        abort();
     base = codec_parse(base_doc, sizeof base_doc - 1, err, sizeof err);
     patched = codec_merge_patch(base, doc);
     decode_encode(patched);

@@ -292,8 +292,15 @@ test_outbox(struct db *db)
           "a release with a delay is due after it, unleased, without an attempt");
     status[0] = 204;
     bool recorded[1];
-    CHECK(db_outbox_delivered(db, ids, status, 1, recorded) == DB_ONE_RESULT && recorded[0],
+    int64_t took[1] = {12};
+    CHECK(db_outbox_delivered(db, ids, status, took, 1, "replica-a", recorded) == DB_ONE_RESULT &&
+              recorded[0],
           "delivered");
+    CHECK(count("SELECT count(*) FROM delivery_attempts WHERE outbox_id = $1 AND n = 1 AND "
+                "outcome = 'delivered' AND http_status = 204 AND duration_ms = 12 AND "
+                "error IS NULL AND instance = 'replica-a'",
+                ids[0]) == 1,
+          "the delivery's attempt written with its record");
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
                 "attempts = 1 AND last_status = 204 AND lease_owner IS NULL AND payload IS NULL",
                 ids[0]) == 1,
@@ -301,21 +308,31 @@ test_outbox(struct db *db)
     /* A second worker's answer for the same row (it took the row over while the first one's
      * request was out): the first record stands. */
     int second[1] = {200};
-    CHECK(db_outbox_delivered(db, ids, second, 1, recorded) == DB_ONE_RESULT && !recorded[0] &&
+    CHECK(db_outbox_delivered(db, ids, second, took, 1, "replica-b", recorded) == DB_ONE_RESULT &&
+              !recorded[0] &&
               count("SELECT count(*) FROM outbox WHERE id = $1 AND attempts = 1"
                     " AND last_status = 204",
-                    ids[0]) == 1,
-          "a delivered row is recorded once");
+                    ids[0]) == 1 &&
+              count("SELECT count(*) FROM delivery_attempts WHERE outbox_id = $1", ids[0]) == 1,
+          "a delivered row is recorded once, with one attempt");
     /* The released row is taken over by w/1 while w/0 still has a request out for it: w/0's
      * failure for it is not recorded (it would free the row under w/1's request). */
     CHECK(count("UPDATE outbox SET lease_owner = 'w/1' WHERE id = $1 AND lease_owner IS NULL",
                 ids[2]) == 1,
           "w/1 takes the released row");
-    struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false, true}, {ids[2], 0, 0, true, true}};
-    CHECK(db_outbox_failed(db, "w/0", f, 2, "[\"HTTP 503\",\"webhook deleted\"]", "[\"{}\",null]",
-                           15, &failed) == DB_ONE_RESULT &&
+    struct db_outbox_failure f[2] = {{ids[1], 503, 1000, false, true, 40},
+                                     {ids[2], 0, 0, true, true, 0}};
+    CHECK(db_outbox_failed(db, "w/0", "replica-a", f, 2, "[\"HTTP 503\",\"webhook deleted\"]",
+                           "[\"{}\",null]", 15, &failed) == DB_ONE_RESULT &&
               failed == 0 && f[0].recorded && !f[1].recorded,
           "w/0's failures: %zu for good, recorded %d %d", failed, f[0].recorded, f[1].recorded);
+    CHECK(count("SELECT count(*) FROM delivery_attempts WHERE outbox_id = $1 AND n = 1 AND "
+                "outcome = 'failed' AND http_status = 503 AND duration_ms = 40 AND "
+                "error = 'HTTP 503' AND instance = 'replica-a'",
+                ids[1]) == 1,
+          "a failed attempt written with its record");
+    CHECK(count("SELECT count(*) FROM delivery_attempts WHERE outbox_id = $1", ids[2]) == 0,
+          "a failure not recorded writes no attempt");
     CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'pending' AND attempts = "
                 "1 AND last_status = 503 AND payload = '{}' AND lease_owner IS NULL",
                 ids[1]) == 1,
@@ -324,13 +341,15 @@ test_outbox(struct db *db)
                 " AND last_error IS NULL AND lease_owner = 'w/1'",
                 ids[2]) == 1,
           "a failure from a worker that no longer holds the row changes nothing");
-    struct db_outbox_failure gone[1] = {{ids[2], 0, 0, true, false}};
-    CHECK(db_outbox_failed(db, "w/1", gone, 1, "[\"webhook deleted\"]", "[null]", 15, &failed) ==
-                  DB_ONE_RESULT &&
+    struct db_outbox_failure gone[1] = {{ids[2], 0, 0, true, false, 0}};
+    CHECK(db_outbox_failed(db, "w/1", "replica-b", gone, 1, "[\"webhook deleted\"]", "[null]", 15,
+                           &failed) == DB_ONE_RESULT &&
               failed == 1 && gone[0].recorded,
           "w/1's failure: %zu for good", failed);
     status[0] = 200;
-    CHECK(db_outbox_delivered(db, &ids[1], status, 1, recorded) == DB_ONE_RESULT && recorded[0] &&
+    CHECK(db_outbox_delivered(db, &ids[1], status, took, 1, "replica-a", recorded) ==
+                  DB_ONE_RESULT &&
+              recorded[0] &&
               count("SELECT count(*) FROM outbox WHERE id = $1 AND status = 'delivered' AND "
                     "attempts = 2 AND last_status = 200 AND payload = '{}'",
                     ids[1]) == 1,
@@ -339,6 +358,22 @@ test_outbox(struct db *db)
                 "last_error = 'webhook deleted' AND payload IS NULL",
                 ids[2]) == 1,
           "given-up row");
+    /* A row tried again and again keeps its DB_OUTBOX_ATTEMPTS_KEPT newest attempts. */
+    for (int i = 0; i < DB_OUTBOX_ATTEMPTS_KEPT + 2; i++) {
+        struct db_outbox_failure again1[1] = {{ids[2], 500, 0, false, false, 1}};
+        CHECK(count("UPDATE outbox SET status = 'pending', lease_owner = 'w/1' WHERE id = $1",
+                    ids[2]) == 1 &&
+                  db_outbox_failed(db, "w/1", "replica-b", again1, 1, "[\"HTTP 500\"]", "[null]",
+                                   100, &failed) == DB_ONE_RESULT &&
+                  again1[0].recorded,
+              "failure %d recorded", i);
+    }
+    CHECK(count("SELECT count(*) FROM delivery_attempts a JOIN outbox o ON o.id = a.outbox_id"
+                " WHERE o.id = $1 AND a.n > o.attempts - " DB_OUTBOX_ATTEMPTS_KEPT_TEXT,
+                ids[2]) == DB_OUTBOX_ATTEMPTS_KEPT &&
+              count("SELECT count(*) FROM delivery_attempts WHERE outbox_id = $1", ids[2]) ==
+                  DB_OUTBOX_ATTEMPTS_KEPT,
+          "the newest attempts kept, the oldest deleted");
     items_fini(it, n);
 }
 

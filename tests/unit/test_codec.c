@@ -869,6 +869,44 @@ check_local_time(void)
     json_decref(unknown);
 }
 
+/* A webhook's recover body: since required, a time, not in the future; nothing else. */
+static void
+check_recover(void)
+{
+    static const int64_t now = 1900000000000; /* 2030-03-17T17:46:40Z */
+    static const struct {
+        const char *body;
+        enum api_error want;
+        const char *field;
+    } recover_cases[] = {
+        {"{\"since\":\"2030-03-17T17:46:40Z\"}", API_E_NONE, NULL}, /* now: at the bound */
+        {"{\"since\":\"2001-01-01T00:00:00+02:00\"}", API_E_NONE, NULL},
+        {"{\"since\":\"2030-03-17T17:46:40.001Z\"}", API_E_VALIDATION, "since"}, /* one past */
+        {"{\"since\":\"2030-03-17T17:46:40\"}", API_E_VALIDATION, "since"},      /* no offset */
+        {"{\"since\":5}", API_E_VALIDATION, "since"},
+        {"{\"since\":null}", API_E_VALIDATION, "since"},
+        {"{}", API_E_VALIDATION, "since"},
+        {"{\"since\":\"2001-01-01T00:00:00Z\",\"x\":1}", API_E_VALIDATION, "x"},
+        {"[]", API_E_VALIDATION, ""},
+    };
+
+    for (size_t i = 0; i < sizeof recover_cases / sizeof recover_cases[0]; i++) {
+        struct codec_errors errs = {0};
+        int64_t since = -1;
+        json_t *doc = json_loads(recover_cases[i].body, 0, NULL);
+        enum api_error got = codec_webhook_recover_decode(doc, now, &since, &errs);
+
+        CHECK(got == recover_cases[i].want, "%s: %d", recover_cases[i].body, (int)got);
+        if (recover_cases[i].field != NULL)
+            CHECK(errs.n >= 1 && strcmp(errs.e[0].field, recover_cases[i].field) == 0,
+                  "%s: field %s", recover_cases[i].body, errs.n ? errs.e[0].field : "(none)");
+        else
+            CHECK(errs.n == 0 && since >= 0 && since <= now, "%s: %lld", recover_cases[i].body,
+                  (long long)since);
+        json_decref(doc);
+    }
+}
+
 int
 main(void)
 {
@@ -884,5 +922,6 @@ main(void)
     check_push_payload();
     check_people();
     check_local_time();
+    check_recover();
     return check_summary("test_codec");
 }
