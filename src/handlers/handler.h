@@ -128,4 +128,8 @@ int handler_cursor_ms(const char **p, char sep, int64_t *out);
 /* The same for a database id: digits only (no sign, no space), 0..INT64_MAX. */
 int handler_cursor_id(const char **p, char sep, int64_t *out);
 
+/* An idempotency key as the API takes it (Idempotency-Key, a batch item's idempotency_key): 1..255
+ * printable ASCII characters. */
+bool handler_idempotency_key_valid(const char *k);
+
 #endif
