@@ -397,15 +397,6 @@ meeting_batch_count(const struct meeting_batch *b)
     return b->n;
 }
 
-int
-meeting_batch_status(const struct meeting_batch *b, size_t i)
-{
-    json_t *r = meeting_batch_result(b, i);
-    int status = r != NULL ? (int)json_integer_value(json_object_get(r, "status")) : 500;
-    json_decref(r);
-    return status;
-}
-
 void
 meeting_batch_free(struct meeting_batch *b)
 {

@@ -31,7 +31,5 @@ size_t meeting_batch_count(const struct meeting_batch *b);
 /* Item i's result: {"status": 201|200, "id"} or {"status", "problem"}. New reference (NULL when
  * out of memory). */
 json_t *meeting_batch_result(const struct meeting_batch *b, size_t i);
-/* Item i's status alone: 201 created, 200 replayed, 4xx failed. */
-int meeting_batch_status(const struct meeting_batch *b, size_t i);
 
 #endif
