@@ -12,10 +12,15 @@ let srv;
 let key;
 let other;
 let quota;
+let limited;
 const QUOTA = 3;
 
 before(async () => {
-    [srv, quota] = await Promise.all([h.startServer(), h.startServer({ TOCSIN_TENANT_MEETINGS_MAX: String(QUOTA) })]);
+    [srv, quota, limited] = await Promise.all([
+        h.startServer(),
+        h.startServer({ TOCSIN_TENANT_MEETINGS_MAX: String(QUOTA) }),
+        h.startServer({ TOCSIN_TENANT_RATE: '1', TOCSIN_TENANT_BURST: '2' }),
+    ]);
     key = await srv.createKey('batch-a');
     other = await srv.createKey('batch-b');
 });
@@ -133,4 +138,17 @@ test('a browser token may not batch: 403 insufficient_scope', async () => {
     const r = await batch([meeting('from a page')], { key: token });
     assert.equal(r.status, 403);
     assert.equal(r.json.code, 'insufficient_scope');
+});
+
+test('TOCSIN_TENANT_RATE: a batch is one request, whatever it holds', async () => {
+    const k = await limited.createKey('batch-rate');
+    const items = Array.from({ length: 50 }, (_, i) => meeting(`r${i}`));
+    const post = () => limited.req('POST', '/v1/meetings/batch', { key: k, json: { items } });
+    const [a, b] = [await post(), await post()];
+    assert.equal(a.status, 200);
+    assert.equal(b.status, 200, 'the second batch is the burst\'s second request');
+    assert.ok(a.json.items.every((i) => i.status === 201));
+    const c = await post();
+    assert.equal(c.status, 429);
+    assert.equal(c.json.code, 'rate_limited');
 });
