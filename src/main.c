@@ -1,7 +1,7 @@
-/* main.c -- wiring only: parse the subcommand, load config, then for serve:
- * wait for PostgreSQL -> migrate (or wait for `tocsin migrate`) -> delivery workers -> stream hub
- * -> reminder engine -> HTTP; wait for SIGTERM/SIGINT; tear down in reverse. Exit codes: 0 ok,
- * 1 runtime failure, 2 usage or configuration error. */
+/* main.c -- wiring only: parse the subcommand (serve, migrate, keys, import), load config, then
+ * for serve: wait for PostgreSQL -> migrate (or wait for `tocsin migrate`) -> delivery workers ->
+ * stream hub -> reminder engine -> HTTP; wait for SIGTERM/SIGINT; tear down in reverse. Exit
+ * codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "http_server.h"
 #include "hub.h"
+#include "import.h"
 #include "log.h"
 #include "outbound.h"
 #include "timefmt.h"
@@ -30,12 +31,13 @@
 #define KEYS_DB_WAIT_MS 5000
 
 static const char usage_main[] =
-    "usage: tocsin [serve|migrate|keys] [--help|--version]\n"
+    "usage: tocsin [serve|migrate|keys|import] [--help|--version]\n"
     "  serve                     run the HTTP API and the reminder engine (default)\n"
     "  migrate                   apply pending database migrations and exit\n"
     "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
     "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
+    "  import --tenant NAME FILE create the meetings of FILE (JSON lines; - for stdin)\n"
     "Configuration comes from TOCSIN_* environment variables; see docs/configuration.md.\n";
 
 static int
@@ -286,6 +288,44 @@ keys(const struct config *cfg, int argc, char **argv)
     return rc;
 }
 
+/* `tocsin import --tenant NAME FILE`: the tenant made if new, as `keys create` makes it. */
+static int
+import(const struct config *cfg, int argc, char **argv)
+{
+    static const char usage[] = "usage: tocsin import --tenant NAME FILE (JSON lines; - for "
+                                "standard input)\n";
+    int64_t tenant_id;
+    struct db *db;
+    FILE *in;
+    int rc = 1;
+
+    if (argc == 1 && is_help(argv[0])) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (argc != 3 || strcmp(argv[0], "--tenant") != 0 || !apikey_tenant_name_valid(argv[1])) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    if ((in = strcmp(argv[2], "-") == 0 ? stdin : fopen(argv[2], "r")) == NULL) {
+        perror(argv[2]);
+        return 1;
+    }
+    struct config quick = *cfg;
+    if (quick.db_wait_ms > KEYS_DB_WAIT_MS)
+        quick.db_wait_ms = KEYS_DB_WAIT_MS;
+    if ((db = open_migrated(&quick, cfg->migrate_on_start)) == NULL)
+        fputs("tocsin import: no database at TOCSIN_DATABASE_URL\n", stderr);
+    else if (db_tenant_ensure(db, argv[1], &tenant_id) != DB_ONE_RESULT)
+        fprintf(stderr, "tocsin import: database: %s\n", db_errmsg(db));
+    else
+        rc = import_run(cfg, db, tenant_id, in, stderr);
+    db_close(db);
+    if (in != stdin)
+        fclose(in);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -293,7 +333,9 @@ main(int argc, char **argv)
     char err[CONFIG_ERR_MAX];
     const char *cmd = argc > 1 ? argv[1] : "serve";
 
-    if (is_help(cmd) || (argc > 2 && strcmp(cmd, "keys") != 0 && is_help(argv[2]))) {
+    int sub = strcmp(cmd, "keys") == 0 || strcmp(cmd, "import") == 0;
+
+    if (is_help(cmd) || (argc > 2 && !sub && is_help(argv[2]))) {
         fputs(usage_main, stdout);
         return 0;
     }
@@ -301,7 +343,7 @@ main(int argc, char **argv)
         printf("tocsin %s (commit %s)\n", version_number, version_commit);
         return 0;
     }
-    if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0 && strcmp(cmd, "keys") != 0) {
+    if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0 && !sub) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;
     }
@@ -320,6 +362,8 @@ main(int argc, char **argv)
     }
     if (strcmp(cmd, "keys") == 0)
         return keys(&cfg, argc - 2, argv + 2);
+    if (strcmp(cmd, "import") == 0)
+        return import(&cfg, argc - 2, argv + 2);
     if (argc > 2) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;

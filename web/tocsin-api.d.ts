@@ -54,6 +54,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/meetings/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 1,000 meetings in one request
+         * @description Creates 1..1000 meetings (a body of at most 8 MiB, 8388608 bytes), each validated as
+         *     `POST /v1/meetings` validates one, and answers 200 with one result per item in input
+         *     order: 201 and the new `id`, 200 and the `id` of the first create for a replayed
+         *     `idempotency_key` with the same item, or the item's status and its `problem` (400
+         *     `validation`, 422 `idempotency_mismatch`, 409 `idempotency_in_flight`, 403
+         *     `quota_exceeded`). A bad item fails alone; the good ones are written in one transaction
+         *     and their reminders armed before the answer, so an item exists with its reminders or not
+         *     at all. A database failure answers 503 and writes nothing.
+         *
+         *     An item's `idempotency_key` shares the space of the `Idempotency-Key` header of
+         *     `POST /v1/meetings`. Recurring meetings are taken. The batch counts as one request for
+         *     `TOCSIN_TENANT_RATE`; each created meeting counts for `TOCSIN_TENANT_MEETINGS_MAX`.
+         *     API keys only: a browser token gets 403 `insufficient_scope`.
+         */
+        post: operations["createMeetingsBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/meetings/{id}": {
         parameters: {
             query?: never;
@@ -1464,6 +1496,24 @@ export interface components {
             field: string;
             message: string;
         };
+        MeetingBatchInput: {
+            items: ({
+                /** @description As the `Idempotency-Key` header of `POST /v1/meetings`. */
+                idempotency_key?: string;
+            } & components["schemas"]["MeetingInput"])[];
+        };
+        MeetingBatchResult: {
+            items: {
+                /** @enum {integer} */
+                status: 200 | 201 | 400 | 403 | 409 | 422 | 500;
+                /**
+                 * Format: uuid
+                 * @description The meeting (201 created, 200 a replayed idempotency_key).
+                 */
+                id?: string;
+                problem?: components["schemas"]["Problem"];
+            }[];
+        };
         /** @description RFC 9457 problem details. A `validation` problem always carries `errors`. */
         Problem: {
             type: string;
@@ -1471,7 +1521,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -1992,6 +2042,53 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    createMeetingsBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MeetingBatchInput"];
+            };
+        };
+        responses: {
+            /** @description One result per item, in input order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeetingBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            406: components["responses"]["NotAcceptable"];
+            /** @description Over 1000 items (`batch_too_large`) or a body over 8 MiB (`body_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 413;
+                        /** @enum {unknown} */
+                        code?: "batch_too_large" | "body_too_large";
+                    };
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
         };
     };
     getMeeting: {

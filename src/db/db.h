@@ -131,6 +131,11 @@ enum db_status db_meeting_get(struct db *db, int64_t tenant_id, const char *id, 
 enum db_status db_meeting_update(struct db *db, int64_t tenant_id, struct meeting *m,
                                  struct reminder_keys *gone);
 /* Soft-deletes a live meeting and cancels its pending reminders; their keys go to gone. */
+/* Inserts the single meetings ms[0..n) (n <= DB_MEETING_BATCH_MAX, none a series) with their
+ * reminders in one statement, as db_meeting_insert does one, and sets each reminder's id. */
+#define DB_MEETING_BATCH_MAX 1000
+enum db_status db_meeting_insert_batch(struct db *db, int64_t tenant_id, struct meeting *const *ms,
+                                       size_t n);
 enum db_status db_meeting_delete(struct db *db, int64_t tenant_id, const char *id,
                                  struct reminder_keys *gone);
 /* The same inside the caller's db_tx_run (after db_meeting_get for_update, say); keys are
@@ -208,6 +213,27 @@ enum db_status db_idem_get(struct db *db, int64_t tenant_id, const char *key,
 enum db_status db_idem_put(struct db *db, int64_t tenant_id, const char *key,
                            const char request_hash[DB_REQUEST_HASH_LEN + 1],
                            const struct db_idem_response *resp);
+
+/* The same for a batch of keys[0..n) (POST /v1/meetings/batch), one statement each. The keys
+ * are not NULL and are distinct. */
+#define DB_IDEM_LOCATION_MAX 128
+struct db_idem_hit {
+    bool found;                                 /* a response is stored under the key */
+    char request_hash[DB_REQUEST_HASH_LEN + 1]; /* when found */
+    int status;
+    char location[DB_IDEM_LOCATION_MAX]; /* "" when none was stored */
+};
+/* Fills hits[0..n) from the stored responses. */
+enum db_status db_idem_get_many(struct db *db, int64_t tenant_id, const char *const *keys, size_t n,
+                                struct db_idem_hit *hits);
+/* pg_try_advisory_xact_lock on every key, as db_idem_lock: locked[i] false when another
+ * transaction holds keys[i]. */
+enum db_status db_idem_lock_many(struct db *db, int64_t tenant_id, const char *const *keys,
+                                 size_t n, bool *locked);
+/* Stores resps[i] under keys[i] with hashes[i] (ON CONFLICT DO NOTHING, as db_idem_put). */
+enum db_status db_idem_put_many(struct db *db, int64_t tenant_id, const char *const *keys,
+                                const char *const *hashes, const struct db_idem_response *resps,
+                                size_t n);
 
 /* ---- pending occurrences for the scheduler, the sweep and the mirror repair (db_reminder.c) */
 #define DB_DUE_BATCH_MAX 5000 /* rows per page: a burst of 50,000 due together is 10 pages */

@@ -1,6 +1,7 @@
 /* db_array.c -- PostgreSQL array literals for text parameters ($1::bigint[], $1::uuid[] and the
  * like), so that a batch of rows or keys is one parameter of one statement. Only elements that
- * need no quoting go in: numbers, t and f, meeting ids (hex digits and dashes). */
+ * need no quoting go in through db_array and db_array_add: numbers, t and f, meeting ids (hex
+ * digits and dashes); db_array_text quotes any text. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,4 +79,25 @@ db_array_ids(struct strbuf *b, const char *const *ids, size_t n)
         if (meeting_id_valid(ids[i]))
             db_array_add(b, "%s", ids[i]);
     return db_array_end(b);
+}
+
+void
+db_array_text(struct strbuf *b, const char *s)
+{
+    strbuf_put(b, b->len == 0 ? "{" : ",", 1);
+    if (s == NULL) {
+        strbuf_put(b, "NULL", 4);
+        return;
+    }
+    strbuf_put(b, "\"", 1);
+    for (const char *p = s; *p != '\0';) {
+        size_t run = strcspn(p, "\"\\");
+        strbuf_put(b, p, run);
+        p += run;
+        if (*p != '\0') {
+            strbuf_put(b, "\\", 1);
+            strbuf_put(b, p++, 1);
+        }
+    }
+    strbuf_put(b, "\"", 1);
 }

@@ -94,7 +94,11 @@ enum db_stmt {
     STMT_RETENTION_DELIVERIES,
     STMT_RETENTION_MEETINGS,
     STMT_RETENTION_STREAM_EVENTS,
-    STMT_QUOTA_MEETINGS, /* db_quota.c */
+    STMT_QUOTA_MEETINGS,       /* db_quota.c */
+    STMT_MEETING_INSERT_BATCH, /* db_meeting_batch.c */
+    STMT_IDEM_GET_MANY,        /* db_idem.c */
+    STMT_IDEM_LOCK_MANY,
+    STMT_IDEM_PUT_MANY,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
@@ -197,6 +201,9 @@ const char *db_array_end(struct strbuf *b);
 /* "{id,...}" of the valid meeting ids among ids[0..n) (hex digits and dashes only) into b, as
  * db_array_end returns it. */
 const char *db_array_ids(struct strbuf *b, const char *const *ids, size_t n);
+/* Appends one element of any text to a text[] literal started like db_array_add's: quoted, with
+ * '"' and backslash escaped; NULL is the element NULL. Close it with db_array_end. */
+void db_array_text(struct strbuf *b, const char *s);
 
 /* ---- text parameters and results (db.c) ---- */
 

@@ -338,3 +338,15 @@ handler_page_query(struct request *rq, struct handler_page *p, int *ret)
     }
     return 0;
 }
+
+bool
+handler_idempotency_key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > IDEMPOTENCY_KEY_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] < 0x21 || k[i] > 0x7e)
+            return false;
+    return true;
+}

@@ -149,4 +149,8 @@ int deliveries_cursor(const char *s, const char *tag, int64_t *id);
 /* The delivery id of the request's {id}: 0, or -1 when it is none (digits, 1..INT64_MAX). */
 int deliveries_id(struct request *rq, int64_t *id);
 
+/* An idempotency key as the API takes it (Idempotency-Key, a batch item's idempotency_key): 1..255
+ * printable ASCII characters. */
+bool handler_idempotency_key_valid(const char *k);
+
 #endif

@@ -48,18 +48,6 @@ struct post_tx {
     int64_t quota; /* TOCSIN_TENANT_MEETINGS_MAX, 0 = none */
 };
 
-static int
-idempotency_key_valid(const char *k)
-{
-    size_t n = strlen(k);
-    if (n == 0 || n > IDEMPOTENCY_KEY_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (k[i] < 0x21 || k[i] > 0x7e)
-            return 0;
-    return 1;
-}
-
 /* The stored response of the key, if any: ONE_RESULT with t->outcome replay or mismatch. */
 static enum db_status
 read_stored(struct db *db, struct post_tx *t)
@@ -294,7 +282,7 @@ handle_meetings_post(struct request *rq)
 
     if (handler_no_query(rq, &ret) != 0 || handler_require_type(rq, "application/json", &ret) != 0)
         return ret;
-    if (key != NULL && !idempotency_key_valid(key))
+    if (key != NULL && !handler_idempotency_key_valid(key))
         return http_reply_problem(rq, API_E_BAD_HEADER,
                                   "Idempotency-Key must be 1..255 printable ASCII characters");
     if ((doc = handler_parse_body(rq, &ret)) == NULL)

@@ -253,6 +253,19 @@ http_reply_fields(struct request *rq, enum api_error e, const struct codec_error
     return reply_problem_json(rq, e, p);
 }
 
+json_t *
+http_reply_problem_doc(enum api_error e, const char *detail, const struct codec_errors *errs)
+{
+    json_t *p = problem_new(e, errs != NULL && errs->n > 0 ? errs->e[0].message : detail);
+    json_t *list = errs != NULL ? json_array() : NULL;
+    for (size_t i = 0; list != NULL && i < errs->n; i++)
+        json_array_append_new(list, json_pack("{s:s, s:s}", "field", errs->e[i].field, "message",
+                                              errs->e[i].message));
+    if (list != NULL)
+        json_object_set_new(p, "errors", list);
+    return p;
+}
+
 int
 http_reply_validation(struct request *rq, const struct codec_errors *errs)
 {

@@ -50,6 +50,11 @@ int http_reply_response(struct request *rq, unsigned status, struct MHD_Response
 int http_reply_query(struct request *rq, const char *param, const char *message);
 /* 400 validation problem with an errors[] array. */
 int http_reply_validation(struct request *rq, const struct codec_errors *errs);
+/* The problem+json body of e as a value, not sent: a part of a larger answer (a batch's item).
+ * With errs (may be NULL) it carries their "errors" and the first one's message as its detail.
+ * New reference. */
+json_t *http_reply_problem_doc(enum api_error e, const char *detail,
+                               const struct codec_errors *errs);
 /* The same shape for another problem e about fields (errs->n >= 1): detail the first message. */
 int http_reply_fields(struct request *rq, enum api_error e, const struct codec_errors *errs);
 int http_reply_empty(struct request *rq, unsigned status);

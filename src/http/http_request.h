@@ -17,7 +17,9 @@
 #include "route.h"
 #include "trace.h"
 
-#define HTTP_BODY_MAX 65536    /* request bodies above this get 413 */
+#define HTTP_BODY_MAX 65536 /* request bodies above this get 413 */
+/* The bound of a ROUTE_BULK route (POST /v1/meetings/batch: DB_MEETING_BATCH_MAX meetings). */
+#define HTTP_BULK_BODY_MAX (8 * 1024 * 1024)
 #define HTTP_URL_MAX 2048      /* request targets above this get 414 */
 #define HTTP_LOCATION_MAX 128  /* "/v1/meetings/<uuid>" and the like */
 #define AUTH_CACHE_SLOTS 64    /* API keys, per thread */
@@ -88,6 +90,7 @@ struct request {
     char *body; /* malloc'ed, NUL-terminated for convenience; body_len excludes the NUL */
     size_t body_len;
     size_t body_cap;
+    size_t body_max; /* HTTP_BODY_MAX, or HTTP_BULK_BODY_MAX on a ROUTE_BULK route */
     bool body_too_large;
     bool answered;
     int64_t tenant_id;

@@ -11,6 +11,7 @@ const struct route http_routes[] = {
     {"GET", "/readyz", handle_readyz, ROUTE_PUBLIC | ROUTE_PROBE},
     {"GET", "/metrics", handle_metrics, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT | ROUTE_PROBE},
     {"POST", "/v1/meetings", handle_meetings_post, ROUTE_WRITE},
+    {"POST", "/v1/meetings/batch", handle_meetings_batch, ROUTE_API_KEY | ROUTE_BULK},
     {"GET", "/v1/meetings", handle_meetings_list, ROUTE_READ},
     {"GET", "/v1/meetings/{id}", handle_meeting_get, ROUTE_READ},
     {"PUT", "/v1/meetings/{id}", handle_meeting_put, ROUTE_WRITE},

@@ -11,6 +11,7 @@ int handle_healthz(struct request *rq);
 int handle_readyz(struct request *rq);
 int handle_metrics(struct request *rq);
 int handle_meetings_post(struct request *rq);
+int handle_meetings_batch(struct request *rq);
 int handle_meetings_list(struct request *rq);
 int handle_meeting_get(struct request *rq);
 int handle_meeting_put(struct request *rq);

@@ -120,7 +120,7 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static int
 body_append(struct request *rq, const char *data, size_t n)
 {
-    if (rq->body_too_large || rq->body_len + n > HTTP_BODY_MAX) {
+    if (rq->body_too_large || rq->body_len + n > rq->body_max) {
         rq->body_too_large = true;
         return 0;
     }
@@ -140,14 +140,27 @@ body_append(struct request *rq, const char *data, size_t n)
     return 0;
 }
 
-/* 413, its detail naming the bound as HTTP_BODY_MAX says it, whatever it becomes. */
+/* 413, its detail naming the route's bound as HTTP_BODY_MAX or HTTP_BULK_BODY_MAX says it. */
 static int
 reply_body_too_large(struct request *rq)
 {
     char detail[BODY_DETAIL_MAX];
 
-    snprintf(detail, sizeof(detail), "request bodies are limited to %d bytes", HTTP_BODY_MAX);
+    snprintf(detail, sizeof(detail), "request bodies are limited to %zu bytes", rq->body_max);
     return http_reply_problem(rq, API_E_BODY_TOO_LARGE, detail);
+}
+
+/* The body bound of the request's route: only a ROUTE_BULK route takes more than HTTP_BODY_MAX,
+ * so an unknown path or method keeps the small one. */
+static size_t
+body_max_of(const struct request *rq)
+{
+    struct route_match m;
+
+    if (route_find(http_routes, http_routes_count, rq->method, rq->path, &m) == ROUTE_FOUND &&
+        (m.route->flags & ROUTE_BULK))
+        return HTTP_BULK_BODY_MAX;
+    return HTTP_BODY_MAX;
 }
 
 /* Checks that can be made from the request line and headers alone. Returns 1 when answered. */
@@ -166,7 +179,7 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
         *ret = (enum MHD_Result)http_reply_problem(rq, API_E_URI_TOO_LONG, NULL);
         return 1;
     }
-    if (cl != NULL && strtoull(cl, NULL, 10) > HTTP_BODY_MAX) {
+    if (cl != NULL && strtoull(cl, NULL, 10) > rq->body_max) {
         *ret = (enum MHD_Result)reply_body_too_large(rq);
         return 1;
     }
@@ -246,6 +259,7 @@ handle_call(void *cls, struct MHD_Connection *conn, const char *url, const char 
         if (rq->path == NULL)
             return MHD_NO;
         take_ids(rq);
+        rq->body_max = body_max_of(rq);
         http_limits_body_expected(conn);
         if (http_client_take(rq, ((struct http_server *)cls)->listener) != API_E_NONE)
             return (enum MHD_Result)http_reply_problem_retry(rq, API_E_TOO_MANY_CONNECTIONS, NULL,

@@ -25,6 +25,7 @@ enum route_flags {
     ROUTE_ANY_ACCEPT = 128, /* the reply is not JSON: no Accept negotiation */
     ROUTE_KEY_TOO = 256,    /* with ROUTE_PUSH: an API key may call it as well */
     ROUTE_PROBE = 512,      /* health, readiness, metrics: polled, so the access line is debug */
+    ROUTE_BULK = 1024, /* bodies up to HTTP_BULK_BODY_MAX (http_request.h), not HTTP_BODY_MAX */
 };
 
 struct route {

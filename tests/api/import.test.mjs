@@ -1,0 +1,66 @@
+// import.test.mjs -- `tocsin import --tenant NAME FILE` (docs/operations.md): JSON lines through
+// the batch of POST /v1/meetings/batch, failed lines reported by number with exit 1, a run again
+// creating nothing twice, the reminders armed in Redis, standard input as '-'.
+import { before } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { harness, test, run, isoIn, HOUR } from './harness.mjs';
+
+const h = await harness('import');
+let srv;
+let key;
+let dir;
+
+before(async () => {
+    srv = await h.startServer();
+    key = await srv.createKey('import-a');
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-import-'));
+});
+
+const line = (title, extra = {}) => JSON.stringify({ title, starts_at: isoIn(2 * HOUR), reminders: [{ minutes_before: 10 }], ...extra });
+const importFile = (file, tenant = 'import-a') =>
+    run(h.env.bin, ['import', '--tenant', tenant, file], { env: srv.env });
+
+async function titles() {
+    const r = await srv.req('GET', '/v1/meetings?limit=100', { key });
+    return r.json.items.map((m) => m.title).sort();
+}
+
+test('failed lines are named by number, the rest is created; a run again creates nothing', async () => {
+    const file = path.join(dir, 'a.jsonl');
+    fs.writeFileSync(file, [line('one'), '{"title": ', line(''), '', line('four', { idempotency_key: 'own-4' })].join('\n') + '\n');
+    const r = await importFile(file);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^line 2: 400 bad_json/m);
+    assert.match(r.stderr, /^line 3: 400 validation: title/m);
+    assert.match(r.stderr, /2 created, 0 already there, 2 failed/);
+    assert.deepEqual(await titles(), ['four', 'one']);
+    const again = await importFile(file);
+    assert.match(again.stderr, /0 created, 2 already there, 2 failed/);
+    assert.deepEqual(await titles(), ['four', 'one'], 'nothing created twice');
+
+    const good = path.join(dir, 'good.jsonl');
+    fs.writeFileSync(good, line('one') + '\n' + line('five') + '\n');
+    const ok = await importFile(good);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, /1 created, 1 already there, 0 failed/);
+    const list = await srv.req('GET', '/v1/meetings?limit=100', { key });
+    const five = list.json.items.find((m) => m.title === 'five');
+    const armed = await h.redis.keys(`${srv.prefix}:rem:${five.reminders[0].id}:*`);
+    assert.equal(armed.length, 1, 'the reminder of an imported meeting is armed in Redis');
+});
+
+test("'-' reads standard input; usage errors exit 2", async () => {
+    const child = spawn(h.env.bin, ['import', '--tenant', 'import-a', '-'], { env: srv.env });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdin.end(line('from stdin') + '\n');
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 0, stderr);
+    assert.ok((await titles()).includes('from stdin'));
+    const usage = await run(h.env.bin, ['import', 'x'], { env: srv.env });
+    assert.equal(usage.code, 2);
+});
