@@ -92,6 +92,7 @@ struct request {
     size_t body_cap;
     size_t body_max; /* HTTP_BODY_MAX, or HTTP_BULK_BODY_MAX on a ROUTE_BULK route */
     bool body_too_large;
+    bool authenticated; /* rq->who was read before the body (a ROUTE_BULK route) */
     bool answered;
     int64_t tenant_id;
     struct principal who;       /* filled by authentication */

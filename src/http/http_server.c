@@ -186,6 +186,28 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
     return 0;
 }
 
+/* A ROUTE_BULK route's credentials, read before its body: a client without a valid key must not
+ * make a replica read HTTP_BULK_BODY_MAX bytes first. Returns 1 when answered. */
+static int
+early_auth(struct http_server *srv, struct request *rq, enum MHD_Result *ret)
+{
+    if (rq->body_max != HTTP_BULK_BODY_MAX ||
+        route_find(http_routes, http_routes_count, rq->method, rq->path, &rq->match) != ROUTE_FOUND)
+        return 0;
+    rq->w = worker_get(srv);
+    if (rq->w == NULL) {
+        *ret = MHD_NO;
+        return 1;
+    }
+    enum api_error e = http_auth_authenticate(rq);
+    if (e != API_E_NONE) {
+        *ret = (enum MHD_Result)http_reply_problem(rq, e, NULL);
+        return 1;
+    }
+    rq->authenticated = true;
+    return 0;
+}
+
 static enum MHD_Result
 dispatch(struct http_server *srv, struct request *rq, const char *url)
 {
@@ -213,7 +235,7 @@ dispatch(struct http_server *srv, struct request *rq, const char *url)
     if (rq->w == NULL)
         return MHD_NO;
     if (!(rq->match.route->flags & ROUTE_PUBLIC)) {
-        enum api_error e = http_auth_authenticate(rq);
+        enum api_error e = rq->authenticated ? API_E_NONE : http_auth_authenticate(rq);
         if (e == API_E_NONE)
             e = http_rate_check(srv->tenant_rate, rq);
         if (e == API_E_NONE)
@@ -264,7 +286,7 @@ handle_call(void *cls, struct MHD_Connection *conn, const char *url, const char 
         if (http_client_take(rq, ((struct http_server *)cls)->listener) != API_E_NONE)
             return (enum MHD_Result)http_reply_problem_retry(rq, API_E_TOO_MANY_CONNECTIONS, NULL,
                                                              HTTP_CLIENT_RETRY_AFTER_S);
-        if (early_checks(rq, version, &ret))
+        if (early_checks(rq, version, &ret) || early_auth(cls, rq, &ret))
             return ret;
         return MHD_YES;
     }
