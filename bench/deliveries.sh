@@ -11,7 +11,7 @@
 # BENCH_REQUESTS (500 per query), BENCH_KEY_TENANTS (10: the tenants the requests go to in turn),
 # BENCH_BIN (another tocsin binary). Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54481}
@@ -21,37 +21,23 @@ TENANTS=${BENCH_TENANTS:-100}
 KEY_TENANTS=${BENCH_KEY_TENANTS:-10}
 DIR=$TOCSIN_ROOT/.local/bench-deliveries
 
-cleanup()
-{
-    local rc=$?
-    trap - EXIT INT TERM
-    tocsin_redis_stop "$DIR/redis" || true
-    tocsin_pg_stop "$DIR/pg" || true
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$DIR"
 
-tocsin_install_deps
-tocsin_build build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF \
-    -DTOCSIN_TSAN=OFF
+bench_relwithdebinfo_build
 BIN=${BENCH_BIN:-$TOCSIN_ROOT/build-rel/tocsin}
 
-tocsin_redis_stop "$DIR/redis"
-tocsin_pg_stop "$DIR/pg"
+bench_servers_stop "$DIR"
+# Not bench_fresh_servers: BENCH_KEEP=1 keeps a database seeded with the same BENCH_ROWS and
+# BENCH_TENANTS.
 seeded="$ROWS rows, $TENANTS tenants"
 if [ "${BENCH_KEEP:-0}" != 1 ] || [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seeded" ]; then
-    tocsin_pg_wipe "$DIR/pg"
-    rm -rf "$DIR"
+    bench_servers_wipe "$DIR"
 fi
 mkdir -p "$DIR"
 # Reads are measured; the seed's writes need no durability.
-tocsin_pg_start "$DIR/pg" "$PG_PORT" "shared_buffers = 2GB" "maintenance_work_mem = 1GB" \
-    "max_wal_size = 8GB" "fsync = off" "synchronous_commit = off" "full_page_writes = off"
-tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
-
-export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "shared_buffers = 2GB" \
+    "maintenance_work_mem = 1GB" "max_wal_size = 8GB" "fsync = off" "synchronous_commit = off" \
+    "full_page_writes = off"
 PSQL=(psql "$TOCSIN_DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 "$BIN" migrate
 if [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seeded" ]; then

@@ -13,7 +13,7 @@
 # statements by time, and the work scenario by blocks per fired reminder (pg_stat_statements).
 # Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54359}
@@ -22,22 +22,14 @@ BULLMQ_REDIS_PORT=${TOCSIN_BENCH_BULLMQ_REDIS_PORT:-63839}
 DIR=$TOCSIN_ROOT/.local/bench-engine
 BIN=$TOCSIN_ROOT/build-release/tocsin
 
-cleanup()
+stop_bullmq_redis()
 {
-    local rc=$?
-    trap - EXIT INT TERM
-    tocsin_redis_stop "$DIR/bullmq-redis" || true
-    tocsin_redis_stop "$DIR/redis" || true
-    tocsin_pg_stop "$DIR/pg" || true
-    exit "$rc"
+    tocsin_redis_stop "$DIR/bullmq-redis"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$DIR"
+bench_on_exit stop_bullmq_redis
 
-tocsin_install_deps
-tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
-    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+bench_release_build
 if [ ! -f bench/node_modules/.package-lock.json ] ||
     [ bench/package-lock.json -nt bench/node_modules/.package-lock.json ]; then
     tocsin_log "installing the Node packages of bench/ (BullMQ)"
@@ -46,10 +38,8 @@ if [ ! -f bench/node_modules/.package-lock.json ] ||
     (cd bench && npm install --no-audit --no-fund --loglevel=error </dev/null)
 fi
 
-tocsin_redis_stop "$DIR/bullmq-redis"
-tocsin_redis_stop "$DIR/redis"
-tocsin_pg_stop "$DIR/pg"
-tocsin_pg_wipe "$DIR/pg"
+stop_bullmq_redis
+bench_servers_stop "$DIR"
 # Someone else's server on one of these ports would answer the readiness checks and be measured
 # (or emptied) instead of ours: refuse to start.
 for port in "$PG_PORT" "$REDIS_PORT" "$BULLMQ_REDIS_PORT"; do
@@ -57,18 +47,14 @@ for port in "$PG_PORT" "$REDIS_PORT" "$BULLMQ_REDIS_PORT"; do
         tocsin_die "127.0.0.1:$port is taken; choose other ports (TOCSIN_BENCH_*_PORT)"
     fi
 done
-rm -rf "$DIR"
-mkdir -p "$DIR"
+bench_servers_wipe "$DIR"
 # Six replicas of the work scenario hold about 25 connections each.
 PG_CONF=("max_connections = 300" "shared_buffers = 512MB")
 if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
     PG_CONF+=("shared_preload_libraries = 'pg_stat_statements'")
 fi
-tocsin_pg_start "$DIR/pg" "$PG_PORT" "${PG_CONF[@]}"
-tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
+bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "${PG_CONF[@]}"
 tocsin_redis_start "$DIR/bullmq-redis" "$BULLMQ_REDIS_PORT"
-
-export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
 "$BIN" migrate
 if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
     "$(tocsin_pg_bindir)/psql" "$TOCSIN_DATABASE_URL" -qc 'CREATE EXTENSION pg_stat_statements'

@@ -11,7 +11,7 @@
 # Also prints the time the creates took. TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT and
 # TOCSIN_BENCH_HTTP_ADDR move its servers. Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54389}

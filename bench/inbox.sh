@@ -14,7 +14,7 @@
 # BENCH_LOOPERS (4); TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT, TOCSIN_BENCH_HTTP_ADDR. Not
 # part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54491}

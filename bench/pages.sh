@@ -7,39 +7,19 @@
 # TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT; BENCH_BIN (another tocsin binary to measure, an
 # older build say). Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54471}
 REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63871}
 DIR=$TOCSIN_ROOT/.local/bench-pages
 
-cleanup()
-{
-    local rc=$?
-    trap - EXIT INT TERM
-    tocsin_redis_stop "$DIR/redis" || true
-    tocsin_pg_stop "$DIR/pg" || true
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$DIR"
 
-tocsin_install_deps
-tocsin_build build-rel -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF \
-    -DTOCSIN_TSAN=OFF
+bench_relwithdebinfo_build
 BIN=${BENCH_BIN:-$TOCSIN_ROOT/build-rel/tocsin}
 
-tocsin_redis_stop "$DIR/redis"
-tocsin_pg_stop "$DIR/pg"
-tocsin_pg_wipe "$DIR/pg"
-rm -rf "$DIR"
-mkdir -p "$DIR"
-tocsin_pg_start "$DIR/pg" "$PG_PORT"
-tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
-
-export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+bench_fresh_servers "$DIR" "$PG_PORT" "$REDIS_PORT"
 "$BIN" migrate
 BENCH_KEY_C=$("$BIN" keys create --tenant c)
 BENCH_KEY_B=$("$BIN" keys create --tenant b)

@@ -5,7 +5,7 @@
 # both see the same machine. Prints each round's req/s and p99 and the medians' ratio.
 # Environment: BENCH_DURATION_S (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32). Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54379}

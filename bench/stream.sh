@@ -13,7 +13,7 @@
 # priority during the storms);
 # TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT. Not part of CI.
 set -euo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
 
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54461}
@@ -23,17 +23,7 @@ BIN=$TOCSIN_ROOT/build-release/tocsin
 # Descriptors the bench client needs: every stream, plus the storm's reconnects in flight.
 FDS_NEED=$((${BENCH_STREAMS:-10000} + 2048))
 
-cleanup()
-{
-    local rc=$?
-    trap - EXIT INT TERM
-    tocsin_redis_stop "$DIR/redis" || true
-    tocsin_pg_stop "$DIR/pg" || true
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$DIR"
 
 # One process holds every stream: raise the soft limit to the hard one (the replicas inherit it
 # and raise their own as far as they need).
@@ -41,19 +31,9 @@ ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge "$FDS_NEED" ] ||
     tocsin_die "ulimit -n is $(ulimit -n), the bench needs $FDS_NEED descriptors (raise the hard limit)"
 
-tocsin_install_deps
-tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
-    -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
+bench_release_build
 
-tocsin_redis_stop "$DIR/redis"
-tocsin_pg_stop "$DIR/pg"
-tocsin_pg_wipe "$DIR/pg"
-rm -rf "$DIR"
-mkdir -p "$DIR"
-tocsin_pg_start "$DIR/pg" "$PG_PORT" "max_connections = 200" "shared_buffers = 512MB"
-tocsin_redis_start "$DIR/redis" "$REDIS_PORT"
-
-export TOCSIN_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/tocsin
+bench_fresh_servers "$DIR" "$PG_PORT" "$REDIS_PORT" "max_connections = 200" "shared_buffers = 512MB"
 "$BIN" migrate
 BENCH_TOKEN=$("$BIN" keys create --tenant bench)
 BENCH_PSQL=$(tocsin_pg_bindir)/psql

@@ -1,7 +1,7 @@
-# bench/wrk.sh -- what the wrk benchmarks (create.sh, ratelimit.sh) share. Sourced after
-# scripts/lib.sh with BENCH (their folder under .local), PG_PORT, REDIS_PORT and HTTP_ADDR set:
-# sets BIN and URL, exports the replica's settings, and sets the traps that stop the replica,
-# Redis and PostgreSQL however the script ends.
+# bench/wrk.sh -- what the benchmarks of one replica on HTTP_ADDR (create.sh, ratelimit.sh,
+# expand.sh, inbox.sh) share. Sourced after bench/lib.sh with BENCH (their folder under .local),
+# PG_PORT, REDIS_PORT and HTTP_ADDR set: sets BIN and URL, exports the replica's settings, and sets
+# the traps (bench_traps) that stop the replica, Redis and PostgreSQL however the script ends.
 
 BIN=$TOCSIN_ROOT/build-release/tocsin
 URL=http://$HTTP_ADDR
@@ -19,18 +19,8 @@ bench_stop()
     SERVE_PID=
 }
 
-bench_cleanup()
-{
-    local rc=$?
-    trap - EXIT INT TERM
-    bench_stop
-    tocsin_redis_stop "$BENCH/redis" || true
-    tocsin_pg_stop "$BENCH/pg" || true
-    exit "$rc"
-}
-trap bench_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps "$BENCH"
+bench_on_exit bench_stop
 
 # bench_serve [VAR=VALUE...]: one replica with these settings on top of the environment.
 bench_serve()
@@ -59,15 +49,7 @@ bench_wrk()
 # bench_fresh: the release build, a fresh PostgreSQL and Redis under BENCH, migrated.
 bench_fresh()
 {
-    tocsin_install_deps
-    tocsin_build build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
-        -DTOCSIN_WERROR=OFF -DTOCSIN_SANITIZE=OFF -DTOCSIN_TSAN=OFF
-    tocsin_redis_stop "$BENCH/redis"
-    tocsin_pg_stop "$BENCH/pg"
-    tocsin_pg_wipe "$BENCH/pg"
-    rm -rf "$BENCH"
-    mkdir -p "$BENCH"
-    tocsin_pg_start "$BENCH/pg" "$PG_PORT"
-    tocsin_redis_start "$BENCH/redis" "$REDIS_PORT"
+    bench_release_build
+    bench_fresh_servers "$BENCH" "$PG_PORT" "$REDIS_PORT"
     "$BIN" migrate
 }
