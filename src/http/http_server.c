@@ -151,15 +151,18 @@ reply_body_too_large(struct request *rq)
 }
 
 /* The body bound of the request's route: only a ROUTE_BULK route takes more than HTTP_BODY_MAX,
- * so an unknown path or method keeps the small one. */
+ * so an unknown path or method keeps the small one. A ROUTE_BULK route's match is kept in
+ * rq->match for early_auth. */
 static size_t
-body_max_of(const struct request *rq)
+body_max_of(struct request *rq)
 {
     struct route_match m;
 
     if (route_find(http_routes, http_routes_count, rq->method, rq->path, &m) == ROUTE_FOUND &&
-        (m.route->flags & ROUTE_BULK))
+        (m.route->flags & ROUTE_BULK)) {
+        rq->match = m;
         return HTTP_BULK_BODY_MAX;
+    }
     return HTTP_BODY_MAX;
 }
 
@@ -191,8 +194,7 @@ early_checks(struct request *rq, const char *version, enum MHD_Result *ret)
 static int
 early_auth(struct http_server *srv, struct request *rq, enum MHD_Result *ret)
 {
-    if (rq->body_max != HTTP_BULK_BODY_MAX ||
-        route_find(http_routes, http_routes_count, rq->method, rq->path, &rq->match) != ROUTE_FOUND)
+    if (rq->body_max != HTTP_BULK_BODY_MAX) /* body_max_of found the route and kept its match */
         return 0;
     rq->w = worker_get(srv);
     if (rq->w == NULL) {
