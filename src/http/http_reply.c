@@ -244,13 +244,7 @@ http_reply_response(struct request *rq, unsigned status, struct MHD_Response *re
 int
 http_reply_fields(struct request *rq, enum api_error e, const struct codec_errors *errs)
 {
-    json_t *p = problem_new(e, errs->n > 0 ? errs->e[0].message : NULL);
-    json_t *list = json_array();
-    for (size_t i = 0; i < errs->n; i++)
-        json_array_append_new(list, json_pack("{s:s, s:s}", "field", errs->e[i].field, "message",
-                                              errs->e[i].message));
-    json_object_set_new(p, "errors", list);
-    return reply_problem_json(rq, e, p);
+    return reply_problem_json(rq, e, http_reply_problem_doc(e, NULL, errs));
 }
 
 json_t *
