@@ -139,18 +139,25 @@ enqueue(struct worker *w, struct job *j)
     }
 }
 
-struct job *
-deliver_job_dequeue(struct receiver *r)
+/* Takes the job at *link (prev: the one before it, NULL at the head) out of r's queue. */
+static struct job *
+unqueue(struct receiver *r, struct job **link, struct job *prev)
 {
-    struct job *j = r->head;
+    struct job *j = *link;
 
     if (j == NULL)
         return NULL;
-    r->head = j->next;
-    if (r->head == NULL)
-        r->tail = NULL;
+    *link = j->next;
+    if (r->tail == j)
+        r->tail = prev;
     deliver_policy_unqueue(&r->pol);
     return j;
+}
+
+struct job *
+deliver_job_dequeue(struct receiver *r)
+{
+    return unqueue(r, &r->head, NULL);
 }
 
 struct job *
@@ -162,14 +169,7 @@ deliver_job_dequeue_sendable(const struct worker *w, struct receiver *r)
         prev = *link;
         link = &prev->next;
     }
-    struct job *j = *link;
-    if (j == NULL)
-        return NULL;
-    *link = j->next;
-    if (r->tail == j)
-        r->tail = prev;
-    deliver_policy_unqueue(&r->pol);
-    return j;
+    return unqueue(r, link, prev);
 }
 
 bool
