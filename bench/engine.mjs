@@ -27,11 +27,11 @@
 import { spawn, execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { cpuMsOf, statFields } from './proc.mjs';
+import { freePort } from './serve.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 const DB_URL = env('BENCH_DB_URL');
@@ -86,17 +86,6 @@ function redis(port, ...args) {
     return new Promise((resolve, reject) => {
         execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { maxBuffer: 16 << 20 },
             (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
-    });
-}
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
     });
 }
 

@@ -13,10 +13,10 @@
 // "NAME=value ..." for the server).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 import { procStat } from './proc.mjs';
+import { freePort } from './serve.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 const BIN = env('TOCSIN_BIN');
@@ -36,17 +36,6 @@ const RSS_SAMPLE_MS = 200;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (msg) => process.stderr.write(`==> ${msg}\n`);
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
-    });
-}
 
 async function startServer() {
     const port = await freePort();

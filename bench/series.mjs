@@ -13,7 +13,8 @@
 // left unexpanded or expanded twice.
 import { spawn, execFile } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
+
+import { freePort } from './serve.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
 const DB_URL = env('BENCH_DB_URL');
@@ -42,17 +43,6 @@ function psql(sql) {
     return new Promise((resolve, reject) => {
         execFile(PSQL, [DB_URL, '-v', 'ON_ERROR_STOP=1', '-qtAc', sql], { maxBuffer: 64 << 20 },
             (err, stdout, stderr) => (err ? reject(new Error(`psql: ${stderr || err}`)) : resolve(stdout.trim())));
-    });
-}
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
     });
 }
 

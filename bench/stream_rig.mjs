@@ -6,11 +6,13 @@
 // Configured by the environment bench/stream.sh exports.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { StreamClient } from './stream_client.mjs';
+import { freePort } from './serve.mjs';
+
+export { freePort }; // bench/stream.mjs's scenarios take it from here
 
 export { procStat, treeCpuMs } from './proc.mjs';
 
@@ -43,17 +45,6 @@ export function psql(sql) {
     return new Promise((resolve, reject) => {
         execFile(PSQL, [DB_URL, '-v', 'ON_ERROR_STOP=1', '-qtAc', sql], { maxBuffer: 256 << 20 },
             (err, stdout, stderr) => (err ? reject(new Error(`psql: ${stderr || err}`)) : resolve(stdout.trim())));
-    });
-}
-
-export function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
     });
 }
 
