@@ -9,6 +9,7 @@
  *     getToken: async () => (await fetch('/my-backend/tocsin-token')).text(), // scope notifications
  *     onInbox: (inbox) => render(inbox.items),             // at start and after a reset
  *     onReminder: (n, { seq }) => show(n),                 // n.id is the webhook-id: dedupe on it
+ *     onInboxChange: (c) => badge(c.unread_count),         // read or archived, in any tab
  *     onState: (state, detail) => badge(state, detail),
  *   });
  *
@@ -33,6 +34,8 @@
 /** @typedef {Schemas['ReminderNotification']} ReminderNotification */
 /** @typedef {Schemas['Inbox']} Inbox */
 /** @typedef {Schemas['ResetData']} ResetData */
+/** @typedef {Schemas['InboxMarks']} InboxMarks */
+/** @typedef {Schemas['InboxUpTo']} InboxUpTo */
 /** @typedef {'connecting' | 'open' | 'reconnecting' | 'failed' | 'closed'} State */
 /** @typedef {'solo' | 'leader' | 'follower'} Role */
 /**
@@ -51,6 +54,9 @@
  *   once per tab, in `seq` order
  * @property {(reset: ResetData) => void} [onReset] the cursor could not be honoured: reload the
  *   inbox (`bootstrap` does)
+ * @property {(change: InboxMarks | InboxUpTo, meta: { seq: number }) => void} [onInboxChange] the
+ *   participant changed their marks (here, in another tab or on another device): one item's
+ *   (`seq`, `read_at`, `archived_at`) or every item up to `up_to` read; with `unread_count`
  * @property {(state: State, detail: StateDetail) => void} [onState] connection state changes
  * @property {number | null} [cursor] start after this `seq` (an inbox's `head`); default: the
  *   cursor this tab kept in sessionStorage, or none (the stream starts at the head)
@@ -75,6 +81,14 @@
  * @property {string} [baseUrl]
  * @property {number} [after] only items after this `seq`
  * @property {number} [limit] 1..200 (server default 50)
+ * @property {boolean} [unread] true: unread items only; false: read ones only
+ * @property {boolean} [archived] true: archived items only; false: the others only
+ * @property {typeof fetch} [fetch]
+ */
+/**
+ * @typedef {object} MarkOptions
+ * @property {() => string | Promise<string>} getToken
+ * @property {string} [baseUrl]
  * @property {typeof fetch} [fetch]
  */
 /**
@@ -210,6 +224,8 @@ export async function fetchInbox(o) {
     const q = new URLSearchParams();
     if (o.after != null) q.set('after', String(o.after));
     if (o.limit != null) q.set('limit', String(o.limit));
+    if (o.unread != null) q.set('unread', String(o.unread));
+    if (o.archived != null) q.set('archived', String(o.archived));
     const query = q.toString();
     const res = await (o.fetch ?? fetch)(`${base(o.baseUrl)}/v1/me/notifications${query ? `?${query}` : ''}`, {
         headers: { Authorization: `Bearer ${await o.getToken()}`, Accept: 'application/json' },
@@ -218,6 +234,42 @@ export async function fetchInbox(o) {
     });
     if (!res.ok) throw await httpError(res);
     return res.json();
+}
+
+/**
+ * A write of the participant's marks: the answer's JSON, or an HttpError.
+ * @param {MarkOptions} o @param {string} method @param {string} path @param {string} type
+ * @param {object} body
+ */
+async function markRequest(o, method, path, type, body) {
+    const res = await (o.fetch ?? fetch)(`${base(o.baseUrl)}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${await o.getToken()}`, Accept: 'application/json', 'Content-Type': type },
+        body: JSON.stringify(body),
+        credentials: 'omit',
+        cache: 'no-store',
+    });
+    if (!res.ok) throw await httpError(res);
+    return res.json();
+}
+
+/**
+ * PATCH /v1/me/notifications/{seq}: marks one item read (or, with read false, unread) and/or
+ * archived. Every tab and device of the participant gets onInboxChange.
+ * @param {MarkOptions} o @param {number} seq @param {{ read?: boolean, archived?: boolean }} marks
+ * @returns {Promise<InboxMarks>}
+ */
+export function markNotification(o, seq, marks) {
+    return markRequest(o, 'PATCH', `/v1/me/notifications/${seq}`, 'application/merge-patch+json', marks);
+}
+
+/**
+ * POST /v1/me/notifications/read: marks every item up to `upTo` (an inbox's `head` marks all) read.
+ * @param {MarkOptions} o @param {number} upTo
+ * @returns {Promise<{ up_to: number, marked: number, unread_count: number }>}
+ */
+export function markAllRead(o, upTo) {
+    return markRequest(o, 'POST', '/v1/me/notifications/read', 'application/json', { up_to: upTo });
 }
 
 /**
@@ -292,6 +344,12 @@ export function connect(o) {
                 see(seq);
                 call(o.onReminder, m.data, { seq });
             }
+        } else if (m.t === 'inbox') {
+            shared = seq;
+            if (seen === null || seq > seen) {
+                see(seq);
+                call(o.onInboxChange, m.data, { seq });
+            }
         } else if (m.t === 'cursor') {
             shared = seq;
             if (seen === null || seq > seen) see(seq);
@@ -340,6 +398,7 @@ export function connect(o) {
                 const seq = /^[0-9]+$/.test(e.lastEventId) ? Number(e.lastEventId) : null;
                 if (e.type === 'reminder' && seq !== null) emit({ t: 'reminder', seq, data: JSON.parse(e.data) });
                 else if (e.type === 'reset' && seq !== null) emit({ t: 'reset', seq, data: JSON.parse(e.data) });
+                else if (e.type === 'inbox' && seq !== null) emit({ t: 'inbox', seq, data: JSON.parse(e.data) });
                 else if (seq !== null && seq !== shared) emit({ t: 'cursor', seq }); // hello's head
                 if (e.type === 'hello' || e.type === 'reset') { // the stream's first event
                     opened = true;

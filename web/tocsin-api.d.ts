@@ -537,7 +537,7 @@ export interface paths {
          *       [`HelloFrame`]. The `id` gives a client that has seen nothing yet a cursor to resume from.
          *     - With a cursor that can be honoured: `event: hello`,
          *       `data: {"seq":<head>,"resumed":true,"replayed":<n>}` (no `id`), then the n missed
-         *       `reminder` frames, then `id: <head>` alone [`CursorFrame`], which moves the cursor past
+         *       `reminder` and `inbox` frames, then `id: <head>` alone [`CursorFrame`], which moves the cursor past
          *       events that were not for this participant.
          *     - A cursor that cannot be honoured (not a number, ahead of the head, older than retention,
          *       more than 1000 events behind): `id: <head>`, `event: reset`,
@@ -545,6 +545,9 @@ export interface paths {
          *       (`listMyNotifications`) and carries on from the head.
          *     - Each fired reminder: `id: <seq>`, `event: reminder`, `data: <ReminderNotification>`
          *       [`ReminderFrame`]; `data.id` is the webhook's `webhook-id`, the key to deduplicate on.
+         *     - Each change of the participant's inbox marks (`patchMyNotification`,
+         *       `markMyNotificationsRead`, from any tab or device): `id: <seq>`, `event: inbox`
+         *       [`InboxFrame`].
          *       Sequence numbers are per tenant and strictly increasing in commit order; the ids a
          *       participant sees have gaps (other participants' events).
          *     - `: hb`, a comment, every `TOCSIN_STREAM_HEARTBEAT_MS` (20 s by default).
@@ -585,6 +588,11 @@ export interface paths {
          *
          *     Page-load bootstrap: show `items`, then open the stream with `?last_event_id=<head>` (or
          *     `Last-Event-ID`); nothing fired in between is lost and nothing is shown twice.
+         *
+         *     Each item carries the participant's marks (`read_at`, `archived_at`; null when unset), and
+         *     the answer the `unread_count`: the participant's items (within `mtg`) neither read nor
+         *     archived, over everything kept, not only this page. `unread` and `archived` filter by
+         *     the marks. The stream's `inbox` frames (changes of marks) are not items.
          */
         get: operations["listMyNotifications"];
         put?: never;
@@ -594,6 +602,57 @@ export interface paths {
         options: operations["preflightMyNotifications"];
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/me/notifications/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark every item up to a sequence number read
+         * @description Marks read every item of the participant's inbox (within the token's `mtg`) with `seq`
+         *     up to `up_to` that was unread; a mark already set keeps its time. When it marked any, the
+         *     participant's streams, on every replica, get an `inbox` frame
+         *     `{"up_to","read_at","unread_count"}` [`InboxFrame`].
+         */
+        post: operations["markMyNotificationsRead"];
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightMarkMyNotificationsRead"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/notifications/{seq}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightPatchMyNotification"];
+        head?: never;
+        /**
+         * Mark one item read or unread, archived or not
+         * @description An RFC 7396 merge patch of `read` and `archived` (at least one): true sets the mark (one
+         *     already set keeps its time), false clears it. When a mark changed, the participant's
+         *     streams, on every replica, get an `inbox` frame `{"seq","read_at","archived_at",
+         *     "unread_count"}` [`InboxFrame`] within a second, so every tab and device agrees.
+         */
+        patch: operations["patchMyNotification"];
         trace?: never;
     };
     "/v1/push/vapid-public-key": {
@@ -1048,15 +1107,34 @@ export interface components {
                 original_start: components["schemas"]["UtcTime"];
             };
         };
-        /** @description A `ReminderNotification` with the stream's sequence number of the event. */
+        /** @description A `ReminderNotification` with the stream's sequence number of the event and the participant's marks. */
         InboxItem: {
             type: components["schemas"]["ReminderNotification"]["type"];
             id: components["schemas"]["ReminderNotification"]["id"];
             timestamp: components["schemas"]["UtcTime"];
             data: components["schemas"]["ReminderNotificationData"];
             seq: components["schemas"]["Seq"];
+            read_at: components["schemas"]["InboxMark"];
+            archived_at: components["schemas"]["InboxMark"];
+        };
+        /** @description When the participant set the mark; null when unset. */
+        InboxMark: components["schemas"]["UtcTime"] | null;
+        /** @description One item's marks and the participant's unread count, after a change. */
+        InboxMarks: {
+            seq: components["schemas"]["Seq"];
+            read_at: components["schemas"]["InboxMark"];
+            archived_at: components["schemas"]["InboxMark"];
+            unread_count: number;
+        };
+        /** @description Every item up to `up_to` marked read at `read_at`, and the unread count after. */
+        InboxUpTo: {
+            up_to: components["schemas"]["Seq"];
+            read_at: components["schemas"]["UtcTime"];
+            unread_count: number;
         };
         Inbox: {
+            /** @description The participant's items neither read nor archived (within `mtg`). */
+            unread_count: number;
             /** @description Ascending by `seq`. */
             items: components["schemas"]["InboxItem"][];
             head: components["schemas"]["Seq"];
@@ -1149,7 +1227,7 @@ export interface components {
          *     parsed JSON of the `data:` lines). Besides these the stream carries a `retry:` line
          *     first and `: hb` comments.
          */
-        StreamFrame: components["schemas"]["HelloFrame"] | components["schemas"]["ReminderFrame"] | components["schemas"]["CursorFrame"] | components["schemas"]["ResetFrame"] | components["schemas"]["ReauthFrame"];
+        StreamFrame: components["schemas"]["HelloFrame"] | components["schemas"]["ReminderFrame"] | components["schemas"]["InboxFrame"] | components["schemas"]["CursorFrame"] | components["schemas"]["ResetFrame"] | components["schemas"]["ReauthFrame"];
         /** @description A `Seq` in decimal, as the SSE `id:` field carries it. */
         StreamId: string;
         /**
@@ -1172,7 +1250,7 @@ export interface components {
             seq: components["schemas"]["Seq"];
             /** @constant */
             resumed: true;
-            /** @description How many `reminder` frames follow before the `CursorFrame`. */
+            /** @description How many `reminder` and `inbox` frames follow before the `CursorFrame`. */
             replayed: number;
         };
         ReminderFrame: {
@@ -1180,6 +1258,17 @@ export interface components {
             /** @constant */
             event: "reminder";
             data: components["schemas"]["ReminderNotification"];
+        };
+        /**
+         * @description A change of the participant's inbox marks, made on any tab, device or replica: one item's
+         *     (`InboxMarks`), or every item up to a seq read (`InboxUpTo`). Only the participant who
+         *     made it gets it; a resume replays it in order with the reminders.
+         */
+        InboxFrame: {
+            id: components["schemas"]["StreamId"];
+            /** @constant */
+            event: "inbox";
+            data: components["schemas"]["InboxMarks"] | components["schemas"]["InboxUpTo"];
         };
         /**
          * @description `id: <head>` alone, after a resumed connection's backlog: the SSE rules update the last
@@ -1521,7 +1610,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -3352,6 +3441,10 @@ export interface operations {
     listMyNotifications: {
         parameters: {
             query?: {
+                /** @description true for unread items only, false for read ones only. */
+                unread?: boolean;
+                /** @description true for archived items only, false for the others only. */
+                archived?: boolean;
                 /** @description A sequence number (a stream `id` or an item's `seq`). */
                 after?: number;
                 /** @description The most items to return. */
@@ -3414,6 +3507,185 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    markMyNotificationsRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    up_to: number;
+                };
+            };
+        };
+        responses: {
+            /** @description How many it marked, and the unread count after. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        up_to: components["schemas"]["Seq"];
+                        marked: number;
+                        unread_count: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key, or a token without `notifications`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            /** @description `notification_not_found`: no such item in the participant's inbox (another participant's, a meeting that no longer lists them, outside the token's `mtg`, or none). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "notification_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightMarkMyNotificationsRead: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    preflightPatchMyNotification: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    patchMyNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": {
+                    read?: boolean;
+                    archived?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The item's marks after the change, and the unread count. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxMarks"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key, or a token without `notifications`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            /** @description `notification_not_found`: no such item in the participant's inbox (another participant's, a meeting that no longer lists them, outside the token's `mtg`, or none). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "notification_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
         };
     };
     getVapidPublicKey: {

@@ -121,6 +121,30 @@ char *codec_notification_encode(const struct meeting *m, const struct occurrence
  * text is not of its shape. */
 char *codec_notification_audience(const struct meeting *m, const char *audience_json);
 
+/* ---- inbox marks (codec_inbox.c) ---- */
+
+/* Sets "read_at" and "archived_at" of an inbox item (null when < 0). Steals item; returns it, or
+ * NULL (item freed) when out of memory or item is NULL. */
+json_t *codec_inbox_marks(json_t *item, int64_t read_at_ms, int64_t archived_at_ms);
+/* A change of a participant's inbox, as the stream's `inbox` event tells it: one item's marks
+ * ({"seq","read_at","archived_at","unread_count"}), or every item up to seq marked read
+ * ({"up_to","read_at","unread_count"}). */
+struct codec_inbox_event {
+    int64_t seq;
+    bool up_to;
+    int64_t read_at_ms, archived_at_ms; /* < 0: unset */
+    int64_t unread_count;
+};
+/* Its JSON text, malloc'ed, or NULL when out of memory. */
+char *codec_inbox_event_encode(const struct codec_inbox_event *ev);
+/* PATCH /v1/me/notifications/{seq}: {"read": bool, "archived": bool}, at least one; each out is
+ * -1 (absent), 0 or 1. API_E_NONE or API_E_VALIDATION with errs. */
+enum api_error codec_inbox_patch_decode(const json_t *doc, int *read, int *archived,
+                                        struct codec_errors *errs);
+/* POST /v1/me/notifications/read: {"up_to": seq >= 1}. */
+enum api_error codec_inbox_read_decode(const json_t *doc, int64_t *up_to,
+                                       struct codec_errors *errs);
+
 /* ---- Web Push (codec_push.c): subscriptions in, payloads out ---- */
 
 /* POST /v1/push/subscriptions: what PushSubscription.toJSON() gives, {"endpoint",

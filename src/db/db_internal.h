@@ -99,6 +99,13 @@ enum db_stmt {
     STMT_IDEM_GET_MANY,        /* db_idem.c */
     STMT_IDEM_LOCK_MANY,
     STMT_IDEM_PUT_MANY,
+    STMT_INBOX_ITEM, /* db_inbox.c */
+    STMT_INBOX_SET,
+    STMT_INBOX_UP_TO,
+    STMT_INBOX_ANCHOR,
+    STMT_INBOX_UNREAD,
+    STMT_INBOX_HEAD,
+    STMT_INBOX_EVENT,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db_internal.h"
+#include "db_stream_sql.h"
 #include "strbuf.h"
 
 /* clang-format off */
@@ -16,40 +17,25 @@ static const char heads_sql[] =
 
 #define EVENT_COLUMNS \
     "e.seq, e.reminder_id, " DB_MS("e.fire_at") ", " DB_MS("e.fired_at") ", e.meeting_id," \
-    " array_to_json(e.audience)::text"
+    " array_to_json(e.audience)::text, e.kind, e.data"
+#define NO_MARKS "-1, -1" /* the hub's reads: no reader, no marks */
 
 /* Every event in a seq range, along the primary key: the hub's reads of new events (for all of a
  * tenant's streams) and of a ring's backfill. */
 static const char events_sql[] =
-    "SELECT " EVENT_COLUMNS " FROM stream_events e"
+    "SELECT " EVENT_COLUMNS ", " NO_MARKS " FROM stream_events e"
     " WHERE e.tenant_id = $1::bigint AND e.seq > $2::bigint AND e.seq <= $3::bigint"
     " ORDER BY e.seq LIMIT $4::int";
 
-/* One reader's events: found by the audience index (migrations/017; the expression as there),
- * then kept only when the token's meetings ($mtg, NULL: any) hold the event's and the meeting
- * still lists the reader as organizer or participant, so that pages and resumes are full of what
- * the reader may see. The planner must start from the index: ordered by seq itself it walks the
- * primary key backwards instead, testing every event of the tenant for a reader who has few
- * (hence seq + 0), and the membership test written as a join (EXISTS) made it start from the
- * tenant's meetings when there are few, reading all of them per call once there are many. As a
- * scalar subquery it is a probe by the meeting's key for each event found, after the others. */
-#define READER_WHERE(sub, mtg) \
-    " e.tenant_id = $1::bigint" \
-    " AND tocsin_audience_keys(e.tenant_id, e.audience)" \
-    "  @> ARRAY[tocsin_audience_key($1::bigint, " sub "::text)]" \
-    " AND (" mtg "::uuid[] IS NULL OR e.meeting_id = ANY (" mtg "::uuid[]))" \
-    " AND coalesce((SELECT m.organizer_id = " sub "::text OR m.participant_ids @> ARRAY[" sub "::text]" \
-    "  FROM meetings m WHERE m.id = e.meeting_id AND m.tenant_id = e.tenant_id" \
-    "  AND m.deleted_at IS NULL), false)"
-
 static const char events_for_sql[] =
-    "SELECT " EVENT_COLUMNS " FROM stream_events e"
-    " WHERE" READER_WHERE("$4", "$6") " AND e.seq > $2::bigint AND e.seq <= $3::bigint"
+    "SELECT " EVENT_COLUMNS ", " MARK_COLUMNS " FROM stream_events e" MARKS_JOIN("$4")
+    " WHERE" READER_WHERE("$4", "$6") READER_FILTERS("$7", "$8", "$9")
+    " AND e.seq > $2::bigint AND e.seq <= $3::bigint"
     " ORDER BY e.seq + 0 LIMIT $5::int";
 
 static const char latest_sql[] =
-    "SELECT * FROM (SELECT " EVENT_COLUMNS " FROM stream_events e"
-    "  WHERE" READER_WHERE("$2", "$4")
+    "SELECT * FROM (SELECT " EVENT_COLUMNS ", " MARK_COLUMNS " FROM stream_events e" MARKS_JOIN("$2")
+    "  WHERE" READER_WHERE("$2", "$4") READER_FILTERS("$5", "$6", "$7")
     "  ORDER BY e.seq + 0 DESC LIMIT $3::int) x ORDER BY 1";
 /* clang-format on */
 
@@ -96,7 +82,14 @@ read_events(struct db *db, PGresult *res, struct db_stream_event *out, size_t ma
         ev->fire_at_ms = db_get_i64(res, row, 2);
         ev->fired_at_ms = db_get_i64(res, row, 3);
         snprintf(ev->meeting_id, sizeof ev->meeting_id, "%s", PQgetvalue(res, row, 4));
-        if ((ev->audience_json = db_get_str(res, row, 5)) == NULL) {
+        ev->kind =
+            db_get_i64(res, row, 6) == DB_STREAM_INBOX ? DB_STREAM_INBOX : DB_STREAM_REMINDER;
+        ev->data = NULL;
+        ev->read_at_ms = db_get_i64(res, row, 8);
+        ev->archived_at_ms = db_get_i64(res, row, 9);
+        if ((ev->audience_json = db_get_str(res, row, 5)) == NULL ||
+            (ev->kind == DB_STREAM_INBOX && (ev->data = db_get_str(res, row, 7)) == NULL)) {
+            (*n)++; /* freed by the caller's db_stream_event_fini, as the rows before it */
             db_set_err(db, "stream events: out of memory");
             return DB_HARD_ERROR;
         }
@@ -125,9 +118,23 @@ exec_events(struct db *db, enum db_stmt id, const char *sql, int nparams, const 
     return st;
 }
 
-/* The token's meetings as a uuid[] literal in b, or NULL (any meeting) when it names none. */
+/* A filter as a bool parameter: NULL takes either. */
 static const char *
-mtg_param(struct strbuf *b, const struct db_stream_reader *who, bool *oom)
+filter_param(enum db_inbox_filter f)
+{
+    switch (f) {
+    case DB_INBOX_ANY:
+        return NULL;
+    case DB_INBOX_NO:
+        return "false";
+    case DB_INBOX_YES:
+        return "true";
+    }
+    return NULL;
+}
+
+const char *
+db_stream_mtg_param(struct strbuf *b, const struct db_stream_reader *who, bool *oom)
 {
     const char *ids[DB_STREAM_MTG_MAX];
 
@@ -157,12 +164,18 @@ db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
                                 db_i64(lim, (int64_t)max)};
         return exec_events(db, STMT_STREAM_EVENTS, events_sql, 4, params, max, out, n);
     }
-    const char *params[] = {db_i64(t, tenant_id),      db_i64(a, after),
-                            db_i64(u, until),          who->sub,
-                            db_i64(lim, (int64_t)max), mtg_param(&b, who, &oom)};
+    const char *params[] = {db_i64(t, tenant_id),
+                            db_i64(a, after),
+                            db_i64(u, until),
+                            who->sub,
+                            db_i64(lim, (int64_t)max),
+                            db_stream_mtg_param(&b, who, &oom),
+                            who->items_only ? "0" : NULL,
+                            filter_param(who->unread),
+                            filter_param(who->archived)};
     enum db_status st =
         oom ? db_oom(db, "stream events")
-            : exec_events(db, STMT_STREAM_EVENTS_FOR, events_for_sql, 6, params, max, out, n);
+            : exec_events(db, STMT_STREAM_EVENTS_FOR, events_for_sql, 9, params, max, out, n);
     strbuf_fini(&b);
     return st;
 }
@@ -175,11 +188,13 @@ db_stream_latest(struct db *db, int64_t tenant_id, const struct db_stream_reader
     struct strbuf b = {0};
     bool oom;
 
-    const char *params[] = {db_i64(t, tenant_id), who->sub, db_i64(lim, (int64_t)max),
-                            mtg_param(&b, who, &oom)};
+    const char *params[] = {db_i64(t, tenant_id),         who->sub,
+                            db_i64(lim, (int64_t)max),    db_stream_mtg_param(&b, who, &oom),
+                            who->items_only ? "0" : NULL, filter_param(who->unread),
+                            filter_param(who->archived)};
     enum db_status st =
         oom ? db_oom(db, "stream latest")
-            : exec_events(db, STMT_STREAM_LATEST, latest_sql, 4, params, max, out, n);
+            : exec_events(db, STMT_STREAM_LATEST, latest_sql, 7, params, max, out, n);
     strbuf_fini(&b);
     return st;
 }
@@ -190,5 +205,7 @@ db_stream_event_fini(struct db_stream_event *ev)
     if (ev == NULL)
         return;
     free(ev->audience_json);
+    free(ev->data);
     ev->audience_json = NULL;
+    ev->data = NULL;
 }

@@ -22,12 +22,23 @@ struct db_stream_head {
     int64_t tenant_id, seq, purged_through;
 };
 
-/* One stream event as stored: the occurrence that fired and who may see it. */
+/* What a stream event is (the kind column, migrations/025). */
+enum db_stream_kind {
+    DB_STREAM_REMINDER = 0, /* a fired occurrence: an inbox item, its body built when read */
+    DB_STREAM_INBOX = 1,    /* a change of one participant's inbox state, its body stored */
+};
+
+/* One stream event as stored: the occurrence that fired (or whose inbox item changed) and who
+ * may see it. */
 struct db_stream_event {
     int64_t seq;
     int64_t reminder_id, fire_at_ms, fired_at_ms;
     char meeting_id[MEETING_ID_LEN + 1];
     char *audience_json; /* JSON array of participant ids, malloc'ed */
+    enum db_stream_kind kind;
+    char *data; /* DB_STREAM_INBOX: its JSON body, malloc'ed; else NULL */
+    /* The reader's marks on the item (reads with a reader only), -1 when unset. */
+    int64_t read_at_ms, archived_at_ms;
 };
 
 /* The heads of tenants ids[0..n) (n <= DB_STREAM_HEADS_MAX) into out; a tenant that never had
@@ -35,12 +46,19 @@ struct db_stream_event {
 enum db_status db_stream_heads(struct db *db, const int64_t *ids, size_t n,
                                struct db_stream_head *out);
 
+/* A filter on one yes-or-no property of an inbox item; the zero value takes every item. */
+enum db_inbox_filter { DB_INBOX_ANY = 0, DB_INBOX_NO, DB_INBOX_YES };
+
 /* Who reads a participant's events: the participant id, and the meetings its token is limited
- * to (n_mtg == 0: any). Borrowed. */
+ * to (n_mtg == 0: any). Borrowed. items_only keeps the reminders (the inbox's items) and leaves
+ * the inbox changes out (a stream's resume wants both); unread and archived filter the items by
+ * the reader's marks. */
 struct db_stream_reader {
     const char *sub;
     const char (*mtg)[MEETING_ID_LEN + 1];
     size_t n_mtg; /* <= DB_STREAM_MTG_MAX */
+    bool items_only;
+    enum db_inbox_filter unread, archived;
 };
 
 /* Events of a tenant with after < seq <= until, ascending, at most max (<= DB_STREAM_EVENTS_MAX).
@@ -51,7 +69,8 @@ struct db_stream_reader {
 enum db_status db_stream_events(struct db *db, int64_t tenant_id, int64_t after, int64_t until,
                                 const struct db_stream_reader *who, size_t max,
                                 struct db_stream_event *out, size_t *n);
-/* The newest max events of a tenant that who may see (as db_stream_events), in ascending order. */
+/* The newest max events of a tenant that who may see (as db_stream_events), in ascending order.
+ * Both fill read_at_ms and archived_at_ms with who's marks. */
 enum db_status db_stream_latest(struct db *db, int64_t tenant_id,
                                 const struct db_stream_reader *who, size_t max,
                                 struct db_stream_event *out, size_t *n);

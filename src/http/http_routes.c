@@ -37,6 +37,8 @@ const struct route http_routes[] = {
     {"POST", "/v1/browser-tokens", handle_browser_tokens_post, ROUTE_API_KEY},
     {"GET", "/v1/stream", handle_stream, BROWSER_STREAM},
     {"GET", "/v1/me/notifications", handle_notifications, ROUTE_NOTIFICATIONS},
+    {"POST", "/v1/me/notifications/read", handle_inbox_read, ROUTE_NOTIFICATIONS},
+    {"PATCH", "/v1/me/notifications/{seq}", handle_inbox_patch, ROUTE_NOTIFICATIONS},
     {"GET", "/v1/push/vapid-public-key", handle_push_vapid_key, ROUTE_PUSH | ROUTE_KEY_TOO},
     {"POST", "/v1/push/subscriptions", handle_push_subscriptions_post, ROUTE_PUSH},
     {"DELETE", "/v1/push/subscriptions/{id}", handle_push_subscription_delete, ROUTE_PUSH},

@@ -36,6 +36,8 @@ int handle_signing_key_delete(struct request *rq);
 int handle_browser_tokens_post(struct request *rq);
 int handle_stream(struct request *rq);
 int handle_notifications(struct request *rq);
+int handle_inbox_patch(struct request *rq);
+int handle_inbox_read(struct request *rq);
 int handle_client_js(struct request *rq);
 int handle_demo(struct request *rq);
 int handle_sw_js(struct request *rq);

@@ -27,8 +27,9 @@ hub_event_fill(struct hub_event *e, const struct db_stream_event *ev, char *body
         return -1;
     }
     if (body_steal != NULL) {
-        e->frame =
-            sse_frame_event(ev->seq, "reminder", body_steal, strlen(body_steal), &e->frame_len);
+        const char *name = ev->kind == DB_STREAM_INBOX ? "inbox" : "reminder";
+
+        e->frame = sse_frame_event(ev->seq, name, body_steal, strlen(body_steal), &e->frame_len);
         free(body_steal);
         if (e->frame == NULL)
             return -1;

@@ -99,7 +99,7 @@ resume_from_db(struct hub *h, struct hub_tenant *t, struct hub_stream *s)
     char sub[HUB_SUB_BYTES_MAX + 1]; /* a copy: its person goes with its last stream's close */
     /* Any meeting: the bound is on the participant's events (too_far_behind, api/openapi.yaml),
      * whatever its token's mtg; hub_stream_matches applies that below. */
-    struct db_stream_reader who = {sub, NULL, 0};
+    struct db_stream_reader who = {sub, NULL, 0, false, DB_INBOX_ANY, DB_INBOX_ANY};
 
     snprintf(sub, sizeof sub, "%s", s->person->sub);
     s->refs++;

@@ -34,18 +34,24 @@ chunk(struct db *db, struct db_stream_event *ev, size_t n, char **bodies)
 {
     const char *ids[DB_GET_MANY_MAX];
     int64_t rids[DB_GET_MANY_MAX];
-    size_t at[DB_GET_MANY_MAX];
+    size_t at[DB_GET_MANY_MAX], of[DB_GET_MANY_MAX], k = 0;
     struct db_meeting_list ms;
     enum db_status st;
 
     for (size_t i = 0; i < n; i++) {
-        ids[i] = ev[i].meeting_id;
-        rids[i] = ev[i].reminder_id;
+        if (ev[i].kind != DB_STREAM_REMINDER)
+            continue; /* an inbox change: its body was stored (stream_bodies) */
+        of[k] = i;
+        ids[k] = ev[i].meeting_id;
+        rids[k++] = ev[i].reminder_id;
     }
-    if ((st = db_meeting_get_many_for(db, ids, rids, n, &ms, at)) != DB_ONE_RESULT)
+    if (k == 0)
+        return DB_ONE_RESULT;
+    if ((st = db_meeting_get_many_for(db, ids, rids, k, &ms, at)) != DB_ONE_RESULT)
         return st;
-    for (size_t i = 0; i < n; i++) {
-        const struct meeting *m = &ms.m[at[i]];
+    for (size_t j = 0; j < k; j++) {
+        const struct meeting *m = &ms.m[at[j]];
+        size_t i = of[j];
         struct occurrence o = {ev[i].reminder_id, ev[i].fire_at_ms, ev[i].fired_at_ms};
 
         if (m->id[0] == '\0')
@@ -62,12 +68,30 @@ chunk(struct db *db, struct db_stream_event *ev, size_t n, char **bodies)
     return st;
 }
 
+/* The stored bodies of inbox changes. They go to their participant as written: the change was
+ * theirs, and the reads that find them for one reader (a resume) have checked that the meeting
+ * still lists them. */
+static enum db_status
+stored(struct db *db, const struct db_stream_event *ev, size_t n, char **bodies)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind != DB_STREAM_INBOX)
+            continue;
+        if ((bodies[i] = strdup(ev[i].data != NULL ? ev[i].data : "{}")) == NULL) {
+            db_note_error(db, "inbox event %lld: out of memory", (long long)ev[i].seq);
+            return DB_HARD_ERROR;
+        }
+    }
+    return DB_ONE_RESULT;
+}
+
 enum db_status
 stream_bodies(struct db *db, struct db_stream_event *ev, size_t n, char **bodies)
 {
     enum db_status st = DB_ONE_RESULT;
 
     memset(bodies, 0, n * sizeof *bodies);
+    st = stored(db, ev, n, bodies);
     for (size_t i = 0; i < n && st == DB_ONE_RESULT; i += DB_GET_MANY_MAX)
         st = chunk(db, ev + i, n - i < DB_GET_MANY_MAX ? n - i : DB_GET_MANY_MAX, bodies + i);
     if (st != DB_ONE_RESULT)

@@ -406,11 +406,12 @@ export async function dbHeadAtLeast(h, tenantId, seq, timeoutMs) {
     assert.fail(`stream head ${head} did not reach ${seq} within ${timeoutMs} ms`);
 }
 
-// The tenant's stream events for sub after seq: [{seq, rid, fired_ms}], ascending.
+// The tenant's reminder events (not inbox changes) for sub after seq: [{seq, rid, fired_ms}],
+// ascending.
 export async function dbEvents(h, tenantId, sub, after = 0) {
     const out = await h.sql(`SELECT seq, reminder_id, (extract(epoch FROM fired_at) * 1000)::bigint
         FROM stream_events WHERE tenant_id = ${tenantId} AND seq > ${after}
-        AND '${sub.replace(/'/g, "''")}' = ANY (audience) ORDER BY seq`);
+        AND kind = 0 AND '${sub.replace(/'/g, "''")}' = ANY (audience) ORDER BY seq`);
     return out === '' ? [] : out.split('\n').map((l) => {
         const [seq, rid, fired] = l.split('|').map(Number);
         return { seq, rid, firedMs: fired };

@@ -332,7 +332,7 @@ test('inbox: the newest page and head, then pages after a cursor, the stream\'s 
     const get = (q) => srv.req('GET', `/v1/me/notifications${q}`, { key: tok, validate: documented('GET', '/v1/me/notifications') });
     const empty = await get('');
     assert.equal(empty.status, 200, empty.text);
-    assert.deepEqual(empty.json, { items: [], head: await dbHead(h, tenantId) });
+    assert.deepEqual(empty.json, { items: [], head: await dbHead(h, tenantId), unread_count: 0 });
 
     const s = await openLive(srv.base, { token: tok });
     await fireMany([srv], key, 7, { participants: [{ id: sub }] });
@@ -347,11 +347,12 @@ test('inbox: the newest page and head, then pages after a cursor, the stream\'s 
     assert.deepEqual(newest.json.items.map((i) => i.seq), want.slice(-3).map((e) => e.seq), 'the newest three, ascending');
     const all = await get('');
     assert.deepEqual(all.json.items.map((i) => i.seq), want.map((e) => e.seq), 'default limit: all seven');
-    // Items are the stream's bodies plus seq.
+    // Items are the stream's bodies plus seq and the reader's marks (none set here).
     for (const item of all.json.items) {
         const onStream = s.reminders.find((x) => x.seq === item.seq);
         assert.ok(onStream, `seq ${item.seq} was on the stream`);
-        const { seq, ...body } = item;
+        const { seq, read_at: readAt, archived_at: archivedAt, ...body } = item;
+        assert.deepEqual([readAt, archivedAt], [null, null]);
         assert.deepEqual(body, onStream.body);
     }
     // Paging forward from 0 in pages of two reaches every item once, then an empty page.
@@ -369,7 +370,7 @@ test('inbox: the newest page and head, then pages after a cursor, the stream\'s 
         after = p.json.items.at(-1).seq;
     }
     assert.deepEqual(paged, want.map((e) => e.seq));
-    assert.deepEqual((await get(`?after=${head}`)).json, { items: [], head });
+    assert.deepEqual((await get(`?after=${head}`)).json, { items: [], head, unread_count: 7 }, 'the count is of all items');
     for (const q of ['?limit=0', '?limit=201', '?limit=x', '?after=-1', '?after=1.5', '?after=1&after=2', '?foo=1']) {
         const r = await get(q);
         assert.equal(r.status, 400, `${q}: ${r.text}`);

@@ -6,8 +6,9 @@
 // same page on localhost:B is blocked; a native EventSource gets a reminder, resumes across cuts
 // with Last-Event-ID with exactly the missed events, also after kill -9 of the replica behind the
 // proxy; web/client.js (served as /v1/client.js) resumes across cuts and takes a new token on
-// reauth; seven tabs share one stream; the demo page shows a live reminder. A missing Chromium
-// is a failure.
+// reauth; seven tabs share one stream; the demo page shows a live reminder, and its unread badge
+// follows a mark made in a tab on the other replica within a second. A missing Chromium is a
+// failure.
 import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -174,6 +175,7 @@ async function tab(url) {
     p.logs = [];
     p.on('console', (m) => p.logs.push(`${m.type()}: ${m.text()}`));
     p.on('pageerror', (e) => p.logs.push(`pageerror: ${e.message}`));
+    p.on('response', (r) => { if (r.status() >= 400) p.logs.push(`http ${r.status()}: ${r.url()}`); });
     open.push(p);
     await p.goto(url, { waitUntil: 'load', timeout: EVENT_BOUND_MS });
     return p;
@@ -404,4 +406,41 @@ test('the demo page shows a live reminder', async () => {
     const text = await p.evaluate((id) => document.querySelector(`li.reminder[data-id="${id}"]`).textContent, occurrence);
     assert.match(text, /Design review/);
     assert.equal(await p.evaluate(() => document.querySelector('#who').textContent.includes('demo-user')), true);
+});
+
+test('the demo\'s unread badge agrees across two tabs on two replicas within a second', async () => {
+    const sub = 'badge-user';
+    for (const title of ['Standup', 'Planning', 'Retro']) {
+        await meetingFiringNow(reps[0], key, { participants: [{ id: sub }], title });
+    }
+    assert.ok(await waitFor(async () => (await dbEvents(h, tenantId, sub)).length === 3, EVENT_BOUND_MS), 'three fired');
+    const tok = await token(sub, 'notifications meetings:read');
+    // Each page is served by, and streams from, its own replica: two origins share no stream.
+    const tabs = [];
+    for (const r of reps) {
+        const p = await tab(`${r.base}/demo#token=${tok}&api=${encodeURIComponent(r.base)}`);
+        await pageWait(p, () => document.querySelector('#state')?.dataset.state === 'open', null, `demo on ${r.base}`);
+        await pageWait(p, () => document.querySelector('#unread')?.textContent === '3', null, 'three unread');
+        tabs.push(p);
+    }
+    const badge = (p) => p.evaluate(() => document.querySelector('#unread').hidden ? '0' : document.querySelector('#unread').textContent);
+    const [first, second] = tabs;
+    const target = await first.evaluate(() => document.querySelector('li.reminder').dataset.seq);
+    await first.bringToFront();
+    await first.evaluate((seq) => document.querySelector(`li.reminder[data-seq="${seq}"] button.mark`).click(), target);
+    await pageWait(first, () => document.querySelector('#unread').textContent === '2', null, 'its own badge');
+    const start = Date.now();
+    await pageWait(second, (seq) => document.querySelector('#unread').textContent === '2' &&
+        document.querySelector(`li.reminder[data-seq="${seq}"]`).dataset.read === 'true', target, 'the other tab', 1000);
+    const lagMs = Date.now() - start;
+    // "Mark all as read" in the second tab empties both badges.
+    await second.bringToFront();
+    await second.evaluate(() => document.querySelector('#read-all').click());
+    await pageWait(first, () => document.querySelector('#unread').hidden &&
+        [...document.querySelectorAll('li.reminder')].every((li) => li.dataset.read === 'true'), null, 'all read, first tab', 1000);
+    assert.equal(await badge(second), '0');
+    for (const p of tabs) {
+        assert.deepEqual(p.logs.filter((l) => /^(error|pageerror)/.test(l)), [], `no console error:\n${p.logs.join('\n')}`);
+    }
+    console.log(`# the other tab's badge followed ${lagMs} ms after the first tab's`);
 });

@@ -66,7 +66,8 @@ sync_write(struct db *db, int64_t tenant, const struct meeting *m, bool was, int
 static void
 check_own_errors(struct db *db, int64_t tenant, const struct meeting *m, int64_t rid, int64_t now)
 {
-    struct db_stream_event ev = {1, rid, m->starts_at_ms + DAY_MS, 0, "", NULL};
+    struct db_stream_event ev = {
+        1, rid, m->starts_at_ms + DAY_MS, 0, "", NULL, DB_STREAM_REMINDER, NULL, -1, -1};
     char *body = NULL;
 
     snprintf(ev.meeting_id, sizeof ev.meeting_id, "%s", m->id);

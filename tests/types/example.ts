@@ -47,6 +47,8 @@ export function frameText(f: Schemas['StreamFrame']): string {
             return describe(f.data);
         case 'reset':
             return `reset (${f.data.reason}) to ${f.data.head}`;
+        case 'inbox':
+            return 'up_to' in f.data ? `read up to ${f.data.up_to}` : `marks of ${f.data.seq}, ${f.data.unread_count} unread`;
         case 'reauth':
             return `token ends ${f.data.expires_at}`;
     }
