@@ -262,32 +262,33 @@ load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
     return 0;
 }
 
+/* One of rediss://'s files: only with rediss://, a path of under CONFIG_STR_MAX bytes. */
+static int
+tls_file(const struct config *cfg, char *dst, const char *name, const char *v, char *err,
+         size_t errlen)
+{
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (!cfg->redis_tls)
+        return fail(err, errlen, name,
+                    "is set but TOCSIN_REDIS_URL is redis://: use rediss:// for TLS");
+    if (copy_str(dst, CONFIG_STR_MAX, v) != 0)
+        return fail(err, errlen, name, "must be a path of under 1024 bytes");
+    return 0;
+}
+
 /* rediss://'s files. The files are read (and a key checked against its certificate) by main.c
  * through transport.c before any thread starts; here only their names and how they combine. */
 static int
 load_redis_tls(struct config *cfg, char *err, size_t errlen)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } files[] = {
-        {"TOCSIN_REDIS_TLS_CA", offsetof(struct config, redis_tls_ca)},
-        {"TOCSIN_REDIS_TLS_CERT", offsetof(struct config, redis_tls_cert)},
-        {"TOCSIN_REDIS_TLS_KEY", offsetof(struct config, redis_tls_key)},
-    };
-
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        const char *v = getenv(files[i].name);
-        char *dst = (char *)cfg + files[i].off;
-
-        if (v == NULL || v[0] == '\0')
-            continue;
-        if (!cfg->redis_tls)
-            return fail(err, errlen, files[i].name,
-                        "is set but TOCSIN_REDIS_URL is redis://: use rediss:// for TLS");
-        if (copy_str(dst, CONFIG_STR_MAX, v) != 0)
-            return fail(err, errlen, files[i].name, "must be a path of under 1024 bytes");
-    }
+    if (tls_file(cfg, cfg->redis_tls_ca, "TOCSIN_REDIS_TLS_CA", getenv("TOCSIN_REDIS_TLS_CA"), err,
+                 errlen) != 0 ||
+        tls_file(cfg, cfg->redis_tls_cert, "TOCSIN_REDIS_TLS_CERT", getenv("TOCSIN_REDIS_TLS_CERT"),
+                 err, errlen) != 0 ||
+        tls_file(cfg, cfg->redis_tls_key, "TOCSIN_REDIS_TLS_KEY", getenv("TOCSIN_REDIS_TLS_KEY"),
+                 err, errlen) != 0)
+        return -1;
     if (cfg->redis_tls_key[0] != '\0' && cfg->redis_tls_cert[0] == '\0')
         return fail(err, errlen, "TOCSIN_REDIS_TLS_KEY", "needs TOCSIN_REDIS_TLS_CERT");
     return 0;

@@ -44,7 +44,8 @@ export function requireEnv() {
     return {
         bin: process.env.TOCSIN_BIN,
         dbUrl: process.env.TOCSIN_TEST_DATABASE_URL,
-        redisUrl: process.env.TOCSIN_TEST_REDIS_URL,
+        // scripts/test.sh's TOCSIN_TEST_REDIS_TLS=1 run: the shared Redis's TLS port.
+        redisUrl: process.env.TOCSIN_TEST_REDIS_TLS_URL ?? process.env.TOCSIN_TEST_REDIS_URL,
         redisServerBin: process.env.REDIS_SERVER_BIN,
     };
 }
