@@ -1,9 +1,10 @@
 /* transport.h -- a client byte stream tocsin owns: plain TCP or TLS (OpenSSL, 1.2 at least, the
  * peer's certificate and name verified, SNI sent), with connect and I/O timeouts and TCP keepalive.
- * One interface for both, so the code above it (mirror/redis_conn.c) has one path. Blocking I/O
- * bounded by SO_RCVTIMEO/SO_SNDTIMEO: a read or write that times out fails, and the connection is
- * then to be closed (as a timed-out hiredis context was). A struct transport belongs to one
- * thread; a struct transport_tls is read-only once made and may be shared. */
+ * One interface for both, so the code above it (mirror/redis_conn.c) has one path. Calls block
+ * the caller, each bounded by its deadline (poll() on a non-blocking socket): a read or write that
+ * times out fails, and the connection is then to be closed (as a timed-out hiredis context was). A
+ * struct transport belongs to one thread; a struct transport_tls is read-only once made and may be
+ * shared. */
 #ifndef TOCSIN_TRANSPORT_H
 #define TOCSIN_TRANSPORT_H
 
