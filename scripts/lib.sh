@@ -384,20 +384,38 @@ tocsin_pgbouncer_stop()
     rm -f "$dir/pgbouncer.pid"
 }
 
-# tocsin_redis_start DIR PORT: starts a Redis on 127.0.0.1:PORT with no persistence, its pid file
-# and log in DIR, keyspace events for expired keys on.
+# tocsin_redis_start DIR PORT [ARG...]: starts a Redis on 127.0.0.1:PORT with no persistence, its
+# pid file and log in DIR, keyspace events for expired keys on; ARGs go to redis-server (e.g. a
+# --tls-port beside the plain one).
 tocsin_redis_start()
 {
     local dir port
     dir=$(abspath "$1")
     port=$2
+    shift 2
     mkdir -p "$dir"
     tocsin_redis_stop "$dir"
     redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save '' --appendonly no \
         --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
-        --notify-keyspace-events Ex </dev/null >/dev/null ||
+        --notify-keyspace-events Ex "$@" </dev/null >/dev/null ||
         tocsin_die "redis-server did not start (log: $dir/redis.log)"
     wait_for "Redis on 127.0.0.1:$port" redis_pong "$port"
+}
+
+# tocsin_tls_files DIR: a throwaway CA (DIR/ca.pem) and a server certificate it signs for
+# localhost and 127.0.0.1 (DIR/server.pem, DIR/server.key), for a TLS Redis on loopback.
+tocsin_tls_files()
+{
+    local dir=$1
+    mkdir -p "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=tocsin-test-ca \
+        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null &&
+        openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$dir/server.key" \
+            -out "$dir/server.csr" 2>/dev/null &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/server.ext" &&
+        openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+            -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.pem" 2>/dev/null ||
+        tocsin_die "openssl could not make the test certificates in $dir"
 }
 
 redis_pong()

@@ -31,6 +31,11 @@ tests/api/stream_tenants.test.mjs"}
 # ASan and the TSan stage; set either (or both) and nothing else runs (no type check, no deploy
 # check, no pass through PgBouncer or under TSan unless TOCSIN_TEST_POOLED / TOCSIN_TEST_TSAN_NODE
 # name files). TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets none of them: everything runs.
+# TOCSIN_TEST_REDIS_TLS=1: the shared Redis also listens with TLS on TOCSIN_TEST_REDIS_TLS_PORT
+# (default REDIS_PORT + 1) with a CA made here, and the node files (theirs and their private
+# Redises) use rediss:// with it; ctest keeps the plain port. Off by default: a run of its own.
+REDIS_TLS=${TOCSIN_TEST_REDIS_TLS:-0}
+REDIS_TLS_PORT=${TOCSIN_TEST_REDIS_TLS_PORT:-$((REDIS_PORT + 1))}
 CTEST_REGEX=${TOCSIN_TEST_CTEST_REGEX:-}
 SELECTED=
 if [ -n "${TOCSIN_TEST_NODE:-}" ] || [ -n "$CTEST_REGEX" ]; then
@@ -177,7 +182,18 @@ mkdir -p "$TEST_DIR"
 # Throwaway data: durability settings off make the suite faster and change no behaviour tested.
 tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "fsync = off" "synchronous_commit = off" \
     "full_page_writes = off" "max_connections = 300"
-tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT"
+REDIS_ARGS=()
+if [ "$REDIS_TLS" = 1 ]; then
+    tocsin_tls_files "$TEST_DIR/tls"
+    REDIS_ARGS=(--tls-port "$REDIS_TLS_PORT" --tls-cert-file "$TEST_DIR/tls/server.pem"
+        --tls-key-file "$TEST_DIR/tls/server.key" --tls-ca-cert-file "$TEST_DIR/tls/ca.pem"
+        --tls-auth-clients no)
+    export TOCSIN_TEST_REDIS_TLS_URL=rediss://localhost:$REDIS_TLS_PORT/0
+    export TOCSIN_TEST_REDIS_TLS_CA=$TEST_DIR/tls/ca.pem
+    export TOCSIN_TEST_REDIS_TLS_SERVER_CERT=$TEST_DIR/tls/server.pem
+    export TOCSIN_TEST_REDIS_TLS_SERVER_KEY=$TEST_DIR/tls/server.key
+fi
+tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT" "${REDIS_ARGS[@]}"
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
 tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,16 @@ parse_addr(struct config *cfg, const char *s)
     return 0;
 }
 
+static int
+copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        return -1;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
 /* The Redis URL through redis_url.c; the reason goes after the variable's name. */
 static int
 load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
@@ -247,6 +258,39 @@ load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
     strcpy(cfg->redis_password, ru.password);
     cfg->redis_port = ru.port;
     cfg->redis_db = ru.db;
+    cfg->redis_tls = ru.tls;
+    return 0;
+}
+
+/* One of rediss://'s files: only with rediss://, a path of under CONFIG_STR_MAX bytes. */
+static int
+tls_file(const struct config *cfg, char *dst, const char *name, const char *v, char *err,
+         size_t errlen)
+{
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (!cfg->redis_tls)
+        return fail(err, errlen, name,
+                    "is set but TOCSIN_REDIS_URL is redis://: use rediss:// for TLS");
+    if (copy_str(dst, CONFIG_STR_MAX, v) != 0)
+        return fail(err, errlen, name, "must be a path of under 1024 bytes");
+    return 0;
+}
+
+/* rediss://'s files. The files are read (and a key checked against its certificate) by main.c
+ * through transport.c before any thread starts; here only their names and how they combine. */
+static int
+load_redis_tls(struct config *cfg, char *err, size_t errlen)
+{
+    if (tls_file(cfg, cfg->redis_tls_ca, "TOCSIN_REDIS_TLS_CA", getenv("TOCSIN_REDIS_TLS_CA"), err,
+                 errlen) != 0 ||
+        tls_file(cfg, cfg->redis_tls_cert, "TOCSIN_REDIS_TLS_CERT", getenv("TOCSIN_REDIS_TLS_CERT"),
+                 err, errlen) != 0 ||
+        tls_file(cfg, cfg->redis_tls_key, "TOCSIN_REDIS_TLS_KEY", getenv("TOCSIN_REDIS_TLS_KEY"),
+                 err, errlen) != 0)
+        return -1;
+    if (cfg->redis_tls_key[0] != '\0' && cfg->redis_tls_cert[0] == '\0')
+        return fail(err, errlen, "TOCSIN_REDIS_TLS_KEY", "needs TOCSIN_REDIS_TLS_CERT");
     return 0;
 }
 
@@ -257,16 +301,6 @@ valid_prefix(const char *s)
     if (n == 0 || n > 64)
         return 0;
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
-
-static int
-copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        return -1;
-    memcpy(dst, src, n + 1);
-    return 0;
 }
 
 static int
@@ -285,7 +319,8 @@ load_strings(struct config *cfg, char *err, size_t errlen)
     if (db_url_check(cfg->database_url, why, sizeof why) != 0)
         return fail(err, errlen, "TOCSIN_DATABASE_URL", why);
     v = getenv("TOCSIN_REDIS_URL");
-    if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0)
+    if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0 ||
+        load_redis_tls(cfg, err, errlen) != 0)
         return -1;
     v = getenv("TOCSIN_REDIS_PREFIX");
     if (!valid_prefix(v ? v : "tocsin"))

@@ -36,6 +36,10 @@ struct config {
     int redis_db;                         /* 0..15 */
     char redis_user[CONFIG_HOST_MAX];     /* "" = the default user */
     char redis_password[CONFIG_HOST_MAX]; /* "" = none */
+    int redis_tls;                        /* rediss:// */
+    char redis_tls_ca[CONFIG_STR_MAX];    /* TOCSIN_REDIS_TLS_CA, "" = the system's CAs */
+    char redis_tls_cert[CONFIG_STR_MAX];  /* TOCSIN_REDIS_TLS_CERT, "" = no client certificate */
+    char redis_tls_key[CONFIG_STR_MAX];   /* TOCSIN_REDIS_TLS_KEY, "" = the key is in the cert */
     char redis_prefix[65];      /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
     char instance_id[129];      /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
     enum log_level log_level;   /* TOCSIN_LOG_LEVEL, default info */

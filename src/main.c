@@ -18,6 +18,7 @@
 #include "log.h"
 #include "outbound.h"
 #include "timefmt.h"
+#include "transport.h"
 #include "version.h"
 
 #define EXIT_USAGE 2
@@ -136,13 +137,34 @@ open_migrated(const struct config *cfg, int migrate)
     return db;
 }
 
+/* rediss://'s CA, certificate and key read once before any thread starts, so a wrong path or a
+ * key of another certificate stops the start with one line instead of every connect failing. */
+static int
+check_redis_tls(const struct config *cfg)
+{
+    char err[TRANSPORT_ERR_MAX];
+    struct transport_tls *tls;
+
+    if (!cfg->redis_tls)
+        return 0;
+    tls = transport_tls_new(cfg->redis_tls_ca[0] ? cfg->redis_tls_ca : NULL,
+                            cfg->redis_tls_cert[0] ? cfg->redis_tls_cert : NULL,
+                            cfg->redis_tls_key[0] ? cfg->redis_tls_key : NULL, err, sizeof err);
+    if (tls == NULL) {
+        LOG_ERROR("TOCSIN_REDIS_TLS_*: %s", err);
+        return -1;
+    }
+    transport_tls_free(tls);
+    return 0;
+}
+
 static int
 serve(const struct config *cfg)
 {
     char err[CONFIG_ERR_MAX];
     sigset_t sigs;
     int sig = 0;
-    struct db *db = open_migrated(cfg, cfg->migrate_on_start);
+    struct db *db = check_redis_tls(cfg) == 0 ? open_migrated(cfg, cfg->migrate_on_start) : NULL;
 
     if (db == NULL)
         return 1;

@@ -1633,6 +1633,8 @@ export interface components {
             status: "ready" | "not_ready";
             /** @description What to change, when a reported check needs an operator (the notify setting). */
             detail?: string;
+            /** @description Why this replica's expired-event subscriber cannot reach Redis, in the connect's own words: the socket error, "AUTH or SELECT refused", or for rediss:// the TLS verify result ("TLS certificate verify failed for <host>: hostname mismatch"). Absent while it can. */
+            redis_error?: string;
             /** @description One entry per check: "ok", or what is wrong: "down" (unreachable or not answering), "pending" (migrations not applied), "misconfigured" (a probe key's expired event did not arrive: notify-keyspace-events lacks E or x; see detail), "unknown" (not checked yet, or a dependency is down), "off" (no reminder engine in this process). */
             checks: {
                 postgres: string;

@@ -1,6 +1,6 @@
 /* redis_url.c -- TOCSIN_REDIS_URL through curl_url(): libcurl already ships a maintained URL
  * parser (percent-decoding, bracketed IPv6, port bounds), so tocsin does not keep its own. The
- * "redis" scheme is unknown to libcurl, hence CURLU_NON_SUPPORT_SCHEME. */
+ * "redis" and "rediss" schemes are unknown to libcurl, hence CURLU_NON_SUPPORT_SCHEME. */
 #include "redis_url.h"
 
 #include <curl/curl.h>
@@ -153,14 +153,9 @@ redis_url_parse(const char *url, struct redis_url *out, char *err, size_t errlen
         fail(err, errlen, "needs the scheme redis://");
         goto done;
     }
-    if (strcasecmp(scheme, "rediss") == 0) {
-        fail(err, errlen,
-             "rediss:// (TLS) is not supported by this build's hiredis 0.14; reach a TLS Redis "
-             "through a local TLS tunnel (e.g. stunnel) with redis://127.0.0.1:<port>");
-        goto done;
-    }
-    if (strcasecmp(scheme, "redis") != 0) {
-        fail(err, errlen, "needs the scheme redis://");
+    out->tls = strcasecmp(scheme, "rediss") == 0;
+    if (!out->tls && strcasecmp(scheme, "redis") != 0) {
+        fail(err, errlen, "needs the scheme redis:// or rediss:// (TLS)");
         goto done;
     }
     if (has_nul_escape(url)) {

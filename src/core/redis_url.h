@@ -1,6 +1,6 @@
 /* redis_url.h -- TOCSIN_REDIS_URL parsed by libcurl's URL API (the only libcurl use besides
- * outbound.c and webhook.c): redis://[[user]:password@]host[:port][/db], percent-decoded, IPv6
- * hosts in brackets. rediss:// is refused: hiredis 0.14 has no TLS. Pure: no I/O, no logging. */
+ * outbound.c and webhook.c): redis[s]://[[user]:password@]host[:port][/db], percent-decoded, IPv6
+ * hosts in brackets; rediss:// means TLS (core/transport.c). Pure: no I/O, no logging. */
 #ifndef TOCSIN_REDIS_URL_H
 #define TOCSIN_REDIS_URL_H
 
@@ -17,6 +17,7 @@ struct redis_url {
     int db;
     char user[REDIS_URL_CRED_MAX];     /* "" = the default user (AUTH password) */
     char password[REDIS_URL_CRED_MAX]; /* "" = no AUTH */
+    int tls;                           /* 1 for rediss:// */
 };
 
 /* Fills out from url. Returns 0, or -1 with one sentence in err saying what is wrong (never the

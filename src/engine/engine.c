@@ -135,6 +135,7 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     out->sched_held = scheduler_size(e->sched);
     out->subscribed = expiry_connected(e->expiry);
     out->notify = expiry_notify_state(e->expiry);
+    expiry_redis_error(e->expiry, out->redis_error, sizeof out->redis_error);
     out->redis_up = recon_redis_up(e->recon);
     out->recon_passes = e->recon ? recon_passes(e->recon) : 0;
     struct shard_set owned;

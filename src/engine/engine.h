@@ -18,11 +18,12 @@
 struct engine;
 
 struct engine_gauges {
-    size_t dispatch_queue;     /* occurrences waiting for dispatch */
-    size_t sched_held;         /* occurrences due within its window the scheduler holds */
-    bool subscribed;           /* the expiry listener is subscribed */
-    bool redis_up;             /* the reconciler's last look at Redis got answers */
-    enum expiry_notify notify; /* whether expired events arrive (the listener's probe) */
+    size_t dispatch_queue;              /* occurrences waiting for dispatch */
+    size_t sched_held;                  /* occurrences due within its window the scheduler holds */
+    bool subscribed;                    /* the expiry listener is subscribed */
+    bool redis_up;                      /* the reconciler's last look at Redis got answers */
+    enum expiry_notify notify;          /* whether expired events arrive (the listener's probe) */
+    char redis_error[EXPIRY_ERROR_MAX]; /* why the listener cannot reach Redis; "" = it can */
     unsigned long long recon_passes;
     size_t shards_owned; /* of SHARD_COUNT */
     size_t replicas;     /* live replicas at the last heartbeat */

@@ -1,5 +1,5 @@
 /* expiry.c -- the expiry listener of expiry.h. Reads with poll() on the subscriber's socket so the
- * stop flag is seen within EXPIRY_POLL_MS without a read timeout (after which a hiredis context is
+ * stop flag is seen within EXPIRY_POLL_MS without a read timeout (after which a connection is
  * unusable); replies already buffered are parsed first, and keys are handed to dispatch in
  * batches. The connection comes from a private struct mirror (mirror_internal.h): same connect,
  * AUTH, SELECT and reconnect backoff as every other Redis connection. */
@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "mirror_internal.h"
 #include "mirror_stream.h"
+#include "redis_conn.h"
 #include "thread.h"
 #include "timefmt.h"
 
@@ -44,6 +45,8 @@ struct expiry {
     char channel[EXPIRY_CHANNEL_MAX];
     char stream_channel[MIRROR_STREAM_CHANNEL_MAX];
     bool was_down; /* an outage is logged once, not per retry */
+    pthread_mutex_t why_lock;
+    char why[EXPIRY_ERROR_MAX]; /* why Redis is unreachable, "" while subscribed (why_lock) */
     /* The probe, used by the thread only. probe_key is "" when no probe is under way. */
     char instance[EXPIRY_INSTANCE_MAX + 1];
     char probe_key[EXPIRY_PROBE_KEY_MAX];
@@ -172,11 +175,20 @@ take(struct expiry *e, const redisReply *r)
 }
 
 static void
+set_why(struct expiry *e, const char *why)
+{
+    pthread_mutex_lock(&e->why_lock);
+    snprintf(e->why, sizeof e->why, "%s", why);
+    pthread_mutex_unlock(&e->why_lock);
+}
+
+static void
 lost(struct expiry *e, const char *why)
 {
     if (atomic_load(&e->connected) || !e->was_down)
         LOG_WARN("expiry: subscriber disconnected (%s); reconnecting", why);
     e->was_down = true;
+    set_why(e, why);
     atomic_store(&e->connected, false);
     atomic_store(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
     e->probe_key[0] = '\0';
@@ -186,24 +198,24 @@ lost(struct expiry *e, const char *why)
 
 /* SUBSCRIBE to one or two channels: one confirmation reply per channel. */
 static int
-subscribe(struct expiry *e, redisContext *c)
+subscribe(struct expiry *e, struct redis_conn *c)
 {
     const char *argv[] = {"SUBSCRIBE", e->channel, e->stream_channel};
     size_t lens[] = {9, strlen(e->channel), strlen(e->stream_channel)};
     int argc = e->on_stream != NULL ? 3 : 2, ok = 1;
 
-    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+    if (redis_conn_append(c, argc, argv, lens) != 0)
         return -1;
     for (int i = 1; i < argc && ok; i++) {
         redisReply *r = NULL;
 
-        ok = redisGetReply(c, (void **)&r) == REDIS_OK && r != NULL &&
-             r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+        ok = redis_conn_reply(c, &r) == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
         if (r != NULL)
             freeReplyObject(r);
     }
     if (!ok)
         return -1;
+    set_why(e, "");
     atomic_store(&e->connected, true);
     if (e->was_down)
         LOG_INFO("expiry: subscribed to %s again", e->channel);
@@ -217,14 +229,13 @@ subscribe(struct expiry *e, redisContext *c)
 /* Parses what is buffered, then waits up to EXPIRY_POLL_MS for more (EXPIRY_PROBE_TOUCH_MS while
  * a probe is under way). -1 when the connection failed. */
 static int
-pump(struct expiry *e, redisContext *c)
+pump(struct expiry *e, struct redis_conn *c)
 {
-    void *reply;
-    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    redisReply *reply;
     int wait_ms = e->probe_key[0] != '\0' ? EXPIRY_PROBE_TOUCH_MS : EXPIRY_POLL_MS;
 
     for (;;) {
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
+        if (redis_conn_buffered(c, &reply) != 0)
             return -1;
         if (reply == NULL)
             break;
@@ -232,10 +243,10 @@ pump(struct expiry *e, redisContext *c)
         freeReplyObject(reply);
     }
     flush(e);
-    int rc = poll(&pfd, 1, wait_ms);
+    int rc = redis_conn_wait(c, wait_ms);
     if (rc == 0)
         return 0;
-    if (rc < 0 || redisBufferRead(c) != REDIS_OK)
+    if (rc < 0 || redis_conn_fill(c) != 0)
         return -1;
     return 0;
 }
@@ -248,12 +259,17 @@ expiry_thread(void *arg)
     thread_set_name("tocsin-expiry");
 
     while (!atomic_load(&e->stop)) {
-        redisContext *c = mirror_conn(e->mi);
+        struct redis_conn *c = mirror_conn(e->mi);
 
         if (c == NULL) {
-            if (!e->was_down)
-                LOG_WARN("expiry: redis unavailable; retrying");
-            e->was_down = true;
+            const char *why = mirror_conn_error(e->mi);
+            /* During the backoff the cause is the last attempt's; the first one logs it. */
+            if (!e->was_down && why[0] != '\0') {
+                LOG_WARN("expiry: redis unavailable (%s); retrying", why);
+                e->was_down = true;
+            }
+            if (why[0] != '\0')
+                set_why(e, why);
             poll(NULL, 0, EXPIRY_POLL_MS);
             continue;
         }
@@ -262,7 +278,7 @@ expiry_thread(void *arg)
             continue;
         }
         if (pump(e, c) != 0)
-            lost(e, c->errstr[0] ? c->errstr : "read failed");
+            lost(e, redis_conn_error(c)[0] ? redis_conn_error(c) : "read failed");
         else
             probe_step(e);
     }
@@ -279,6 +295,7 @@ expiry_start(const struct expiry_opts *opts)
     atomic_init(&e->stop, false);
     atomic_init(&e->connected, false);
     atomic_init(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
+    pthread_mutex_init(&e->why_lock, NULL);
     e->d = opts->dispatch;
     e->members = opts->members;
     snprintf(e->instance, sizeof e->instance, "%s", opts->instance_id ? opts->instance_id : "-");
@@ -294,6 +311,7 @@ expiry_start(const struct expiry_opts *opts)
         pthread_create(&e->thread, NULL, expiry_thread, e) != 0) {
         mirror_free(e->mi);
         mirror_free(e->cmd);
+        pthread_mutex_destroy(&e->why_lock);
         free(e);
         return NULL;
     }
@@ -321,5 +339,17 @@ expiry_stop(struct expiry *e)
     pthread_join(e->thread, NULL);
     mirror_free(e->mi);
     mirror_free(e->cmd);
+    pthread_mutex_destroy(&e->why_lock);
     free(e);
+}
+
+void
+expiry_redis_error(struct expiry *e, char *buf, size_t buflen)
+{
+    buf[0] = '\0';
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->why_lock);
+    snprintf(buf, buflen, "%s", e->why);
+    pthread_mutex_unlock(&e->why_lock);
 }

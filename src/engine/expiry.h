@@ -54,6 +54,11 @@ struct expiry *expiry_start(const struct expiry_opts *opts);
 bool expiry_connected(struct expiry *e);
 /* The last probe's finding (for /readyz and /metrics). Thread-safe; UNKNOWN for NULL. */
 enum expiry_notify expiry_notify_state(struct expiry *e);
+/* Why the subscriber cannot reach Redis (the connect's socket error, TLS verify result, refused
+ * AUTH), "" while subscribed or before the first attempt; at most EXPIRY_ERROR_MAX bytes with
+ * the NUL. For /readyz. Thread-safe; "" for NULL. */
+#define EXPIRY_ERROR_MAX 256
+void expiry_redis_error(struct expiry *e, char *buf, size_t buflen);
 /* Stops the thread within about EXPIRY_POLL_MS and frees e. Accepts NULL. */
 void expiry_stop(struct expiry *e);
 

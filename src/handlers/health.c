@@ -64,6 +64,10 @@ handle_readyz(struct request *rq)
                   off            ? "off"
                   : g.subscribed ? "ok"
                                  : "down");
+    /* Why Redis is down, in the connect's own words (a TLS certificate the CA did not sign, a host
+     * name the certificate does not name, a refused AUTH): the operator's first question. */
+    if (!off && g.redis_error[0] != '\0')
+        json_object_set_new(body, "redis_error", json_string(g.redis_error));
     if (!off && g.notify == EXPIRY_NOTIFY_MISSING)
         json_object_set_new(body, "detail",
                             json_string("Redis sends no expired-key events: set "

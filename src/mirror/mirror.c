@@ -1,11 +1,13 @@
 /* mirror.c -- the Redis mirror: key schema, arm/disarm of reminder keys, and the Redis setup
- * checks. One redisContext per struct mirror, connected lazily. After any I/O error the context is
- * dropped and no reconnect is tried for MIRROR_RECONNECT_BACKOFF_MS, so while Redis is down each
- * call costs a clock read. Reply errors (e.g. -ERR) keep the connection: the protocol is still in
- * sync. */
+ * checks. One redis_conn per struct mirror (plain TCP or TLS, redis_conn.h), connected lazily.
+ * After any I/O error the context is dropped and no reconnect is tried for
+ * MIRROR_RECONNECT_BACKOFF_MS, so while Redis is down each call costs a clock read. Reply errors
+ * (e.g. -ERR) keep the connection: the protocol is still in sync. */
 #include "mirror.h"
 #include "mirror_internal.h"
+#include "redis_conn.h"
 #include "timefmt.h"
+#include "transport.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -19,7 +21,8 @@
 #define MIRROR_NOTIFY_MAX 64    /* bytes of a notify-keyspace-events value we handle */
 
 struct mirror {
-    redisContext *c;
+    struct redis_conn *c;
+    struct transport_tls *tls; /* NULL = plain TCP */
     char *host;
     int port;
     int db;
@@ -29,26 +32,22 @@ struct mirror {
     int command_timeout_ms;
     char prefix[MIRROR_PREFIX_MAX + 1];
     int64_t horizon_ms;
-    int64_t retry_at_ms; /* monotonic; no connect attempt before this */
-    size_t unread;       /* replies of mirror_disarm_nowait's DELs not read yet */
+    int64_t retry_at_ms;         /* monotonic; no connect attempt before this */
+    size_t unread;               /* replies of mirror_disarm_nowait's DELs not read yet */
+    char why[TRANSPORT_ERR_MAX]; /* why the last connect or I/O failed */
 };
 
 /* Inspects one reply (error replies included); the caller frees it. Returns 0 or -1. */
 typedef int (*reply_fn)(const redisReply *r, void *arg);
 
-static struct timeval
-tv_ms(int ms)
-{
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-
-    return tv;
-}
-
 static void
 drop(struct mirror *mi)
 {
-    if (mi->c != NULL)
-        redisFree(mi->c);
+    if (mi->c != NULL) {
+        if (redis_conn_error(mi->c)[0] != '\0')
+            snprintf(mi->why, sizeof mi->why, "%s", redis_conn_error(mi->c));
+        redis_conn_free(mi->c);
+    }
     mi->c = NULL;
     mi->unread = 0;
     mi->retry_at_ms = timefmt_mono_ms() + MIRROR_RECONNECT_BACKOFF_MS;
@@ -61,7 +60,7 @@ read_unread(struct mirror *mi)
 {
     for (; mi->unread > 0; mi->unread--) {
         redisReply *r;
-        if (redisGetReply(mi->c, (void **)&r) != REDIS_OK || r == NULL) {
+        if (redis_conn_reply(mi->c, &r) != 0) {
             drop(mi);
             return -1;
         }
@@ -81,7 +80,7 @@ reply_ok(const redisReply *r, void *arg)
 static int
 exec(struct mirror *mi, int argc, const char **argv, reply_fn fn, void *arg)
 {
-    redisReply *r = redisCommandArgv(mi->c, argc, argv, NULL);
+    redisReply *r = redis_conn_command(mi->c, argc, argv, NULL);
     int rc;
 
     if (r == NULL) {
@@ -121,16 +120,23 @@ connected(struct mirror *mi)
         return read_unread(mi);
     if (timefmt_mono_ms() < mi->retry_at_ms)
         return -1;
-    mi->c = redisConnectWithTimeout(mi->host, mi->port, tv_ms(mi->connect_timeout_ms));
-    /* TCP keepalive (hiredis: idle 15 s, then probes): the expiry subscriber only ever reads, so
-     * without it a Redis host that vanished without a reset left it waiting, "subscribed", for
-     * the kernel's two hours; now its read fails within about half a minute and it reconnects. */
-    if (mi->c == NULL || mi->c->err != 0 || redisEnableKeepAlive(mi->c) != REDIS_OK ||
-        redisSetTimeout(mi->c, tv_ms(mi->command_timeout_ms)) != REDIS_OK || handshake(mi) != 0) {
-        drop(mi);
-        return -1;
+    /* The transport sets TCP keepalive: the expiry subscriber only ever reads, so without it a
+     * Redis host that vanished without a reset left it waiting, "subscribed", for the kernel's two
+     * hours; now its read fails within about half a minute and it reconnects. */
+    mi->c = redis_conn_open(mi->host, mi->port, mi->tls, mi->connect_timeout_ms,
+                            mi->command_timeout_ms, mi->why, sizeof mi->why);
+    if (mi->c == NULL)
+        goto fail;
+    mi->why[0] = '\0';
+    if (handshake(mi) != 0) {
+        if (mi->c != NULL && redis_conn_error(mi->c)[0] == '\0')
+            snprintf(mi->why, sizeof mi->why, "AUTH or SELECT refused");
+        goto fail;
     }
     return 0;
+fail:
+    drop(mi);
+    return -1;
 }
 
 /* Connects if needed, then runs one command. */
@@ -154,6 +160,10 @@ mirror_opts_of(const struct config *cfg, int timeout_ms)
         .horizon_ms = cfg->mirror_horizon_ms,
         .user = cfg->redis_user[0] != '\0' ? cfg->redis_user : NULL,
         .timeout_ms = timeout_ms,
+        .tls = cfg->redis_tls,
+        .tls_ca = cfg->redis_tls_ca[0] != '\0' ? cfg->redis_tls_ca : NULL,
+        .tls_cert = cfg->redis_tls_cert[0] != '\0' ? cfg->redis_tls_cert : NULL,
+        .tls_key = cfg->redis_tls_key[0] != '\0' ? cfg->redis_tls_key : NULL,
     };
 }
 
@@ -170,6 +180,11 @@ mirror_new(const struct mirror_opts *opts)
     if (opts->password != NULL && (mi->password = strdup(opts->password)) == NULL)
         goto fail;
     if (opts->user != NULL && (mi->user = strdup(opts->user)) == NULL)
+        goto fail;
+    /* A context per mirror (each belongs to one thread); main.c made one at start to stop on a
+     * bad file, so this one fails only when memory does. */
+    if (opts->tls && (mi->tls = transport_tls_new(opts->tls_ca, opts->tls_cert, opts->tls_key,
+                                                  mi->why, sizeof mi->why)) == NULL)
         goto fail;
     mi->connect_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : MIRROR_CONNECT_TIMEOUT_MS;
     mi->command_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : MIRROR_COMMAND_TIMEOUT_MS;
@@ -188,8 +203,8 @@ mirror_free(struct mirror *mi)
 {
     if (mi == NULL)
         return;
-    if (mi->c != NULL)
-        redisFree(mi->c);
+    redis_conn_free(mi->c);
+    transport_tls_free(mi->tls);
     free(mi->host);
     free(mi->password);
     free(mi->user);
@@ -264,7 +279,7 @@ collect(struct mirror *mi, size_t n, size_t *n_ok)
     for (size_t i = 0; i < n; i++) {
         redisReply *r;
 
-        if (redisGetReply(mi->c, (void **)&r) != REDIS_OK || r == NULL) {
+        if (redis_conn_reply(mi->c, &r) != 0) {
             drop(mi);
             return -1;
         }
@@ -277,7 +292,7 @@ collect(struct mirror *mi, size_t n, size_t *n_ok)
     return rc;
 }
 
-/* Queues one SET ... PXAT. The key and number buffers are copied into hiredis's output buffer. */
+/* Queues one SET ... PXAT. The key and number buffers are copied into the output buffer. */
 static int
 append_set(struct mirror *mi, const struct reminder_key *k, int only_missing)
 {
@@ -288,7 +303,7 @@ append_set(struct mirror *mi, const struct reminder_key *k, int only_missing)
     lens[1] = mirror_key_format(key, sizeof key, mi->prefix, k->reminder_id, k->fire_at_ms);
     lens[4] = (size_t)snprintf(at, sizeof at, "%" PRId64, k->fire_at_ms);
     lens[0] = 3, lens[2] = 0, lens[3] = 4, lens[5] = 2;
-    if (redisAppendCommandArgv(mi->c, only_missing ? 6 : 5, argv, lens) != REDIS_OK) {
+    if (redis_conn_append(mi->c, only_missing ? 6 : 5, argv, lens) != 0) {
         drop(mi);
         return -1;
     }
@@ -343,7 +358,7 @@ append_del(struct mirror *mi, const struct reminder_key *k)
     size_t lens[2] = {3, 0};
 
     lens[1] = mirror_key_format(key, sizeof key, mi->prefix, k->reminder_id, k->fire_at_ms);
-    if (redisAppendCommandArgv(mi->c, 2, argv, lens) != REDIS_OK) {
+    if (redis_conn_append(mi->c, 2, argv, lens) != 0) {
         drop(mi);
         return -1;
     }
@@ -379,8 +394,6 @@ mirror_disarm(struct mirror *mi, const struct reminder_key *keys, size_t n)
 int
 mirror_disarm_nowait(struct mirror *mi, const struct reminder_key *keys, size_t n)
 {
-    int done = 0;
-
     if (n == 0)
         return 0;
     if (connected(mi) != 0)
@@ -388,11 +401,10 @@ mirror_disarm_nowait(struct mirror *mi, const struct reminder_key *keys, size_t 
     for (size_t i = 0; i < n; i++)
         if (append_del(mi, &keys[i]) != 0)
             return -1;
-    while (!done)
-        if (redisBufferWrite(mi->c, &done) != REDIS_OK) {
-            drop(mi);
-            return -1;
-        }
+    if (redis_conn_flush(mi->c) != 0) {
+        drop(mi);
+        return -1;
+    }
     mi->unread = n;
     return 0;
 }
@@ -464,8 +476,9 @@ mirror_ensure_notify(struct mirror *mi, char *err, size_t errlen)
     char want[MIRROR_NOTIFY_MAX + 2];
 
     if (connected(mi) != 0) {
-        snprintf(err, errlen, "redis unreachable at %s:%d (cannot check notify-keyspace-events)",
-                 mi->host, mi->port);
+        snprintf(err, errlen,
+                 "redis unreachable at %s:%d (cannot check notify-keyspace-events): %s", mi->host,
+                 mi->port, mi->why);
         return -1;
     }
     if (exec(mi, 3, get, reply_notify, &nt) != 0)
@@ -575,10 +588,16 @@ mirror_run_id(struct mirror *mi, char out[MIRROR_RUN_ID_MAX + 1])
 }
 
 /* Accessors for mirror_claim.c, mirror_stream.c and expiry.c (mirror_internal.h). */
-struct redisContext *
+struct redis_conn *
 mirror_conn(struct mirror *mi)
 {
     return connected(mi) == 0 ? mi->c : NULL;
+}
+
+const char *
+mirror_conn_error(const struct mirror *mi)
+{
+    return mi->why;
 }
 
 void

@@ -1,9 +1,10 @@
-/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c and
- * expiry.c). One key per pending occurrence: "<prefix>:rem:<reminder_id>:<fire_at_ms>",
- * empty value, PXAT fire_at_ms. This is the only code that writes reminder keys. A struct mirror
- * belongs to one thread. Redis being down never blocks a caller for long: connects and commands
- * time out (after MIRROR_CONNECT_TIMEOUT_MS and MIRROR_COMMAND_TIMEOUT_MS, or the one timeout of
- * the options) and a failed connect is not retried for MIRROR_RECONNECT_BACKOFF_MS. */
+/* mirror.h -- the Redis mirror of pending reminders (hiredis lives only in mirror*.c,
+ * redis_conn.c and expiry.c). One key per pending occurrence:
+ * "<prefix>:rem:<reminder_id>:<fire_at_ms>", empty value, PXAT fire_at_ms. This is the only code
+ * that writes reminder keys. A struct mirror belongs to one thread. Redis being down never blocks a
+ * caller for long: connects and commands time out (after MIRROR_CONNECT_TIMEOUT_MS and
+ * MIRROR_COMMAND_TIMEOUT_MS, or the one timeout of the options) and a failed connect is not retried
+ * for MIRROR_RECONNECT_BACKOFF_MS. */
 #ifndef TOCSIN_MIRROR_H
 #define TOCSIN_MIRROR_H
 
@@ -33,6 +34,10 @@ struct mirror_opts {
     int64_t horizon_ms;   /* only occurrences due within now + horizon_ms are armed */
     const char *user;     /* NULL = AUTH with the password alone (Redis's default user) */
     int timeout_ms;       /* connect and command timeout; 0 = the MIRROR_*_TIMEOUT_MS defaults */
+    int tls;              /* rediss://: TLS with the server's certificate and name verified */
+    const char *tls_ca;   /* CA file; NULL = the system's CA directory */
+    const char *tls_cert; /* client certificate chain; NULL = none */
+    const char *tls_key;  /* its key; NULL = in tls_cert */
 };
 
 /* The Redis settings of cfg (borrowed: cfg must outlive the options) with the given timeout

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mirror_internal.h"
+#include "redis_conn.h"
 
 #define CLAIM_NUM_MAX 24 /* decimal int64 and NUL */
 #define CLAIM_KEY_MAX (MIRROR_PREFIX_MAX + 56)
@@ -20,7 +21,7 @@ mirror_claim_key(char *buf, size_t buflen, const char *prefix, int64_t reminder_
 }
 
 static int
-append(redisContext *c, const char *prefix, const struct reminder_key *k, const char *instance,
+append(struct redis_conn *c, const char *prefix, const struct reminder_key *k, const char *instance,
        const char *ttl)
 {
     char key[CLAIM_KEY_MAX];
@@ -28,20 +29,20 @@ append(redisContext *c, const char *prefix, const struct reminder_key *k, const 
     size_t lens[] = {3, 0, strlen(instance), 2, 2, strlen(ttl)};
 
     lens[1] = mirror_claim_key(key, sizeof key, prefix, k->reminder_id, k->fire_at_ms);
-    return redisAppendCommandArgv(c, 6, argv, lens) == REDIS_OK ? 0 : -1;
+    return redis_conn_append(c, 6, argv, lens);
 }
 
 /* Reads n replies: OK = won, nil = lost. Returns -1 on an I/O error (connection dropped) or an
  * error reply (connection kept: the protocol is still in sync). */
 static int
-collect(struct mirror *mi, redisContext *c, size_t n, unsigned char *won)
+collect(struct mirror *mi, struct redis_conn *c, size_t n, unsigned char *won)
 {
     int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
         redisReply *r;
 
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL) {
+        if (redis_conn_reply(c, &r) != 0) {
             mirror_conn_lost(mi);
             return -1;
         }
@@ -64,7 +65,7 @@ mirror_claim(struct mirror *mi, const struct reminder_key *k, size_t n, const ch
 
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     for (size_t i = 0; i < n;) {
-        redisContext *c = mirror_conn(mi);
+        struct redis_conn *c = mirror_conn(mi);
         size_t chunk = n - i < MIRROR_CLAIM_PIPELINE_MAX ? n - i : MIRROR_CLAIM_PIPELINE_MAX;
 
         if (c == NULL)

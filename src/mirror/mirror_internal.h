@@ -1,17 +1,20 @@
 /* mirror_internal.h -- what mirror.c lends to mirror_claim.c, mirror_stream.c and expiry.c (the
  * other Redis users): the connection with its lazy connect and reconnect backoff, and the key
- * prefix. Only those files include this; the caller must include hiredis.h to use the context. */
+ * prefix. Only those files include this; the caller uses the connection through redis_conn.h. */
 #ifndef TOCSIN_MIRROR_INTERNAL_H
 #define TOCSIN_MIRROR_INTERNAL_H
 
 #include "mirror.h"
 
-struct redisContext;
+struct redis_conn;
 
-/* The connected context (connecting first unless the reconnect backoff is running), or NULL.
+/* The connected connection (connecting first unless the reconnect backoff is running), or NULL.
  * Borrowed: valid until mirror_conn_lost or mirror_free. */
-struct redisContext *mirror_conn(struct mirror *mi);
-/* Drops the context after an I/O error and starts the reconnect backoff. */
+struct redis_conn *mirror_conn(struct mirror *mi);
+/* Why the last connect or I/O failed: the socket error, a TLS verify result ("TLS certificate
+ * verify failed for host: ..."), "AUTH or SELECT refused"; "" while connected. */
+const char *mirror_conn_error(const struct mirror *mi);
+/* Drops the connection after an I/O error and starts the reconnect backoff. */
 void mirror_conn_lost(struct mirror *mi);
 /* The key prefix (NUL-terminated, at most MIRROR_PREFIX_MAX bytes). */
 const char *mirror_prefix(const struct mirror *mi);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mirror_internal.h"
+#include "redis_conn.h"
 
 size_t
 mirror_stream_channel(char *buf, size_t buflen, const char *prefix)
@@ -49,7 +50,7 @@ int
 mirror_stream_publish(struct mirror *mi, const struct stream_head *h, size_t n)
 {
     char channel[MIRROR_STREAM_CHANNEL_MAX], msg[MIRROR_STREAM_MESSAGE_MAX];
-    redisContext *c = mirror_conn(mi);
+    struct redis_conn *c = mirror_conn(mi);
     int rc = 0;
 
     if (c == NULL)
@@ -60,7 +61,7 @@ mirror_stream_publish(struct mirror *mi, const struct stream_head *h, size_t n)
         const char *argv[] = {"PUBLISH", channel, msg};
         size_t lens[] = {7, clen, (size_t)mlen};
 
-        if (redisAppendCommandArgv(c, 3, argv, lens) != REDIS_OK) {
+        if (redis_conn_append(c, 3, argv, lens) != 0) {
             mirror_conn_lost(mi);
             return -1;
         }
@@ -68,7 +69,7 @@ mirror_stream_publish(struct mirror *mi, const struct stream_head *h, size_t n)
     for (size_t i = 0; i < n; i++) {
         redisReply *r;
 
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL) {
+        if (redis_conn_reply(c, &r) != 0) {
             mirror_conn_lost(mi);
             return -1;
         }

@@ -44,7 +44,8 @@ export function requireEnv() {
     return {
         bin: process.env.TOCSIN_BIN,
         dbUrl: process.env.TOCSIN_TEST_DATABASE_URL,
-        redisUrl: process.env.TOCSIN_TEST_REDIS_URL,
+        // scripts/test.sh's TOCSIN_TEST_REDIS_TLS=1 run: the shared Redis's TLS port.
+        redisUrl: process.env.TOCSIN_TEST_REDIS_TLS_URL ?? process.env.TOCSIN_TEST_REDIS_URL,
         redisServerBin: process.env.REDIS_SERVER_BIN,
     };
 }
@@ -499,9 +500,31 @@ async function postgresProxy(dbUrl) {
 
 // ---------------------------------------------------------------- redis
 
-export function redisCli(url) {
+// The files of a TLS Redis for the shared one (scripts/test.sh with TOCSIN_TEST_REDIS_TLS=1), or
+// null: its CA, the server's certificate and key (for private servers) and, when Redis asks for
+// one, a client certificate and key.
+export function sharedRedisTls() {
+    const ca = process.env.TOCSIN_TEST_REDIS_TLS_CA;
+    return ca ? {
+        ca,
+        serverCert: process.env.TOCSIN_TEST_REDIS_TLS_SERVER_CERT,
+        serverKey: process.env.TOCSIN_TEST_REDIS_TLS_SERVER_KEY,
+    } : null;
+}
+
+// redis-cli's TLS arguments for a rediss:// URL: the CA, and the client certificate when given.
+function cliTlsArgs(url, tls) {
+    if (!url.startsWith('rediss://')) {
+        return [];
+    }
+    const files = tls ?? sharedRedisTls();
+    return ['--tls', '--cacert', files.ca, ...(files.cert ? ['--cert', files.cert, '--key', files.key] : [])];
+}
+
+export function redisCli(url, tls = null) {
+    const tlsArgs = cliTlsArgs(url, tls);
     const cmd = async (...args) => {
-        const r = await run('redis-cli', ['-u', url, ...args.map(String)]);
+        const r = await run('redis-cli', [...tlsArgs, '-u', url, ...args.map(String)]);
         if (r.code !== 0 || /^(ERR|WRONGTYPE|Could not connect)/m.test(r.stdout + r.stderr)) {
             throw new Error(`redis-cli ${args.join(' ')}: ${r.stdout}${r.stderr}`);
         }
@@ -510,7 +533,7 @@ export function redisCli(url) {
     return {
         url,
         cmd,
-        ping: async () => (await run('redis-cli', ['-u', url, 'PING'])).stdout.trim() === 'PONG',
+        ping: async () => (await run('redis-cli', [...tlsArgs, '-u', url, 'PING'])).stdout.trim() === 'PONG',
         pexpiretime: async (key) => Number(await cmd('PEXPIRETIME', key)),
         keys: async (pattern) => {
             const out = await cmd('KEYS', pattern);
@@ -520,20 +543,30 @@ export function redisCli(url) {
     };
 }
 
+// A redis-server of the test's own. With tls ({ ca, serverCert, serverKey, authClients, and cert
+// and key for redis-cli when authClients }), it listens on TLS only (--port 0 --tls-port).
 class PrivateRedis {
-    constructor(h, port) {
+    constructor(h, port, tls) {
         this.h = h;
         this.port = port;
-        this.url = `redis://127.0.0.1:${port}/0`;
-        this.cli = redisCli(this.url);
+        this.tls = tls;
+        this.url = `${tls ? 'rediss' : 'redis'}://127.0.0.1:${port}/0`;
+        this.cli = redisCli(this.url, tls);
         this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-api-redis-'));
         this.proc = null;
     }
 
     get pid() { return this.proc?.child.pid; }
 
+    listenArgs() {
+        const t = this.tls;
+        return t ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', t.serverCert,
+            '--tls-key-file', t.serverKey, '--tls-ca-cert-file', t.ca,
+            '--tls-auth-clients', t.authClients ? 'yes' : 'no'] : ['--port', String(this.port)];
+    }
+
     async start() {
-        const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+        const args = [...this.listenArgs(), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
             '--dir', this.dir, '--daemonize', 'no'];
         const child = spawn(this.h.env.redisServerBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
         this.proc = track(this.h, child, `redis-server :${this.port}`);
@@ -652,6 +685,7 @@ export async function harness(name) {
             LANG: 'C',
             TOCSIN_DATABASE_URL: h.dbUrl,
             TOCSIN_REDIS_URL: env.redisUrl,
+            ...(sharedRedisTls() ? { TOCSIN_REDIS_TLS_CA: sharedRedisTls().ca } : {}),
             TOCSIN_REDIS_PREFIX: `t${process.pid}_${h.serial}_${Math.random().toString(36).slice(2, 8)}`,
             TOCSIN_LOG_LEVEL: 'warn',
             // A test that names its own database (start-up tests) does not go through the pooler.
@@ -668,8 +702,9 @@ export async function harness(name) {
     };
     h.startServer = async (extra = {}) => (await h.newServer(extra)).start();
     h.servers = [];
-    h.startRedis = async () => {
-        const r = new PrivateRedis(h, await freePort());
+    // A private Redis: TLS when asked (tls as for PrivateRedis), or when the shared one is.
+    h.startRedis = async (tls = sharedRedisTls()) => {
+        const r = new PrivateRedis(h, await freePort(), tls);
         h.redises.push(r);
         return r.start();
     };

@@ -105,7 +105,8 @@ test('PostgreSQL never comes: exit 1 after TOCSIN_DB_WAIT_S, naming the setting'
 test('a bad TOCSIN_DATABASE_URL or TOCSIN_REDIS_URL stops the start with exit 2 naming the variable', async () => {
     const cases = [
         [{ TOCSIN_DATABASE_URL: 'postgresql://db/tocsin?sslmod=require' }, /^tocsin: TOCSIN_DATABASE_URL: .*sslmod/],
-        [{ TOCSIN_REDIS_URL: 'rediss://:pw@redis:6380/0' }, /^tocsin: TOCSIN_REDIS_URL: .*TLS.*stunnel/],
+        [{ TOCSIN_REDIS_URL: 'redisx://:pw@redis:6380/0' }, /^tocsin: TOCSIN_REDIS_URL: .*rediss:\/\/ \(TLS\)/],
+        [{ TOCSIN_REDIS_URL: 'redis://:pw@redis:6380/0', TOCSIN_REDIS_TLS_CA: '/ca.pem' }, /^tocsin: TOCSIN_REDIS_TLS_CA: .*rediss:\/\//],
         [{ TOCSIN_REDIS_URL: 'redis://h/0?db=1' }, /^tocsin: TOCSIN_REDIS_URL: .*query/],
     ];
     for (const [extra, want] of cases) {

@@ -6,6 +6,7 @@
 #include "fixture_redis.h"
 #include "mirror.h"
 #include "mirror_internal.h"
+#include "redis_conn.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -259,8 +260,9 @@ test_identity(struct mirror *mi)
      * host gone without a reset. */
     int keepalive = 0;
     socklen_t len = sizeof keepalive;
-    redisContext *c = mirror_conn(mi);
-    CHECK(c != NULL && getsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &keepalive, &len) == 0 &&
+    struct redis_conn *c = mirror_conn(mi);
+    CHECK(c != NULL &&
+              getsockopt(redis_conn_fd(c), SOL_SOCKET, SO_KEEPALIVE, &keepalive, &len) == 0 &&
               keepalive == 1,
           "SO_KEEPALIVE on the connection");
     CHECK(mirror_run_id(mi, id) == 0, "run_id failed");

@@ -66,7 +66,7 @@ static const struct {
     {"TOCSIN_REDIS_URL", "redis://h:0/0", 0},
     {"TOCSIN_REDIS_URL", "redis://:6379", 0},
     {"TOCSIN_REDIS_URL", "redis://u:p@[::1]:1/0", 1},
-    {"TOCSIN_REDIS_URL", "rediss://h:1/0", 0},
+    {"TOCSIN_REDIS_URL", "rediss://h:1/0", 1},
     {"TOCSIN_DATABASE_URL", "postgresql://u:p%40w@db:5432/tocsin?sslmode=require", 1},
     {"TOCSIN_DATABASE_URL", "host=db port=5432 dbname=tocsin", 1},
     {"TOCSIN_DATABASE_URL", "postgresql://db/tocsin?sslmod=require", 0},
@@ -156,6 +156,24 @@ main(void)
     CHECK(config_load(&cfg, err, sizeof(err)) == 0 && strcmp(cfg.redis_user, "ops") == 0 &&
               strcmp(cfg.redis_password, "a/b") == 0,
           "redis ACL user fields");
+    /* TLS files only with rediss://; a key only with its certificate. */
+    setenv("TOCSIN_REDIS_TLS_CA", "ca.pem", 1);
+    CHECK(config_load(&cfg, err, sizeof(err)) != 0 && strstr(err, "TOCSIN_REDIS_TLS_CA") != NULL &&
+              strstr(err, "rediss://") != NULL,
+          "a CA with redis://: %s", err);
+    setenv("TOCSIN_REDIS_URL", "rediss://redis.local:6380/0", 1);
+    setenv("TOCSIN_REDIS_TLS_KEY", "key.pem", 1);
+    CHECK(config_load(&cfg, err, sizeof(err)) != 0 && strstr(err, "TOCSIN_REDIS_TLS_CERT") != NULL,
+          "a key alone: %s", err);
+    setenv("TOCSIN_REDIS_TLS_CERT", "cert.pem", 1);
+    CHECK(config_load(&cfg, err, sizeof(err)) == 0 && cfg.redis_tls &&
+              strcmp(cfg.redis_tls_ca, "ca.pem") == 0 &&
+              strcmp(cfg.redis_tls_cert, "cert.pem") == 0 &&
+              strcmp(cfg.redis_tls_key, "key.pem") == 0,
+          "rediss:// with its files: %s", err);
+    unsetenv("TOCSIN_REDIS_TLS_CA");
+    unsetenv("TOCSIN_REDIS_TLS_CERT");
+    unsetenv("TOCSIN_REDIS_TLS_KEY");
     unsetenv("TOCSIN_REDIS_URL");
     /* A share's error names its unit: "0.5" is not half. */
     setenv("TOCSIN_DELIVERY_TENANT_SHARE", "0.5", 1);

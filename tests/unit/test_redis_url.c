@@ -1,5 +1,6 @@
 /* test_redis_url.c -- TOCSIN_REDIS_URL through libcurl's URL API: every field, percent-decoding,
- * IPv6, ACL users, the db bound (at the limit and one past), and the refusals with their reason. */
+ * IPv6, ACL users, rediss:// (TLS), the db bound (at the limit and one past), and the refusals with
+ * their reason. */
 #include <string.h>
 
 #include "check.h"
@@ -10,30 +11,33 @@ static const struct {
     const char *host;
     int port, db;
     const char *user, *password;
+    int tls;
 } good[] = {
-    {"redis://127.0.0.1:6379/0", "127.0.0.1", 6379, 0, "", ""},
-    {"redis://localhost", "localhost", 6379, 0, "", ""},
-    {"redis://localhost/", "localhost", 6379, 0, "", ""},
-    {"REDIS://Redis.Example:1/15", "Redis.Example", 1, 15, "", ""},
-    {"redis://h:65535/3", "h", 65535, 3, "", ""},
-    {"redis://:secret@h:1/15", "h", 1, 15, "", "secret"},
+    {"redis://127.0.0.1:6379/0", "127.0.0.1", 6379, 0, "", "", 0},
+    {"redis://localhost", "localhost", 6379, 0, "", "", 0},
+    {"redis://localhost/", "localhost", 6379, 0, "", "", 0},
+    {"REDIS://Redis.Example:1/15", "Redis.Example", 1, 15, "", "", 0},
+    {"redis://h:65535/3", "h", 65535, 3, "", "", 0},
+    {"redis://:secret@h:1/15", "h", 1, 15, "", "secret", 0},
     /* an ACL user: AUTH user password */
-    {"redis://tocsin:s3cret@redis:6380/2", "redis", 6380, 2, "tocsin", "s3cret"},
+    {"redis://tocsin:s3cret@redis:6380/2", "redis", 6380, 2, "tocsin", "s3cret", 0},
     /* percent-encoded: '@' ':' '/' '%' '#' '?' ' ' in the password, '@' in the user */
     {"redis://app%40team:p%40ss%3Aw%2Frd%25%23%3F%20x@h/1", "h", 6379, 1, "app@team",
-     "p@ss:w/rd%#? x"},
-    {"redis://[::1]:6390/4", "::1", 6390, 4, "", ""},
-    {"redis://[2001:db8::7]/0", "2001:db8::7", 6379, 0, "", ""},
-    {"redis://:pw@[fe80::1%25eth0]:7000", "fe80::1%eth0", 7000, 0, "", "pw"},
+     "p@ss:w/rd%#? x", 0},
+    {"redis://[::1]:6390/4", "::1", 6390, 4, "", "", 0},
+    {"redis://[2001:db8::7]/0", "2001:db8::7", 6379, 0, "", "", 0},
+    {"redis://:pw@[fe80::1%25eth0]:7000", "fe80::1%eth0", 7000, 0, "", "pw", 0},
+    /* rediss:// is TLS, with everything else as for redis:// */
+    {"rediss://u:pw@redis.example:6380/2", "redis.example", 6380, 2, "u", "pw", 1},
+    {"REDISS://h", "h", 6379, 0, "", "", 1},
 };
 
 static const struct {
     const char *url;
     const char *why; /* a word the reason must contain */
 } bad[] = {
-    {"rediss://h:6380/0", "TLS"},
-    {"rediss://:pw@h/0", "stunnel"},
-    {"http://h:1/0", "scheme"},
+    {"http://h:1/0", "rediss://"},
+    {"redisss://h:1/0", "scheme"},
     {"h:6379", "redis://"},
     {"redis://h:1/16", "/15"},
     {"redis://h:1/-1", "/15"},
@@ -70,6 +74,7 @@ main(void)
         CHECK(strcmp(u.user, good[i].user) == 0, "%s: user %s", good[i].url, u.user);
         CHECK(strcmp(u.password, good[i].password) == 0, "%s: password %s", good[i].url,
               u.password);
+        CHECK(u.tls == good[i].tls, "%s: tls %d", good[i].url, u.tls);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
