@@ -235,6 +235,32 @@ export interface paths {
         patch: operations["patchOccurrence"];
         trace?: never;
     };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's counts and fire lateness over the last hour or day
+         * @description Read from PostgreSQL at each request: deliveries pending now, reminder occurrences due in
+         *     the next hour, and over the window the reminders fired, the deliveries whose outcome was
+         *     recorded (delivered, failed; `skipped` is always 0 in this version: no delivery is
+         *     skipped), and fire lateness (fired at minus due) overall; per channel the same counts
+         *     with the lateness of recorded outcomes (outcome time minus due); and buckets, oldest
+         *     first: 12 of 5 minutes for `1h`, 24 of an hour for `24h`. Lateness is null where
+         *     nothing fired (or, per channel, nothing was recorded).
+         */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deliveries": {
         parameters: {
             query?: never;
@@ -1051,6 +1077,60 @@ export interface components {
             /** Format: uuid */
             meeting_id: string;
             meeting_title: string | null;
+        };
+        /** @description GET /v1/stats's answer. */
+        Stats: {
+            /** @enum {string} */
+            window: "1h" | "24h";
+            /**
+             * Format: date-time
+             * @description Now minus the window.
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description Now.
+             */
+            to: string;
+            /** @description The tenant's deliveries pending now, whatever their due time. */
+            pending: number;
+            /** @description Reminder occurrences due to fire in the next hour. */
+            due_next_hour: number;
+            fired: number;
+            delivered: number;
+            failed: number;
+            skipped: number;
+            lateness_ms: components["schemas"]["StatsLateness"];
+            channels: {
+                webhook: components["schemas"]["StatsChannel"];
+                push: components["schemas"]["StatsChannel"];
+                email: components["schemas"]["StatsChannel"];
+                stream: components["schemas"]["StatsChannel"];
+            };
+            buckets: components["schemas"]["StatsBucket"][];
+        };
+        /** @description Lateness in milliseconds; all three null when there is nothing to measure. */
+        StatsLateness: {
+            p50: number | null;
+            p99: number | null;
+            max: number | null;
+        };
+        StatsChannel: {
+            pending: number;
+            delivered: number;
+            failed: number;
+            skipped: number;
+            lateness_ms: components["schemas"]["StatsLateness"];
+        };
+        StatsBucket: {
+            /** Format: date-time */
+            start: string;
+            fired: number;
+            delivered: number;
+            failed: number;
+            skipped: number;
+            lateness_p50_ms: number | null;
+            lateness_p99_ms: number | null;
         };
         /** @description One attempt of a delivery, as the statement that recorded its outcome wrote it. */
         DeliveryAttempt: {
@@ -2566,6 +2646,36 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                window?: "1h" | "24h";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stats of the window ending now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            406: components["responses"]["NotAcceptable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -44,6 +44,7 @@ enum db_stmt {
     STMT_DELIVERY_GET,
     STMT_DELIVERY_RETRY,
     STMT_DELIVERY_RECOVER,
+    STMT_STATS,          /* db_stats.c */
     STMT_WEBHOOK_INSERT, /* db_webhook.c */
     STMT_WEBHOOK_LIST,
     STMT_WEBHOOK_GET,

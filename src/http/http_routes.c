@@ -24,6 +24,7 @@ const struct route http_routes[] = {
     {"GET", "/v1/deliveries", handle_deliveries_list, ROUTE_API_KEY},
     {"GET", "/v1/deliveries/{id}", handle_delivery_get, ROUTE_API_KEY},
     {"POST", "/v1/deliveries/{id}/retry", handle_delivery_retry, ROUTE_API_KEY},
+    {"GET", "/v1/stats", handle_stats, ROUTE_API_KEY},
     {"POST", "/v1/webhooks", handle_webhooks_post, ROUTE_API_KEY},
     {"GET", "/v1/webhooks", handle_webhooks_list, ROUTE_API_KEY},
     {"GET", "/v1/webhooks/{id}", handle_webhook_get, ROUTE_API_KEY},

@@ -19,6 +19,7 @@ int handle_meeting_patch(struct request *rq);
 int handle_meeting_delete(struct request *rq);
 int handle_meeting_deliveries(struct request *rq);
 int handle_deliveries_list(struct request *rq);
+int handle_stats(struct request *rq);
 int handle_delivery_get(struct request *rq);
 int handle_delivery_retry(struct request *rq);
 int handle_webhook_recover(struct request *rq);
