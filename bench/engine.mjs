@@ -40,7 +40,7 @@ const BULLMQ_REDIS_PORT = Number(env('BENCH_BULLMQ_REDIS_PORT', '0'));
 const BIN = env('TOCSIN_BIN');
 const PSQL = env('BENCH_PSQL', 'psql');
 const REPLICAS = Number(env('BENCH_REPLICAS', '3'));
-const SCENARIOS = env('BENCH_SCENARIOS', 'burst kill work throughput lateness').split(/\s+/).filter(Boolean);
+const SCENARIOS = env('BENCH_SCENARIOS', 'steady burst kill work throughput lateness').split(/\s+/).filter(Boolean);
 const BURST = Number(env('BENCH_BURST', '50000'));
 const BULLMQ_WORKERS = Number(env('BENCH_BULLMQ_WORKERS', '3'));
 const BULLMQ_CONCURRENCY = Number(env('BENCH_BULLMQ_CONCURRENCY', '100'));
@@ -430,6 +430,7 @@ async function burst(ctx) {
         log(`BullMQ: ${BURST} delayed jobs due at one instant, ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY}`);
         out.bullmq = await bullmqBurst(BURST);
     }
+    const idle = await idleOver(ctx.reps, IDLE_WINDOW_MS);
     const t0 = Date.now() + LEAD_MS + 10000;
     const seenBefore = ctx.rx.seen.size;
     const connsBefore = ctx.rx.connections;
@@ -440,9 +441,11 @@ async function burst(ctx) {
         await psql('SELECT pg_stat_statements_reset()');
     }
     const cpu0 = cpuSample(ctx.reps);
+    const start = Date.now();
     log('burst: the CPU window opens');
     const r = await collect(ctx.rx, b);
     r.cpu = cpuSince(cpu0, cpuSample(ctx.reps));
+    r.cpuPer = cpuPerReminder(r.cpu, Date.now() - start, idle, BURST);
     r.connections = ctx.rx.connections - connsBefore;
     log('burst: the CPU window closes');
     if (PG_STATEMENTS) {
@@ -530,6 +533,80 @@ async function lateness(ctx) {
     const r = await collect(ctx.rx, b);
     const pending = Number(await psql(`SELECT count(*) FROM reminders WHERE status = 'pending'`));
     return { tag: `lateness, ${pending} pending`, ...r, loadMs, pending, hop: await hop(ctx.rx, b) };
+}
+
+// CPU seconds of PostgreSQL, the replicas reps and this process over ms of wall time with nothing
+// due: the idle baseline of the same processes, measured in the same run.
+async function idleOver(reps, ms) {
+    const c0 = cpuSample(reps);
+    await sleep(ms);
+    return { ...cpuSince(c0, cpuSample(reps)), ms };
+}
+
+// CPU microseconds per reminder of a window: gross, the idle baseline scaled to the window's
+// wall time, and net (gross - idle), for PostgreSQL, the replicas and the receiver.
+function cpuPerReminder(cpu, windowMs, idle, n) {
+    const one = (k) => {
+        const gross = (cpu[k] * 1e6) / n, base = idle ? (idle[k] * 1e6 * windowMs) / idle.ms / n : 0;
+        return { gross, idle: base, net: gross - base };
+    };
+    const out = { pg: one('pg'), replicas: one('replicas'), self: one('self') };
+    out.pgReplicasNet = out.pg.net + out.replicas.net;
+    return out;
+}
+
+const cpuLine = (c) => ['pg', 'replicas', 'self'].map((k) => `${{ pg: 'PostgreSQL', replicas: 'replicas', self: 'receiver' }[k]} ` +
+    `${fmt(c[k].gross)} - idle ${fmt(c[k].idle)} = ${fmt(c[k].net)}`).join('; ') + `; PostgreSQL + replicas net ${fmt(c.pgReplicasNet)} us`;
+
+// PostgreSQL's database-wide counters (pg_stat_database, pg_stat_wal) so far. Backends publish
+// them within about a second of going idle: read STATS_FLUSH_MS after the work.
+async function pgCounters() {
+    const cols = ['xact_commit', 'xact_rollback', 'blks_hit', 'blks_read', 'tup_returned', 'tup_fetched',
+        'tup_inserted', 'tup_updated', 'tup_deleted'];
+    const line = await psql(`SELECT ${cols.join(', ')}, w.wal_records, w.wal_bytes, w.wal_write, w.wal_sync
+        FROM pg_stat_database, pg_stat_wal w WHERE datname = current_database()`);
+    const v = line.split('|').map(Number);
+    return Object.fromEntries([...cols, 'wal_records', 'wal_bytes', 'wal_write', 'wal_sync'].map((k, i) => [k, v[i]]));
+}
+
+// The statements of the window per reminder due (pg_stat_statements, reset at its start), by
+// time: calls, mean time, rows, blocks. The bench's own queries (psql) are left out.
+const statementTable = (fired) => psql(`SELECT concat_ws(' | ', to_char(calls::numeric / ${fired}, 'FM990.000') || ' calls',
+        to_char(mean_exec_time, 'FM990.000') || ' ms', to_char(rows::numeric / ${fired}, 'FM990.00') || ' rows',
+        to_char((shared_blks_hit + shared_blks_read)::numeric / ${fired}, 'FM9990.0') || ' blocks',
+        to_char(total_exec_time * 1000 / ${fired}, 'FM9990') || ' us/reminder', left(regexp_replace(query, '\\s+', ' ', 'g'), 100))
+    FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND calls > 0 ORDER BY total_exec_time DESC LIMIT 14`);
+
+// BENCH_DUE reminders due evenly over BENCH_SPREAD_S with the REPLICAS replicas and nothing else
+// pending: lateness, CPU per reminder (PostgreSQL, replicas, receiver) beside the idle CPU of the
+// same processes over the same wall time, measured just before, and PostgreSQL's commits, WAL
+// syncs, blocks and rows per reminder; with BENCH_PG_STATEMENTS=1 the statements too.
+async function steady(ctx) {
+    const windowMs = SPREAD_S * 1000 + CPU_LEAD_MS + 2000; // about the window measured below
+    log(`steady: the idle baseline, ${fmt1(windowMs / 1000)} s`);
+    const idle = await idleOver(ctx.reps, windowMs);
+    const seenBefore = ctx.rx.seen.size;
+    const b = { ...(await insertDue(ctx.tenant.id, DUE, Date.now() + LEAD_MS, SPREAD_S * 1000)), seenBefore };
+    log(`steady: ${DUE} reminders due over ${SPREAD_S} s`);
+    await sleep(b.t0 - CPU_LEAD_MS - Date.now());
+    const p0 = await pgCounters();
+    if (PG_STATEMENTS) {
+        await psql('SELECT pg_stat_statements_reset()');
+    }
+    const cpu0 = cpuSample(ctx.reps);
+    const start = Date.now();
+    let cpu = null, ms = 0, p1 = null, statements = null;
+    const r = await collect(ctx.rx, b, async () => {
+        cpu = cpuSince(cpu0, cpuSample(ctx.reps));
+        ms = Date.now() - start;
+        await sleep(STATS_FLUSH_MS);
+        p1 = await pgCounters();
+        statements = PG_STATEMENTS ? await statementTable(DUE) : null;
+    });
+    const fired = DUE - r.notFired;
+    const pg = Object.fromEntries(Object.keys(p1).map((k) => [k, (p1[k] - p0[k]) / fired]));
+    return { tag: `steady, ${DUE} due over ${SPREAD_S} s, ${ctx.reps.length} replicas`, ...r, windowMs: ms, idle,
+        cpuPer: cpuPerReminder(cpu, ms, idle, fired), pg, statements, hop: await hop(ctx.rx, b) };
 }
 
 // The delivery hop of each reminder due in [t0, last]: its receipt minus its fired_at (when the
@@ -686,6 +763,7 @@ function report(results) {
             const c = r.cpu;
             console.log(`  tocsin CPU, from ${CPU_LEAD_MS} ms before the due instant to the end of the wait (the last receipt + about 1 s): PostgreSQL ${c.pg.toFixed(2)} s, ` +
                 `replicas ${c.replicas.toFixed(2)} s, this process (the receiver) ${c.self.toFixed(2)} s; ${fmt(((c.pg + c.replicas + c.self) * 1e6) / r.n)} us per reminder in all; ${r.connections} connections opened to the receiver`);
+            console.log(`  CPU per reminder, us (gross - the idle baseline of the same processes, measured before over ${IDLE_WINDOW_MS / 1000} s, scaled to the window = net): ${cpuLine(r.cpuPer)}`);
             if (r.bullmq) {
                 console.log(`  BullMQ: all ${r.bullmq.processed} of ${r.bullmq.n} jobs processed ${fmt(r.bullmq.allAfterMs)} ms after the due instant (lateness ${r.bullmq.lat}); ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY} whose processor only records receipt: no HTTP request, nothing recorded durably`);
                 console.log(`  ratio tocsin / BullMQ: ${(r.allAfterMs / r.bullmq.allAfterMs).toFixed(2)}`);
@@ -706,6 +784,17 @@ function report(results) {
             console.log(`  (requests out, as the gauge counts them: sent and not recorded yet, answered ones included until they are recorded, 5 ms at most; what a replica can repeat is bounded by its TOCSIN_DELIVERY_WORKERS x TOCSIN_DELIVERY_RECEIVER_CONCURRENCY, 2 x 16 by default, for one receiver)`);
             console.log(`  the ${r.held} rows it held (leased, in flight or queued) were all delivered ${fmt(r.recoveredMs)} ms after the kill`);
             console.log(`  the same burst with no kill, just before: max lateness ${fmt(r.base.late[r.base.late.length - 1])} ms (lateness ${lat(r.base)}; ${checks(r.base)})`);
+        } else if (r.tag.startsWith('steady')) {
+            console.log(`\n${r.tag}: ${checks(r)}`);
+            console.log(`  received ${lat(r)}; recorded fired (fired_at - fire_at) ${r.fired}; delivery hop (receipt - fired_at) ${lat({ late: r.hop })}`);
+            console.log(`  CPU per reminder over ${fmt1(r.windowMs / 1000)} s, us (gross - the idle baseline of the same processes over ${fmt1(r.idle.ms / 1000)} s just before, scaled = net): ${cpuLine(r.cpuPer)}`);
+            const p = r.pg;
+            console.log(`  PostgreSQL per fired reminder: ${fmt1(p.xact_commit)} commits (${fmt1(p.xact_rollback)} rollbacks), ${fmt1(p.wal_sync)} WAL syncs, ${fmt1(p.wal_write)} WAL writes, ` +
+                `${fmt1(p.wal_records)} WAL records (${fmt(p.wal_bytes)} bytes), ${fmt1(p.blks_hit + p.blks_read)} blocks, rows: ${fmt1(p.tup_returned)} returned, ${fmt1(p.tup_fetched)} fetched, ` +
+                `${fmt1(p.tup_inserted)} inserted, ${fmt1(p.tup_updated)} updated, ${fmt1(p.tup_deleted)} deleted`);
+            if (r.statements) {
+                console.log(`  statements per reminder due, by time (pg_stat_statements):\n    ${r.statements.split('\n').join('\n    ')}`);
+            }
         } else if (r.tag.startsWith('lateness')) {
             console.log(`\n${r.tag} (loaded through the API in ${fmt1(r.loadMs / 1000)} s, measured right after): ${checks(r)}`);
             console.log(`  received ${lat(r)}; recorded fired (fired_at - fire_at) ${r.fired}; delivery hop (receipt - fired_at) ${lat({ late: r.hop })}`);
@@ -751,7 +840,7 @@ async function main() {
         ctx.reps = await startReplicas(REPLICAS);
         await registerWebhook(ctx.reps[0], ctx.tenant, `http://127.0.0.1:${ctx.rx.port}/hook`);
         ctx.loadTenant = await newTenant('load'); // no webhook: its reminders stay pending anyway
-        for (const [name, fn] of [['burst', burst], ['kill', kill], ['work', work], ['throughput', throughput], ['lateness', lateness]]) {
+        for (const [name, fn] of [['steady', steady], ['burst', burst], ['kill', kill], ['work', work], ['throughput', throughput], ['lateness', lateness]]) {
             for (ctx.round = 1; SCENARIOS.includes(name) && ctx.round <= (name === 'burst' ? BURST_ROUNDS : 1); ctx.round++) {
                 results.push(await fn(ctx));
             }

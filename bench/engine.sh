@@ -2,15 +2,16 @@
 # bench/engine.sh -- the reminder engine and its delivery at scale (bench/engine.mjs), with BullMQ
 # as the baseline of the burst (bench/bullmq.mjs), in one run: a release build, its own PostgreSQL
 # and Redis under .local/bench-engine, a second Redis for BullMQ, replicas and local receivers.
-# Environment (defaults in engine.mjs): BENCH_SCENARIOS ("burst kill work throughput lateness"),
-# BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BURST_ROUNDS (1: the burst and BullMQ's this
+# Environment (defaults in engine.mjs): BENCH_SCENARIOS ("steady burst kill work throughput
+# lateness"), BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BURST_ROUNDS (1: the burst and BullMQ's this
 # many times, each ratio and the median), BENCH_BULLMQ_WORKERS (3), BENCH_BULLMQ_CONCURRENCY
 # (100), BENCH_KILL_BURST (10000), BENCH_WORK_REPLICAS ("1 3 6"), BENCH_WORK_DUE (10000),
 # BENCH_SLOW_MS (100), BENCH_SLOW_WEBHOOKS ("1 16"), BENCH_SLOW_DELIVERIES (20000), BENCH_PENDING
 # (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS
 # (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # TOCSIN_BENCH_BULLMQ_REDIS_PORT. BENCH_PG_STATEMENTS=1: the burst also prints PostgreSQL's
-# statements by time, and the work scenario by blocks per fired reminder (pg_stat_statements).
+# statements by time, the steady one per reminder, and the work scenario by blocks per fired
+# reminder (pg_stat_statements); BENCH_PG_CONF, more postgresql.conf lines.
 # Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -52,6 +53,12 @@ bench_servers_wipe "$DIR"
 PG_CONF=("max_connections = 300" "shared_buffers = 512MB")
 if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
     PG_CONF+=("shared_preload_libraries = 'pg_stat_statements'")
+fi
+# BENCH_PG_CONF: more postgresql.conf lines, one a line, for an experiment (what the commits'
+# WAL flushes cost: "synchronous_commit = off"). The defaults are PostgreSQL's: fsync on.
+if [ -n "${BENCH_PG_CONF:-}" ]; then
+    mapfile -t extra <<<"$BENCH_PG_CONF"
+    PG_CONF+=("${extra[@]}")
 fi
 bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "${PG_CONF[@]}"
 tocsin_redis_start "$DIR/bullmq-redis" "$BULLMQ_REDIS_PORT"
