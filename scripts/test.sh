@@ -172,6 +172,12 @@ TOCSIN_PROMTOOL=$(tocsin_promtool)
 export TOCSIN_PROMTOOL
 tocsin_build build-asan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=ON \
     -DTOCSIN_TSAN=OFF
+# The images build the service optimised, and only optimisation shows some warnings (format
+# truncation among them): build it that way too, so such a warning fails here first.
+tocsin_log "building the service in build-release"
+cmake -S "$TOCSIN_ROOT" -B "$TOCSIN_ROOT/build-release" --log-level=WARNING -DCMAKE_BUILD_TYPE=Release \
+    -DTOCSIN_WERROR=ON >/dev/null
+cmake --build "$TOCSIN_ROOT/build-release" -j "$(nproc)" --target tocsin
 
 tocsin_log "starting PostgreSQL on 127.0.0.1:$PG_PORT and Redis on 127.0.0.1:$REDIS_PORT"
 tocsin_redis_stop "$TEST_DIR/redis"

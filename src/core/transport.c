@@ -41,14 +41,17 @@ static void
 ssl_why(char *err, size_t errlen, const char *what, const char *fallback)
 {
     unsigned long e = ERR_get_error();
-    char buf[TRANSPORT_ERR_MAX];
+    int n = snprintf(err, errlen, "%s: ", what);
 
-    if (e == 0)
-        snprintf(buf, sizeof buf, "%s", fallback);
-    else
-        ERR_error_string_n(e, buf, sizeof buf);
+    /* The cause is written in place after the prefix, so a long prefix truncates the cause
+     * instead of overflowing a second buffer. */
+    if (n >= 0 && (size_t)n < errlen) {
+        if (e == 0)
+            snprintf(err + n, errlen - (size_t)n, "%s", fallback);
+        else
+            ERR_error_string_n(e, err + n, errlen - (size_t)n);
+    }
     ERR_clear_error();
-    snprintf(err, errlen, "%s: %s", what, buf);
 }
 
 static int
