@@ -77,7 +77,7 @@ before(async () => {
     fx.northwind = await meeting('Customer call: Northwind', DUE);
     await meeting('Weekly sync', DUE, { location: 'Room 2' });
     await meeting('Design review', 90, { reminders: [{ minutes_before: 15 }, { minutes_before: 5 }] });
-    await meeting('Team standup', 24 * 60, { time_zone: 'Europe/London', recurrence: { rrule: 'FREQ=DAILY;COUNT=20' } });
+    fx.standup = await meeting('Team standup', 24 * 60, { time_zone: 'Europe/London', recurrence: { rrule: 'FREQ=DAILY;COUNT=20' } });
     // Two due meetings x two webhooks: the bad receiver's fail (two attempts), the others deliver.
     const settled = await waitFor(async () => {
         const r = await srv.req('GET', '/v1/deliveries?channel=webhook&limit=200', { key });
@@ -313,6 +313,7 @@ test('every view at 1280 and 390 px: no console error, no horizontal overflow at
         ['endpoints', '#/endpoints'],
         ['meetings', '#/meetings'],
         ['meeting-timeline', `#/meetings/${fx.northwind.id}`],
+        ['series-timeline', `#/meetings/${fx.standup.id}`],
         ['deliveries-empty', '#/deliveries?q=no-such-thing-anywhere'],
     ];
     for (const width of WIDTHS) {

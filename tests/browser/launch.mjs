@@ -8,11 +8,13 @@ import puppeteer from 'puppeteer-core';
 export const CHROMIUM = process.env.TOCSIN_TEST_CHROMIUM || '/usr/bin/chromium';
 const LAUNCH_TIMEOUT_MS = 60000;
 
+// Checked when a test file imports this, before it starts any server.
+if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} does not exist: the browser tests need Debian's chromium (scripts/lib.sh installs it); refusing to skip`);
+}
+
 // Resolves to {browser, close()}: close() ends the browser and removes its profile.
 export async function launchChromium(extraArgs = []) {
-    if (!fs.existsSync(CHROMIUM)) {
-        throw new Error(`${CHROMIUM} does not exist: the browser tests need Debian's chromium (scripts/lib.sh installs it); refusing to skip`);
-    }
     const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-chromium-'));
     const browser = await puppeteer.launch({
         executablePath: CHROMIUM,

@@ -53,10 +53,10 @@ function attemptsTable(attempts) {
     if (attempts.length === 0) return empty('No attempt yet', 'A pending delivery is tried when it is due.');
     return h('div.table-wrap', {}, h('table.attempts', {},
         h('caption', {}, 'Attempts, oldest first'),
-        h('thead', {}, h('tr', {}, ['#', 'At', 'Outcome', 'HTTP', 'Took', 'Replica'].map((c, i) => h(`th${i === 0 || i === 3 || i === 4 ? '.num' : ''}`, { scope: 'col' }, c)))),
+        h('thead', {}, h('tr', {}, ['#', 'At', 'Outcome', 'HTTP', 'Took', 'Replica'].map((c, i) => h(`th${i === 0 || i === 3 || i === 4 ? '.num' : ''}${i === 5 ? '.hide-sm' : ''}`, { scope: 'col' }, c)))),
         attempts.map((a) => h('tbody', {}, h('tr', {},
             h('td.num', {}, a.n), h('td', {}, clockEl(a.at)), h('td', {}, badge(a.status)), h('td.num', {}, a.http_status ?? '—'),
-            h('td.num', {}, `${a.duration_ms} ms`), h('td.mono', {}, a.instance)),
+            h('td.num', {}, `${a.duration_ms} ms`), h('td.mono.hide-sm', {}, a.instance)),
         a.error && a.status === 'failed' ? h('tr.error-row', {}, h('td'), h('td.error-cell', { colspan: 5 }, a.error)) : null))));
 }
 

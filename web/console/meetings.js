@@ -66,7 +66,8 @@ function entries(m, occurrences, deliveries) {
     }
     for (const d of deliveries) {
         out.push({ at: d.delivered_at ?? d.fire_at, kind: 'Delivery', status: d.status,
-            label: h('a', { href: `#/deliveries${query({ meeting_id: m.id })}` }, `${d.channel} to ${d.channel === 'webhook' ? `webhook ${shortId(d.webhook_id)}` : d.recipient ?? 'the stream'}`),
+            label: h('a', { href: `#/deliveries${query({ meeting_id: m.id })}` }, d.channel === 'webhook' ? `Webhook ${shortId(d.webhook_id)}`
+                : d.channel === 'stream' ? 'The live stream' : `${d.channel === 'push' ? 'Web Push' : 'Email'} to ${d.recipient}`),
             extra: d.last_error });
     }
     return out.sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || (a.kind === 'Delivery') - (b.kind === 'Delivery'));

@@ -33,11 +33,11 @@ function lateness(st) {
             h('div', {}, h('dt', {}, 'max'), h('dd', {}, fmtMs(l.max)))),
         h('div.table-wrap', {}, h('table', {},
             h('caption.sr', {}, 'Per channel'),
-            h('thead', {}, h('tr', {}, ['Channel', 'Pending', 'Delivered', 'Failed', 'Skipped', 'p99'].map((c, i) => h(i ? 'th.num' : 'th', { scope: 'col' }, c)))),
+            h('thead', {}, h('tr', {}, ['Channel', 'Pending', 'Delivered', 'Failed', 'Skipped', 'p99'].map((c, i) => h(`${i ? 'th.num' : 'th'}${i === 4 ? '.hide-sm' : ''}`, { scope: 'col' }, c)))),
             h('tbody', {}, CHANNELS.map((c) => {
                 const x = st.channels[c];
                 return h('tr', {}, h('th', { scope: 'row' }, c), h('td.num', {}, fmtInt(x.pending)), h('td.num', {}, fmtInt(x.delivered)),
-                    h('td.num', {}, fmtInt(x.failed)), h('td.num', {}, fmtInt(x.skipped)), h('td.num', {}, fmtMs(x.lateness_ms.p99)));
+                    h('td.num', {}, fmtInt(x.failed)), h('td.num.hide-sm', {}, fmtInt(x.skipped)), h('td.num', {}, fmtMs(x.lateness_ms.p99)));
             })))));
 }
 
