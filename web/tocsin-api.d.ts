@@ -836,6 +836,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator console
+         * @description One page for the people who run tocsin (docs/console.md): overview (the stats and two
+         *     charts), deliveries (search, filters, a detail with its attempts, retry), endpoints
+         *     (health, disable/enable, recover since, rotate secret) and meetings (find by title or
+         *     time, a meeting's timeline). It signs in with an API key kept in the tab's
+         *     `sessionStorage` and calls this API on the same origin. Served from the binary with a
+         *     strict `Content-Security-Policy` (its own scripts and styles only, its calls to this
+         *     origin, never framed) and `Referrer-Policy: no-referrer`; no query is taken.
+         */
+        get: operations["getConsolePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the operator console
+         * @description The console's scripts (ES modules) and styles, with the page's headers. An unknown file
+         *     is 404 `not_found`.
+         */
+        get: operations["getConsoleFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2122,6 +2169,12 @@ export interface operations {
                 from?: string;
                 /** @description Only meetings with `starts_at` before this instant (exclusive). */
                 to?: string;
+                /**
+                 * @description Only meetings whose title holds this text, case-insensitively (`%` and `_` match only
+                 *     themselves); 1 to 200 bytes of UTF-8, else 400 `bad_query`. Not with `expand=true`
+                 *     (400 `bad_query`).
+                 */
+                q?: string;
                 /** @description The most items a page holds (fewer within the byte bound, see above). */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page, unchanged. */
@@ -4135,6 +4188,80 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified; no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getConsolePage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier response (or `*`); when it matches, the answer is 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Content-Security-Policy": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified; no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getConsoleFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier response (or `*`); when it matches, the answer is 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A file name, e.g. `console.js` or `console.css`. */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
                     "text/html": string;
                 };
             };

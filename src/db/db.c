@@ -526,6 +526,22 @@ db_ms(char buf[DB_I64_BUF], int64_t ms)
     return db_i64(buf, ms);
 }
 
+const char *
+db_like_pattern(const char *q, char out[DB_LIKE_BUF])
+{
+    size_t n = 0;
+
+    out[n++] = '%';
+    for (size_t i = 0; i < DB_SEARCH_Q_MAX && q[i] != '\0'; i++) {
+        if (q[i] == '\\' || q[i] == '%' || q[i] == '_')
+            out[n++] = '\\';
+        out[n++] = q[i];
+    }
+    out[n++] = '%';
+    out[n] = '\0';
+    return out;
+}
+
 int64_t
 db_get_i64(const PGresult *res, int row, int col)
 {

@@ -148,6 +148,8 @@ enum db_status db_meeting_touch(struct db *db, int64_t tenant_id, const char *id
                                 int64_t updated_at_ms);
 
 #define DB_LIST_LIMIT_MAX 200
+/* Bytes of a search's q, a case-insensitive substring (GET /v1/deliveries, GET /v1/meetings). */
+#define DB_SEARCH_Q_MAX 200
 struct db_list_query {
     int64_t from_ms; /* inclusive lower bound on starts_at; INT64_MIN = none */
     int64_t to_ms;   /* exclusive upper bound on starts_at; INT64_MAX = none */
@@ -161,6 +163,7 @@ struct db_list_query {
     size_t bytes_max;
     const char *viewer;          /* a browser token's sub: only meetings it organizes or attends */
     const char *viewer_meetings; /* "{uuid,...}": only these (a token's mtg claim); or NULL */
+    const char *title_q; /* only titles holding it (DB_SEARCH_Q_MAX bytes at most), or NULL */
 };
 struct db_meeting_list {
     size_t n;

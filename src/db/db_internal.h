@@ -220,6 +220,10 @@ const char *db_i64(char buf[DB_I64_BUF], int64_t v);
 /* Like db_i64, clamped to what PostgreSQL timestamps hold (year 1 .. ~287000), so callers may
  * pass INT64_MIN / INT64_MAX as "no bound". */
 const char *db_ms(char buf[DB_I64_BUF], int64_t ms);
+/* What a search's q becomes for ILIKE: a substring pattern ('%' around it, '\\', '%' and '_'
+ * escaped, so q matches only itself). */
+#define DB_LIKE_BUF (2 * DB_SEARCH_Q_MAX + 3)
+const char *db_like_pattern(const char *q, char out[DB_LIKE_BUF]);
 /* Field as int64 (0 when NULL). */
 int64_t db_get_i64(const PGresult *res, int row, int col);
 /* Field copied to a malloc'ed string (NULL when NULL or out of memory: check with PQgetisnull). */

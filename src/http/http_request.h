@@ -99,8 +99,9 @@ struct request {
     size_t target_len;          /* bytes of the raw request target, query included */
     const char *target_refusal; /* why the raw target is refused, or NULL (http_framing.h) */
     int64_t start_ns;
-    unsigned status;                           /* for the access log */
-    unsigned retry_after_s;                    /* a Retry-After for the problem reply, 0 = none */
+    unsigned status;         /* for the access log */
+    unsigned retry_after_s;  /* a Retry-After for the problem reply, 0 = none */
+    const char *page_policy; /* a page's Content-Security-Policy (static text), or NULL */
     char request_id[TRACE_REQUEST_ID_MAX + 1]; /* the client's X-Request-Id, or one we made */
     char trace_id[TRACE_ID_LEN + 1];           /* from a valid traceparent, or "" */
     char location[HTTP_LOCATION_MAX + 1];      /* a Location replied, for the access log */
