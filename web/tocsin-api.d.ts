@@ -1760,9 +1760,11 @@ export interface components {
             status: "ready" | "not_ready";
             /** @description What to change, when a reported check needs an operator (the notify setting). */
             detail?: string;
+            /** @description Why PostgreSQL cannot serve this replica, in libpq's words: the refused or failed connect ("connection refused", "server certificate for \"localhost\" does not match host name \"127.0.0.1\"", "session is read-only" when no host of a multi-host URL takes writes), or "the server is read-only" when the connection's server answers but refuses writes. Absent while it can. */
+            postgres_error?: string;
             /** @description Why this replica's expired-event subscriber cannot reach Redis, in the connect's own words: the socket error, "AUTH or SELECT refused", or for rediss:// the TLS verify result ("TLS certificate verify failed for <host>: hostname mismatch"). Absent while it can. */
             redis_error?: string;
-            /** @description One entry per check: "ok", or what is wrong: "down" (unreachable or not answering), "pending" (migrations not applied), "misconfigured" (a probe key's expired event did not arrive: notify-keyspace-events lacks E or x; see detail), "unknown" (not checked yet, or a dependency is down), "off" (no reminder engine in this process). */
+            /** @description One entry per check: "ok", or what is wrong: "down" (unreachable or not answering), "read_only" (PostgreSQL answers but refuses writes: a standby; see postgres_error), "pending" (migrations not applied), "misconfigured" (a probe key's expired event did not arrive: notify-keyspace-events lacks E or x; see detail), "unknown" (not checked yet, or a dependency is down), "off" (no reminder engine in this process). */
             checks: {
                 postgres: string;
                 redis: string;

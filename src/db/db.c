@@ -38,8 +38,9 @@ db_tracks_backend(void)
 
 struct db {
     PGconn *conn;
-    bool in_order;                /* db_open_in_order: its session is in order, generic plans */
-    bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
+    bool in_order; /* db_open_in_order: its session is in order, generic plans */
+    bool in_tx;    /* inside db_tx_run: never reconnect mid-transaction */
+    bool stale;    /* on a server that turned read-only: reconnect before the next statement */
     bool prepared[DB_STMT_COUNT]; /* per connection; cleared when the connection is reset */
     char err[DB_ERR_MAX];
     enum db_status err_st; /* of the last failure: DB_SOFT_ERROR or DB_HARD_ERROR */
@@ -230,12 +231,15 @@ db_conn(struct db *db)
 static int
 ensure_conn(struct db *db)
 {
-    if (PQstatus(db->conn) == CONNECTION_OK)
+    if (PQstatus(db->conn) == CONNECTION_OK && !db->stale)
         return 0;
     if (db->in_tx) {
         db_set_err(db, "connection lost inside a transaction");
     } else {
+        /* PQreset walks the URL's host list from its start again, so a multi-host URL with
+         * target_session_attrs=read-write lands on whichever host accepts writes now. */
         memset(db->prepared, 0, sizeof(db->prepared));
+        db->stale = false;
         PQreset(db->conn);
         if (PQstatus(db->conn) != CONNECTION_OK)
             db_set_err(db, "reconnect: %s", PQerrorMessage(db->conn));
@@ -246,9 +250,14 @@ ensure_conn(struct db *db)
     return -1;
 }
 
+/* A write refused because the server is read-only: a primary demoted to a standby after a
+ * failover (the old primary still up) or a server set default_transaction_read_only. The session
+ * stays open and would refuse every write; only a new one finds the host that takes writes. */
+#define SQLSTATE_READ_ONLY "25006"
+
 /* Soft: worth retrying the whole transaction. Serialization failure, deadlock, the connection
- * class (08), the server shutting down or starting (57P01..57P03), or no SQLSTATE at all because
- * the connection broke. */
+ * class (08), the server shutting down or starting (57P01..57P03), a read-only server (25006),
+ * or no SQLSTATE at all because the connection broke. */
 static bool
 is_soft(PGconn *conn, const char *state)
 {
@@ -256,7 +265,8 @@ is_soft(PGconn *conn, const char *state)
         return PQstatus(conn) != CONNECTION_OK;
     return strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
            strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
-           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0;
+           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
+           strcmp(state, SQLSTATE_READ_ONLY) == 0;
 }
 
 /* Turns a failed result into a status and records it and the message. Clears res. */
@@ -271,6 +281,8 @@ classify(struct db *db, PGresult *res, const char *what)
     db_set_err(db, "%s: %s%s%s", what, state ? state : "", state ? " " : "", msg);
     enum db_status st = is_soft(db->conn, state) ? DB_SOFT_ERROR : DB_HARD_ERROR;
     db->err_st = st;
+    if (state != NULL && strcmp(state, SQLSTATE_READ_ONLY) == 0)
+        db->stale = true;
     PQclear(res);
     return st;
 }
@@ -371,16 +383,39 @@ db_exec_simple(struct db *db, const char *sql)
     return classify(db, res, "simple query");
 }
 
-int
+/* One look at whether the session's server takes writes: DB_ONE_RESULT when it does,
+ * DB_NO_RESULTS (the connection then marked stale) when it is read-only, else the error. */
+static enum db_status
+ping_once(struct db *db)
+{
+    if (ensure_conn(db) != 0)
+        return DB_SOFT_ERROR;
+    PGresult *res = PQexec(db->conn, "SELECT current_setting('transaction_read_only')");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return classify(db, res, "ping");
+    bool read_only = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "on") == 0;
+    PQclear(res);
+    if (!read_only)
+        return DB_ONE_RESULT;
+    db->stale = true;
+    db->err_st = DB_SOFT_ERROR;
+    db_set_err(db, "the server is read-only (a standby, or default_transaction_read_only)");
+    return DB_NO_RESULTS;
+}
+
+enum db_ping
 db_ping(struct db *db)
 {
-    /* An idle connection only learns that the server went away when it is used: one retry
-     * lets ensure_conn reconnect. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (db_exec_simple(db, "SELECT 1") == DB_ONE_RESULT)
-            return 0;
-    }
-    return -1;
+    enum db_status st = DB_SOFT_ERROR;
+
+    /* An idle connection only learns that the server went away, or that it turned read-only,
+     * when it is used: one retry lets ensure_conn reconnect (to the host that takes writes now,
+     * with a multi-host URL). */
+    for (int attempt = 0; attempt < 2 && st != DB_ONE_RESULT; attempt++)
+        st = ping_once(db);
+    if (st == DB_ONE_RESULT)
+        return DB_PING_OK;
+    return st == DB_NO_RESULTS ? DB_PING_READ_ONLY : DB_PING_DOWN;
 }
 
 /* Truncated like the local readings (dbclock.c allows 1 ms for that): DB_MS rounds, which could

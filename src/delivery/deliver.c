@@ -25,7 +25,6 @@
 #include "panic.h"
 #include "timefmt.h"
 
-#define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
 #define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
 #define STOP_POLL_MS 100   /* stopping: the wait for answers wakes this often to renew */
 /* A thread's name: "tocsin-deliv-<n>" (n = 1..TOCSIN_DELIVERY_WORKERS, at most 64). Linux takes
@@ -77,7 +76,7 @@ connected(struct worker *w, int64_t now)
         if (!w->db_down)
             LOG_WARN("deliver: database unavailable, retrying: %s", err);
         w->db_down = true;
-        w->db_retry_ms = now + DB_RETRY_MS;
+        w->db_retry_ms = now + DB_RECONNECT_WAIT_MS;
     }
     return w->db != NULL;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "db.h"
 #include "meeting.h"
 #include "mirror.h"
 
@@ -21,9 +22,11 @@
 /* An occurrence due later than this is dropped, not held: its key, the scheduler or the sweep
  * brings it back when due. */
 #define DISPATCH_DEFER_HORIZON_MS 60000
-#define DISPATCH_BACKOFF_MIN_MS 50   /* first wait after a failed fire statement */
-#define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
-#define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
+#define DISPATCH_BACKOFF_MIN_MS 50 /* first wait after a failed fire statement */
+/* The wait doubles up to this: DB_RECONNECT_WAIT_MS, so that after a PostgreSQL failover the
+ * fire statement finds the new primary within a second of it taking writes. */
+#define DISPATCH_BACKOFF_MAX_MS DB_RECONNECT_WAIT_MS
+#define DISPATCH_DRAIN_MS 2000 /* dispatch_stop waits at most this for queued work */
 /* Occurrences this replica claimed lately, remembered so that a second copy (its Redis key
  * expired into an event just before the fire removed it, or the sweep found it) is dropped without
  * a Redis round trip. A lossy table (24 bytes a slot): a forgotten one is claimed in Redis. */

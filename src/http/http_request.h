@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "db.h"
 #include "db_signing_key.h"
 #include "meeting.h"
 #include "route.h"
@@ -68,8 +69,9 @@ struct signing_cache_slot {
 
 struct http_worker {
     const struct config *cfg;
-    struct db *db;       /* NULL until the first successful connect */
-    int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
+    struct db *db;                /* NULL until the first successful connect */
+    int64_t db_retry_ms;          /* monotonic time before which db_open is not retried */
+    char db_open_err[DB_ERR_MAX]; /* why the last db_open failed (for /readyz) */
     struct mirror *mi;
     struct engine *engine; /* the replica's reminder engine (thread-safe calls), or NULL */
     struct hub *hub;       /* the replica's stream hub (thread-safe calls) */

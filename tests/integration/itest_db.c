@@ -16,6 +16,7 @@
 
 #include "db.h"
 #include "db_fire.h"
+#include "db_internal.h" /* db_exec_simple: a session setting of the test's own */
 #include "db_members.h"
 #include "db_migrations.h"
 #include "fixture.h"
@@ -725,6 +726,36 @@ swallow(struct db *db, void *arg)
     return DB_ONE_RESULT;
 }
 
+/* A server that turned read-only while a session was open (the old primary of a failover, still
+ * up) refuses writes with 25006: a soft error after which the handle reconnects, which with a
+ * multi-host URL finds the new primary. Here the session, then the database, is read-only. */
+static void
+test_read_only(struct db *db)
+{
+    static const char set_db[] = "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET "
+                                 "default_transaction_read_only = on', current_database()); END$$";
+    static const char reset_db[] = "DO $$BEGIN EXECUTE format('ALTER DATABASE %I RESET "
+                                   "default_transaction_read_only', current_database()); END$$";
+    int64_t id = 0;
+
+    CHECK(db_exec_simple(db, "SET default_transaction_read_only = on") == DB_ONE_RESULT,
+          "session made read-only: %s", db_errmsg(db));
+    CHECK(db_tenant_ensure(db, "read-only-then-not", &id) == DB_SOFT_ERROR &&
+              strstr(db_errmsg(db), "25006") != NULL,
+          "a write on a read-only session: %d %s", db_err(db), db_errmsg(db));
+    CHECK(db_tenant_ensure(db, "read-only-then-not", &id) == DB_ONE_RESULT && id > 0,
+          "the next statement is not on a new session: %s", db_errmsg(db));
+
+    /* Every new session read-only too: the ping says so (after trying a new one). */
+    fixture_sql(set_db, NULL, NULL, NULL);
+    CHECK(db_exec_simple(db, "SET default_transaction_read_only = on") == DB_ONE_RESULT,
+          "session made read-only: %s", db_errmsg(db));
+    CHECK(db_ping(db) == DB_PING_READ_ONLY && strstr(db_errmsg(db), "read-only") != NULL,
+          "ping on a read-only server: %s", db_errmsg(db));
+    fixture_sql(reset_db, NULL, NULL, NULL);
+    CHECK(db_ping(db) == DB_PING_OK, "ping once the server takes writes: %s", db_errmsg(db));
+}
+
 static void
 test_tx(struct db *db, struct db *other)
 {
@@ -745,7 +776,7 @@ test_tx(struct db *db, struct db *other)
     CHECK(fixture_sql("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
                       NULL, NULL, NULL) == 0,
           "rolled-back work is visible");
-    CHECK(db_ping(db) == 0, "ping");
+    CHECK(db_ping(db) == DB_PING_OK, "ping");
 
     /* Kill the backend: the next use reconnects and prepared statements are prepared again. */
     PGresult *res = PQexec(fixture_raw, "SELECT pid FROM pg_stat_activity WHERE application_name = "
@@ -763,7 +794,8 @@ test_tx(struct db *db, struct db *other)
     if (st == DB_SOFT_ERROR) /* the handle that was killed learns it on this call */
         st = db_tenant_ensure(db, "acme", &id);
     CHECK(st == DB_ONE_RESULT && id > 0, "statement after reconnect: %d", st);
-    CHECK(db_ping(db) == 0 && db_ping(other) == 0, "ping after reconnect");
+    CHECK(db_ping(db) == DB_PING_OK && db_ping(other) == DB_PING_OK, "ping after reconnect");
+    test_read_only(db);
 }
 
 /* ---- setup ---- */
