@@ -2,7 +2,7 @@
 // to); #/meetings/{id}: one meeting's timeline, in time order: its reminders, its occurrences (a
 // series: GET .../occurrences) and its deliveries (GET /v1/deliveries?meeting_id=).
 import { api, query } from './api.js';
-import { h, put, badge, timeEl, loading, empty, failure, field, localToIso, isoToLocal, fmtTime, shortId } from './ui.js';
+import { h, put, badge, timeEl, loading, empty, failure, field, pager, localToIso, isoToLocal, fmtTime, shortId } from './ui.js';
 
 const PAGE = 25;
 const OCCURRENCES = 10;
@@ -36,20 +36,11 @@ function list(view, params) {
     finder(params), out, more);
     const ul = h('ul.meetings');
     const base = { q: params.get('q'), from: params.get('from'), to: params.get('to') };
-    const page = async (cursor) => {
-        if (!cursor) put(out, loading('meetings'));
-        let r;
-        try {
-            r = await api('GET', `/v1/meetings${query({ ...base, limit: PAGE, cursor })}`);
-        } catch (e) {
-            if (e.status !== 401) put(cursor ? more : out, failure(e, () => page(cursor)));
-            return;
-        }
-        if (!cursor) put(out, r.items.length === 0 ? empty('No meeting matches', base.q ? 'Titles are matched case-insensitively, anywhere in the title.' : 'Meetings show here once created.') : ul);
-        for (const m of r.items) ul.append(meetingRow(m));
-        put(more, r.next_cursor ? h('button.btn', { type: 'button', on: { click: () => page(r.next_cursor) } }, 'Load more') : null);
-    };
-    page(null);
+    pager(out, more, 'meetings', (cursor) => `/v1/meetings${query({ ...base, limit: PAGE, cursor })}`,
+        (items) => (items.length === 0
+            ? empty('No meeting matches', base.q ? 'Titles are matched case-insensitively, anywhere in the title.' : 'Meetings show here once created.')
+            : ul),
+        (items) => ul.append(...items.map(meetingRow)));
 }
 
 // A reminder of an occurrence, on the occurrence's entry.
