@@ -77,8 +77,8 @@ export const timeEl = (iso) => h('time', { datetime: iso ?? undefined, title: is
 export function fmtMs(ms) {
     if (ms === null || ms === undefined) return '—';
     if (ms < 1000) return `${Math.round(ms)} ms`;
-    if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
-    return `${(ms / 60000).toFixed(1)} min`;
+    if (ms < 60000) return `${Number((ms / 1000).toFixed(ms < 10000 ? 2 : 1))} s`;
+    return `${Number((ms / 60000).toFixed(1))} min`;
 }
 
 export const fmtInt = (n) => (n === null || n === undefined ? '—' : new Intl.NumberFormat().format(n));
