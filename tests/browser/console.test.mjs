@@ -304,6 +304,26 @@ test('meetings: found by title; the timeline shows its reminders and deliveries'
     assert.deepEqual(errorsOf(p), []);
 });
 
+test('meetings: a search past one page ends in Load more; an unknown meeting shows the error state', async () => {
+    const PAGE = 25; // web/console/meetings.js
+    for (let i = 0; i < PAGE + 1; i++) {
+        await meeting(`Bulk review ${String(i).padStart(2, '0')}`, 120 + i);
+    }
+    const p = await tab(390);
+    await signIn(p);
+    await p.evaluate(() => { location.hash = '#/meetings?q=bulk%20review'; });
+    await pageWait(p, (n) => document.querySelectorAll('li.meeting-row').length === n, PAGE, 'the first page');
+    await p.click(button('Load more'));
+    await pageWait(p, (n) => document.querySelectorAll('li.meeting-row').length === n && !document.querySelector('.more button'), PAGE + 1, 'the second page');
+    const titles = await p.$$eval('li.meeting-row .meeting-title', (e) => e.map((x) => x.textContent));
+    assert.deepEqual(titles, Array.from({ length: PAGE + 1 }, (_, i) => `Bulk review ${String(i).padStart(2, '0')}`));
+    await p.evaluate(() => { location.hash = '#/meetings/00000000-0000-4000-8000-000000000000'; });
+    await pageWait(p, () => document.querySelector('#view .state-error') !== null, null, 'the error state');
+    assert.match(await p.$eval('#view .state-error', (e) => e.textContent), /not found/i);
+    assert.ok(await p.$(button('Try again')));
+    assert.deepEqual(errorsOf(p, [/status of 404/]), []);
+});
+
 test('every view at 1280 and 390 px: no console error, no horizontal overflow at 390', async () => {
     const views = [
         ['overview', '#/overview'],

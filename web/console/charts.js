@@ -18,6 +18,14 @@ function niceMax(max) {
     return step * TICKS;
 }
 
+// Steps a clock reads well, in ms: past a second, whole seconds and minutes (15 s, 1 min, 5 min).
+const MS_STEPS = [1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5];
+function niceMaxMs(max) {
+    const raw = max / TICKS;
+    if (raw <= 500) return niceMax(max);
+    return (MS_STEPS.find((v) => v >= raw) ?? Math.ceil(raw / 36e5) * 36e5) * TICKS;
+}
+
 function frame(width, top, fmtY, buckets, label) {
     const plotW = width - PAD.left - PAD.right;
     const plotH = HEIGHT - PAD.top - PAD.bottom;
@@ -44,7 +52,7 @@ function frame(width, top, fmtY, buckets, label) {
 export function latencyChart(width, buckets) {
     const max = Math.max(0, ...buckets.flatMap((b) => [b.lateness_p50_ms ?? 0, b.lateness_p99_ms ?? 0]));
     const worst = buckets.reduce((m, b) => Math.max(m, b.lateness_p99_ms ?? 0), 0);
-    const { svg, y, step } = frame(width, niceMax(max), fmtMs, buckets,
+    const { svg, y, step } = frame(width, niceMaxMs(max), fmtMs, buckets,
         `Fire lateness per bucket, p50 and p99; the worst p99 is ${fmtMs(worst)}`);
     for (const [key, cls] of [['lateness_p99_ms', 'p99'], ['lateness_p50_ms', 'p50']]) {
         let d = '';

@@ -4,7 +4,7 @@
 // button that sends it again (POST /v1/deliveries/{id}/retry). The filters live in the hash, so a
 // search is a link (the overview's counts link here).
 import { api, query } from './api.js';
-import { h, put, badge, timeEl, clockEl, loading, empty, failure, field, note, localToIso, isoToLocal, shortId, fmtTime } from './ui.js';
+import { h, put, badge, timeEl, clockEl, loading, empty, failure, field, pager, note, localToIso, isoToLocal, shortId, fmtTime } from './ui.js';
 
 const PAGE = 50;
 const REFRESH_MS = 1000; // after a retry, the detail is read again this often while pending
@@ -161,28 +161,14 @@ export function deliveries(view, params) {
             h('a', { href: `#/deliveries${query({ q: params.get('q'), status: params.get('status') })}` }, 'Show all')) : null,
         h('div.split', {}, h('div.card.card-flush', {}, list, more), panel));
     const base = Object.fromEntries(['q', 'status', 'channel', 'from', 'to', 'webhook_id', 'meeting_id'].map((k) => [k, params.get(k)]));
-    const page = async (cursor) => {
-        if (!cursor) put(list, loading('deliveries'));
-        put(more, cursor ? loading('more') : null);
-        let r;
-        try {
-            r = await api('GET', `/v1/deliveries${query({ ...base, limit: PAGE, cursor })}`);
-        } catch (e) {
-            if (e.status !== 401) put(cursor ? more : list, failure(e, () => page(cursor)));
-            return;
-        }
-        if (!cursor) {
-            tbody.replaceChildren();
-            put(list, r.items.length === 0
-                ? empty('No deliveries match', base.q || base.status ? 'Try another search or clear the filters.' : 'Deliveries appear here once reminders fire.')
-                : h('div.table-wrap', {}, h('table.deliveries', {},
-                    h('caption.sr', {}, 'Deliveries'),
-                    h('thead', {}, h('tr', {}, ['Status', 'Meeting', 'Channel', 'Target', 'Fired', 'Tries', 'Error'].map((c, i) =>
-                        h(`th${i === 3 || i === 4 ? '.hide-sm' : ''}${i === 5 ? '.num' : ''}`, { scope: 'col' }, c)))),
-                    tbody)));
-        }
-        for (const d of r.items) tbody.append(row(d, open));
-        put(more, r.next_cursor ? h('button.btn', { type: 'button', on: { click: () => page(r.next_cursor) } }, 'Load more') : null);
-    };
-    page(null);
+    const table = () => h('div.table-wrap', {}, h('table.deliveries', {},
+        h('caption.sr', {}, 'Deliveries'),
+        h('thead', {}, h('tr', {}, ['Status', 'Meeting', 'Channel', 'Target', 'Fired', 'Tries', 'Error'].map((c, i) =>
+            h(`th${i === 3 || i === 4 ? '.hide-sm' : ''}${i === 5 ? '.num' : ''}`, { scope: 'col' }, c)))),
+        tbody));
+    pager(list, more, 'deliveries', (cursor) => `/v1/deliveries${query({ ...base, limit: PAGE, cursor })}`,
+        (items) => (items.length === 0
+            ? empty('No deliveries match', base.q || base.status ? 'Try another search or clear the filters.' : 'Deliveries appear here once reminders fire.')
+            : table()),
+        (items) => tbody.append(...items.map((d) => row(d, open))));
 }

@@ -2,10 +2,11 @@
 // to); #/meetings/{id}: one meeting's timeline, in time order: its reminders, its occurrences (a
 // series: GET .../occurrences) and its deliveries (GET /v1/deliveries?meeting_id=).
 import { api, query } from './api.js';
-import { h, put, badge, timeEl, loading, empty, failure, field, localToIso, isoToLocal, fmtTime, shortId } from './ui.js';
+import { h, put, badge, timeEl, loading, empty, failure, field, pager, localToIso, isoToLocal, fmtTime, shortId } from './ui.js';
 
 const PAGE = 25;
 const OCCURRENCES = 10;
+const OCCURRENCES_BACK_MS = 24 * 3600 * 1000; // a series' timeline starts a day back
 const DELIVERIES = 100;
 
 function finder(params) {
@@ -35,29 +36,22 @@ function list(view, params) {
     finder(params), out, more);
     const ul = h('ul.meetings');
     const base = { q: params.get('q'), from: params.get('from'), to: params.get('to') };
-    const page = async (cursor) => {
-        if (!cursor) put(out, loading('meetings'));
-        let r;
-        try {
-            r = await api('GET', `/v1/meetings${query({ ...base, limit: PAGE, cursor })}`);
-        } catch (e) {
-            if (e.status !== 401) put(cursor ? more : out, failure(e, () => page(cursor)));
-            return;
-        }
-        if (!cursor) put(out, r.items.length === 0 ? empty('No meeting matches', base.q ? 'Titles are matched case-insensitively, anywhere in the title.' : 'Meetings show here once created.') : ul);
-        for (const m of r.items) ul.append(meetingRow(m));
-        put(more, r.next_cursor ? h('button.btn', { type: 'button', on: { click: () => page(r.next_cursor) } }, 'Load more') : null);
-    };
-    page(null);
+    pager(out, more, 'meetings', (cursor) => `/v1/meetings${query({ ...base, limit: PAGE, cursor })}`,
+        (items) => (items.length === 0
+            ? empty('No meeting matches', base.q ? 'Titles are matched case-insensitively, anywhere in the title.' : 'Meetings show here once created.')
+            : ul),
+        (items) => ul.append(...items.map(meetingRow)));
 }
 
-// The timeline's entries: [{at, kind, label, status, extra}].
+// A reminder of an occurrence, on the occurrence's entry.
+const occurrenceReminder = (r) => h('div.tl-sub', {}, `Reminder ${r.minutes_before} min before, `, timeEl(r.fire_at), r.status ? badge(r.status) : null);
+
+// The timeline's entries: [{at, kind, label, status, extra, sub}].
 function entries(m, occurrences, deliveries) {
     const out = [];
     if (m.recurrence) {
         for (const o of occurrences) {
-            out.push({ at: o.starts_at, kind: 'Occurrence', label: o.title, status: o.cancelled ? 'cancelled' : null });
-            for (const r of o.reminders) out.push({ at: r.fire_at, kind: 'Reminder', label: `${r.minutes_before} min before`, status: r.status });
+            out.push({ at: o.starts_at, kind: 'Occurrence', label: o.title, status: o.cancelled ? 'cancelled' : null, sub: o.reminders.map(occurrenceReminder) });
         }
     } else {
         out.push({ at: m.starts_at, kind: 'Starts', label: m.title, status: null });
@@ -79,7 +73,7 @@ async function timeline(view, id) {
     try {
         m = await api('GET', `/v1/meetings/${encodeURIComponent(id)}`);
         [occ, dels] = await Promise.all([
-            m.recurrence ? api('GET', `/v1/meetings/${encodeURIComponent(id)}/occurrences?limit=${OCCURRENCES}`).then((r) => r.items) : [],
+            m.recurrence ? api('GET', `/v1/meetings/${encodeURIComponent(id)}/occurrences${query({ from: new Date(Date.now() - OCCURRENCES_BACK_MS).toISOString(), limit: OCCURRENCES })}`).then((r) => r.items) : [],
             api('GET', `/v1/deliveries${query({ meeting_id: id, limit: DELIVERIES })}`).then((r) => r.items),
         ]);
     } catch (e) {
@@ -94,11 +88,12 @@ async function timeline(view, id) {
             h('p.muted', {}, fmtTime(m.starts_at), m.time_zone ? ` (${m.time_zone})` : '', m.location ? ` · ${m.location}` : ''))),
         h('div.grid-2.grid-side', {},
             h('section.card', { 'aria-labelledby': 'tl-h' }, h('h2#tl-h', {}, 'Timeline'),
+                m.recurrence ? h('p.muted', {}, `${OCCURRENCES} occurrences from a day ago on, with their reminders, and the series' deliveries.`) : null,
                 items.length === 0 ? empty('Nothing on the timeline') : h('ol.timeline', {}, items.map((e) =>
                     h(`li.tl.tl-${e.kind.toLowerCase()}${Date.parse(e.at) > now ? '.tl-future' : ''}`, {},
                         h('span.tl-dot', { 'aria-hidden': 'true' }),
                         h('div.tl-body', {}, h('div.tl-line', {}, h('span.tl-kind', {}, e.kind), e.status ? badge(e.status) : null, timeEl(e.at)),
-                            h('div.tl-label', {}, e.label), e.extra ? h('div.error-cell', {}, e.extra) : null))))),
+                            h('div.tl-label', {}, e.label), e.sub, e.extra ? h('div.error-cell', {}, e.extra) : null))))),
             h('section.card', {}, h('h2', {}, 'Details'), h('dl.kv', {},
                 h('div', {}, h('dt', {}, 'Organizer'), h('dd', {}, m.organizer_id ?? '—')),
                 h('div', {}, h('dt', {}, 'Participants'), h('dd', {}, m.participants.length ? m.participants.map((p) => p.name ?? p.id).join(', ') : '—')),

@@ -1,6 +1,7 @@
 // ui.js -- small DOM helpers shared by the views: an element builder (text only, never HTML
 // strings, so nothing from the API is ever parsed as markup), status badges (a word and a colour),
-// times, and the loading, empty and error states.
+// times, the loading, empty and error states, and the paging of a list.
+import { api } from './api.js';
 
 // h('tag.class#id', {attrs, on: {event: fn}}, ...children): children are nodes, strings or
 // arrays of them; null and false are skipped.
@@ -76,8 +77,8 @@ export const timeEl = (iso) => h('time', { datetime: iso ?? undefined, title: is
 export function fmtMs(ms) {
     if (ms === null || ms === undefined) return '—';
     if (ms < 1000) return `${Math.round(ms)} ms`;
-    if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
-    return `${(ms / 60000).toFixed(1)} min`;
+    if (ms < 60000) return `${Number((ms / 1000).toFixed(ms < 10000 ? 2 : 1))} s`;
+    return `${Number((ms / 60000).toFixed(1))} min`;
 }
 
 export const fmtInt = (n) => (n === null || n === undefined ? '—' : new Intl.NumberFormat().format(n));
@@ -121,3 +122,24 @@ export function field(label, control, extra = '') {
 export const note = (tone, text) => h(`p.msg.msg-${tone}`, { role: tone === 'bad' ? 'alert' : 'status' }, text);
 
 export const shortId = (id) => (id && id.length > 13 ? `${id.slice(0, 8)}…` : id ?? '—');
+
+// The pages of a list endpoint: url(cursor) is the page's URL; the first page's items go to
+// first(items), which returns what box shows (an empty state when there are none), each page's to
+// add(items); "Load more" in more follows next_cursor. Loading and error states go where the page
+// goes (box for the first, more for the others).
+export function pager(box, more, what, url, first, add) {
+    const page = async (cursor) => {
+        put(cursor ? more : box, loading(what));
+        let r;
+        try {
+            r = await api('GET', url(cursor));
+        } catch (e) {
+            if (e.status !== 401) put(cursor ? more : box, failure(e, () => page(cursor)));
+            return;
+        }
+        if (!cursor) put(box, first(r.items));
+        add(r.items);
+        put(more, r.next_cursor ? h('button.btn', { type: 'button', on: { click: () => page(r.next_cursor) } }, 'Load more') : null);
+    };
+    page(null);
+}
