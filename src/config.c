@@ -259,6 +259,39 @@ load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
     cfg->redis_port = ru.port;
     cfg->redis_db = ru.db;
     cfg->redis_tls = ru.tls;
+    cfg->redis_sentinels_n = ru.sentinel ? ru.n_sentinels : 0;
+    memcpy(cfg->redis_sentinels, ru.sentinels, sizeof ru.sentinels);
+    strcpy(cfg->redis_master, ru.master);
+    return 0;
+}
+
+/* One of the Sentinels' credentials: only with redis[s]-sentinel://, 255 bytes at most. */
+static int
+sentinel_cred(const struct config *cfg, char *dst, const char *name, const char *v, char *err,
+              size_t errlen)
+{
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (cfg->redis_sentinels_n == 0)
+        return fail(err, errlen, name, "is set but TOCSIN_REDIS_URL is not redis-sentinel://");
+    if (copy_str(dst, CONFIG_HOST_MAX, v) != 0)
+        return fail(err, errlen, name, "must be 255 bytes at most");
+    return 0;
+}
+
+/* AUTH on the Sentinels (their requirepass or an ACL user of theirs), apart from the data nodes'
+ * credentials in the URL: Sentinels and data nodes are configured apart. */
+static int
+load_redis_sentinel(struct config *cfg, char *err, size_t errlen)
+{
+    if (sentinel_cred(cfg, cfg->redis_sentinel_user, "TOCSIN_REDIS_SENTINEL_USER",
+                      getenv("TOCSIN_REDIS_SENTINEL_USER"), err, errlen) != 0 ||
+        sentinel_cred(cfg, cfg->redis_sentinel_password, "TOCSIN_REDIS_SENTINEL_PASSWORD",
+                      getenv("TOCSIN_REDIS_SENTINEL_PASSWORD"), err, errlen) != 0)
+        return -1;
+    if (cfg->redis_sentinel_user[0] != '\0' && cfg->redis_sentinel_password[0] == '\0')
+        return fail(err, errlen, "TOCSIN_REDIS_SENTINEL_USER",
+                    "needs TOCSIN_REDIS_SENTINEL_PASSWORD");
     return 0;
 }
 
@@ -271,7 +304,8 @@ tls_file(const struct config *cfg, char *dst, const char *name, const char *v, c
         return 0;
     if (!cfg->redis_tls)
         return fail(err, errlen, name,
-                    "is set but TOCSIN_REDIS_URL is redis://: use rediss:// for TLS");
+                    "is set but TOCSIN_REDIS_URL is redis://: use rediss:// (or "
+                    "rediss-sentinel://) for TLS");
     if (copy_str(dst, CONFIG_STR_MAX, v) != 0)
         return fail(err, errlen, name, "must be a path of under 1024 bytes");
     return 0;
@@ -320,7 +354,7 @@ load_strings(struct config *cfg, char *err, size_t errlen)
         return fail(err, errlen, "TOCSIN_DATABASE_URL", why);
     v = getenv("TOCSIN_REDIS_URL");
     if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0 ||
-        load_redis_tls(cfg, err, errlen) != 0)
+        load_redis_tls(cfg, err, errlen) != 0 || load_redis_sentinel(cfg, err, errlen) != 0)
         return -1;
     v = getenv("TOCSIN_REDIS_PREFIX");
     if (!valid_prefix(v ? v : "tocsin"))
