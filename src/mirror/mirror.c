@@ -7,6 +7,7 @@
  * that is no longer the master (READONLY, a newer master epoch) is replaced before the next
  * command, without waiting for the backoff. */
 #include "mirror.h"
+#include "log.h"
 #include "mirror_internal.h"
 #include "redis_conn.h"
 #include "sentinel.h"
@@ -186,6 +187,9 @@ connected(struct mirror *mi)
     if (mi->c != NULL && !stale(mi))
         return read_unread(mi);
     if (mi->c != NULL) { /* no longer the master: reconnect now, not after a backoff */
+        if (redis_conn_readonly(mi->c))
+            LOG_WARN("mirror: redis %s:%d answered READONLY (a replica now); reconnecting",
+                     mi->host, mi->port);
         redis_conn_free(mi->c);
         mi->c = NULL;
         mi->unread = 0;

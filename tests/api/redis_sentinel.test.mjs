@@ -6,6 +6,9 @@
 // +switch-master, as this file sees it on a Sentinel of its own) plus 1 s, and both replicas come
 // back on the new master: its notify-keyspace-events set by them (the replica was started without
 // it), their subscriber's probe answered by it, keys of new reminders written to it.
+// Then the two refusals that keep tocsin off a replica: a Sentinel whose answer names a replica
+// (ROLE says slave: refused, and /readyz says so), and a master demoted under tocsin's connections
+// (its READONLY reply drops the connection; the next one works once the node is master again).
 // In scripts/test.sh's TLS run (TOCSIN_TEST_REDIS_TLS=1) every node and Sentinel listens with TLS
 // only, with the suite's CA, and tocsin takes rediss-sentinel://.
 import assert from 'node:assert/strict';
@@ -80,13 +83,13 @@ async function dataNode(port, extra) {
     return { port, proc: p, cli };
 }
 
-async function sentinel(port, masterPort) {
+async function sentinel(port, masterPort, master = MASTER) {
     const conf = path.join(fs.mkdtempSync(path.join(dir, 'sentinel-')), 'sentinel.conf');
     fs.writeFileSync(conf, [...listen(port), 'bind 127.0.0.1', 'daemonize no', `dir ${path.dirname(conf)}`,
-        `sentinel monitor ${MASTER} 127.0.0.1 ${masterPort} 2`,
-        `sentinel down-after-milliseconds ${MASTER} ${DOWN_AFTER_MS}`,
-        `sentinel failover-timeout ${MASTER} ${FAILOVER_TIMEOUT_MS}`,
-        `sentinel parallel-syncs ${MASTER} 1`, ''].join('\n'));
+        `sentinel monitor ${master} 127.0.0.1 ${masterPort} 2`,
+        `sentinel down-after-milliseconds ${master} ${DOWN_AFTER_MS}`,
+        `sentinel failover-timeout ${master} ${FAILOVER_TIMEOUT_MS}`,
+        `sentinel parallel-syncs ${master} 1`, ''].join('\n'));
     const p = start('redis-sentinel', [conf], `redis-sentinel :${port}`);
     const cli = cliOf(port, '');
     assert.ok(await waitFor(async () => p.exited || (await cli.ping()), START_BOUND_MS, 50) === true, p.log);
@@ -239,7 +242,7 @@ test('a master killed under load: all delivered, none recorded twice, late by th
     assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
     const late = got.map((s) => s.at - s.fireAt).sort((a, b) => a - b);
     const bound = failoverMs + SLACK_MS;
-    t.diagnostic(`failover ${failoverMs} ms (kill to +switch-master), /readyz back ${readyMs} ms after it; ` +
+    t.diagnostic(`${scheme}-sentinel://: failover ${failoverMs} ms (kill to +switch-master), /readyz back ${readyMs} ms after it; ` +
         `lateness p50 ${late[Math.floor(N / 2)]} max ${late[N - 1]} ms (bound ${bound} ms); ` +
         `${got.reduce((a, s) => a + s.count - 1, 0)} repeated on the wire`);
     assert.ok(late[N - 1] <= bound, `max lateness ${late[N - 1]} ms <= ${bound} ms`);
@@ -254,4 +257,45 @@ test('a master killed under load: all delivered, none recorded twice, late by th
     for (const srv of servers) {
         await srv.stop();
     }
+});
+
+test('a replica is refused: ROLE after the Sentinels\' answer, READONLY on a demoted master', async () => {
+    const [ap, bp, cp, sp] = await Promise.all([0, 1, 2, 3].map(() => freePort()));
+    const a = await dataNode(ap, ['--notify-keyspace-events', 'Ex']);
+    const b = await dataNode(bp, ['--replicaof', '127.0.0.1', String(ap)]);
+    const c = await dataNode(cp, []);
+    // A Sentinel told that the replica b is the master "stale" (as one whose view is old).
+    await sentinel(sp, bp, 'stale');
+    const refused = await h.startServer({ TOCSIN_REDIS_URL: `${scheme}-sentinel://127.0.0.1:${sp}/stale/0` });
+    let rz;
+    const said = await waitFor(async () => {
+        rz = await refused.req('GET', '/readyz');
+        return /is not the master \(ROLE: slave\)/.test(rz.json.redis_error ?? '');
+    }, START_BOUND_MS, 100);
+    assert.ok(said, `/readyz: ${rz?.text}\n${refused.log}`);
+    assert.equal(rz.status, 200, 'Redis never fails readiness');
+    assert.equal(rz.json.checks.subscriber, 'down', rz.text);
+    assert.equal((await b.cli.keys('*:probe:*')).length, 0, 'nothing written through the replica');
+    await refused.stop();
+
+    // a demoted under a replica's connections: its writes answer READONLY, which drops them.
+    const srv = await h.startServer({ TOCSIN_REDIS_URL: `${scheme}://127.0.0.1:${ap}/0` });
+    assert.ok(await waitFor(() => ready(srv), START_BOUND_MS, 100), srv.log);
+    const key = await srv.createKey('demoted');
+    const meeting = (title) => srv.req('POST', '/v1/meetings', { key, json: { title,
+        starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+    await a.cli.cmd('REPLICAOF', '127.0.0.1', String(cp));
+    const during = await meeting('during');
+    assert.equal(during.status, 201, 'the API works without the mirror');
+    assert.ok(await waitFor(() => /answered READONLY \(a replica now\); reconnecting/.test(srv.log), START_BOUND_MS, 100), srv.log);
+    await a.cli.cmd('REPLICAOF', 'NO', 'ONE');
+    const back = await meeting('back');
+    assert.equal(back.status, 201, back.text);
+    const armed = await waitFor(async () => (await a.cli.keys(`${srv.prefix}:rem:${back.json.reminders[0].id}:*`)).length === 1,
+        START_BOUND_MS, 100);
+    assert.ok(armed, `armed on a once it is master again:\n${srv.log}`);
+    await srv.stop();
+    await stop(c.proc);
+    await stop(b.proc);
+    await stop(a.proc);
 });
