@@ -248,8 +248,13 @@ take(void *arg, const redisReply *r)
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
         r->element[2]->type == REDIS_REPLY_STRING &&
-        sentinel_parse_switch(r->element[2]->str, r->element[2]->len, w->master, host, &port) == 0)
+        sentinel_parse_switch(r->element[2]->str, r->element[2]->len, w->master, host, &port) ==
+            0) {
+        /* The connections now ask this Sentinel first: one that has not heard of the switch yet
+         * would send them back to the old master until it has. */
+        atomic_store(&first, w->next);
         sentinel_note_master(host, port);
+    }
 }
 
 /* Reads what the subscription brought within SENTINEL_POLL_MS. -1 when it is lost. */

@@ -30,7 +30,8 @@ struct sentinel_opts {
     int connect_ms, io_ms;              /* per Sentinel asked */
 };
 
-/* Asks the Sentinels, one after the other and starting with the one that answered last, for
+/* Asks the Sentinels, one after the other and starting with the one that answered last (or
+ * that announced the last +switch-master to the watcher), for
  * the master's address (SENTINEL get-master-addr-by-name); the first that knows it wins, and the
  * address is noted (sentinel_note_master). 0 with host (REDIS_URL_HOST_MAX bytes), *port and
  * *epoch (the epoch of that address), or -1 with why in err (what the last Sentinel said).
