@@ -80,6 +80,10 @@ static const struct {
     [METRIC_WEBHOOKS_DISABLED] = {"tocsin_webhooks_disabled_total",
                                   "Webhooks turned off because their attempts failed without "
                                   "one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S."},
+    [METRIC_REDIS_FAILOVERS] = {"tocsin_redis_failovers_total",
+                                "Times this replica moved its Redis connections to a new master "
+                                "(redis-sentinel://: +switch-master, or a new address from the "
+                                "Sentinels)."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */
