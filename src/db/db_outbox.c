@@ -19,8 +19,9 @@
  * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
  * owner, however many rows each holds), but not the rows the caller holds itself ($4: a worker
  * that registered again under a new name still has its old name's requests out, and taking them
- * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
- * read without a write; then due rows nobody holds, in order along
+ * would send them twice); the rows the owner $1 was given, does not hold yet (not in $4) and
+ * that are due (a row it is handed in memory is due DB_FIRE_HANDOVER_GRACE_MS after its fire, so
+ * the two never meet), read without a write; then due rows nobody holds, in order along
  * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3
  * and the tenants in $6 (those holding their share of the worker's slots: their rows wait here,
  * pending, in order, and nothing about them changes).
@@ -44,6 +45,7 @@ static const char claim_sql[] =
     "   AND tenant_id <> ALL ($6::bigint[]) AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
     " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
+    "   AND next_attempt_at <= now()"
     "   AND receiver <> ALL ($3::text[]) AND tenant_id <> ALL ($6::bigint[])"
     "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
@@ -89,8 +91,10 @@ static const char owner_renew_sql[] =
     DB_OUTBOX_RENEW_MARGIN_TEXT " milliseconds'"
     "  AND backend_pid IS NOT DISTINCT FROM " DB_BACKEND_PID("$3")
     "  AND backend_start IS NOT DISTINCT FROM " DB_BACKEND_START("$3");
+/* A handed row the owner never took is due at once too. */
 static const char owner_leave_sql[] =
-    "WITH back AS (UPDATE outbox SET lease_owner = NULL"
+    "WITH back AS (UPDATE outbox SET lease_owner = NULL,"
+    "  next_attempt_at = least(next_attempt_at, now())"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
     " DELETE FROM delivery_owners WHERE owner = $1";
 /* A delivered row keeps no body it did not have: only a retry needs the bytes again. A row
