@@ -159,7 +159,8 @@ void deliver_job_take(struct worker *w, size_t n);
 /* Turns the rows of handover h into jobs as deliver_job_take does with leased ones, their
  * payloads built from the meetings h brought (no statement); rows w may not take (h is older than
  * DELIVER_HANDOVER_AGE_MAX_MS, for another name of w's, or w has no room) stay in the outbox,
- * owned, for its lease statement once due. The caller frees h. */
+ * owned, for its lease statement once due; so do rows whose receiver's circuit is not closed,
+ * as a lease would have. The caller frees h. */
 void deliver_job_take_handed(struct worker *w, struct db_fire_handover *h);
 /* Whether j is one of the rows w holds (its lease's): the only rows w may record or give back. */
 bool deliver_job_held(const struct worker *w, const struct job *j);

@@ -31,15 +31,23 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
+static struct receiver **
+receiver_link(struct worker *w, const char *key)
+{
+    struct receiver **r = &w->receivers[bucket(key)];
+
+    while (*r != NULL && strcmp((*r)->key, key) != 0)
+        r = &(*r)->next;
+    return r;
+}
+
 /* The receiver of a row: its key names one channel's receiver (a push service's origin is never
  * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
 receiver_get(struct worker *w, const struct db_outbox_item *it)
 {
-    struct receiver **r = &w->receivers[bucket(it->receiver)];
+    struct receiver **r = receiver_link(w, it->receiver);
 
-    while (*r != NULL && strcmp((*r)->key, it->receiver) != 0)
-        r = &(*r)->next;
     if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL) {
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
         (*r)->channel = it->channel;
@@ -334,6 +342,16 @@ deliver_job_take(struct worker *w, size_t n)
     queue_or_fail(w, fresh, k);
 }
 
+/* Whether a handed row is left to the lease statement because its receiver's circuit is not
+ * closed: the lease leaves such a receiver's rows in the outbox until it may take requests. */
+static bool
+receiver_shut(struct worker *w, const struct db_outbox_item *it, int64_t now)
+{
+    struct receiver *r = *receiver_link(w, it->receiver);
+
+    return r != NULL && deliver_policy_circuit(&r->pol, now) != DELIVER_CIRCUIT_CLOSED;
+}
+
 /* Whether w may take the rows of h: see DELIVER_HANDOVER_AGE_MAX_MS. */
 static bool
 handover_fresh(const struct worker *w, const struct db_fire_handover *h, int64_t now)
@@ -347,12 +365,16 @@ deliver_job_take_handed(struct worker *w, struct db_fire_handover *h)
 {
     struct job **fresh = w->jobs;
     struct codec_people *people = NULL; /* webhook rows only: never parsed */
-    size_t k = 0, i = 0;
-    int64_t wall = timefmt_now_ms();
+    size_t k = 0, i = 0, left = 0;
+    int64_t wall = timefmt_now_ms(), now = timefmt_mono_ms();
 
     /* Scratch of one round: as a lease, at most DB_OUTBOX_CLAIM_MAX at a time. */
     while (handover_fresh(w, h, timefmt_mono_ms()) && i < h->n && w->n_held < w->max_held) {
         for (k = 0; k < DB_OUTBOX_CLAIM_MAX && i < h->n && w->n_held < w->max_held; i++) {
+            if (receiver_shut(w, &h->items[i], now)) {
+                left++;
+                continue;
+            }
             struct job *j = job_new(w, &h->items[i]);
             if (j == NULL)
                 continue;
@@ -363,5 +385,5 @@ deliver_job_take_handed(struct worker *w, struct db_fire_handover *h)
         deliver_lease_loaded(w, k);
         queue_or_fail(w, fresh, k);
     }
-    metrics_add(METRIC_DELIVERY_HANDED_LEFT, h->n - i);
+    metrics_add(METRIC_DELIVERY_HANDED_LEFT, left + h->n - i);
 }
