@@ -22,6 +22,7 @@ const GOAL_MS = 3000;
 const KEY = env('BENCH_KEYS', '').split(/\s+/).filter(Boolean)[0];
 const DB = env('BENCH_DB_URL');
 const DIR = env('BENCH_DIR', '.');
+const STATEMENTS = env('BENCH_PG_STATEMENTS', '') === '1'; // deliveries.sh loaded pg_stat_statements
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const postmaster = () => fs.readFileSync(path.join(DIR, 'pg', 'postmaster.pid'), 'latin1').split('\n')[0].trim();
@@ -73,6 +74,9 @@ async function main() {
     const a = await serve('recover-a');
     const b = await serve('recover-b');
     try {
+        if (STATEMENTS) {
+            psql('SELECT pg_stat_statements_reset()');
+        }
         const cpu0 = cpuNow([a, b]);
         const t0 = performance.now();
         const r = await fetch(`http://127.0.0.1:${a.port}/v1/webhooks/${hook}/recover`, {
@@ -103,6 +107,14 @@ async function main() {
         const per = (k) => ((cpu1[k] - cpu0[k]) * 1000 / ROWS).toFixed(0);
         console.log(`CPU per delivery until the last receipt, us (10 ms ticks, idle included): ` +
             `PostgreSQL ${per('pg')}, replicas ${per('reps')}, receiver ${per('rx')}`);
+        if (STATEMENTS) {
+            // Until now: the AFTER_MS watch adds only the replicas' idle statements.
+            console.log(`statements per delivery, by time:\n  ${psql(`SELECT concat_ws(' | ',
+                to_char(calls::numeric / ${ROWS}, 'FM990.000') || ' calls', to_char(rows::numeric / calls, 'FM9990.0') || ' rows/call',
+                to_char(total_exec_time * 1000 / ${ROWS}, 'FM9990.0') || ' us', left(regexp_replace(query, '\\s+', ' ', 'g'), 90))
+                FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND calls > 0
+                ORDER BY total_exec_time DESC LIMIT 8`).split('\n').join('\n  ')}`);
+        }
     } finally {
         await Promise.all([a.stop(), b.stop()]);
         rx.close();

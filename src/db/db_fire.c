@@ -185,14 +185,6 @@ handover_new(size_t rows)
     return h;
 }
 
-/* An optional text column into *out: 0, or -1 when a present value could not be copied. */
-static int
-opt_str(const PGresult *res, int row, int col, char **out)
-{
-    *out = db_get_str(res, row, col);
-    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
-}
-
 /* A handed row ('o' with its webhook's URL) as a lease would bring it: 0, or -1 when out of
  * memory. Its meeting is found later (meeting_of). */
 static int
@@ -205,10 +197,11 @@ handed_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .channel = CHANNEL_WEBHOOK,
                                   .given = true};
     snprintf(it->meeting_id, sizeof it->meeting_id, "%s", PQgetvalue(res, row, F_MEETING));
-    if (opt_str(res, row, F_URL, &it->url) != 0 || opt_str(res, row, F_SECRET, &it->secret) != 0 ||
-        opt_str(res, row, F_SECRET_OLD, &it->secret_old) != 0 ||
-        opt_str(res, row, F_WEBHOOK, &it->receiver) != 0 ||
-        opt_str(res, row, F_WEBHOOK, &it->target) != 0)
+    if (db_get_opt_str(res, row, F_URL, &it->url) != 0 ||
+        db_get_opt_str(res, row, F_SECRET, &it->secret) != 0 ||
+        db_get_opt_str(res, row, F_SECRET_OLD, &it->secret_old) != 0 ||
+        db_get_opt_str(res, row, F_WEBHOOK, &it->receiver) != 0 ||
+        db_get_opt_str(res, row, F_WEBHOOK, &it->target) != 0)
         return -1;
     return it->url != NULL && it->secret != NULL && it->receiver != NULL ? 0 : -1;
 }

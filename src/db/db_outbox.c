@@ -182,14 +182,6 @@ copy_id(char out[MEETING_ID_LEN + 1], const PGresult *res, int row, int col)
     out[MEETING_ID_LEN] = '\0';
 }
 
-/* An optional text column into *out: 0, or -1 when a present value could not be copied. */
-static int
-opt_str(const PGresult *res, int row, int col, char **out)
-{
-    *out = db_get_str(res, row, col);
-    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
-}
-
 static int
 fill_item(const PGresult *res, int row, struct db_outbox_item *it)
 {
@@ -204,11 +196,16 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .expires_at_ms = db_get_i64(res, row, 16),
                                   .given = PQgetvalue(res, row, 18)[0] == 't'};
     copy_id(it->meeting_id, res, row, 2);
-    if (opt_str(res, row, 6, &it->payload) != 0 || opt_str(res, row, 8, &it->receiver) != 0 ||
-        opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
-        opt_str(res, row, 12, &it->p256dh) != 0 || opt_str(res, row, 13, &it->auth) != 0 ||
-        opt_str(res, row, 14, &it->recipient) != 0 || opt_str(res, row, 15, &it->address) != 0 ||
-        opt_str(res, row, 17, &it->target) != 0 || opt_str(res, row, 19, &it->secret_old) != 0)
+    if (db_get_opt_str(res, row, 6, &it->payload) != 0 ||
+        db_get_opt_str(res, row, 8, &it->receiver) != 0 ||
+        db_get_opt_str(res, row, 9, &it->url) != 0 ||
+        db_get_opt_str(res, row, 10, &it->secret) != 0 ||
+        db_get_opt_str(res, row, 12, &it->p256dh) != 0 ||
+        db_get_opt_str(res, row, 13, &it->auth) != 0 ||
+        db_get_opt_str(res, row, 14, &it->recipient) != 0 ||
+        db_get_opt_str(res, row, 15, &it->address) != 0 ||
+        db_get_opt_str(res, row, 17, &it->target) != 0 ||
+        db_get_opt_str(res, row, 19, &it->secret_old) != 0)
         return -1;
     return it->receiver != NULL && it->channel != 0 ? 0 : -1;
 }

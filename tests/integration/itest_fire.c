@@ -44,6 +44,15 @@ meeting_due(struct db *db, struct meeting *m, int64_t start_ms, int minutes_befo
     k->fire_at_ms = m->reminders[0].fire_at_ms;
 }
 
+/* Every row delivered: a test that counts pending rows starts from none. */
+static void
+empty_backlog(void)
+{
+    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
+                      NULL) >= 0,
+          "an empty backlog");
+}
+
 static long long
 count(const char *sql, int64_t id)
 {
@@ -436,9 +445,7 @@ test_owners(struct db *db)
     size_t n = 0;
     int64_t now = timefmt_now_ms(), given[8];
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     CHECK(db_outbox_owner_register(db, "r/0/1", 60000) == DB_ONE_RESULT &&
               db_outbox_owner_register(db, "r/1/1", 60000) == DB_ONE_RESULT,
           "owners");
@@ -514,9 +521,7 @@ test_handover(struct db *db)
     struct db_outbox_item it[8];
     size_t n = 0;
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     CHECK(db_outbox_owner_register(db, "h/0/1", 60000) == DB_ONE_RESULT, "owner");
     fixture_meeting(&m, "handed", timefmt_now_ms() + 5 * FIXTURE_MIN_MS, minutes, 2);
     CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
@@ -580,9 +585,7 @@ test_owner_backend(const char *url, struct db *db)
     struct db_outbox_item it[8];
     size_t n = 0;
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     struct db *other = open_db(url);
     CHECK(other != NULL && db_outbox_owner_register(other, "k/0/1", 60000) == DB_ONE_RESULT &&
               db_outbox_owner_register(db, "k/1/1", 60000) == DB_ONE_RESULT,
@@ -628,9 +631,7 @@ test_missing_webhook(struct db *db)
     struct db_outbox_item it[2];
     size_t n = 0;
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     CHECK(fixture_sql("INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel,"
                       " target, receiver, webhook_id) SELECT tenant_id, meeting_id, reminder_id,"
                       " fire_at + interval '1 millisecond', 'webhook', 'x', 'x', gen_random_uuid()"
