@@ -9,7 +9,8 @@
 # .local/bench-deliveries; BENCH_KEEP=1 keeps a seeded database for the next run (same
 # BENCH_ROWS and BENCH_TENANTS). Environment: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # BENCH_REQUESTS (500 per query), BENCH_KEY_TENANTS (10: the tenants the requests go to in turn),
-# BENCH_BIN (another tocsin binary). Not part of CI.
+# BENCH_BIN (another tocsin binary), BENCH_PG_STATEMENTS=1 (the recover's statements per delivery,
+# pg_stat_statements). Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -35,11 +36,18 @@ if [ "${BENCH_KEEP:-0}" != 1 ] || [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seed
 fi
 mkdir -p "$DIR"
 # Reads are measured; the seed's writes need no durability.
-bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "shared_buffers = 2GB" \
-    "maintenance_work_mem = 1GB" "max_wal_size = 8GB" "fsync = off" "synchronous_commit = off" \
-    "full_page_writes = off"
+PG_CONF=("shared_buffers = 2GB" "maintenance_work_mem = 1GB" "max_wal_size = 8GB" "fsync = off"
+    "synchronous_commit = off" "full_page_writes = off")
+# BENCH_PG_STATEMENTS=1: the recover also prints its statements per delivery (pg_stat_statements).
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    PG_CONF+=("shared_preload_libraries = 'pg_stat_statements'")
+fi
+bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "${PG_CONF[@]}"
 PSQL=(psql "$TOCSIN_DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 "$BIN" migrate
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    "${PSQL[@]}" -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements'
+fi
 if [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seeded" ]; then
     tocsin_log "seeding $seeded"
     start=$(date +%s)

@@ -84,6 +84,12 @@ static const struct {
                                 "Times this replica moved its Redis connections to a new master "
                                 "(redis-sentinel://: +switch-master, or a new address from the "
                                 "Sentinels)."},
+    [METRIC_DELIVERY_HANDED] = {"tocsin_delivery_handed_total",
+                                "Webhook rows a delivery worker took in memory from the fire "
+                                "that wrote them, without a lease statement or a meeting read."},
+    [METRIC_DELIVERY_HANDED_LEFT] = {"tocsin_delivery_handed_left_total",
+                                     "Webhook rows handed to a delivery worker that it left to "
+                                     "its lease statement (too late, renamed, or no room)."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

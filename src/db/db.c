@@ -593,6 +593,13 @@ db_get_str(const PGresult *res, int row, int col)
     return strdup(PQgetvalue(res, row, col));
 }
 
+int
+db_get_opt_str(const PGresult *res, int row, int col, char **out)
+{
+    *out = db_get_str(res, row, col);
+    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
+}
+
 long
 db_affected(PGresult *res)
 {

@@ -228,6 +228,9 @@ const char *db_like_pattern(const char *q, char out[DB_LIKE_BUF]);
 int64_t db_get_i64(const PGresult *res, int row, int col);
 /* Field copied to a malloc'ed string (NULL when NULL or out of memory: check with PQgetisnull). */
 char *db_get_str(const PGresult *res, int row, int col);
+/* An optional text field into *out (db_get_str): 0, or -1 when a present value could not be
+ * copied. */
+int db_get_opt_str(const PGresult *res, int row, int col, char **out);
 /* Number of rows an INSERT/UPDATE/DELETE touched. */
 long db_affected(PGresult *res);
 

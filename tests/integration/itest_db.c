@@ -651,7 +651,7 @@ test_fire_deleted(struct db *db)
           "soft-delete without cancelling");
     struct reminder_key k[] = {{dead.reminders[0].id, dead.reminders[0].fire_at_ms},
                                {live.reminders[0].id, live.reminders[0].fire_at_ms}};
-    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
+    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, 0, &out) == DB_ONE_RESULT, "fire");
     CHECK(out.n == 1 && out.item[0].reminder_id == live.reminders[0].id,
           "only the live meeting's reminder fired: n=%zu", out.n);
     CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
