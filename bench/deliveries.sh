@@ -3,7 +3,8 @@
 # outbox rows of BENCH_TENANTS (100) tenants with SQL (bench/deliveries_seed.sql), times GET
 # /v1/deliveries with status, q and a cursor against one server (bench/deliveries.mjs: p50, p99,
 # slowest), then prints each query's plan as the server's own statement ran it (auto_explain,
-# with ANALYZE and BUFFERS); then POST /v1/webhooks/{id}/recover of BENCH_RECOVER_ROWS (10,000)
+# with ANALYZE and BUFFERS), and the same for GET /v1/stats?window=1h and 24h (BENCH_QUERIES:
+# search, stats or all); then POST /v1/webhooks/{id}/recover of BENCH_RECOVER_ROWS (10,000)
 # failed deliveries against two replicas (bench/recover.mjs; BENCH_RECOVER=0 leaves it out,
 # BENCH_SEARCH=0 the search). A RelWithDebInfo build, its own PostgreSQL and Redis under
 # .local/bench-deliveries; BENCH_KEEP=1 keeps a seeded database for the next run (same
@@ -78,12 +79,12 @@ if [ "${BENCH_SEARCH:-1}" = 1 ]; then
     from=$(wc -c <"$pglog")
     BENCH_PLANS_ONLY=1 node bench/deliveries.mjs
     "${PSQL[@]}" -c "ALTER DATABASE tocsin RESET ALL"
-    tocsin_log "plans of the search statement (PostgreSQL's log, auto_explain)"
+    tocsin_log "plans of the search and stats statements (PostgreSQL's log, auto_explain)"
     tail -c +"$((from + 1))" "$pglog" | python3 -c '
 import re, sys
 text = sys.stdin.read()
 for block in re.split(r"\n(?=\S.*LOG:  duration: )", text):
-    if "SELECT s.*, m.title" not in block:
+    if "SELECT s.*, m.title" not in block and "WITH w AS (SELECT now() AS t1" not in block:
         continue
     head = re.search(r"duration: ([0-9.]+) ms", block)
     plan = block[block.index("Query Text:"):]

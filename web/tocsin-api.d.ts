@@ -1450,7 +1450,12 @@ export interface components {
          *     token's write also leaves at most `TOCSIN_BROWSER_PARTICIPANTS_MAX` (50) participants,
          *     or no more than the meeting had: past that 400 `validation` on `participants`.
          */
-        MeetingInput: {
+        MeetingInput: components["schemas"]["MeetingFields"];
+        /**
+         * @description The members of `MeetingInput`, open to more: what `MeetingInput` and a batch item
+         *     (`MeetingBatchItem`) share, each closing it with its own members.
+         */
+        MeetingFields: {
             /** @description 1..200 characters. */
             title: string;
             description?: string | null;
@@ -1713,22 +1718,48 @@ export interface components {
             message: string;
         };
         MeetingBatchInput: {
-            items: ({
-                /** @description As the `Idempotency-Key` header of `POST /v1/meetings`. */
-                idempotency_key?: string;
-            } & components["schemas"]["MeetingInput"])[];
+            items: components["schemas"]["MeetingBatchItem"][];
         };
+        /**
+         * @description A `MeetingInput` with one more member, `idempotency_key`, which the server takes out
+         *     before it validates the rest as `MeetingInput`. An item that is not an object, or that
+         *     fails `MeetingInput`, fails alone (its result a 400 `validation`).
+         */
+        MeetingBatchItem: {
+            /** @description As the `Idempotency-Key` header of `POST /v1/meetings`. */
+            idempotency_key?: string;
+        } & components["schemas"]["MeetingFields"];
         MeetingBatchResult: {
-            items: {
-                /** @enum {integer} */
-                status: 200 | 201 | 400 | 403 | 409 | 422 | 500;
-                /**
-                 * Format: uuid
-                 * @description The meeting (201 created, 200 a replayed idempotency_key).
-                 */
-                id?: string;
-                problem?: components["schemas"]["Problem"];
-            }[];
+            /** @description One per item of the request, in its order. */
+            items: (components["schemas"]["MeetingBatchCreated"] | components["schemas"]["MeetingBatchFailed"])[];
+        };
+        MeetingBatchCreated: {
+            /**
+             * @description 201 created; 200 a replayed `idempotency_key` (in an earlier request or earlier in this one) with the same item.
+             * @enum {integer}
+             */
+            status: 200 | 201;
+            /**
+             * Format: uuid
+             * @description The meeting (the first create's, for a replay).
+             */
+            id: string;
+        };
+        MeetingBatchFailed: {
+            /**
+             * @description The problem's status.
+             * @enum {integer}
+             */
+            status: 400 | 403 | 409 | 422 | 500;
+            /**
+             * @description As a single create would answer: 400 `validation` (with `errors`), 403
+             *     `quota_exceeded`, 409 `idempotency_in_flight`, 422 `idempotency_mismatch`, 500
+             *     `internal`.
+             */
+            problem: {
+                /** @enum {unknown} */
+                code?: "validation" | "quota_exceeded" | "idempotency_in_flight" | "idempotency_mismatch" | "internal";
+            } & components["schemas"]["Problem"];
         };
         /** @description RFC 9457 problem details. A `validation` problem always carries `errors`. */
         Problem: {

@@ -328,6 +328,95 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
     return st;
 }
 
+/* db_exec_generic's settings: no parameters, so their own plans are cached whatever the mode. */
+static const char plan_generic_sql[] =
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)";
+static const char plan_custom_sql[] =
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)";
+#define PIPED_MAX 3 /* the generic mode, the statement, the session's mode again */
+
+struct piped {
+    enum db_stmt id;
+    const char *sql;
+    int n;
+    const char *const *values;
+};
+
+/* Sends q[0..nq) in one pipeline and one Sync; *res gets the result of q[keep]. Every result is
+ * read up to the Sync whatever failed, so the connection leaves pipeline mode as it entered it;
+ * one that broke is reset by the next ensure_conn (PQreset ends pipeline mode too). */
+static enum db_status
+exec_piped(struct db *db, const struct piped *q, size_t nq, size_t keep, PGresult **res)
+{
+    char name[PIPED_MAX][DB_STMT_NAME_MAX];
+    enum db_status st = DB_ONE_RESULT;
+    size_t sent = 0;
+    PGresult *r;
+
+    for (size_t i = 0; i < nq; i++) {
+        snprintf(name[i], sizeof name[i], "tocsin_%d", (int)q[i].id);
+        if (!db->prepared[q[i].id] &&
+            (st = prepare(db, q[i].id, name[i], q[i].sql, q[i].n)) != DB_ONE_RESULT)
+            return st;
+    }
+    if (PQenterPipelineMode(db->conn) != 1)
+        return classify(db, NULL, "pipeline");
+    while (sent < nq &&
+           PQsendQueryPrepared(db->conn, name[sent], q[sent].n, q[sent].values, NULL, NULL, 0) == 1)
+        sent++;
+    if (sent < nq || PQpipelineSync(db->conn) != 1)
+        st = classify(db, NULL, name[sent < nq ? sent : nq - 1]);
+    for (size_t i = 0; i < sent; i++) {
+        while ((r = PQgetResult(db->conn)) != NULL) {
+            ExecStatusType rs = PQresultStatus(r);
+            if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
+                if (st == DB_ONE_RESULT)
+                    st = classify(db, r, name[i]);
+                else
+                    PQclear(r);
+            } else if (i == keep && st == DB_ONE_RESULT) {
+                *res = r;
+            } else {
+                PQclear(r);
+            }
+        }
+    }
+    /* Then the Sync's result; before it, an error of the commit it made in autocommit. */
+    while (sent == nq && (r = PQgetResult(db->conn)) != NULL) {
+        bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        if (!sync && st == DB_ONE_RESULT)
+            st = classify(db, r, "commit");
+        else
+            PQclear(r);
+        if (sync)
+            break;
+    }
+    if (PQexitPipelineMode(db->conn) != 1 && st == DB_ONE_RESULT)
+        st = classify(db, NULL, "pipeline");
+    if (st != DB_ONE_RESULT) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return st;
+}
+
+enum db_status
+db_exec_generic(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+                PGresult **res)
+{
+    const struct piped q[PIPED_MAX] = {{STMT_PLAN_GENERIC, plan_generic_sql, 0, NULL},
+                                       {id, sql, n, values},
+                                       {STMT_PLAN_CUSTOM, plan_custom_sql, 0, NULL}};
+
+    if (pooled || db->in_order || id == DB_STMT_UNPREPARED)
+        return db_exec(db, id, sql, n, values, res);
+    *res = NULL;
+    if (ensure_conn(db) != 0)
+        return DB_SOFT_ERROR;
+    /* In autocommit the statement's transaction ends at the Sync, and the mode with it. */
+    return exec_piped(db, q, db->in_tx ? PIPED_MAX : PIPED_MAX - 1, 1, res);
+}
+
 enum db_status
 db_exec_i64(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
             int64_t *out)
