@@ -25,6 +25,7 @@ const DELIVER_BOUND_MS = 30000; // everything is delivered this long after the l
 const SYNC_BOUND_MS = 20000;   // the standby is a synchronous one this long after it started
 const REFUSE_BOUND_MS = 10000; // /readyz reports a refused connection this long after it breaks
 const PROBE_GAP_MS = 20;       // writes are tried this often while waiting for the new primary
+const RELOAD_SETTLE_MS = 500;  // after pg_reload_conf, for the sessions to take the new setting
 const DB = 'tocsin';
 
 const h = await harness('pg_failover');
@@ -143,13 +144,16 @@ test('primary stopped and its synchronous standby promoted under load: all deliv
         `${repeats} repeated on the wire (a send whose record was lost with the primary)`);
     assert.equal(rx.seen.size, REMINDERS, 'every reminder arrived at the receiver');
 
-    // ---- the new primary turns read-only with its sessions open; the old one is down.
+    // ---- the new primary turns read-only with its sessions open; the old one is down. A write
+    // on such a session fails with 25006: a reason to reconnect (503 while no host takes writes),
+    // not a bug (500). /readyz is asked on the other replica: its ping would reconnect too.
     await standby.sql('ALTER SYSTEM SET default_transaction_read_only = on');
     await standby.sql('SELECT pg_reload_conf()');
-    const rz = await notReady(srvs[0], /read-only/);
-    assert.match(rz.checks.postgres, /^(read_only|down)$/);
+    await sleep(RELOAD_SETTLE_MS);
     const refused = await srvs[0].req('POST', '/v1/meetings', { key, json: meeting('read-only', Date.now() + 60 * MIN, []) });
     assert.equal(refused.status, 503, `a write while no host takes writes: ${refused.text}`);
+    const rz = await notReady(srvs[1], /read-only/);
+    assert.match(rz.checks.postgres, /^(read_only|down)$/);
 
     // The old primary comes back on its own (it never saw the promotion: as after a split): the
     // next write goes there, not to the read-only server the connections were on.
