@@ -125,7 +125,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                on_subscribed,
                                e,
                                hooks->on_streamed != NULL ? on_stream_wake : NULL,
-                               (void *)hooks};
+                               (void *)hooks,
+                               NULL};
     if ((e->expiry = expiry_start(&eopt)) == NULL || members_run(e->members) != 0)
         goto fail;
     struct retention_opts topt = {cfg->database_url,

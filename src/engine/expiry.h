@@ -8,7 +8,9 @@
  * After every (re)subscribe it also checks that Redis sends expired events at all, end to end and
  * without needing CONFIG (forbidden on managed Redis): it sets a probe key that expires at once,
  * touches it, and waits up to EXPIRY_PROBE_WAIT_MS for its event. Before that it tries CONFIG SET
- * notify-keyspace-events where allowed, so a fresh Redis is fixed rather than only reported. */
+ * notify-keyspace-events where allowed, so a fresh Redis is fixed rather than only reported.
+ * With Redis Cluster (mirror.n_seeds > 0) it is one listener per master (expiry_cluster.h) behind
+ * the same calls. */
 #ifndef TOCSIN_EXPIRY_H
 #define TOCSIN_EXPIRY_H
 
@@ -44,6 +46,9 @@ struct expiry_opts {
     void *on_connect_arg;
     expiry_stream_fn on_stream; /* may be NULL: then the wake-up channel is not subscribed */
     void *on_stream_arg;
+    /* A hash tag put in the probe key ("<prefix>:<tag>:probe:..."), so that it lands on the one
+     * Cluster master this listener is subscribed to (expiry_cluster.h); NULL = none. Copied. */
+    const char *probe_tag;
 };
 
 struct expiry;
