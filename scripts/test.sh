@@ -41,8 +41,6 @@ REDIS_TLS_PORT=${TOCSIN_TEST_REDIS_TLS_PORT:-$((REDIS_PORT + 1))}
 # files' tocsin servers use redis-cluster:// on it; ctest keeps the plain Redis. A run of its own.
 REDIS_CLUSTER=${TOCSIN_TEST_REDIS_CLUSTER:-0}
 CLUSTER_PORT=${TOCSIN_TEST_REDIS_CLUSTER_PORT:-7100}
-CLUSTER_NODES=3
-CLUSTER_READY_S=30
 CTEST_REGEX=${TOCSIN_TEST_CTEST_REGEX:-}
 SELECTED=
 if [ -n "${TOCSIN_TEST_NODE:-}" ] || [ -n "$CTEST_REGEX" ]; then
@@ -84,44 +82,12 @@ summary()
     echo "$PASSED passed, $FAILED failed"
 }
 
-# The nodes of TOCSIN_TEST_REDIS_CLUSTER=1, by their pid files.
-cluster_stop()
-{
-    for ((i = 0; i < CLUSTER_NODES; i++)); do
-        if [ -d "$TEST_DIR/cluster$i" ]; then
-            tocsin_redis_stop "$TEST_DIR/cluster$i"
-        fi
-    done
-}
-
-# Starts the nodes, joins them with redis-cli --cluster create, waits for cluster_state:ok.
-cluster_start()
-{
-    local nodes=() i
-    for ((i = 0; i < CLUSTER_NODES; i++)); do
-        tocsin_redis_start "$TEST_DIR/cluster$i" $((CLUSTER_PORT + i)) --cluster-enabled yes \
-            --cluster-config-file "$TEST_DIR/cluster$i/nodes.conf" --cluster-node-timeout 2000
-        nodes+=("127.0.0.1:$((CLUSTER_PORT + i))")
-    done
-    redis-cli --cluster create "${nodes[@]}" --cluster-yes >/dev/null
-    for ((i = 0; i < CLUSTER_READY_S * 10; i++)); do
-        if redis-cli -p "$CLUSTER_PORT" CLUSTER INFO | grep -q '^cluster_state:ok'; then
-            TOCSIN_TEST_REDIS_CLUSTER_URL=redis-cluster://$(IFS=,; echo "${nodes[*]}")/
-            export TOCSIN_TEST_REDIS_CLUSTER_URL
-            return 0
-        fi
-        sleep 0.1
-    done
-    tocsin_log "the Redis Cluster on $CLUSTER_PORT.. did not reach cluster_state:ok"
-    return 1
-}
-
 cleanup()
 {
     local rc=$?
     trap - EXIT INT TERM
     tocsin_redis_stop "$TEST_DIR/redis" || true
-    cluster_stop || true
+    tocsin_cluster_stop "$TEST_DIR/cluster" || true
     tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
     if [ -n "$INTERRUPTED" ] && [ -z "$SUMMARY_DONE" ]; then
@@ -241,7 +207,8 @@ if [ "$REDIS_TLS" = 1 ]; then
 fi
 tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT" "${REDIS_ARGS[@]}"
 if [ "$REDIS_CLUSTER" = 1 ]; then
-    cluster_start
+    TOCSIN_TEST_REDIS_CLUSTER_URL=$(tocsin_cluster_start "$TEST_DIR/cluster" "$CLUSTER_PORT" 3)
+    export TOCSIN_TEST_REDIS_CLUSTER_URL
 fi
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
 tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"

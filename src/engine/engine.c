@@ -179,6 +179,12 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     out->replicas = members_live(e->members);
 }
 
+size_t
+engine_redis_masters(struct engine *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL ? expiry_masters(e->expiry, out, cap) : 0;
+}
+
 void
 engine_stop(struct engine *e)
 {

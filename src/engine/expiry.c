@@ -376,6 +376,12 @@ expiry_stop(struct expiry *e)
     free(e);
 }
 
+size_t
+expiry_masters(struct expiry *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL && e->cluster != NULL ? expiry_cluster_masters(e->cluster, out, cap) : 0;
+}
+
 void
 expiry_redis_error(struct expiry *e, char *buf, size_t buflen)
 {

@@ -65,6 +65,14 @@ enum expiry_notify expiry_notify_state(struct expiry *e);
  * the NUL. For /readyz. Thread-safe; "" for NULL. */
 #define EXPIRY_ERROR_MAX 256
 void expiry_redis_error(struct expiry *e, char *buf, size_t buflen);
+/* With Redis Cluster: each master of the slot map and whether its listener is subscribed, so
+ * /metrics can say which master is down. Fills up to cap; returns how many (0 without Cluster). */
+#define EXPIRY_MASTER_ADDR_MAX (REDIS_URL_HOST_MAX + 8) /* "host:port" */
+struct expiry_master {
+    char addr[EXPIRY_MASTER_ADDR_MAX];
+    bool subscribed;
+};
+size_t expiry_masters(struct expiry *e, struct expiry_master *out, size_t cap);
 /* Stops the thread within about EXPIRY_POLL_MS and frees e. Accepts NULL. */
 void expiry_stop(struct expiry *e);
 

@@ -229,3 +229,17 @@ expiry_cluster_error(struct expiry_cluster *x, char *buf, size_t buflen)
     }
     pthread_mutex_unlock(&x->lock);
 }
+
+size_t
+expiry_cluster_masters(struct expiry_cluster *x, struct expiry_master *out, size_t cap)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&x->lock);
+    for (; n < x->n && n < cap; n++) {
+        snprintf(out[n].addr, sizeof out[n].addr, "%s:%d", x->l[n].addr.host, x->l[n].addr.port);
+        out[n].subscribed = expiry_connected(x->l[n].e);
+    }
+    pthread_mutex_unlock(&x->lock);
+    return n;
+}

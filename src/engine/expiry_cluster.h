@@ -24,6 +24,8 @@ void expiry_cluster_stop(struct expiry_cluster *x);
 bool expiry_cluster_connected(struct expiry_cluster *x);
 /* MISSING when one master's probe saw no event, UNKNOWN when one is not known yet, else OK. */
 enum expiry_notify expiry_cluster_notify(struct expiry_cluster *x);
+/* The masters and their listeners' state (expiry_masters). */
+size_t expiry_cluster_masters(struct expiry_cluster *x, struct expiry_master *out, size_t cap);
 /* Which masters are down and why ("master h:p: why; ..."), "" when none. */
 void expiry_cluster_error(struct expiry_cluster *x, char *buf, size_t buflen);
 

@@ -107,8 +107,10 @@ cluster_node_conn(struct cluster *cl, size_t i)
         return cl->conn[i];
     if (timefmt_mono_ms() < cl->retry_at_ms[i])
         return NULL;
-    if ((cl->conn[i] = open_node(cl, &cl->map.node[i])) == NULL)
+    if ((cl->conn[i] = open_node(cl, &cl->map.node[i])) == NULL) {
         cl->retry_at_ms[i] = timefmt_mono_ms() + CLUSTER_RECONNECT_BACKOFF_MS;
+        cl->have_map = 0; /* a master that cannot be reached may have been replaced */
+    }
     return cl->conn[i];
 }
 

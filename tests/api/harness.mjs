@@ -542,8 +542,9 @@ function clusterCli(url) {
         }
         return r.stdout.replace(/\n$/, '');
     };
-    const masters = async () => (await cmd('CLUSTER', 'NODES')).split('\n').filter((l) => / master /.test(l) &&
-        !/fail/.test(l)).map((l) => Number(/:(\d+)@/.exec(l)[1]));
+    const masters = async () => (await cmd('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '))
+        .filter((f) => f.length > 2 && /master/.test(f[2]) && !/fail/.test(f[2]))
+        .map((f) => Number(/:(\d+)@/.exec(f[1])[1]));
     const onEach = async (...args) => Promise.all((await masters()).map((p) => at(p, args)));
     return {
         url,
