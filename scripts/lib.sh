@@ -424,6 +424,41 @@ redis_pong()
     [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]
 }
 
+# tocsin_cluster_start DIR PORT N: a Redis Cluster of N masters and no replicas on 127.0.0.1:PORT
+# and the ports after it (each node's bus is its port + 10000), node i's files in DIR/node<i>,
+# joined with redis-cli --cluster create. Prints its redis-cluster:// URL once cluster_state is ok.
+TOCSIN_CLUSTER_READY_S=30
+tocsin_cluster_start()
+{
+    local dir port=$2 n=$3 nodes=() i
+    dir=$(abspath "$1")
+    for ((i = 0; i < n; i++)); do
+        tocsin_redis_start "$dir/node$i" $((port + i)) --cluster-enabled yes \
+            --cluster-config-file "$dir/node$i/nodes.conf" --cluster-node-timeout 2000
+        nodes+=("127.0.0.1:$((port + i))")
+    done
+    redis-cli --cluster create "${nodes[@]}" --cluster-yes >/dev/null
+    for ((i = 0; i < TOCSIN_CLUSTER_READY_S * 10; i++)); do
+        if redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok'; then
+            echo "redis-cluster://$(IFS=,; echo "${nodes[*]}")/"
+            return 0
+        fi
+        sleep 0.1
+    done
+    tocsin_die "the Redis Cluster on $port.. did not reach cluster_state:ok"
+}
+
+# tocsin_cluster_stop DIR: stops the nodes of tocsin_cluster_start DIR.
+tocsin_cluster_stop()
+{
+    local d
+    for d in "$1"/node*; do
+        if [ -d "$d" ]; then
+            tocsin_redis_stop "$d"
+        fi
+    done
+}
+
 # tocsin_redis_stop DIR: stops the Redis whose pid file is in DIR.
 tocsin_redis_stop()
 {

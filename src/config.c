@@ -262,6 +262,8 @@ load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
     cfg->redis_sentinels_n = ru.sentinel ? ru.n_sentinels : 0;
     memcpy(cfg->redis_sentinels, ru.sentinels, sizeof ru.sentinels);
     strcpy(cfg->redis_master, ru.master);
+    cfg->redis_seeds_n = ru.cluster ? ru.n_sentinels : 0;
+    memcpy(cfg->redis_seeds, ru.sentinels, sizeof ru.sentinels);
     return 0;
 }
 

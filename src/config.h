@@ -44,6 +44,9 @@ struct config {
     /* redis[s]-sentinel://: the Sentinels and the master name (redis_host is then ""). */
     size_t redis_sentinels_n; /* 0 = no Sentinel */
     struct redis_url_addr redis_sentinels[REDIS_URL_SENTINELS_MAX];
+    /* redis[s]-cluster://: the seed nodes (redis_host is then ""; db is 0). */
+    size_t redis_seeds_n; /* 0 = no Cluster */
+    struct redis_url_addr redis_seeds[REDIS_URL_SENTINELS_MAX];
     char redis_master[REDIS_URL_MASTER_MAX];
     char redis_sentinel_user[CONFIG_HOST_MAX];     /* TOCSIN_REDIS_SENTINEL_USER, "" = default */
     char redis_sentinel_password[CONFIG_HOST_MAX]; /* TOCSIN_REDIS_SENTINEL_PASSWORD, "" = none */

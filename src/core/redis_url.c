@@ -168,7 +168,8 @@ piece(const char *text, size_t len)
 
 /* One "host[:port]" of the Sentinel list. */
 static int
-sentinel_host(const char *s, size_t len, struct redis_url_addr *a, char *err, size_t errlen)
+sentinel_host(const char *s, size_t len, int def, struct redis_url_addr *a, char *err,
+              size_t errlen)
 {
     CURLU *u;
     int rc;
@@ -177,8 +178,7 @@ sentinel_host(const char *s, size_t len, struct redis_url_addr *a, char *err, si
         return fail(err, errlen, "has an empty host in its Sentinel list");
     if ((u = piece(s, len)) == NULL)
         return fail(err, errlen, "has a Sentinel that is not host[:port]");
-    rc = host_part(u, a->host, err, errlen) == 0 &&
-                 port_part(u, REDIS_URL_SENTINEL_PORT_DEFAULT, &a->port, err, errlen) == 0
+    rc = host_part(u, a->host, err, errlen) == 0 && port_part(u, def, &a->port, err, errlen) == 0
              ? 0
              : -1;
     curl_url_cleanup(u);
@@ -188,14 +188,18 @@ sentinel_host(const char *s, size_t len, struct redis_url_addr *a, char *err, si
 static int
 sentinel_hosts(const char *s, const char *end, struct redis_url *out, char *err, size_t errlen)
 {
+    int def = out->cluster ? REDIS_URL_PORT_DEFAULT : REDIS_URL_SENTINEL_PORT_DEFAULT;
+
     for (;;) {
         const char *comma = memchr(s, ',', (size_t)(end - s));
         const char *stop = comma != NULL ? comma : end;
 
         if (out->n_sentinels == REDIS_URL_SENTINELS_MAX)
-            return fail(err, errlen, "names more than 16 Sentinels");
-        if (sentinel_host(s, (size_t)(stop - s), &out->sentinels[out->n_sentinels], err, errlen) !=
-            0)
+            return fail(err, errlen,
+                        out->cluster ? "names more than 16 seed nodes"
+                                     : "names more than 16 Sentinels");
+        if (sentinel_host(s, (size_t)(stop - s), def, &out->sentinels[out->n_sentinels], err,
+                          errlen) != 0)
             return -1;
         out->n_sentinels++;
         if (comma == NULL)
@@ -247,8 +251,9 @@ sentinel_credentials(const char *s, size_t len, struct redis_url *out, char *err
     return rc;
 }
 
-/* redis[s]-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]. libcurl takes
- * one host per URL, so the list is cut here and each piece goes through it. */
+/* redis[s]-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], and the Cluster
+ * form with the same host list and no master. libcurl takes one host per URL, so the list is cut
+ * here and each piece goes through it. */
 static int
 parse_sentinel(const char *rest, struct redis_url *out, char *err, size_t errlen)
 {
@@ -262,24 +267,34 @@ parse_sentinel(const char *rest, struct redis_url *out, char *err, size_t errlen
     for (const char *p = rest; p < end; p++)
         if (*p == '@')
             at = p;
-    out->sentinel = 1;
+    out->sentinel = !out->cluster;
     if (at != NULL && sentinel_credentials(rest, (size_t)(at - rest), out, err, errlen) != 0)
         return -1;
     if (sentinel_hosts(at != NULL ? at + 1 : rest, end, out, err, errlen) != 0)
         return -1;
-    return sentinel_path(end, out, err, errlen);
+    if (!out->cluster)
+        return sentinel_path(end, out, err, errlen);
+    /* Cluster serves database 0 alone and refuses SELECT. */
+    if (*end != '\0' && strcmp(end, "/") != 0 && strcmp(end, "/0") != 0)
+        return fail(err, errlen, "a Cluster URL takes no path but / or /0 (Cluster has db 0 only)");
+    return 0;
 }
 
-/* The scheme's length when url starts with redis[s]-sentinel:// (setting *tls), else 0. */
+/* The scheme's length when url starts with redis[s]-sentinel:// or redis[s]-cluster:// (setting
+ * *tls and *cluster), else 0. */
 static size_t
-sentinel_scheme(const char *url, int *tls)
+list_scheme(const char *url, int *tls, int *cluster)
 {
-    static const char plain[] = "redis-sentinel://", secure[] = "rediss-sentinel://";
+    static const char *const schemes[] = {"redis-sentinel://", "rediss-sentinel://",
+                                          "redis-cluster://", "rediss-cluster://"};
 
-    *tls = strncasecmp(url, secure, sizeof secure - 1) == 0;
-    if (*tls)
-        return sizeof secure - 1;
-    return strncasecmp(url, plain, sizeof plain - 1) == 0 ? sizeof plain - 1 : 0;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncasecmp(url, schemes[i], strlen(schemes[i])) == 0) {
+            *tls = (int)(i % 2);
+            *cluster = i >= 2;
+            return strlen(schemes[i]);
+        }
+    return 0;
 }
 
 int
@@ -292,7 +307,7 @@ redis_url_parse(const char *url, struct redis_url *out, char *err, size_t errlen
     memset(out, 0, sizeof *out);
     if (u == NULL)
         return fail(err, errlen, "out of memory");
-    size_t skip = sentinel_scheme(url, &out->tls);
+    size_t skip = list_scheme(url, &out->tls, &out->cluster);
     if (skip > 0) {
         rc = has_nul_escape(url) ? fail(err, errlen, "must not contain %00")
                                  : parse_sentinel(url + skip, out, err, errlen);
@@ -309,7 +324,8 @@ redis_url_parse(const char *url, struct redis_url *out, char *err, size_t errlen
     out->tls = strcasecmp(scheme, "rediss") == 0;
     if (!out->tls && strcasecmp(scheme, "redis") != 0) {
         fail(err, errlen,
-             "needs the scheme redis://, rediss:// (TLS), redis-sentinel:// or rediss-sentinel://");
+             "needs the scheme redis://, rediss:// (TLS), redis[s]-sentinel:// or "
+             "redis[s]-cluster://");
         goto done;
     }
     if (has_nul_escape(url)) {

@@ -4,7 +4,9 @@
  * redis[s]-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db] names the
  * Sentinels to ask for the master's address (mirror/sentinel.h); its credentials are the data
  * nodes' (a Sentinel's own password is a setting of its own, config.c), and rediss-sentinel://
- * speaks TLS to both. Pure: no I/O, no logging. */
+ * speaks TLS to both. The Cluster form redis[s]-cluster://[[user]:password@]host[:port][,...][/]
+ * names seed nodes to ask for the slot map (mirror/cluster.h); Cluster has database 0 only, so
+ * it takes no db. Pure: no I/O, no logging. */
 #ifndef TOCSIN_REDIS_URL_H
 #define TOCSIN_REDIS_URL_H
 
@@ -38,6 +40,9 @@ struct redis_url {
     char master[REDIS_URL_MASTER_MAX]; /* the master name the Sentinels know it by */
     size_t n_sentinels;                /* 1..REDIS_URL_SENTINELS_MAX */
     struct redis_url_addr sentinels[REDIS_URL_SENTINELS_MAX];
+    /* The Cluster form: host is "" and port 0 as with Sentinel; the seeds are in sentinels[]
+     * (the same list syntax, default port 6379) and master is "". */
+    int cluster; /* 1 for redis[s]-cluster:// */
 };
 
 /* Fills out from url. Returns 0, or -1 with one sentence in err saying what is wrong (never the

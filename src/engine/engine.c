@@ -125,7 +125,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                on_subscribed,
                                e,
                                hooks->on_streamed != NULL ? on_stream_wake : NULL,
-                               (void *)hooks};
+                               (void *)hooks,
+                               NULL};
     if ((e->expiry = expiry_start(&eopt)) == NULL || members_run(e->members) != 0)
         goto fail;
     struct retention_opts topt = {cfg->database_url,
@@ -176,6 +177,12 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     members_shards(e->members, &owned);
     out->shards_owned = e->members != NULL ? shard_set_count(&owned) : 0;
     out->replicas = members_live(e->members);
+}
+
+size_t
+engine_redis_masters(struct engine *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL ? expiry_masters(e->expiry, out, cap) : 0;
 }
 
 void

@@ -6,6 +6,7 @@
  * the mirror replaced it because the master moved, the listener subscribes again on the new one
  * (and so probes the new master's notify setting and asks for a repair pass). */
 #include "expiry.h"
+#include "expiry_cluster.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -27,11 +28,13 @@
 
 #define EXPIRY_CHANNEL_MAX 48
 #define EXPIRY_INSTANCE_MAX 64
-#define EXPIRY_PROBE_KEY_MAX (MIRROR_PREFIX_MAX + EXPIRY_INSTANCE_MAX + 32)
+#define EXPIRY_PROBE_KEY_MAX (MIRROR_PREFIX_MAX + EXPIRY_INSTANCE_MAX + EXPIRY_TAG_MAX + 32)
 #define EXPIRY_PROBE_TTL_MS 1 /* the probe key is meant to expire at once */
 #define EXPIRY_WHY_MAX 256
+#define EXPIRY_TAG_MAX 24 /* a Cluster hash tag (cluster_tag_for) */
 
 struct expiry {
+    struct expiry_cluster *cluster; /* with Cluster: all the rest is unused */
     pthread_t thread;
     atomic_bool stop;
     atomic_bool connected;
@@ -52,6 +55,7 @@ struct expiry {
     char why[EXPIRY_ERROR_MAX]; /* why Redis is unreachable, "" while subscribed (why_lock) */
     /* The probe, used by the thread only. probe_key is "" when no probe is under way. */
     char instance[EXPIRY_INSTANCE_MAX + 1];
+    char probe_tag[EXPIRY_TAG_MAX]; /* "" = none */
     char probe_key[EXPIRY_PROBE_KEY_MAX];
     uint64_t probe_seq;
     int64_t probe_deadline_ms;       /* monotonic */
@@ -106,8 +110,8 @@ probe_start(struct expiry *e)
 
     e->config_why[0] = '\0';
     mirror_ensure_notify(e->cmd, e->config_why, sizeof e->config_why);
-    snprintf(e->probe_key, sizeof e->probe_key, "%s:probe:%s:%" PRIu64, mirror_prefix(e->mi),
-             e->instance, ++e->probe_seq);
+    snprintf(e->probe_key, sizeof e->probe_key, "%s%s%s:probe:%s:%" PRIu64, mirror_prefix(e->mi),
+             e->probe_tag[0] ? ":" : "", e->probe_tag, e->instance, ++e->probe_seq);
     if (mirror_probe_set(e->cmd, e->probe_key, EXPIRY_PROBE_TTL_MS) != 0) {
         probe_done(e, EXPIRY_NOTIFY_UNKNOWN);
         return;
@@ -304,6 +308,13 @@ expiry_start(const struct expiry_opts *opts)
 
     if (e == NULL)
         return NULL;
+    if (opts->mirror.n_seeds > 0) {
+        if ((e->cluster = expiry_cluster_start(opts)) == NULL) {
+            free(e);
+            return NULL;
+        }
+        return e;
+    }
     atomic_init(&e->stop, false);
     atomic_init(&e->connected, false);
     atomic_init(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
@@ -311,6 +322,7 @@ expiry_start(const struct expiry_opts *opts)
     e->d = opts->dispatch;
     e->members = opts->members;
     snprintf(e->instance, sizeof e->instance, "%s", opts->instance_id ? opts->instance_id : "-");
+    snprintf(e->probe_tag, sizeof e->probe_tag, "%s", opts->probe_tag ? opts->probe_tag : "");
     e->on_connect = opts->on_connect;
     e->on_connect_arg = opts->on_connect_arg;
     e->on_stream = opts->on_stream;
@@ -333,12 +345,16 @@ expiry_start(const struct expiry_opts *opts)
 bool
 expiry_connected(struct expiry *e)
 {
+    if (e != NULL && e->cluster != NULL)
+        return expiry_cluster_connected(e->cluster);
     return e != NULL && atomic_load(&e->connected);
 }
 
 enum expiry_notify
 expiry_notify_state(struct expiry *e)
 {
+    if (e != NULL && e->cluster != NULL)
+        return expiry_cluster_notify(e->cluster);
     return e != NULL ? (enum expiry_notify)atomic_load(&e->notify) : EXPIRY_NOTIFY_UNKNOWN;
 }
 
@@ -347,6 +363,11 @@ expiry_stop(struct expiry *e)
 {
     if (e == NULL)
         return;
+    if (e->cluster != NULL) {
+        expiry_cluster_stop(e->cluster);
+        free(e);
+        return;
+    }
     atomic_store(&e->stop, true);
     pthread_join(e->thread, NULL);
     mirror_free(e->mi);
@@ -355,12 +376,22 @@ expiry_stop(struct expiry *e)
     free(e);
 }
 
+size_t
+expiry_masters(struct expiry *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL && e->cluster != NULL ? expiry_cluster_masters(e->cluster, out, cap) : 0;
+}
+
 void
 expiry_redis_error(struct expiry *e, char *buf, size_t buflen)
 {
     buf[0] = '\0';
     if (e == NULL)
         return;
+    if (e->cluster != NULL) {
+        expiry_cluster_error(e->cluster, buf, buflen);
+        return;
+    }
     pthread_mutex_lock(&e->why_lock);
     snprintf(buf, buflen, "%s", e->why);
     pthread_mutex_unlock(&e->why_lock);

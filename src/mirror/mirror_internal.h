@@ -27,4 +27,11 @@ const char *mirror_prefix(const struct mirror *mi);
 size_t mirror_occurrence_key(char *buf, size_t buflen, const char *prefix, const char *kind,
                              int64_t reminder_id, int64_t fire_at_ms);
 
+/* The same key with the Cluster form's shard tag: "<prefix>:{s<shard>}:<kind>:<id>:<ms>". */
+size_t mirror_tagged_key(char *buf, size_t buflen, const char *prefix, const char *kind,
+                         int64_t reminder_id, int64_t fire_at_ms);
+/* The Cluster router of a mirror made with seeds (mirror_opts.n_seeds), else NULL. */
+struct cluster;
+struct cluster *mirror_cluster(const struct mirror *mi);
+
 #endif

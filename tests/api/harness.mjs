@@ -45,7 +45,9 @@ export function requireEnv() {
         bin: process.env.TOCSIN_BIN,
         dbUrl: process.env.TOCSIN_TEST_DATABASE_URL,
         // scripts/test.sh's TOCSIN_TEST_REDIS_TLS=1 run: the shared Redis's TLS port.
-        redisUrl: process.env.TOCSIN_TEST_REDIS_TLS_URL ?? process.env.TOCSIN_TEST_REDIS_URL,
+        // TOCSIN_TEST_REDIS_CLUSTER=1: the suite's Redis Cluster (redis-cluster://).
+        redisUrl: process.env.TOCSIN_TEST_REDIS_CLUSTER_URL ?? process.env.TOCSIN_TEST_REDIS_TLS_URL ??
+            process.env.TOCSIN_TEST_REDIS_URL,
         redisServerBin: process.env.REDIS_SERVER_BIN,
     };
 }
@@ -521,7 +523,48 @@ function cliTlsArgs(url, tls) {
     return ['--tls', '--cacert', files.ca, ...(files.cert ? ['--cert', files.cert, '--key', files.key] : [])];
 }
 
+// On a Cluster, tocsin's keys carry their shard's hash tag ("<prefix>:{s<id % 256>}:rem:..."):
+// the names the tests use are written with it, and the names read back are without it.
+const TAG_SHARDS = 256;
+const tagged = (k) => String(k).replace(/^([^:{]+):(rem|claim):(\d+):(\d+)$/,
+    (m, p, kind, id, at) => `${p}:{s${BigInt(id) % BigInt(TAG_SHARDS)}}:${kind}:${id}:${at}`);
+const untagged = (k) => k.replace(/:\{[a-z]\d+\}:/, ':');
+
+// redis-cli for a redis-cluster:// URL: commands follow redirects (-c), KEYS and FLUSHALL go to
+// every master.
+function clusterCli(url) {
+    const seed = new URL(url.replace(/^redis-cluster:/, 'http:').split(',')[0]);
+    const at = (port, args) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), '-c', ...args.map(String)]);
+    const cmd = async (...args) => {
+        const r = await at(seed.port, args.map(tagged));
+        if (r.code !== 0 || /^(ERR|WRONGTYPE|Could not connect)/m.test(r.stdout + r.stderr)) {
+            throw new Error(`redis-cli ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+        }
+        return r.stdout.replace(/\n$/, '');
+    };
+    const masters = async () => (await cmd('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '))
+        .filter((f) => f.length > 2 && /master/.test(f[2]) && !/fail/.test(f[2]))
+        .map((f) => Number(/:(\d+)@/.exec(f[1])[1]));
+    const onEach = async (...args) => Promise.all((await masters()).map((p) => at(p, args)));
+    return {
+        url,
+        cmd,
+        ping: async () => (await at(seed.port, ['PING'])).stdout.trim() === 'PONG',
+        pexpiretime: async (key) => Number(await cmd('PEXPIRETIME', key)),
+        keys: async (pattern) => {
+            const glob = pattern.replace(/^([^:*]+):/, '$1:*');
+            const outs = await onEach('KEYS', glob);
+            return outs.flatMap((r) => (r.stdout.trim() === '' ? [] : r.stdout.trim().split('\n')))
+                .map(untagged).sort();
+        },
+        flushall: async () => { await onEach('FLUSHALL'); },
+    };
+}
+
 export function redisCli(url, tls = null) {
+    if (url.startsWith('redis-cluster://')) {
+        return clusterCli(url);
+    }
     const tlsArgs = cliTlsArgs(url, tls);
     const cmd = async (...args) => {
         const r = await run('redis-cli', [...tlsArgs, '-u', url, ...args.map(String)]);

@@ -1,6 +1,7 @@
-/* fuzz_redis_url.c -- libFuzzer target for redis_url.c, both forms: the input (up to its first
+/* fuzz_redis_url.c -- libFuzzer target for redis_url.c, all three forms: the input (up to its first
  * NUL) is parsed as TOCSIN_REDIS_URL; a refusal must say why, and an accepted URL must hold its
- * bounds (host, port and db ranges, 1..REDIS_URL_SENTINELS_MAX Sentinels, a master name of
+ * bounds (host, port and db ranges, 1..REDIS_URL_SENTINELS_MAX Sentinels or Cluster seeds (db 0
+ * and no master for these), a master name of
  * [A-Za-z0-9_.-]{1,64}, no user without a password) and survive a round trip: written out again
  * with its credentials percent-encoded and IPv6 hosts bracketed, it parses to the same fields
  * (hosts after one normalisation, see round_trip).
@@ -48,11 +49,13 @@ bounds(const struct redis_url *u)
 {
     check(u->db >= 0 && u->db <= REDIS_URL_DB_MAX);
     check(u->user[0] == '\0' || u->password[0] != '\0');
-    if (!u->sentinel) {
+    check(!(u->sentinel && u->cluster));
+    if (!u->sentinel && !u->cluster) {
         check(addr_ok(u->host, u->port));
         return;
     }
-    check(u->host[0] == '\0' && master_ok(u->master));
+    check(u->host[0] == '\0' &&
+          (u->cluster ? u->master[0] == '\0' && u->db == 0 : master_ok(u->master)));
     check(u->n_sentinels >= 1 && u->n_sentinels <= REDIS_URL_SENTINELS_MAX);
     for (size_t i = 0; i < u->n_sentinels; i++)
         check(addr_ok(u->sentinels[i].host, u->sentinels[i].port));
@@ -94,7 +97,9 @@ write_parse(const struct redis_url *u, struct redis_url *back)
     static char out[OUT_MAX];
     char err[256];
     size_t n = (size_t)snprintf(out, sizeof out, "%s%s://", u->tls ? "rediss" : "redis",
-                                u->sentinel ? "-sentinel" : "");
+                                u->sentinel  ? "-sentinel"
+                                : u->cluster ? "-cluster"
+                                             : "");
 
     if (u->password[0] != '\0') {
         n = encode(out, n, u->user);
@@ -102,12 +107,13 @@ write_parse(const struct redis_url *u, struct redis_url *back)
         n = encode(out, n, u->password);
         n += (size_t)snprintf(out + n, sizeof out - n, "@");
     }
-    if (u->sentinel) {
+    if (u->sentinel || u->cluster) {
         for (size_t i = 0; i < u->n_sentinels; i++) {
             n += (size_t)snprintf(out + n, sizeof out - n, "%s", i ? "," : "");
             n = addr(out, n, u->sentinels[i].host, u->sentinels[i].port);
         }
-        snprintf(out + n, sizeof out - n, "/%s/%d", u->master, u->db);
+        if (u->sentinel)
+            snprintf(out + n, sizeof out - n, "/%s/%d", u->master, u->db);
     } else {
         n = addr(out, n, u->host, u->port);
         snprintf(out + n, sizeof out - n, "/%d", u->db);
@@ -125,9 +131,9 @@ round_trip(const struct redis_url *u)
 
     write_parse(u, &again);
     check(again.port == u->port && again.db == u->db && again.tls == u->tls &&
-          again.sentinel == u->sentinel && again.n_sentinels == u->n_sentinels &&
-          strcmp(again.user, u->user) == 0 && strcmp(again.password, u->password) == 0 &&
-          strcmp(again.master, u->master) == 0);
+          again.sentinel == u->sentinel && again.cluster == u->cluster &&
+          again.n_sentinels == u->n_sentinels && strcmp(again.user, u->user) == 0 &&
+          strcmp(again.password, u->password) == 0 && strcmp(again.master, u->master) == 0);
     for (size_t i = 0; i < u->n_sentinels; i++)
         check(again.sentinels[i].port == u->sentinels[i].port);
     write_parse(&again, &third);

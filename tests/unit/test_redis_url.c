@@ -178,6 +178,46 @@ check_sentinel_bounds(void)
           "a %d-byte master name accepted", REDIS_URL_MASTER_MAX);
 }
 
+/* redis[s]-cluster://: seeds with the data port as default, db 0 only, no master. */
+static void
+check_cluster(void)
+{
+    static const struct {
+        const char *url;
+        const char *why; /* NULL = accepted */
+    } cases[] = {
+        {"redis-cluster://127.0.0.1:7100,127.0.0.1:7101,[::1]:7102/", NULL},
+        {"rediss-cluster://u:p%40ss@cache.example", NULL},
+        {"redis-cluster://h1:7000/0", NULL},
+        {"redis-cluster://h1:7000/1", "db 0 only"},
+        {"redis-cluster://h1:7000/mymaster", "db 0 only"},
+        {"redis-cluster://h1,,h2", "empty host"},
+        {"redis-cluster://h1:0", "1..65535"},
+        {"redis-cluster://h1?x=1", "query"},
+    };
+    struct redis_url u;
+    char err[256];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = redis_url_parse(cases[i].url, &u, err, sizeof err);
+        if (cases[i].why != NULL) {
+            CHECK(rc != 0 && strstr(err, cases[i].why) != NULL, "%s: rc %d, \"%s\"", cases[i].url,
+                  rc, err);
+            continue;
+        }
+        CHECK(rc == 0 && u.cluster == 1 && u.sentinel == 0 && u.host[0] == '\0' && u.db == 0 &&
+                  u.master[0] == '\0',
+              "%s: rc %d %s", cases[i].url, rc, err);
+    }
+    CHECK(redis_url_parse(cases[0].url, &u, err, sizeof err) == 0 && u.n_sentinels == 3 &&
+              strcmp(u.sentinels[2].host, "::1") == 0 && u.sentinels[2].port == 7102 && !u.tls,
+          "seed list");
+    CHECK(redis_url_parse(cases[1].url, &u, err, sizeof err) == 0 && u.tls &&
+              u.sentinels[0].port == REDIS_URL_PORT_DEFAULT && strcmp(u.password, "p@ss") == 0 &&
+              strcmp(u.user, "u") == 0,
+          "TLS seed with credentials");
+}
+
 int
 main(void)
 {
@@ -219,6 +259,7 @@ main(void)
               strstr(err, "hunter2") == NULL,
           "reason names the password: %s", err);
     check_sentinel_good();
+    check_cluster();
     check_sentinel_bad();
     check_sentinel_bounds();
     /* Nor does the Sentinel form's. */
