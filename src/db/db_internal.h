@@ -107,6 +107,8 @@ enum db_stmt {
     STMT_INBOX_UNREAD,
     STMT_INBOX_HEAD,
     STMT_INBOX_EVENT,
+    STMT_PREFS_GET, /* db_prefs.c */
+    STMT_PREFS_PUT,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

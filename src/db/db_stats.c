@@ -3,8 +3,9 @@
  * fired reminders along reminders_tenant_pending and reminders_tenant_fired (migrations/021),
  * delivered rows along outbox_tenant_status, failed ones from the window's attempts
  * (delivery_attempts_at, a BRIN index on time) joined to their outbox row by key: a failed row's
- * outcome time is its last attempt's. The outbox has no "skipped" status (every outcome is
- * delivered or failed), so skipped is 0 until one exists. */
+ * outcome time is its last attempt's. Skipped rows (a participant's preferences,
+ * migrations/028) are outcomes at their writing: their tenant's range of outbox_tenant_status,
+ * kept when written within the window. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,8 @@ static const char stats_sql[] =
     "  FROM w, delivery_attempts a JOIN outbox o ON o.id = a.outbox_id"
     "  WHERE a.at >= w.t0 AND a.at < w.t1 AND a.outcome = 'failed' AND o.tenant_id = $1::bigint"
     "  AND o.status = 'failed' AND a.n = o.attempts),"
+    " k AS (SELECT o.channel, o.created_at AS at FROM outbox o, w WHERE o.tenant_id = $1::bigint"
+    "  AND o.status = 'skipped' AND o.created_at >= w.t0 AND o.created_at < w.t1),"
     " c AS (SELECT ch FROM unnest(ARRAY['webhook', 'push', 'email', 'stream']) AS ch),"
     " b AS (SELECT i, w.t0 + i * $3::int * interval '1 second' AS s FROM w,"
     "  generate_series(0, $2::int / $3::int - 1) AS i)"
@@ -43,7 +46,8 @@ static const char stats_sql[] =
                 "hour'),"
                 "  'fired', (SELECT count(*) FROM f),"
                 "  'delivered', (SELECT count(*) FROM d WHERE outcome = 'delivered'),"
-                "  'failed', (SELECT count(*) FROM d WHERE outcome = 'failed'), 'skipped', 0,"
+                "  'failed', (SELECT count(*) FROM d WHERE outcome = 'failed'),"
+                "  'skipped', (SELECT count(*) FROM k),"
                 "  'lateness_ms', " LATE(
                     "f") ","
                          "  'channels', (SELECT json_object_agg(ch, json_build_object("
@@ -53,7 +57,8 @@ static const char stats_sql[] =
                          "= 'delivered'),"
                          "   'failed', (SELECT count(*) FROM d WHERE channel = c.ch AND outcome = "
                          "'failed'),"
-                         "   'skipped', 0, 'lateness_ms', " LATE(
+                         "   'skipped', (SELECT count(*) FROM k WHERE k.channel = c.ch),"
+                         "   'lateness_ms', " LATE(
                              "d WHERE d.channel = c.ch") ")) FROM c),"
                                                          "  'buckets', (SELECT "
                                                          "json_agg(json_build_object('start', " TS(
@@ -72,7 +77,10 @@ static const char stats_sql[] =
                                                                     "'failed' AND d.at >= b.s"
                                                                     "    AND d.at < b.s + $3::int "
                                                                     "* interval '1 second'), "
-                                                                    "'skipped', 0,"
+                                                                    "'skipped', (SELECT count(*) "
+                                                                    "FROM k WHERE k.at >= b.s"
+                                                                    " AND k.at < b.s + $3::int * "
+                                                                    "interval '1 second'),"
                                                                     "   'lateness_p50_ms', "
                                                                     "(SELECT " PCT(
                                                                         "0.5",
