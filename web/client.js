@@ -36,6 +36,7 @@
 /** @typedef {Schemas['ResetData']} ResetData */
 /** @typedef {Schemas['InboxMarks']} InboxMarks */
 /** @typedef {Schemas['InboxUpTo']} InboxUpTo */
+/** @typedef {Schemas['Preferences']} Preferences */
 /** @typedef {'connecting' | 'open' | 'reconnecting' | 'failed' | 'closed'} State */
 /** @typedef {'solo' | 'leader' | 'follower'} Role */
 /**
@@ -270,6 +271,31 @@ export function markNotification(o, seq, marks) {
  */
 export function markAllRead(o, upTo) {
     return markRequest(o, 'POST', '/v1/me/notifications/read', 'application/json', { up_to: upTo });
+}
+
+/**
+ * GET /v1/me/preferences: the participant's channels, quiet hours and own reminders.
+ * @param {MarkOptions} o
+ * @returns {Promise<Preferences>}
+ */
+export async function getPreferences(o) {
+    const res = await (o.fetch ?? fetch)(`${base(o.baseUrl)}/v1/me/preferences`, {
+        headers: { Authorization: `Bearer ${await o.getToken()}`, Accept: 'application/json' },
+        credentials: 'omit',
+        cache: 'no-store',
+    });
+    if (!res.ok) throw await httpError(res);
+    return res.json();
+}
+
+/**
+ * PUT /v1/me/preferences: replaces them whole (a member left out takes its default) and
+ * resolves with what is kept; a bad body is an HttpError (400) and changes nothing.
+ * @param {MarkOptions} o @param {Preferences} prefs
+ * @returns {Promise<Preferences>}
+ */
+export function setPreferences(o, prefs) {
+    return markRequest(o, 'PUT', '/v1/me/preferences', 'application/json', prefs);
 }
 
 /**

@@ -246,8 +246,8 @@ export interface paths {
          * The tenant's counts and fire lateness over the last hour or day
          * @description Read from PostgreSQL at each request: deliveries pending now, reminder occurrences due in
          *     the next hour, and over the window the reminders fired, the deliveries whose outcome was
-         *     recorded (delivered, failed; `skipped` is always 0 in this version: no delivery is
-         *     skipped), and fire lateness (fired at minus due) overall; per channel the same counts
+         *     recorded (delivered, failed, and skipped by a participant's preferences: written in the
+         *     window), and fire lateness (fired at minus due) overall; per channel the same counts
          *     with the lateness of recorded outcomes (outcome time minus due); and buckets, oldest
          *     first: 12 of 5 minutes for `1h`, 24 of an hour for `24h`. Lateness is null where
          *     nothing fired (or, per channel, nothing was recorded).
@@ -681,6 +681,63 @@ export interface paths {
         patch: operations["patchMyNotification"];
         trace?: never;
     };
+    "/v1/me/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in participant's preferences
+         * @description Their channels, quiet hours and own reminders (DESIGN: participants in control); the
+         *     defaults (both channels on, no quiet hours, `reminders: null`) until they set any.
+         */
+        get: operations["getMyPreferences"];
+        /**
+         * Replace the signed-in participant's preferences
+         * @description Replaces them whole (a member left out takes its default) and answers what is kept;
+         *     a body with any problem changes nothing. Applied at every later fire: a channel turned
+         *     off writes its deliveries `skipped` (`last_error` `preference`); a push or email due in
+         *     quiet hours waits for their end, or is `skipped` (`quiet_hours`) when that end is at or
+         *     after the meeting's start. The stream and the inbox always get the reminder.
+         */
+        put: operations["setMyPreferences"];
+        post?: never;
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightMyPreferences"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/participants/{id}/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The participant id, as in a meeting's `participants`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A participant's preferences
+         * @description The same document as `GET /v1/me/preferences`, for any participant the tenant knows.
+         */
+        get: operations["getParticipantPreferences"];
+        /**
+         * Replace a participant's preferences
+         * @description As `PUT /v1/me/preferences`, for any participant the tenant knows.
+         */
+        put: operations["setParticipantPreferences"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/push/vapid-public-key": {
         parameters: {
             query?: never;
@@ -1079,8 +1136,13 @@ export interface components {
             webhook_id: string | null;
             /** @description The participant id of a `push` or `email` row; null for the others. */
             recipient: string | null;
-            /** @enum {string} */
-            status: "pending" | "delivered" | "failed";
+            /**
+             * @description `skipped`: never sent, by the participant's preferences; `last_error` says why
+             *     (`preference`: the channel is off for them; `quiet_hours`: their quiet hours end at
+             *     or after the meeting's start).
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed" | "skipped";
             attempts: number;
             last_error: string | null;
             last_status: number | null;
@@ -1110,8 +1172,13 @@ export interface components {
             /** Format: uuid */
             webhook_id: string | null;
             recipient: string | null;
-            /** @enum {string} */
-            status: "pending" | "delivered" | "failed";
+            /**
+             * @description `skipped`: never sent, by the participant's preferences; `last_error` says why
+             *     (`preference`: the channel is off for them; `quiet_hours`: their quiet hours end at
+             *     or after the meeting's start).
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed" | "skipped";
             /** @description The attempts made, of which `attempts` holds the newest 20. */
             attempt_count: number;
             attempts: components["schemas"]["DeliveryAttempt"][];
@@ -1761,6 +1828,35 @@ export interface components {
                 code?: "validation" | "quota_exceeded" | "idempotency_in_flight" | "idempotency_mismatch" | "internal";
             } & components["schemas"]["Problem"];
         };
+        /**
+         * @description A participant's preferences. As input every member is optional (left out: its
+         *     default); as output every member is present.
+         */
+        Preferences: {
+            channels?: {
+                /** @default true */
+                email: boolean;
+                /** @default true */
+                push: boolean;
+            };
+            /**
+             * @description A daily window in their own zone (`start` after `end`: over midnight, e.g. 22:00 to
+             *     07:00; the two differ). A time of the window that a DST change skips or repeats is
+             *     read as a meeting's time is: moved forward by the gap, or the first of the two.
+             */
+            quiet_hours?: {
+                /** @description An IANA time zone name. */
+                time_zone: string;
+                start: string;
+                end: string;
+            } | null;
+            /**
+             * @description Their own reminder offsets in place of the meeting's. This version takes only null
+             *     (a valid list is refused with 422 `own_reminders_unsupported`; an invalid one, as a
+             *     meeting's `reminders` would be, with 400).
+             */
+            reminders?: components["schemas"]["ReminderInput"][] | null;
+        };
         /** @description RFC 9457 problem details. A `validation` problem always carries `errors`. */
         Problem: {
             type: string;
@@ -1768,7 +1864,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2772,8 +2868,8 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only deliveries in this state. `skipped` is taken and matches nothing yet (no
-                 *     delivery is skipped in this version).
+                 * @description Only deliveries in this state (`skipped`: never sent, by the participant's
+                 *     preferences).
                  */
                 status?: "pending" | "delivered" | "failed" | "skipped";
                 channel?: "webhook" | "stream" | "push" | "email";
@@ -3880,6 +3976,238 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getMyPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Their preferences. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key (it uses /v1/participants/{id}/preferences), or a token without `notifications`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    setMyPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Preferences"];
+            };
+        };
+        responses: {
+            /** @description The preferences kept. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key (it uses /v1/participants/{id}/preferences), or a token without `notifications`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `own_reminders_unsupported`: a valid `reminders` list; this version applies only the meeting's reminders, so it takes `reminders: null` alone. Nothing is changed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 422;
+                        /** @constant */
+                        code?: "own_reminders_unsupported";
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightMyPreferences: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
+        };
+    };
+    getParticipantPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The participant id, as in a meeting's `participants`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Their preferences. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description `participant_not_found`: the tenant knows no such participant (none with preferences, none in a live meeting; another tenant's are never found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @constant */
+                        code?: "participant_not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    setParticipantPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The participant id, as in a meeting's `participants`. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Preferences"];
+            };
+        };
+        responses: {
+            /** @description The preferences kept. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ApiKeyOnly"];
+            /** @description `participant_not_found`: the tenant knows no such participant (none with preferences, none in a live meeting; another tenant's are never found). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @constant */
+                        code?: "participant_not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `own_reminders_unsupported`: a valid `reminders` list; this version applies only the meeting's reminders, so it takes `reminders: null` alone. Nothing is changed. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 422;
+                        /** @constant */
+                        code?: "own_reminders_unsupported";
+                    };
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

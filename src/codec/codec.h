@@ -11,6 +11,7 @@
 
 #include "api_errors.h"
 #include "meeting.h"
+#include "prefs.h"
 #include "series.h"
 
 /* ---- the toolkit (codec.c) ---- */
@@ -144,6 +145,16 @@ enum api_error codec_inbox_patch_decode(const json_t *doc, int *read, int *archi
 /* POST /v1/me/notifications/read: {"up_to": seq >= 1}. */
 enum api_error codec_inbox_read_decode(const json_t *doc, int64_t *up_to,
                                        struct codec_errors *errs);
+
+/* ---- preferences (codec_prefs.c) ---- */
+
+/* The body of a preferences PUT into *p: {"channels": {"email", "push"}, "quiet_hours": null |
+ * {"time_zone", "start": "HH:MM", "end": "HH:MM"}, "reminders": null | [...]}, members left out
+ * at their defaults. API_E_NONE; API_E_VALIDATION with errs; API_E_OWN_REMINDERS_UNSUPPORTED for
+ * a valid list of own reminders (not applied by this version, so not taken). */
+enum api_error codec_prefs_decode(const json_t *doc, struct prefs *p, struct codec_errors *errs);
+/* The document a preferences GET or PUT answers with; NULL when out of memory. */
+json_t *codec_prefs_encode(const struct prefs *p);
 
 /* ---- Web Push (codec_push.c): subscriptions in, payloads out ---- */
 

@@ -27,6 +27,12 @@ bool codec_text_ok(const json_t *v, const char *field, size_t min_cp, size_t max
 void codec_opt_text(const json_t *doc, const char *key, size_t max_cp, bool multiline, char **out,
                     struct codec_errors *errs);
 
+/* The list v of a "reminders" member (an array of at most MEETING_REMINDERS_MAX objects
+ * {"minutes_before" 0..MEETING_MINUTES_BEFORE_MAX, distinct, "channels"?}) into rs, sorted by
+ * minutes_before descending, *n of them; errors under "reminders[i]..." (codec_meeting.c). */
+void codec_reminder_list_decode(const json_t *v, struct reminder rs[MEETING_REMINDERS_MAX],
+                                size_t *n, struct codec_errors *errs);
+
 /* A reminder in the output form of a meeting's (id, minutes_before, channels, fire_at, status,
  * fired_at), for the occurrences of a series and the notification bodies. New reference, NULL
  * when out of memory (codec_meeting.c). */

@@ -193,7 +193,7 @@ channels(const json_t *r, size_t i, struct codec_errors *errs)
 }
 
 static void
-reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs)
+reminder(const json_t *r, size_t i, struct reminder *rs, size_t *n_rs, struct codec_errors *errs)
 {
     static const char *const known[] = {"minutes_before", "channels", NULL};
     const json_t *mb = json_object_get(r, "minutes_before");
@@ -215,8 +215,8 @@ reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs
         codec_add_error(errs, field, "must be an integer from 0 to %d", MEETING_MINUTES_BEFORE_MAX);
         return;
     }
-    for (size_t k = 0; k < m->n_reminders; k++) {
-        if (m->reminders[k].minutes_before == n) {
+    for (size_t k = 0; k < *n_rs; k++) {
+        if (rs[k].minutes_before == n) {
             codec_add_error(errs, field, "duplicate value");
             return;
         }
@@ -224,8 +224,31 @@ reminder(const json_t *r, size_t i, struct meeting *m, struct codec_errors *errs
     unsigned bits = channels(r, i, errs);
     if (bits == 0)
         return;
-    m->reminders[m->n_reminders].channels = bits;
-    m->reminders[m->n_reminders++].minutes_before = (int)n;
+    rs[*n_rs].channels = bits;
+    rs[(*n_rs)++].minutes_before = (int)n;
+}
+
+void
+codec_reminder_list_decode(const json_t *v, struct reminder rs[MEETING_REMINDERS_MAX], size_t *n,
+                           struct codec_errors *errs)
+{
+    *n = 0;
+    if (!json_is_array(v) || json_array_size(v) > MEETING_REMINDERS_MAX) {
+        codec_add_error(errs, "reminders", "must be an array of at most %d reminders",
+                        MEETING_REMINDERS_MAX);
+        return;
+    }
+    for (size_t i = 0; i < json_array_size(v); i++)
+        reminder(json_array_get(v, i), i, rs, n, errs);
+    /* Descending minutes_before puts the earliest fire time first; n <= 5, insertion sort. */
+    for (size_t a = 1; a < *n; a++) {
+        struct reminder x = rs[a];
+        size_t b = a;
+
+        for (; b > 0 && rs[b - 1].minutes_before < x.minutes_before; b--)
+            rs[b] = rs[b - 1];
+        rs[b] = x;
+    }
 }
 
 static void
@@ -239,22 +262,7 @@ decode_reminders(const json_t *doc, struct meeting *m, struct codec_errors *errs
         m->n_reminders = 1;
         return;
     }
-    if (!json_is_array(v) || json_array_size(v) > MEETING_REMINDERS_MAX) {
-        codec_add_error(errs, "reminders", "must be an array of at most %d reminders",
-                        MEETING_REMINDERS_MAX);
-        return;
-    }
-    for (size_t i = 0; i < json_array_size(v); i++)
-        reminder(json_array_get(v, i), i, m, errs);
-    /* Descending minutes_before puts the earliest fire time first; n <= 5, insertion sort. */
-    for (size_t a = 1; a < m->n_reminders; a++) {
-        struct reminder x = m->reminders[a];
-        size_t b = a;
-
-        for (; b > 0 && m->reminders[b - 1].minutes_before < x.minutes_before; b--)
-            m->reminders[b] = m->reminders[b - 1];
-        m->reminders[b] = x;
-    }
+    codec_reminder_list_decode(v, m->reminders, &m->n_reminders, errs);
 }
 
 static void

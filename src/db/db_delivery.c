@@ -41,6 +41,7 @@ static const char search_sql[] =
     " UNION ALL " SEARCH_BRANCH("$2::text IS NULL AND o.status = 'pending'")
     " UNION ALL " SEARCH_BRANCH("$2::text IS NULL AND o.status = 'delivered'")
     " UNION ALL " SEARCH_BRANCH("$2::text IS NULL AND o.status = 'failed'")
+    " UNION ALL " SEARCH_BRANCH("$2::text IS NULL AND o.status = 'skipped'")
     " ORDER BY id DESC LIMIT $10::int) s"
     " LEFT JOIN meetings m ON m.id = s.meeting_id"
     " ORDER BY s.id DESC";
@@ -54,12 +55,13 @@ static const char get_sql[] =
     " WHERE o.id = $2::bigint AND o.tenant_id = $1::bigint"
     " ORDER BY a.n";
 /* A retry: due at once, unleased, its delivered_at cleared; the row's lock taken first, so that
- * the status read is the one the update saw. */
+ * the status read is the one the update saw. A skipped row stays skipped: the participant said
+ * no (migrations/028). */
 static const char retry_sql[] =
     "WITH t AS (SELECT id, status, channel FROM outbox"
     "  WHERE id = $2::bigint AND tenant_id = $1::bigint FOR UPDATE),"
     " u AS (UPDATE outbox o SET status = 'pending', next_attempt_at = now(), lease_owner = NULL,"
-    "  delivered_at = NULL FROM t WHERE o.id = t.id AND t.status <> 'pending'"
+    "  delivered_at = NULL FROM t WHERE o.id = t.id AND t.status IN ('delivered', 'failed')"
     "  AND t.channel <> 'stream' RETURNING o.id)"
     " SELECT t.status, (SELECT count(*) FROM u) FROM t";
 /* Due from now a microsecond apart in fire order, so the claim (which walks outbox_pending_due

@@ -46,6 +46,23 @@
 #define FIRE_GENERIC_MAX 64
 
 /* clang-format off */
+/* A push or email row for participant `who` on a channel that their preferences (migrations/028)
+ * may have turned off: d.why is `preference` when they did, `quiet_hours` when their quiet hours
+ * hold now and end at or after the meeting's start; either makes the row `skipped`, never sent. A
+ * row due inside quiet hours that end before the start waits for that end: nobody's yet
+ * (lease_owner NULL), so whichever worker's lease finds it due sends it. The quiet end is a
+ * STRICT function: a participant without preferences (no row, all NULL) costs no call. The 'o'
+ * rows (the worker's wake-up and its handover) are the rows pending and due now, or handed (a
+ * webhook's, which no preference touches): a skipped or deferred row is neither woken for nor
+ * handed. */
+#define PREF_JOIN(who, channel)                                                                    \
+    " LEFT JOIN participant_prefs pp ON pp.tenant_id = a.tenant_id AND pp.participant = " who      \
+    " CROSS JOIN LATERAL (SELECT q.e, CASE WHEN NOT coalesce(pp." channel ", true)"               \
+    "  THEN 'preference' WHEN q.e >= a.starts_at THEN 'quiet_hours' END AS why"                    \
+    "  FROM (SELECT tocsin_quiet_end(pp.quiet_zone, pp.quiet_start, pp.quiet_end, now()) AS e) q) d"
+#define PREF_COLUMNS                                                                               \
+    "CASE WHEN d.why IS NULL THEN 'pending' ELSE 'skipped' END, 0, NULL, coalesce(d.e, now()),"   \
+    " CASE WHEN d.why IS NULL AND d.e IS NULL THEN $5::text END, d.why"
 /* A webhook row handed to its owner in memory (db_fire.h): there is an owner, the caller asked
  * for the handover ($6 > 0) and the webhook w is live and on. */
 #define HANDED(w) "($5::text IS NOT NULL AND $6::bigint > 0 AND " w ".disabled_at IS NULL)"
@@ -62,6 +79,7 @@ static const char fire_sql[] =
     "   AND " DB_FILTER("r.status = 'pending' AND r.fire_at <= now()")
     "   AND m.id = r.meeting_id AND m.deleted_at IS NULL"
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at, r.channels,"
+    "   coalesce(r.starts_at, m.starts_at) AS starts_at,"
     "   CASE WHEN m.organizer_id IS NULL OR m.organizer_id = ANY (m.participant_ids)"
     "    THEN m.participant_ids ELSE m.participant_ids || m.organizer_id END AS audience,"
     "   m.participants),"
@@ -86,29 +104,31 @@ static const char fire_sql[] =
     " ins AS ("
     "  INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel, target, receiver,"
     "                      webhook_id, push_subscription_id, recipient, address, status, attempts,"
-    "                      delivered_at, next_attempt_at, lease_owner)"
+    "                      delivered_at, next_attempt_at, lease_owner, last_error)"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'webhook', wh.id::text, wh.id::text,"
     "   wh.id, NULL::uuid, NULL::text, NULL::text, 'pending', 0, NULL::timestamptz,"
     "   now() + CASE WHEN " HANDED("wh") " THEN $6::bigint ELSE 0 END * interval '1 millisecond',"
-    "   $5::text"
+    "   $5::text, NULL::text"
     "  FROM aud a JOIN webhooks wh ON wh.tenant_id = a.tenant_id AND wh.deleted_at IS NULL"
     "  WHERE a.channels & 1 <> 0"
     "  UNION ALL"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'push', ps.id::text, ps.origin, NULL,"
-    "   ps.id, ps.participant_id, NULL, 'pending', 0, NULL, now(), $5::text"
+    "   ps.id, ps.participant_id, NULL, " PREF_COLUMNS
     "  FROM aud a JOIN push_subscriptions ps ON ps.tenant_id = a.tenant_id"
-    "   AND ps.participant_id = ANY (a.audience)"
+    "   AND ps.participant_id = ANY (a.audience)" PREF_JOIN("ps.participant_id", "push")
     "  WHERE a.channels & 4 <> 0 AND (ps.expires_at IS NULL OR ps.expires_at > now())"
     "  UNION ALL"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'email', p ->> 'id', 'smtp', NULL, NULL,"
-    "   p ->> 'id', p ->> 'email', 'pending', 0, NULL, now(), $5::text"
-    "  FROM aud a, json_array_elements(a.participants) AS p"
+    "   p ->> 'id', p ->> 'email', " PREF_COLUMNS
+    "  FROM aud a CROSS JOIN json_array_elements(a.participants) AS p"
+    PREF_JOIN("p ->> 'id'", "email")
     "  WHERE a.channels & 8 <> 0 AND $4::bool AND p ->> 'email' IS NOT NULL"
     "  UNION ALL"
     "  SELECT s.tenant_id, s.meeting_id, s.reminder_id, s.fire_at, 'stream', 'stream', 'stream',"
-    "   NULL, NULL, NULL, NULL, 'delivered', 1, now(), now(), NULL FROM sev s"
+    "   NULL, NULL, NULL, NULL, 'delivered', 1, now(), now(), NULL, NULL FROM sev s"
     "  ON CONFLICT (reminder_id, fire_at, channel, target) DO NOTHING"
-    "  RETURNING id, channel, tenant_id, meeting_id, reminder_id, fire_at, webhook_id)"
+    "  RETURNING id, channel, tenant_id, meeting_id, reminder_id, fire_at, webhook_id,"
+    "   status, next_attempt_at)"
     " SELECT " MEETING_FOR_COLUMNS ", 'r', u.id, " DB_MS("u.fire_at") ", u.status,"
     "  " DB_MS("u.fired_at") ", " NULLS_5 ", NULL, NULL"
     " FROM upd u" MEETING_FOR_JOINS("LEFT JOIN LATERAL", "u.meeting_id", "u.id",
@@ -118,7 +138,8 @@ static const char fire_sql[] =
     "  i.meeting_id, i.reminder_id, wh.url, wh.secret,"
     "  CASE WHEN wh.previous_until > now() THEN wh.previous_secret END, i.webhook_id"
     " FROM ins i LEFT JOIN webhooks wh ON i.channel = 'webhook' AND wh.id = i.webhook_id"
-    "  AND " HANDED("wh") " WHERE i.channel <> 'stream'"
+    "  AND " HANDED("wh") " WHERE i.channel <> 'stream' AND i.status = 'pending'"
+    "  AND (i.next_attempt_at <= now() OR wh.id IS NOT NULL)"
     " UNION ALL SELECT " NULLS_16 ", 's', s.tenant_id, max(s.seq), NULL, NULL, " NULLS_5 ","
     "  NULL, NULL FROM sev s GROUP BY s.tenant_id";
 /* clang-format on */

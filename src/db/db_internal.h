@@ -107,6 +107,8 @@ enum db_stmt {
     STMT_INBOX_UNREAD,
     STMT_INBOX_HEAD,
     STMT_INBOX_EVENT,
+    STMT_PREFS_GET, /* db_prefs.c */
+    STMT_PREFS_PUT,
     STMT_PLAN_GENERIC, /* db.c: db_exec_generic */
     STMT_PLAN_CUSTOM,
     DB_STMT_COUNT,

@@ -20,7 +20,8 @@ static const char idem_sql[] =
  * the count is the larger of the two, so that the pass goes on while either has a full batch. */
 static const char deliveries_sql[] =
     "WITH d AS (DELETE FROM outbox WHERE id = ANY(ARRAY("
-    "  SELECT id FROM outbox WHERE status IN ('delivered', 'failed') AND " OLDER("created_at")
+    "  SELECT id FROM outbox WHERE status IN ('delivered', 'failed', 'skipped')"
+    "  AND " OLDER("created_at")
     "  ORDER BY created_at LIMIT $2::int FOR UPDATE SKIP LOCKED)) RETURNING 1),"
     " a AS (DELETE FROM delivery_attempts WHERE ctid = ANY(ARRAY("
     "  SELECT ctid FROM delivery_attempts WHERE " OLDER("at")

@@ -2,8 +2,9 @@
  * tenant and the window: pending outbox rows along outbox_tenant_status (migrations/020), due and
  * fired reminders along reminders_tenant_pending and reminders_tenant_fired (migrations/021),
  * delivered and failed rows along outbox_tenant_status, a failed row's outcome time being its
- * last attempt's (delivery_attempts_outbox, probed by key). The outbox has no "skipped" status
- * (every outcome is delivered or failed), so skipped is 0 until one exists. */
+ * last attempt's (delivery_attempts_outbox, probed by key). Skipped rows (a participant's
+ * preferences, migrations/028) are outcomes at their writing: their tenant's range of
+ * outbox_tenant_status, kept when written within the window. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,8 @@ struct stats_run {
 /* The statement reads better laid out as SQL than as clang-format would wrap it. */
 /* clang-format off */
 
-/* f: the window's fired reminders; d: its outcomes, delivered rows and failed ones (each by its
- * last attempt, probed by key for the tenant's failed rows: a walk of the window's attempts of
+/* f: the window's fired reminders; d: its outcomes, delivered rows, skipped ones (no lateness)
+ * and failed ones (each by its last attempt, probed by key for the tenant's failed rows: a walk of the window's attempts of
  * every tenant read 800,000 rows on bench/deliveries.sh's seed); fb, db_, dc: each set grouped
  * once by bucket or channel, where a subquery per bucket and channel read d again each time
  * (24 buckets x 5 of them: 1.8 s for 24 h of a tenant's 80,000 deliveries). */
@@ -42,16 +43,21 @@ static const char stats_sql[] =
     "  UNION ALL SELECT o.channel, 'failed', a.at, extract(epoch FROM a.at - o.fire_at) * 1000"
     "  FROM w, outbox o CROSS JOIN LATERAL (SELECT a.at FROM delivery_attempts a"
     "   WHERE a.outbox_id = o.id AND a.n = o.attempts AND a.outcome = 'failed' LIMIT 1) a"
-    "  WHERE o.tenant_id = $1::bigint AND o.status = 'failed' AND a.at >= w.t0 AND a.at < w.t1),"
+    "  WHERE o.tenant_id = $1::bigint AND o.status = 'failed' AND a.at >= w.t0 AND a.at < w.t1"
+    "  UNION ALL SELECT o.channel, 'skipped', o.created_at, NULL FROM outbox o, w"
+    "  WHERE o.tenant_id = $1::bigint AND o.status = 'skipped' AND o.created_at >= w.t0"
+    "  AND o.created_at < w.t1),"
     " c AS (SELECT ch FROM unnest(ARRAY['webhook', 'push', 'email', 'stream']) AS ch),"
     " b AS (SELECT i, w.t0 + i * $3::int * interval '1 second' AS s FROM w,"
     "  generate_series(0, $2::int / $3::int - 1) AS i),"
     " fb AS (SELECT " BUCKET("f.at") " AS i, count(*) AS n, " PCT("0.5", "late") " AS p50, "
     PCT("0.99", "late") " AS p99 FROM f, w GROUP BY 1),"
     " db_ AS (SELECT " BUCKET("d.at") " AS i, count(*) FILTER (WHERE outcome = 'delivered') AS dn,"
-    "  count(*) FILTER (WHERE outcome = 'failed') AS fn FROM d, w GROUP BY 1),"
+    "  count(*) FILTER (WHERE outcome = 'failed') AS fn,"
+    "  count(*) FILTER (WHERE outcome = 'skipped') AS sn FROM d, w GROUP BY 1),"
     " dc AS (SELECT channel, count(*) FILTER (WHERE outcome = 'delivered') AS dn,"
-    "  count(*) FILTER (WHERE outcome = 'failed') AS fn, " PCT("0.5", "late") " AS p50, "
+    "  count(*) FILTER (WHERE outcome = 'failed') AS fn,"
+    "  count(*) FILTER (WHERE outcome = 'skipped') AS sn, " PCT("0.5", "late") " AS p50, "
     PCT("0.99", "late") " AS p99, max(late) AS mx FROM d GROUP BY channel),"
     " pc AS (SELECT channel, count(*) AS n FROM outbox WHERE tenant_id = $1::bigint"
     "  AND status = 'pending' GROUP BY channel)"
@@ -61,17 +67,18 @@ static const char stats_sql[] =
     "   AND status = 'pending' AND fire_at >= w.t1 AND fire_at < w.t1 + interval '1 hour'),"
     "  'fired', (SELECT count(*) FROM f),"
     "  'delivered', (SELECT coalesce(sum(dn), 0) FROM dc),"
-    "  'failed', (SELECT coalesce(sum(fn), 0) FROM dc), 'skipped', 0,"
+    "  'failed', (SELECT coalesce(sum(fn), 0) FROM dc),"
+    "  'skipped', (SELECT coalesce(sum(sn), 0) FROM dc),"
     "  'lateness_ms', (SELECT json_build_object('p50', " PCT("0.5", "late") ", 'p99', "
     PCT("0.99", "late") ", 'max', max(late)) FROM f),"
     "  'channels', (SELECT json_object_agg(c.ch, json_build_object("
     "   'pending', coalesce(pc.n, 0), 'delivered', coalesce(dc.dn, 0),"
-    "   'failed', coalesce(dc.fn, 0), 'skipped', 0,"
+    "   'failed', coalesce(dc.fn, 0), 'skipped', coalesce(dc.sn, 0),"
     "   'lateness_ms', json_build_object('p50', dc.p50, 'p99', dc.p99, 'max', dc.mx)))"
     "   FROM c LEFT JOIN dc ON dc.channel = c.ch LEFT JOIN pc ON pc.channel = c.ch),"
     "  'buckets', (SELECT json_agg(json_build_object('start', " TS("b.s") ","
     "   'fired', coalesce(fb.n, 0), 'delivered', coalesce(db_.dn, 0),"
-    "   'failed', coalesce(db_.fn, 0), 'skipped', 0,"
+    "   'failed', coalesce(db_.fn, 0), 'skipped', coalesce(db_.sn, 0),"
     "   'lateness_p50_ms', fb.p50, 'lateness_p99_ms', fb.p99) ORDER BY b.i)"
     "   FROM b LEFT JOIN fb ON fb.i = b.i LEFT JOIN db_ ON db_.i = b.i)"
     " )::text FROM w";

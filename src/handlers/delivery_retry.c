@@ -6,6 +6,7 @@
  * and records a new attempt. */
 #include <microhttpd.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "db_delivery.h"
 #include "handler.h"
@@ -31,6 +32,9 @@ handle_delivery_retry(struct request *rq)
     if (!queued && was[0] == 'p')
         return http_reply_problem(rq, API_E_DELIVERY_PENDING,
                                   "it goes out at its next attempt; retry it once it failed");
+    if (!queued && strcmp(was, "skipped") == 0)
+        return http_reply_problem(rq, API_E_DELIVERY_NOT_RETRIABLE,
+                                  "the participant's preferences skipped it; it is never sent");
     if (!queued)
         return http_reply_problem(
             rq, API_E_DELIVERY_NOT_RETRIABLE,

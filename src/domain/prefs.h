@@ -1,0 +1,29 @@
+/* prefs.h -- a participant's preferences (DESIGN section 13, migrations/028): which of the
+ * channels to people reach them, and quiet hours in their own time zone during which push and
+ * email wait, or are skipped when the wait would reach past the meeting's start. Header only:
+ * the codec (codec_prefs.c) reads and writes them, the database (db_prefs.c) keeps them, the fire
+ * statement (db_fire.c) applies them. */
+#ifndef TOCSIN_PREFS_H
+#define TOCSIN_PREFS_H
+
+#include <stdbool.h>
+
+#include "meeting.h"
+
+#define PREFS_MINUTES_PER_DAY 1440 /* a quiet-hours time is minutes after local midnight */
+
+struct prefs {
+    bool email, push; /* the channel reaches them (a participant with no preferences: both) */
+    bool has_quiet;   /* quiet hours set: the three below hold them */
+    char quiet_zone[MEETING_TIME_ZONE_MAX + 1];
+    int quiet_start, quiet_end; /* 0..PREFS_MINUTES_PER_DAY-1, different; start > end: overnight */
+};
+
+/* What a participant who never set anything has. */
+static inline struct prefs
+prefs_default(void)
+{
+    return (struct prefs){.email = true, .push = true};
+}
+
+#endif
