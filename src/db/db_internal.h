@@ -109,6 +109,7 @@ enum db_stmt {
     STMT_INBOX_EVENT,
     STMT_PREFS_GET, /* db_prefs.c */
     STMT_PREFS_PUT,
+    STMT_PREFS_EMAIL_OFF,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
