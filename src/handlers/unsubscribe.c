@@ -66,13 +66,23 @@ refuse(struct request *rq, bool html, enum api_error e, const char *detail)
                                        "the one in your latest reminder email, whole.</p>\n");
 }
 
+/* What a link's query holds besides one t: another parameter, or t again. */
+struct query_scan {
+    const char *other; /* the first such name, or NULL */
+    unsigned n_t;
+};
+
 static enum MHD_Result
-count_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+scan_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
+    struct query_scan *q = cls;
+
     (void)kind;
     (void)value;
-    if (strcmp(key, "t") != 0)
-        *(const char **)cls = key;
+    if (strcmp(key, "t") == 0 && ++q->n_t == 1)
+        return MHD_YES;
+    if (q->other == NULL)
+        q->other = key;
     return MHD_YES;
 }
 
@@ -81,20 +91,21 @@ static int
 read_link(struct request *rq, bool html, struct unsub_subject *s, int *ret)
 {
     const struct unsub_keys keys = {rq->cfg->unsub_secret, rq->cfg->unsub_secret_previous};
-    const char *other = NULL, *t = http_request_query(rq, "t");
+    const char *t = http_request_query(rq, "t");
+    struct query_scan q = {NULL, 0};
 
     if (keys.current[0] == '\0') {
         *ret = refuse(rq, html, API_E_NOT_FOUND,
                       "one-click unsubscribe is off here (TOCSIN_UNSUBSCRIBE_SECRET)");
         return -1;
     }
-    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, count_arg, &other);
-    if (other != NULL && !html) {
-        *ret = http_reply_query(rq, other, "is not taken: the link's only parameter is t");
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, scan_arg, &q);
+    if (q.other != NULL && !html) {
+        *ret = http_reply_query(rq, q.other, "is not taken: the link's only parameter is one t");
         return -1;
     }
     enum unsub_verdict v =
-        other != NULL || t == NULL ? UNSUB_MALFORMED : unsub_token_parse(&keys, t, strlen(t), s);
+        q.other != NULL || t == NULL ? UNSUB_MALFORMED : unsub_token_parse(&keys, t, strlen(t), s);
     switch (v) {
     case UNSUB_OK:
         return 0;

@@ -245,9 +245,14 @@ test('an altered, cut, foreign or missing token, a wrong body or content type: 4
     const none = await srv.req('POST', '/v1/unsubscribe', { body: ONE_CLICK, headers: FORM });
     assert.equal(none.status, 400, none.text);
     assert.equal(none.json.code, 'unsubscribe_link_invalid');
-    const extra = await srv.req('POST', `${pathOf(link)}&x=1`, { body: ONE_CLICK, headers: FORM });
-    assert.equal(extra.status, 400, extra.text);
-    assert.equal(extra.json.code, 'bad_query');
+    for (const more of ['&x=1', `&t=${t}`]) {
+        const extra = await srv.req('POST', `${pathOf(link)}${more}`, { body: ONE_CLICK, headers: FORM });
+        assert.equal(extra.status, 400, `${more}: ${extra.text}`);
+        assert.equal(extra.json.code, 'bad_query', more);
+        const page = await srv.req('GET', `${pathOf(link)}${more}`);
+        assert.equal(page.status, 400, `${more}: ${page.text}`);
+        assert.doesNotMatch(page.text, /<form/);
+    }
     for (const body of ['', 'List-Unsubscribe=Yes', 'list-unsubscribe=one-click', 'x=List-Unsubscribe%3DOne-Click']) {
         const r = await srv.req('POST', pathOf(link), { body, headers: FORM });
         assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
