@@ -101,7 +101,7 @@ read_link(struct request *rq, bool html, struct unsub_subject *s, int *ret)
     }
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, scan_arg, &q);
     if (q.other != NULL && !html) {
-        *ret = http_reply_query(rq, q.other, "is not taken: the link's only parameter is one t");
+        *ret = http_reply_query(rq, q.other, "is not taken: a link has one parameter, t, once");
         return -1;
     }
     enum unsub_verdict v =
