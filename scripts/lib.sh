@@ -6,7 +6,8 @@
 TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build, the tests, the benchmark and the README's commands need (faketime:
-# tests/api/scale.test.mjs runs a replica with its clock ahead; python3-dateutil and
+# tests/api/scale.test.mjs runs a replica with its clock ahead; redis-sentinel: the Sentinels of
+# tests/api/redis_sentinel.test.mjs; python3-dateutil and
 # python3-icalendar: independent checks of recurrences and emails; python3-aiosmtpd: the email
 # tests' SMTP server; jq: the curl sessions of README.md and docs/ read ids and fields with it).
 # What building and running the service needs (scripts/dev.sh installs only these)...
@@ -15,7 +16,7 @@ libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql 
 redis-server redis-tools curl ca-certificates jq"
 # ...and what the test suite and the benchmarks need besides (scripts/test.sh installs both).
 TOCSIN_TEST_PACKAGES="pgbouncer clang-format wrk chromium firefox-esr faketime python3-dateutil
-python3-icalendar python3-aiosmtpd"
+python3-icalendar python3-aiosmtpd redis-sentinel"
 TOCSIN_APT_PACKAGES="$TOCSIN_SERVICE_PACKAGES $TOCSIN_TEST_PACKAGES"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"

@@ -2,7 +2,9 @@
  * stop flag is seen within EXPIRY_POLL_MS without a read timeout (after which a connection is
  * unusable); replies already buffered are parsed first, and keys are handed to dispatch in
  * batches. The connection comes from a private struct mirror (mirror_internal.h): same connect,
- * AUTH, SELECT and reconnect backoff as every other Redis connection. */
+ * AUTH, SELECT, Sentinel discovery and reconnect backoff as every other Redis connection; when
+ * the mirror replaced it because the master moved, the listener subscribes again on the new one
+ * (and so probes the new master's notify setting and asks for a repair pass). */
 #include "expiry.h"
 
 #include <hiredis/hiredis.h>
@@ -44,7 +46,8 @@ struct expiry {
     void *on_stream_arg;
     char channel[EXPIRY_CHANNEL_MAX];
     char stream_channel[MIRROR_STREAM_CHANNEL_MAX];
-    bool was_down; /* an outage is logged once, not per retry */
+    bool was_down;   /* an outage is logged once, not per retry */
+    uint64_t serial; /* the mirror connection subscribed on (mirror_conn_serial) */
     pthread_mutex_t why_lock;
     char why[EXPIRY_ERROR_MAX]; /* why Redis is unreachable, "" while subscribed (why_lock) */
     /* The probe, used by the thread only. probe_key is "" when no probe is under way. */
@@ -147,8 +150,9 @@ take_stream(struct expiry *e, const redisReply *msg)
 /* One pushed message: ["message", channel, payload]. Other replies (subscribe confirmations) are
  * ignored. */
 static void
-take(struct expiry *e, const redisReply *r)
+take(void *arg, const redisReply *r)
 {
+    struct expiry *e = arg;
     struct reminder_key k;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
@@ -196,6 +200,18 @@ lost(struct expiry *e, const char *why)
     mirror_conn_lost(e->mi);
 }
 
+/* The mirror replaced the connection under us (the master moved: sentinel.h): the new one is not
+ * subscribed yet, and the probe and the notify setting are the old master's. */
+static void
+moved(struct expiry *e)
+{
+    LOG_INFO("expiry: the redis master moved; subscribing on the new one");
+    atomic_store(&e->connected, false);
+    atomic_store(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
+    e->probe_key[0] = '\0';
+    e->probe_next_ms = 0;
+}
+
 /* SUBSCRIBE to one or two channels: one confirmation reply per channel. */
 static int
 subscribe(struct expiry *e, struct redis_conn *c)
@@ -215,6 +231,7 @@ subscribe(struct expiry *e, struct redis_conn *c)
     }
     if (!ok)
         return -1;
+    e->serial = mirror_conn_serial(e->mi);
     set_why(e, "");
     atomic_store(&e->connected, true);
     if (e->was_down)
@@ -231,17 +248,10 @@ subscribe(struct expiry *e, struct redis_conn *c)
 static int
 pump(struct expiry *e, struct redis_conn *c)
 {
-    redisReply *reply;
     int wait_ms = e->probe_key[0] != '\0' ? EXPIRY_PROBE_TOUCH_MS : EXPIRY_POLL_MS;
 
-    for (;;) {
-        if (redis_conn_buffered(c, &reply) != 0)
-            return -1;
-        if (reply == NULL)
-            break;
-        take(e, reply);
-        freeReplyObject(reply);
-    }
+    if (redis_conn_drain(c, take, e) != 0)
+        return -1;
     flush(e);
     int rc = redis_conn_wait(c, wait_ms);
     if (rc == 0)
@@ -273,6 +283,8 @@ expiry_thread(void *arg)
             poll(NULL, 0, EXPIRY_POLL_MS);
             continue;
         }
+        if (atomic_load(&e->connected) && mirror_conn_serial(e->mi) != e->serial)
+            moved(e);
         if (!atomic_load(&e->connected) && subscribe(e, c) != 0) {
             lost(e, "SUBSCRIBE failed");
             continue;

@@ -3,7 +3,8 @@
  * reminder key of our prefix becomes an occurrence for dispatch; each wake-up goes to on_stream.
  * Both are hints: late, lost while disconnected, seen by every replica; the scheduler, the
  * reconciler and the stream hub's poll cover what they miss. Reconnects with the mirror's backoff
- * and calls on_connect after every (re)subscribe so a repair pass covers the gap.
+ * (and at once to a new master Sentinel names) and calls on_connect after every (re)subscribe so
+ * a repair pass covers the gap.
  * After every (re)subscribe it also checks that Redis sends expired events at all, end to end and
  * without needing CONFIG (forbidden on managed Redis): it sets a probe key that expires at once,
  * touches it, and waits up to EXPIRY_PROBE_WAIT_MS for its event. Before that it tries CONFIG SET

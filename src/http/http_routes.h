@@ -47,6 +47,8 @@ int handle_unsubscribe_get(struct request *rq);
 int handle_unsubscribe_post(struct request *rq);
 int handle_client_js(struct request *rq);
 int handle_demo(struct request *rq);
+int handle_console(struct request *rq);
+int handle_console_file(struct request *rq);
 int handle_sw_js(struct request *rq);
 int handle_push_vapid_key(struct request *rq);
 int handle_push_subscriptions_post(struct request *rq);

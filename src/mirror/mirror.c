@@ -2,10 +2,15 @@
  * checks. One redis_conn per struct mirror (plain TCP or TLS, redis_conn.h), connected lazily.
  * After any I/O error the context is dropped and no reconnect is tried for
  * MIRROR_RECONNECT_BACKOFF_MS, so while Redis is down each call costs a clock read. Reply errors
- * (e.g. -ERR) keep the connection: the protocol is still in sync. */
+ * (e.g. -ERR) keep the connection: the protocol is still in sync. With Sentinel every connect
+ * first asks where the master is (follow_master) and then checks ROLE; a connection to a node
+ * that is no longer the master (READONLY, a newer master epoch) is replaced before the next
+ * command, without waiting for the backoff. */
 #include "mirror.h"
+#include "log.h"
 #include "mirror_internal.h"
 #include "redis_conn.h"
+#include "sentinel.h"
 #include "timefmt.h"
 #include "transport.h"
 
@@ -22,9 +27,14 @@
 
 struct mirror {
     struct redis_conn *c;
-    struct transport_tls *tls; /* NULL = plain TCP */
-    char *host;
+    struct transport_tls *tls;     /* NULL = plain TCP */
+    char host[REDIS_URL_HOST_MAX]; /* with Sentinel: the master's address last asked */
     int port;
+    struct sentinel_opts sentinel; /* .n 0 = no Sentinel; its strings are the copies below */
+    struct redis_url_addr *sentinels;
+    char *master, *sentinel_user, *sentinel_password;
+    uint64_t epoch;  /* the master epoch the connection was made in */
+    uint64_t serial; /* connections made so far (mirror_conn_serial) */
     int db;
     char *password; /* NULL = no AUTH */
     char *user;     /* NULL = the default user */
@@ -112,14 +122,87 @@ handshake(struct mirror *mi)
     return 0;
 }
 
+/* Where to connect: host:port, or with Sentinel the master's address as the Sentinels say now. */
+static int
+follow_master(struct mirror *mi)
+{
+    int port;
+    char host[REDIS_URL_HOST_MAX];
+
+    if (mi->sentinel.n == 0)
+        return 0;
+    if (sentinel_master_addr(&mi->sentinel, host, &port, &mi->epoch, mi->why, sizeof mi->why) != 0)
+        return -1;
+    memcpy(mi->host, host, sizeof host);
+    mi->port = port;
+    return 0;
+}
+
+static int
+reply_master(const redisReply *r, void *arg)
+{
+    char *why = arg;
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
+        return 0;
+    snprintf(why, TRANSPORT_ERR_MAX, "ROLE: %s",
+             r->type == REDIS_REPLY_ERROR ? r->str
+             : r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                     r->element[0]->type == REDIS_REPLY_STRING
+                 ? r->element[0]->str
+                 : "unexpected reply");
+    return -1;
+}
+
+/* The Sentinels' answer may be old (a failover under way): the node must say it is master. */
+static int
+check_role(struct mirror *mi)
+{
+    const char *argv[] = {"ROLE"};
+    char why[TRANSPORT_ERR_MAX];
+
+    if (mi->sentinel.n == 0)
+        return 0;
+    if (exec(mi, 1, argv, reply_master, why) == 0)
+        return 0;
+    if (mi->c != NULL)
+        snprintf(mi->why, sizeof mi->why, "%.100s:%d is not the master (%.120s)", mi->host,
+                 mi->port, why);
+    return -1;
+}
+
+/* A connection to a node that is no longer the master: it answered READONLY, or Sentinel has
+ * named another master since it was made. */
+static int
+stale(const struct mirror *mi)
+{
+    return redis_conn_readonly(mi->c) || (mi->sentinel.n > 0 && mi->epoch != sentinel_epoch());
+}
+
 /* Makes sure mi->c is usable. Fails at once while the backoff after the last failure runs. */
 static int
 connected(struct mirror *mi)
 {
-    if (mi->c != NULL)
+    if (mi->c != NULL && !stale(mi))
         return read_unread(mi);
+    if (mi->c != NULL) { /* no longer the master: reconnect now, not after a backoff */
+        if (redis_conn_readonly(mi->c))
+            LOG_WARN("mirror: redis %s:%d answered READONLY (a replica now); reconnecting",
+                     mi->host, mi->port);
+        redis_conn_free(mi->c);
+        mi->c = NULL;
+        mi->unread = 0;
+        mi->retry_at_ms = 0;
+    }
+    /* A connect that failed while the old master was gone waits no longer once a new one is
+     * named (the epoch only moves when the Sentinels answer with a new address: no spinning). */
+    if (mi->sentinel.n > 0 && mi->epoch != sentinel_epoch())
+        mi->retry_at_ms = 0;
     if (timefmt_mono_ms() < mi->retry_at_ms)
         return -1;
+    if (follow_master(mi) != 0)
+        goto fail;
     /* The transport sets TCP keepalive: the expiry subscriber only ever reads, so without it a
      * Redis host that vanished without a reset left it waiting, "subscribed", for the kernel's two
      * hours; now its read fails within about half a minute and it reconnects. */
@@ -133,6 +216,9 @@ connected(struct mirror *mi)
             snprintf(mi->why, sizeof mi->why, "AUTH or SELECT refused");
         goto fail;
     }
+    if (check_role(mi) != 0)
+        goto fail;
+    mi->serial++;
     return 0;
 fail:
     drop(mi);
@@ -164,7 +250,41 @@ mirror_opts_of(const struct config *cfg, int timeout_ms)
         .tls_ca = cfg->redis_tls_ca[0] != '\0' ? cfg->redis_tls_ca : NULL,
         .tls_cert = cfg->redis_tls_cert[0] != '\0' ? cfg->redis_tls_cert : NULL,
         .tls_key = cfg->redis_tls_key[0] != '\0' ? cfg->redis_tls_key : NULL,
+        .sentinels = cfg->redis_sentinels,
+        .n_sentinels = cfg->redis_sentinels_n,
+        .master = cfg->redis_master,
+        .sentinel_user = cfg->redis_sentinel_user[0] != '\0' ? cfg->redis_sentinel_user : NULL,
+        .sentinel_password =
+            cfg->redis_sentinel_password[0] != '\0' ? cfg->redis_sentinel_password : NULL,
     };
+}
+
+/* Copies the Sentinel options of opts into mi->sentinel (strings and addresses owned by mi). */
+static int
+copy_sentinel(struct mirror *mi, const struct mirror_opts *opts)
+{
+    size_t n = opts->n_sentinels;
+
+    if (n == 0)
+        return 0;
+    if (n > REDIS_URL_SENTINELS_MAX || opts->master == NULL ||
+        (mi->sentinels = malloc(n * sizeof *mi->sentinels)) == NULL ||
+        (mi->master = strdup(opts->master)) == NULL ||
+        (opts->sentinel_user != NULL &&
+         (mi->sentinel_user = strdup(opts->sentinel_user)) == NULL) ||
+        (opts->sentinel_password != NULL &&
+         (mi->sentinel_password = strdup(opts->sentinel_password)) == NULL))
+        return -1;
+    memcpy(mi->sentinels, opts->sentinels, n * sizeof *mi->sentinels);
+    mi->sentinel = (struct sentinel_opts){mi->sentinels,
+                                          n,
+                                          mi->master,
+                                          mi->sentinel_user,
+                                          mi->sentinel_password,
+                                          mi->tls,
+                                          mi->connect_timeout_ms,
+                                          mi->command_timeout_ms};
+    return 0;
 }
 
 struct mirror *
@@ -174,8 +294,8 @@ mirror_new(const struct mirror_opts *opts)
 
     if (mi == NULL || opts->prefix == NULL || strlen(opts->prefix) > MIRROR_PREFIX_MAX)
         goto fail;
-    mi->host = strdup(opts->host != NULL ? opts->host : "127.0.0.1");
-    if (mi->host == NULL)
+    if (snprintf(mi->host, sizeof mi->host, "%s", opts->host != NULL ? opts->host : "127.0.0.1") >=
+        (int)sizeof mi->host)
         goto fail;
     if (opts->password != NULL && (mi->password = strdup(opts->password)) == NULL)
         goto fail;
@@ -192,6 +312,8 @@ mirror_new(const struct mirror_opts *opts)
     mi->db = opts->db;
     strcpy(mi->prefix, opts->prefix);
     mi->horizon_ms = opts->horizon_ms;
+    if (copy_sentinel(mi, opts) != 0)
+        goto fail;
     return mi;
 fail:
     mirror_free(mi);
@@ -205,7 +327,10 @@ mirror_free(struct mirror *mi)
         return;
     redis_conn_free(mi->c);
     transport_tls_free(mi->tls);
-    free(mi->host);
+    free(mi->sentinels);
+    free(mi->master);
+    free(mi->sentinel_user);
+    free(mi->sentinel_password);
     free(mi->password);
     free(mi->user);
     free(mi);
@@ -598,6 +723,12 @@ const char *
 mirror_conn_error(const struct mirror *mi)
 {
     return mi->why;
+}
+
+uint64_t
+mirror_conn_serial(const struct mirror *mi)
+{
+    return mi->serial;
 }
 
 void

@@ -4,7 +4,9 @@
  * that writes reminder keys. A struct mirror belongs to one thread. Redis being down never blocks a
  * caller for long: connects and commands time out (after MIRROR_CONNECT_TIMEOUT_MS and
  * MIRROR_COMMAND_TIMEOUT_MS, or the one timeout of the options) and a failed connect is not retried
- * for MIRROR_RECONNECT_BACKOFF_MS. */
+ * for MIRROR_RECONNECT_BACKOFF_MS. A connection that got a READONLY reply (its node is a replica
+ * now), or that was made to a master Sentinel has since replaced (sentinel.h), is dropped before
+ * the next command and made again to the current master. */
 #ifndef TOCSIN_MIRROR_H
 #define TOCSIN_MIRROR_H
 
@@ -13,6 +15,7 @@
 
 #include "config.h"
 #include "meeting.h"
+#include "redis_url.h"
 
 #define MIRROR_PREFIX_MAX 64
 #define MIRROR_KEY_MAX (MIRROR_PREFIX_MAX + 48)
@@ -38,6 +41,14 @@ struct mirror_opts {
     const char *tls_ca;   /* CA file; NULL = the system's CA directory */
     const char *tls_cert; /* client certificate chain; NULL = none */
     const char *tls_key;  /* its key; NULL = in tls_cert */
+    /* redis-sentinel://: host and port are unused, the master's address is asked of these
+     * Sentinels before every connect (sentinel.h) and ROLE must say master. n_sentinels 0 =
+     * connect to host:port. */
+    const struct redis_url_addr *sentinels;
+    size_t n_sentinels;
+    const char *master;            /* the master name */
+    const char *sentinel_user;     /* NULL = the Sentinels' default user */
+    const char *sentinel_password; /* NULL = no AUTH on the Sentinels */
 };
 
 /* The Redis settings of cfg (borrowed: cfg must outlive the options) with the given timeout

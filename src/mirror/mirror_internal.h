@@ -14,6 +14,9 @@ struct redis_conn *mirror_conn(struct mirror *mi);
 /* Why the last connect or I/O failed: the socket error, a TLS verify result ("TLS certificate
  * verify failed for host: ..."), "AUTH or SELECT refused"; "" while connected. */
 const char *mirror_conn_error(const struct mirror *mi);
+/* Which connection mirror_conn gives: one more each time a connection is made. A subscriber
+ * whose connection was replaced (the master moved) subscribes again on the new one. */
+uint64_t mirror_conn_serial(const struct mirror *mi);
 /* Drops the connection after an I/O error and starts the reconnect backoff. */
 void mirror_conn_lost(struct mirror *mi);
 /* The key prefix (NUL-terminated, at most MIRROR_PREFIX_MAX bytes). */

@@ -22,10 +22,9 @@ same(const struct prefs *a, const struct prefs *b)
 static void
 check(const struct prefs *p)
 {
-    if (p->has_quiet &&
-        (p->quiet_start < 0 || p->quiet_start >= PREFS_MINUTES_PER_DAY || p->quiet_end < 0 ||
-         p->quiet_end >= PREFS_MINUTES_PER_DAY || p->quiet_start == p->quiet_end ||
-         !tz_known(p->quiet_zone)))
+    if (p->has_quiet && (p->quiet_start < 0 || p->quiet_start >= PREFS_MINUTES_PER_DAY ||
+                         p->quiet_end < 0 || p->quiet_end >= PREFS_MINUTES_PER_DAY ||
+                         p->quiet_start == p->quiet_end || !tz_known(p->quiet_zone)))
         abort();
     json_t *out = codec_prefs_encode(p);
     struct codec_errors errs = {0};
