@@ -491,6 +491,63 @@ load_people(struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* TOCSIN_PUBLIC_URL: http:// or https://, then a host and maybe a port and a path, in printable
+ * ASCII that a URL may carry unescaped and a header line cannot break on (no blanks, quotes,
+ * angle brackets); no query or fragment, since the links append their own. */
+static bool
+public_url_ok(const char *s)
+{
+    size_t n = strlen(s), scheme = strncmp(s, "https://", 8) == 0  ? 8
+                                   : strncmp(s, "http://", 7) == 0 ? 7
+                                                                   : 0;
+
+    if (scheme == 0 || n <= scheme || n > CONFIG_PUBLIC_URL_MAX || s[scheme] == '/')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || strchr("\"<>\\^`{|}?#", s[i]) != NULL)
+            return false;
+    return true;
+}
+
+/* One of the unsubscribe secrets (v, the variable name's value), "" when unset. */
+static int
+unsub_secret(char *dst, const char *name, const char *v, char *err, size_t errlen)
+{
+    size_t n = v != NULL ? strlen(v) : 0;
+
+    if (n != 0 && (n < UNSUB_SECRET_MIN || n > UNSUB_SECRET_MAX))
+        return fail(err, errlen, name, "must be 32 to 256 bytes (e.g. openssl rand -hex 32)");
+    copy_str(dst, UNSUB_SECRET_MAX + 1, v != NULL ? v : "");
+    return 0;
+}
+
+/* The links of one-click unsubscribe: their base, and the secrets of their tokens. */
+static int
+load_unsubscribe(struct config *cfg, char *err, size_t errlen)
+{
+    const char *url = getenv("TOCSIN_PUBLIC_URL");
+
+    if (url != NULL && url[0] != '\0' && !public_url_ok(url))
+        return fail(err, errlen, "TOCSIN_PUBLIC_URL",
+                    "must be http(s)://host[:port][/path], at most 512 bytes, without a query");
+    copy_str(cfg->public_url, sizeof cfg->public_url, url != NULL ? url : "");
+    size_t n = strlen(cfg->public_url);
+    while (n > 0 && cfg->public_url[n - 1] == '/')
+        cfg->public_url[--n] = '\0';
+    if (unsub_secret(cfg->unsub_secret, "TOCSIN_UNSUBSCRIBE_SECRET",
+                     getenv("TOCSIN_UNSUBSCRIBE_SECRET"), err, errlen) != 0 ||
+        unsub_secret(cfg->unsub_secret_previous, "TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS",
+                     getenv("TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS"), err, errlen) != 0)
+        return -1;
+    if (cfg->public_url[0] != '\0' && cfg->unsub_secret[0] == '\0')
+        return fail(err, errlen, "TOCSIN_UNSUBSCRIBE_SECRET",
+                    "is required with TOCSIN_PUBLIC_URL: it signs the unsubscribe links");
+    if (cfg->unsub_secret_previous[0] != '\0' && cfg->unsub_secret[0] == '\0')
+        return fail(err, errlen, "TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS",
+                    "needs TOCSIN_UNSUBSCRIBE_SECRET: the previous secret only verifies");
+    return 0;
+}
+
 int
 config_load(struct config *cfg, char *err, size_t errlen)
 {
@@ -498,8 +555,9 @@ config_load(struct config *cfg, char *err, size_t errlen)
     cfg->log_level = LOG_LEVEL_INFO;
     cfg->log_format = LOG_FORMAT_TEXT;
     if (load_strings(cfg, err, errlen) != 0 || load_browser(cfg, err, errlen) != 0 ||
-        load_people(cfg, err, errlen) != 0 || load_ints(cfg, err, errlen) != 0 ||
-        load_allow_nets(cfg, err, errlen) != 0 || load_trusted_proxies(cfg, err, errlen) != 0)
+        load_people(cfg, err, errlen) != 0 || load_unsubscribe(cfg, err, errlen) != 0 ||
+        load_ints(cfg, err, errlen) != 0 || load_allow_nets(cfg, err, errlen) != 0 ||
+        load_trusted_proxies(cfg, err, errlen) != 0)
         return -1;
     if (cfg->db_pooled && cfg->migrate_on_start)
         return fail(err, errlen, "TOCSIN_DB_POOLED",

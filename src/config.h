@@ -11,12 +11,14 @@
 #include "log.h"
 #include "netguard.h"
 #include "redis_url.h"
+#include "unsub.h"
 
 #define CONFIG_STR_MAX 1024
 #define CONFIG_HOST_MAX 256
 #define CONFIG_ERR_MAX 256
 #define CONFIG_AUDIENCE_MAX 128
-#define CONFIG_ADDRESS_MAX 254 /* an email address, or the VAPID subject */
+#define CONFIG_ADDRESS_MAX 254    /* an email address, or the VAPID subject */
+#define CONFIG_PUBLIC_URL_MAX 512 /* bytes of TOCSIN_PUBLIC_URL */
 
 struct config {
     char http_host[CONFIG_HOST_MAX];   /* TOCSIN_HTTP_ADDR host part, default 127.0.0.1 */
@@ -114,6 +116,13 @@ struct config {
     int smtp_require_tls;                /* TOCSIN_SMTP_REQUIRE_TLS 0|1: smtp:// must STARTTLS */
     char vapid_subject[CONFIG_HOST_MAX]; /* TOCSIN_VAPID_SUBJECT mailto: or https: URL */
     int webpush_allow_private;           /* TOCSIN_WEBPUSH_ALLOW_PRIVATE 0|1, default 0 */
+    /* One-click unsubscribe (unsub.h): TOCSIN_PUBLIC_URL, http(s)://host[:port][/path] without a
+     * trailing slash, the base of the links every email carries; "" = no links. */
+    char public_url[CONFIG_PUBLIC_URL_MAX + 1];
+    /* TOCSIN_UNSUBSCRIBE_SECRET (required with TOCSIN_PUBLIC_URL) signs and verifies the links'
+     * tokens; TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS only verifies (a rotation). "" = none. */
+    char unsub_secret[UNSUB_SECRET_MAX + 1];
+    char unsub_secret_previous[UNSUB_SECRET_MAX + 1];
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with one line naming the variable in err. */

@@ -175,6 +175,9 @@ serve(const struct config *cfg)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (cfg->smtp_url[0] != '\0' && cfg->public_url[0] == '\0')
+        LOG_WARN("TOCSIN_SMTP_URL is set but TOCSIN_PUBLIC_URL is not: emails carry no one-click "
+                 "unsubscribe link (List-Unsubscribe, RFC 8058)");
     struct channel_opts chopt = {.timeout_ms = cfg->delivery_timeout_ms,
                                  .webhook_allow = &cfg->webhook_allow,
                                  .smtp_url = cfg->smtp_url,
@@ -184,7 +187,9 @@ serve(const struct config *cfg)
                                  .smtp_require_tls = cfg->smtp_require_tls != 0,
                                  .vapid_subject = cfg->vapid_subject,
                                  .push_allow_private = cfg->webpush_allow_private != 0,
-                                 .missed_grace_ms = cfg->missed_grace_ms};
+                                 .missed_grace_ms = cfg->missed_grace_ms,
+                                 .public_url = cfg->public_url,
+                                 .unsub_secret = cfg->unsub_secret};
     struct deliver_opts dopt = {.database_url = cfg->database_url,
                                 .instance_id = cfg->instance_id,
                                 .workers = cfg->delivery_workers,

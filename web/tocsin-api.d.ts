@@ -738,6 +738,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/unsubscribe": {
+        parameters: {
+            query: {
+                /**
+                 * @description The link's token: base64url without padding, at most 1111 characters, signed by the
+                 *     server (HMAC-SHA256 under `TOCSIN_UNSUBSCRIBE_SECRET`) and naming the tenant, the
+                 *     participant and when it was made. Only the links of tocsin's own emails carry one.
+                 */
+                t: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The unsubscribe page of an email's link
+         * @description The `List-Unsubscribe` link of every email (RFC 2369, RFC 8058) opened in a browser: a
+         *     small page with one button, which POSTs the one-click body back to the same link. No
+         *     credentials: the token is the proof. A GET changes nothing (mail scanners fetch links).
+         *     The page runs nothing (`Content-Security-Policy: default-src 'none'; form-action 'self'`)
+         *     and sends no `Referer`. A bad link answers a page with status 400, and 404 while the
+         *     server has no `TOCSIN_UNSUBSCRIBE_SECRET`.
+         */
+        get: operations["getUnsubscribePage"];
+        put?: never;
+        /**
+         * One-click unsubscribe (RFC 8058)
+         * @description What a mail program sends for its unsubscribe button, and what the page's button sends:
+         *     the link's participant's email is turned off in their preferences (the rest of them kept;
+         *     `GET /v1/participants/{id}/preferences` shows it), so each later reminder's email to them
+         *     is recorded `skipped` (`preference`) while the other channels still go. Answers the same
+         *     page every time. No credentials: the token is the proof.
+         */
+        post: operations["unsubscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/push/vapid-public-key": {
         parameters: {
             query?: never;
@@ -1864,7 +1904,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled" | "unsubscribe_link_invalid" | "unsubscribe_body_invalid";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -2253,6 +2293,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description The page runs nothing and posts only to its own origin. */
+        PageCSP: "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
         /** @description The path of the new webhook. */
         WebhookLocation: string;
         /** @description The path of the subscription. */
@@ -4210,6 +4252,128 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getUnsubscribePage: {
+        parameters: {
+            query: {
+                /**
+                 * @description The link's token: base64url without padding, at most 1111 characters, signed by the
+                 *     server (HMAC-SHA256 under `TOCSIN_UNSUBSCRIBE_SECRET`) and naming the tenant, the
+                 *     participant and when it was made. Only the links of tocsin's own emails carry one.
+                 */
+                t: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page with its one form. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["PageCSP"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link's token is missing, cut, altered or not this server's. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description One-click unsubscribe is off on this server. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    unsubscribe: {
+        parameters: {
+            query: {
+                /**
+                 * @description The link's token: base64url without padding, at most 1111 characters, signed by the
+                 *     server (HMAC-SHA256 under `TOCSIN_UNSUBSCRIBE_SECRET`) and naming the tenant, the
+                 *     participant and when it was made. Only the links of tocsin's own emails carry one.
+                 */
+                t: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @constant */
+                    "List-Unsubscribe": "One-Click";
+                };
+                "multipart/form-data": {
+                    /** @constant */
+                    "List-Unsubscribe": "One-Click";
+                };
+            };
+        };
+        responses: {
+            /** @description Their email is off (it may have been already); a page that says so. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["PageCSP"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /**
+             * @description `unsubscribe_link_invalid`: the token is missing, cut, altered or not this server's
+             *     (or its tenant is gone); `unsubscribe_body_invalid`: the body has no
+             *     `List-Unsubscribe=One-Click`; `bad_query`: a query parameter other than `t`. Nothing
+             *     changes.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 400;
+                        /** @enum {unknown} */
+                        code?: "unsubscribe_link_invalid" | "unsubscribe_body_invalid" | "bad_query" | "bad_request";
+                    };
+                };
+            };
+            /** @description `not_found`: one-click unsubscribe is off on this server (no `TOCSIN_UNSUBSCRIBE_SECRET`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @constant */
+                        code?: "not_found";
+                    };
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
         };

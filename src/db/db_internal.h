@@ -109,6 +109,7 @@ enum db_stmt {
     STMT_INBOX_EVENT,
     STMT_PREFS_GET, /* db_prefs.c */
     STMT_PREFS_PUT,
+    STMT_PREFS_EMAIL_OFF,
     STMT_PLAN_GENERIC, /* db.c: db_exec_generic */
     STMT_PLAN_CUSTOM,
     DB_STMT_COUNT,

@@ -34,6 +34,12 @@ static const char put_sql[] =
     "   quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, updated_at = now()"
     "  RETURNING 1)"
     " SELECT c.known, c.zone_ok, (SELECT count(*) FROM i) FROM c";
+
+/* $1 tenant, $2 participant. */
+static const char email_off_sql[] =
+    "INSERT INTO participant_prefs (tenant_id, participant, email)"
+    " SELECT t.id, $2::text, false FROM tenants t WHERE t.id = $1::bigint"
+    " ON CONFLICT (tenant_id, participant) DO UPDATE SET email = false, updated_at = now()";
 /* clang-format on */
 
 static bool
@@ -100,4 +106,13 @@ db_prefs_put(struct db *db, int64_t tenant_id, const char *participant, bool mus
         *refused = DB_PREFS_UNKNOWN_ZONE;
     PQclear(res);
     return DB_ONE_RESULT;
+}
+
+enum db_status
+db_prefs_email_off(struct db *db, int64_t tenant_id, const char *participant)
+{
+    char t[DB_I64_BUF];
+    const char *v[] = {db_i64(t, tenant_id), participant};
+
+    return db_exec_one_row(db, STMT_PREFS_EMAIL_OFF, email_off_sql, 2, v);
 }

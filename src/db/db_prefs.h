@@ -25,5 +25,10 @@ enum db_status db_prefs_get(struct db *db, int64_t tenant_id, const char *partic
  * for db_prefs_get). ONE_RESULT (*refused set) or the error. */
 enum db_status db_prefs_put(struct db *db, int64_t tenant_id, const char *participant,
                             bool must_exist, const struct prefs *p, enum db_prefs_refusal *refused);
+/* Turns the participant's email off and keeps the rest of their preferences (a one-click
+ * unsubscribe: handlers/unsubscribe.c); idempotent. The participant need not be known: the
+ * signed link names whom tocsin wrote to. NO_RESULTS when the tenant no longer exists;
+ * ONE_RESULT or the error. */
+enum db_status db_prefs_email_off(struct db *db, int64_t tenant_id, const char *participant);
 
 #endif

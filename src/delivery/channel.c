@@ -6,12 +6,38 @@
 #include <string.h>
 
 #include "codec.h"
+#include "config.h"
 #include "mail.h"
 #include "timefmt.h"
+#include "unsub.h"
 #include "webhook_sign.h"
 
 /* The occurrence id is the webhook-id that webhook_sign signs. */
 _Static_assert(OCCURRENCE_ID_MAX <= WEBHOOK_ID_MAX, "an occurrence id fits a webhook-id");
+
+_Static_assert(CONFIG_PUBLIC_URL_MAX + sizeof CHANNEL_UNSUBSCRIBE_PATH - 1 + UNSUB_TOKEN_MAX <=
+                   MAIL_UNSUBSCRIBE_URL_MAX,
+               "a link of the longest TOCSIN_PUBLIC_URL and token fits an email");
+
+/* The row's participant's unsubscribe link into url, made now (the payload is kept, so a retry
+ * sends the same one). NULL when links are off or the participant cannot be named in one. */
+static const char *
+unsubscribe_url(const struct channel_opts *o, const struct db_outbox_item *it, int64_t now_ms,
+                char url[MAIL_UNSUBSCRIBE_URL_MAX + 1])
+{
+    struct unsub_subject s = {it->tenant_id, now_ms / 1000, ""};
+    char token[UNSUB_TOKEN_MAX + 1];
+
+    if (o->public_url == NULL || o->public_url[0] == '\0' || o->unsub_secret == NULL ||
+        strlen(it->recipient) > UNSUB_PARTICIPANT_MAX)
+        return NULL;
+    strcpy(s.participant, it->recipient);
+    if (unsub_token_make(o->unsub_secret, &s, token) == 0)
+        return NULL;
+    int n = snprintf(url, MAIL_UNSUBSCRIBE_URL_MAX + 1, "%s%s%s", o->public_url,
+                     CHANNEL_UNSUBSCRIBE_PATH, token);
+    return n > 0 && n <= MAIL_UNSUBSCRIBE_URL_MAX ? url : NULL;
+}
 
 static char *
 email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
@@ -19,15 +45,21 @@ email_payload(const struct channel_opts *o, const struct db_outbox_item *it,
               const char **why)
 {
     const char *name = NULL;
+    char url[MAIL_UNSUBSCRIBE_URL_MAX + 1];
 
     if (it->recipient == NULL || it->address == NULL ||
         !codec_people_participant(people, it->recipient, &name)) {
         *why = "the participant is no longer in the meeting";
         return NULL;
     }
-    struct mail_input in = {
-        m,     {it->reminder_id, it->fire_at_ms, 0}, it->recipient, name, it->address, o->smtp_from,
-        now_ms};
+    struct mail_input in = {m,
+                            {it->reminder_id, it->fire_at_ms, 0},
+                            it->recipient,
+                            name,
+                            it->address,
+                            o->smtp_from,
+                            now_ms,
+                            unsubscribe_url(o, it, now_ms, url)};
     return mail_message(&in, why);
 }
 

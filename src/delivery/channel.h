@@ -28,7 +28,13 @@ struct channel_opts {
     const char *vapid_subject;
     bool push_allow_private; /* push endpoints may be private addresses (tests) */
     int64_t missed_grace_ms; /* a push is kept until the meeting's start plus this */
+    /* One-click unsubscribe: each email's link is public_url + CHANNEL_UNSUBSCRIBE_PATH + a token
+     * signed with unsub_secret (unsub.h). Either NULL or "": emails carry no link. */
+    const char *public_url, *unsub_secret;
 };
+
+/* The endpoint of the links (handlers/unsubscribe.c), the token its one query parameter. */
+#define CHANNEL_UNSUBSCRIBE_PATH "/v1/unsubscribe?t="
 
 /* Per-request storage a started request borrows until its answer. */
 struct channel_req {

@@ -29,6 +29,11 @@
 /* "Reminder: ", a title of 200 characters (800 bytes), the time and zone. */
 #define SUBJECT_MAX 1024
 
+/* RFC 5322 section 2.1.1: a line must not pass 998 characters. A List-Unsubscribe line that
+ * would is folded inside its angle brackets, where RFC 2369 section 2 has whitespace ignored. */
+#define HEADER_LINE_MAX 998
+#define FOLD_CHUNK 76 /* characters of the link on each line of a folded one */
+
 /* Bytes of the participant's SHA-256 in the Message-ID: enough to tell a meeting's participants
  * apart, and the id stays short. */
 #define MAIL_ID_DIGEST_BYTES 8
@@ -300,7 +305,42 @@ plain_text(struct strbuf *b, const struct mail_input *in, const struct tz_local 
     }
     strbuf_printf(b, "\r\nThis reminder was sent %d minutes before the meeting starts.\r\n",
                   minutes);
+    if (in->unsubscribe_url != NULL)
+        strbuf_printf(b, "\r\nTo get no more reminder emails: %s\r\n", in->unsubscribe_url);
     return b->bad ? -1 : 0;
+}
+
+/* List-Unsubscribe with its one link, on one line when it fits HEADER_LINE_MAX, and the
+ * List-Unsubscribe-Post that makes it one-click (RFC 8058 section 3). */
+static void
+unsubscribe_headers(struct strbuf *b, const char *url)
+{
+    static const char name[] = "List-Unsubscribe: <";
+    size_t n = strlen(url);
+
+    strbuf_puts(b, name);
+    if (sizeof name - 1 + n + 1 <= HEADER_LINE_MAX) {
+        strbuf_put(b, url, n);
+    } else {
+        for (size_t at = 0; at < n; at += FOLD_CHUNK)
+            strbuf_printf(b, "%s%.*s", at > 0 ? "\r\n " : "",
+                          (int)(n - at < FOLD_CHUNK ? n - at : FOLD_CHUNK), url + at);
+    }
+    strbuf_puts(b, ">\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n");
+}
+
+/* An unsubscribe link mail_message may write into a header: see mail_input. */
+static bool
+unsubscribe_url_ok(const char *url)
+{
+    size_t n = strlen(url);
+
+    if (n == 0 || n > MAIL_UNSUBSCRIBE_URL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (url[i] <= ' ' || url[i] > '~' || url[i] == '<' || url[i] == '>')
+            return false;
+    return true;
 }
 
 static void
@@ -331,8 +371,11 @@ headers(struct strbuf *b, const struct mail_input *in, const struct tz_local *st
     snprintf(subject, sizeof subject, "Reminder: %s at %02d:%02d %s",
              in->m->title ? in->m->title : "", start->hour, start->minute, zone_of(in->m));
     put_words(b, subject);
+    strbuf_puts(b, "\r\n");
+    if (in->unsubscribe_url != NULL)
+        unsubscribe_headers(b, in->unsubscribe_url);
     strbuf_printf(b,
-                  "\r\nMIME-Version: 1.0\r\nAuto-Submitted: auto-generated\r\n"
+                  "MIME-Version: 1.0\r\nAuto-Submitted: auto-generated\r\n"
                   "Content-Type: multipart/mixed; boundary=\"%s\"\r\n\r\n",
                   boundary);
 }
@@ -347,6 +390,10 @@ mail_message(const struct mail_input *in, const char **why)
 
     if (!email_addr_ok(in->address) || !email_addr_ok(in->from)) {
         *why = "the address cannot be written into a header";
+        return NULL;
+    }
+    if (in->unsubscribe_url != NULL && !unsubscribe_url_ok(in->unsubscribe_url)) {
+        *why = "the unsubscribe link cannot be written into a header";
         return NULL;
     }
     if (tz_local(in->m->time_zone, in->m->starts_at_ms, &start) != 0) {

@@ -3,7 +3,8 @@
  * VEVENT). Every byte that comes from input travels base64-encoded (the body, the attachment) or
  * as an RFC 2047 encoded-word (the subject and the display name), so no input can add a header
  * or break the MIME structure; the address itself must be plain atext@domain (email_addr.h).
- * Pure. */
+ * With an unsubscribe link the message carries List-Unsubscribe and List-Unsubscribe-Post (RFC
+ * 2369, RFC 8058) and the body says where the link leads. Pure. */
 #ifndef TOCSIN_MAIL_H
 #define TOCSIN_MAIL_H
 
@@ -22,7 +23,13 @@ struct mail_input {
     const char *address;        /* the participant's address */
     const char *from;           /* TOCSIN_SMTP_FROM */
     int64_t now_ms;             /* Date and DTSTAMP */
+    /* The participant's one-click unsubscribe link (RFC 8058), printable ASCII without blanks or
+     * angle brackets, at most MAIL_UNSUBSCRIBE_URL_MAX bytes; NULL: no List-Unsubscribe. */
+    const char *unsubscribe_url;
 };
+
+/* Bytes of an unsubscribe link: TOCSIN_PUBLIC_URL, the path and a token (unsub.h). */
+#define MAIL_UNSUBSCRIBE_URL_MAX 2048
 
 /* The message for in, with CRLF line ends, as a malloc'ed NUL-terminated string (free() it); its
  * Message-ID is stable for (occurrence, participant), so a retry is recognisably the same

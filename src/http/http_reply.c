@@ -97,6 +97,24 @@ http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len
     return queue(rq, status, resp);
 }
 
+/* Nothing but the page itself and a form posted back to the same origin. */
+#define PAGE_CSP "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+int
+http_reply_page(struct request *rq, unsigned status, const char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8");
+    MHD_add_response_header(resp, "Content-Security-Policy", PAGE_CSP);
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    return queue(rq, status, resp);
+}
+
 int
 http_reply_json(struct request *rq, unsigned status, json_t *v_steal,
                 const struct http_reply_meta *meta)

@@ -28,6 +28,10 @@ struct http_reply_meta {
 /* Replies with a body already serialized (copied). content_type NULL means application/json. */
 int http_reply_raw(struct request *rq, unsigned status, const char *body, size_t len,
                    const char *content_type, const struct http_reply_meta *meta);
+/* An HTML page of tocsin's own (the unsubscribe page), body copied: text/html, never cached, and
+ * headers that let it run nothing: a Content-Security-Policy with no source for scripts, styles
+ * or frames and forms only to its own origin, no framing, no Referer (its URL holds a token). */
+int http_reply_page(struct request *rq, unsigned status, const char *body, size_t len);
 /* Serializes v compactly and replies; steals v. */
 int http_reply_json(struct request *rq, unsigned status, json_t *v_steal,
                     const struct http_reply_meta *meta);

@@ -44,6 +44,8 @@ const struct route http_routes[] = {
     {"PUT", "/v1/me/preferences", handle_me_prefs_put, ROUTE_NOTIFICATIONS},
     {"GET", "/v1/participants/{id}/preferences", handle_participant_prefs_get, ROUTE_API_KEY},
     {"PUT", "/v1/participants/{id}/preferences", handle_participant_prefs_put, ROUTE_API_KEY},
+    {"GET", "/v1/unsubscribe", handle_unsubscribe_get, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT},
+    {"POST", "/v1/unsubscribe", handle_unsubscribe_post, ROUTE_PUBLIC | ROUTE_ANY_ACCEPT},
     {"GET", "/v1/push/vapid-public-key", handle_push_vapid_key, ROUTE_PUSH | ROUTE_KEY_TOO},
     {"POST", "/v1/push/subscriptions", handle_push_subscriptions_post, ROUTE_PUSH},
     {"DELETE", "/v1/push/subscriptions/{id}", handle_push_subscription_delete, ROUTE_PUSH},

@@ -43,6 +43,8 @@ int handle_me_prefs_get(struct request *rq);
 int handle_me_prefs_put(struct request *rq);
 int handle_participant_prefs_get(struct request *rq);
 int handle_participant_prefs_put(struct request *rq);
+int handle_unsubscribe_get(struct request *rq);
+int handle_unsubscribe_post(struct request *rq);
 int handle_client_js(struct request *rq);
 int handle_demo(struct request *rq);
 int handle_console(struct request *rq);

@@ -6,8 +6,11 @@ Python's zoneinfo. Cases: the local time in the subject on both sides of DST cha
 Berlin, Lord Howe's half hour), hostile titles, descriptions, locations and names (CR, LF, a
 forged "Bcc:", control bytes, bidi overrides and other format characters, non-ASCII, the longest values the API takes, boundary-like and
 SMTP end-of-data text), CRLF line breaks in the text part, header lines with encoded-words of at
-most 76 characters, a stable Message-ID, one calendar UID per occurrence of a series, and
-addresses that cannot go into a header.
+most 76 characters, a stable Message-ID, one calendar UID per occurrence of a series,
+addresses that cannot go into a header, and the one-click unsubscribe headers (RFC 2369, RFC
+8058): a short link on one line, the longest one folded within 998-octet lines and read back
+whole once the whitespace inside its brackets is dropped, links that cannot go into a header
+refused.
 Exits non-zero on the first failed check.
 
 Usage: mail_check.py path/to/mail_tool
@@ -66,7 +69,10 @@ def well_formed(raw, c, what):
     head = raw.split(b"\r\n\r\n", 1)[0]
     names = [line.split(b":", 1)[0].decode() for line in head.split(b"\r\n")
              if line and line[:1] not in (b" ", b"\t")]
-    check(names == HEADERS, f"{what}: header fields {names}")
+    want = HEADERS
+    if c.get("unsubscribe_url") is not None:
+        want = HEADERS[:5] + ["List-Unsubscribe", "List-Unsubscribe-Post"] + HEADERS[5:]
+    check(names == want, f"{what}: header fields {names}")
     msg = email.message_from_bytes(raw, policy=email.policy.default)
     check(not msg.defects, f"{what}: defects {msg.defects}")
     check(msg.get_content_type() == "multipart/mixed", f"{what}: {msg.get_content_type()}")
@@ -167,6 +173,17 @@ def hostile_cases():
     return out
 
 
+def unsubscribe_cases():
+    base = "https://tocsin.example.com/v1/unsubscribe?t="
+    longest = base + "A" * (2048 - len(base))
+    return [case(unsubscribe_url=base + "AQAAAAAAAAAqAAAAAGkwzwBhZGE"),
+            case(unsubscribe_url=base + "B" * (998 - len("List-Unsubscribe: <>") - len(base))),
+            case(unsubscribe_url=base + "C" * (999 - len("List-Unsubscribe: <>") - len(base))),
+            case(unsubscribe_url=longest), case(unsubscribe_url=longest + "A"),
+            case(unsubscribe_url=base + "x y"), case(unsubscribe_url=base + "x>\r\nBcc: e@x"),
+            case(unsubscribe_url=base + "<x")]
+
+
 def main():
     tool = sys.argv[1]
     dst = dst_cases()
@@ -230,7 +247,31 @@ def main():
         check(line.startswith("ERR "), f"accepted {c['address']!r} / {c.get('time_zone')}: "
               f"{line[:60]}")
 
-    n = len(dst) + len(hostile) + len(same) + len(series) + len(refused)
+    links = unsubscribe_cases()
+    for c, line in zip(links, run(tool, links)):
+        url = c["unsubscribe_url"]
+        what = f"unsubscribe link of {len(url)} characters"
+        ok = line.startswith("OK ")
+        if any(ch in url for ch in " <>\r\n") or len(url) > 2048:
+            check(not ok, f"{what}: accepted {url[:60]!r}")
+            continue
+        check(ok, f"{what}: {line[:80]}")
+        if not ok:
+            continue
+        raw = base64.b64decode(line[3:])
+        msg = well_formed(raw, c, what)
+        value = str(msg["List-Unsubscribe"]).strip()
+        check(value.startswith("<") and value.endswith(">") and
+              "".join(value[1:-1].split()) == url, f"{what}: List-Unsubscribe {value[:80]!r}")
+        folded = len(url) + len("List-Unsubscribe: <>") > 998
+        check((b"\r\n " in raw.split(b"List-Unsubscribe: ", 1)[1].split(b"\r\nList-", 1)[0])
+              == folded, f"{what}: folded {not folded}")
+        check(str(msg["List-Unsubscribe-Post"]) == "List-Unsubscribe=One-Click",
+              f"{what}: List-Unsubscribe-Post {msg['List-Unsubscribe-Post']!r}")
+        text = list(msg.iter_parts())[0].get_content()
+        check(url in text, f"{what}: the link is not in the text part")
+
+    n = len(dst) + len(hostile) + len(same) + len(series) + len(refused) + len(links)
     print(f"mail_check: {n} messages, {failures} failed checks")
     return 1 if failures else 0
 

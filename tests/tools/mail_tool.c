@@ -1,9 +1,10 @@
 /* mail_tool.c -- the C side of the email check (tests/property/mail_check.py): for each input line,
  * a JSON object {"id"?, "title", "description"?, "location"?, "time_zone"?, "starts_at_ms",
  * "ends_at_ms"?, "original_start_ms"? (one occurrence of a series), "reminder_id", "fire_at_ms",
- * "participant_id", "name"?, "address", "from", "now_ms"}, prints one line: "OK <the message,
- * base64>" from mail_message (the production path), or "ERR <reason>". The message is base64 on the
- * wire so that every byte of it reaches the Python parsers as it was written. */
+ * "participant_id", "name"?, "address", "from", "now_ms", "unsubscribe_url"?}, prints one line:
+ * "OK <the message, base64>" from mail_message (the production path), or "ERR <reason>". The
+ * message is base64 on the wire so that every byte of it reaches the Python parsers as it was
+ * written. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ one(const char *line)
             .address = json_string_value(json_object_get(o, "address")),
             .from = json_string_value(json_object_get(o, "from")),
             .now_ms = json_integer_value(json_object_get(o, "now_ms")),
+            .unsubscribe_url = json_string_value(json_object_get(o, "unsubscribe_url")),
         };
         if (m.title != NULL && in.participant_id != NULL && in.address != NULL && in.from != NULL)
             msg = mail_message(&in, &why);

@@ -122,6 +122,80 @@ static const struct {
     {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "501", 0},
 };
 
+/* TOCSIN_PUBLIC_URL and the unsubscribe secrets: a secret is required with the URL, both secrets
+ * are 32..256 bytes (at the bounds and one past), the previous one needs a current one, the URL's
+ * trailing slashes go. */
+static void
+test_unsubscribe(void)
+{
+    static const char secret32[] = "0123456789abcdef0123456789abcdef";
+    static const struct {
+        const char *url, *secret, *previous;
+        int ok;
+        const char *named; /* the variable a refusal names */
+    } links[] = {
+        {"https://tocsin.example.com", secret32, NULL, 1, NULL},
+        {"http://127.0.0.1:8080/base", secret32, secret32, 1, NULL},
+        {"https://tocsin.example.com", NULL, NULL, 0, "TOCSIN_UNSUBSCRIBE_SECRET"},
+        {"https://tocsin.example.com", secret32 + 1, NULL, 0, "TOCSIN_UNSUBSCRIBE_SECRET"},
+        {NULL, secret32, NULL, 1, NULL}, /* links verified, none made */
+        {NULL, NULL, secret32, 0, "TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS"},
+        {"ftp://tocsin.example.com", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https://", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https:///path", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https://a.example/x?y=1", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https://a.example/<x>", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https://a.example/a b", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+        {"https://a.example/\r\nBcc: x", secret32, NULL, 0, "TOCSIN_PUBLIC_URL"},
+    };
+    char big[UNSUB_SECRET_MAX + 2], url[CONFIG_PUBLIC_URL_MAX + 2];
+    struct config cfg;
+    char err[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        if (links[i].url)
+            setenv("TOCSIN_PUBLIC_URL", links[i].url, 1);
+        if (links[i].secret)
+            setenv("TOCSIN_UNSUBSCRIBE_SECRET", links[i].secret, 1);
+        if (links[i].previous)
+            setenv("TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS", links[i].previous, 1);
+        err[0] = '\0';
+        int ok = config_load(&cfg, err, sizeof err) == 0;
+        CHECK(ok == links[i].ok &&
+                  (ok || strncmp(err, links[i].named, strlen(links[i].named)) == 0),
+              "unsubscribe case %zu -> %d (%s)", i, ok, err);
+        unsetenv("TOCSIN_PUBLIC_URL");
+        unsetenv("TOCSIN_UNSUBSCRIBE_SECRET");
+        unsetenv("TOCSIN_UNSUBSCRIBE_SECRET_PREVIOUS");
+    }
+    setenv("TOCSIN_PUBLIC_URL", "https://tocsin.example.com/r//", 1);
+    setenv("TOCSIN_UNSUBSCRIBE_SECRET", secret32, 1);
+    CHECK(config_load(&cfg, err, sizeof err) == 0 &&
+              strcmp(cfg.public_url, "https://tocsin.example.com/r") == 0 &&
+              strcmp(cfg.unsub_secret, secret32) == 0 && cfg.unsub_secret_previous[0] == '\0',
+          "trailing slashes: %s", cfg.public_url);
+    memset(big, 's', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    setenv("TOCSIN_UNSUBSCRIBE_SECRET", big, 1);
+    CHECK(config_load(&cfg, err, sizeof err) != 0, "a secret one past UNSUB_SECRET_MAX");
+    big[UNSUB_SECRET_MAX] = '\0';
+    setenv("TOCSIN_UNSUBSCRIBE_SECRET", big, 1);
+    CHECK(config_load(&cfg, err, sizeof err) == 0, "a secret at UNSUB_SECRET_MAX: %s", err);
+    memcpy(url, "https://", 8);
+    memset(url + 8, 'h', sizeof url - 9);
+    url[sizeof url - 1] = '\0';
+    setenv("TOCSIN_PUBLIC_URL", url, 1);
+    CHECK(config_load(&cfg, err, sizeof err) != 0, "a URL one past CONFIG_PUBLIC_URL_MAX");
+    url[CONFIG_PUBLIC_URL_MAX] = '\0';
+    setenv("TOCSIN_PUBLIC_URL", url, 1);
+    CHECK(config_load(&cfg, err, sizeof err) == 0, "a URL at CONFIG_PUBLIC_URL_MAX: %s", err);
+    unsetenv("TOCSIN_PUBLIC_URL");
+    unsetenv("TOCSIN_UNSUBSCRIBE_SECRET");
+    CHECK(config_load(&cfg, err, sizeof err) == 0 && cfg.public_url[0] == '\0' &&
+              cfg.unsub_secret[0] == '\0',
+          "off by default");
+}
+
 /* redis-sentinel://: its Sentinels and master in the config; the Sentinels' credentials only
  * with it, a user only with a password. */
 static void
@@ -234,5 +308,6 @@ main(void)
     }
     unsetenv("TOCSIN_SMTP_FROM");
     unsetenv("TOCSIN_SMTP_URL");
+    test_unsubscribe();
     return check_summary("test_config");
 }
