@@ -4,6 +4,7 @@
 // (bench/soak_ledger.mjs) checked against the receivers and PostgreSQL. Exit 1 on any violation.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 
 import { PushService } from '../tests/api/pushservice.mjs';
 import { SmtpServer } from '../tests/api/smtp.mjs';
@@ -26,15 +27,36 @@ const DB = 'tocsin';
 const WRAP = env('SOAK_WRAP', ''); // setarch -R when the sanitizer runtime needs it here
 
 const REPLICAS = 3;
-const PORTS = {
-    replicas: [0, 1, 2].map((i) => HTTP_BASE + i), rx: HTTP_BASE + 10, push: HTTP_BASE + 11,
-    smtp: HTTP_BASE + 12, pg: HTTP_BASE + 20, bouncer: HTTP_BASE + 21, redis: HTTP_BASE + 22,
-};
+const PORT_RANGE = 30; // the ports from HTTP_BASE the soak may take
+const PORTS = { replicas: [] };
+
+function portFree(port) {
+    return new Promise((resolve) => {
+        const srv = net.createServer();
+        srv.once('error', () => resolve(false));
+        srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+}
+
+// The soak's ports, each the next free one from HTTP_BASE: the range lies in Linux's ephemeral
+// one, where another program's outgoing connection may hold any port for a while. A replica keeps
+// its port across its restarts (the streams and the load name it).
+async function allocPorts() {
+    let p = HTTP_BASE;
+    const next = async () => {
+        while (!(await portFree(p))) {
+            if (++p >= HTTP_BASE + PORT_RANGE) throw new Error(`no free port left in ${HTTP_BASE}..${HTTP_BASE + PORT_RANGE - 1}`);
+        }
+        return p++;
+    };
+    for (let i = 0; i < 3; i++) PORTS.replicas.push(await next());
+    for (const name of ['rx', 'smtp', 'pg', 'bouncer', 'redis']) PORTS[name] = await next();
+}
 const PARTICIPANTS = 4;
 const MARGIN_MS = 25000; // no reminder is written, moved or taken away this close to its due time
 const SPAN_MS = 4 * 60000; // how far past the margin a new reminder's due time may lie
 const INSIDE_SHARE = 0.8; // of new reminders due inside the load
-const TICK_MS = 1500; // one load action per tick
+const TICK_MS = 1000; // one load action per tick
 const FAULT_GAP_MS = 14000; // mean time between fault starts (exponential), overlaps allowed
 const FAULT_HEAD_MS = 15000; // no fault before this into the run; none starts in the last 20 s
 const FAULT_TAIL_MS = 20000;
@@ -311,7 +333,7 @@ async function deleteMeeting(now) {
     counts.delete++;
 }
 
-const ACTIONS = [[0.4, createSingle], [0.15, createSeries], [0.15, moveSingle], [0.15, overrideOccurrence], [0.15, deleteMeeting]];
+const ACTIONS = [[0.45, createSingle], [0.15, createSeries], [0.15, moveSingle], [0.12, overrideOccurrence], [0.13, deleteMeeting]];
 
 async function loadLoop(loadEnd) {
     const inflight = new Set();
@@ -529,7 +551,9 @@ async function main() {
     const runMs = MINUTES * 60000;
     const plan = schedule(SEED, runMs);
     log(`seed ${SEED}: ${plan.length} faults planned: ${plan.map((f) => `${f.kind}@${Math.round(f.at / 1000)}s`).join(' ')}`);
+    await allocPorts();
     const world = { faults: [], faultErrors: [], proxies: {} };
+    worldOfSignal = world;
     world.proxies.pg = await new FaultProxy('pg', PORTS.pg, PG_PORT).start();
     world.proxies.bouncer = await new FaultProxy('bouncer', PORTS.bouncer, BOUNCER_PORT).start();
     world.proxies.redis = await new FaultProxy('redis', PORTS.redis, REDIS_PORT).start();
@@ -563,6 +587,18 @@ async function main() {
         for (const p of Object.values(world.proxies)) await p.stop();
     }
     process.exit(ok ? 0 : 1);
+}
+
+// Stopped from outside (bench/soak.sh's trap, the suite's timeout): end every child now, by PID.
+let worldOfSignal = null;
+for (const sig of ['SIGTERM', 'SIGINT']) {
+    process.on(sig, () => {
+        for (const r of replicas) if (r && !r.exited) r.child.kill('SIGKILL');
+        if (worldOfSignal?.smtp?.child) worldOfSignal.smtp.child.kill('SIGTERM');
+        for (const p of participants) p.follower.close();
+        log(`stopped by ${sig}`);
+        process.exit(sig === 'SIGTERM' ? 143 : 130);
+    });
 }
 
 main().catch((e) => {

@@ -5,7 +5,8 @@
 # (printed; the same seed replays the same schedule), then the ledger checked (bench/soak.mjs).
 # Prints its totals as "N reminders, lost 0, twice 0, early 0" and the faults it ran; exits 1 on
 # any violation. Ports: TOCSIN_SOAK_PG_PORT (24573; PgBouncer on the next), TOCSIN_SOAK_REDIS_PORT
-# (64573), TOCSIN_SOAK_HTTP_BASE (47300: replicas, receivers and the fault proxy on the 30 above).
+# (64573), TOCSIN_SOAK_HTTP_BASE (47300: replicas, receivers and the fault proxy on the 30 above),
+# TOCSIN_SOAK_DIR (.local/soak: the servers' data, the logs, report.txt).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -14,9 +15,20 @@ PG_PORT=${TOCSIN_SOAK_PG_PORT:-24573}
 BOUNCER_PORT=$((PG_PORT + 1))
 REDIS_PORT=${TOCSIN_SOAK_REDIS_PORT:-64573}
 HTTP_BASE=${TOCSIN_SOAK_HTTP_BASE:-47300}
-DIR=$TOCSIN_ROOT/.local/soak
+DIR=${TOCSIN_SOAK_DIR:-$TOCSIN_ROOT/.local/soak}
 SOAK_MINUTES=${SOAK_MINUTES:-2}
 SOAK_SEED=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
+
+NODE_PID=
+# The node process ends its replicas and SMTP server itself when told to (SIGTERM): the trap tells
+# it, and waits, before the servers go.
+stop_node()
+{
+    if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
+        kill -TERM "$NODE_PID" 2>/dev/null || true
+        wait "$NODE_PID" 2>/dev/null || true
+    fi
+}
 
 stop_bouncer()
 {
@@ -24,7 +36,7 @@ stop_bouncer()
 }
 
 bench_traps "$DIR"
-bench_on_exit stop_bouncer
+bench_on_exit stop_node stop_bouncer
 ulimit -n "$(ulimit -Hn)"
 
 if [ -z "${TOCSIN_BIN:-}" ]; then
@@ -52,4 +64,8 @@ SOAK_PSQL=$(tocsin_pg_bindir)/psql
 export SOAK_TOKEN SOAK_WRAP SOAK_PSQL SOAK_MINUTES SOAK_SEED TOCSIN_BIN SOAK_DIR=$DIR
 export SOAK_PG_PORT=$PG_PORT SOAK_BOUNCER_PORT=$BOUNCER_PORT SOAK_REDIS_PORT=$REDIS_PORT
 export SOAK_HTTP_BASE=$HTTP_BASE
-node bench/soak.mjs
+# In the background and waited for, so that a signal reaches the trap at once (bash runs traps
+# only between commands, and a wait is one that a signal ends).
+node bench/soak.mjs &
+NODE_PID=$!
+wait "$NODE_PID"

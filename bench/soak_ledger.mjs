@@ -12,9 +12,13 @@ export const REPAIR_MS = {
     kill9: 10000, 'redis-stop': 10000, 'redis-empty': 8000, flushall: 8000, 'pg-restart': 20000,
     'rx-500': 10000, 'rx-hang': 10000, 'proxy-delay': 10000, 'proxy-stall': 10000, 'proxy-cut': 10000,
 };
-// A receiver fault is waited out by retries that back off (doubling from 1 s): the wait after the
-// fault ends grows with how long the delivery kept failing, up to this factor of it.
-export const BACKOFF_FACTOR = 2.2;
+// A receiver fault is waited out twice over. The row's retries back off (doubling from 1 s, 20 %
+// jitter), so its first attempt after the fault may come as long after the fault's end as the row
+// had been failing: up to BACKOFF_FACTOR times the fault's time past the due time. And the
+// receiver's circuit opens for 5 s after 5 failures, doubling with each failed probe, so it may
+// stay open after the fault's end about as long as the fault had lasted (since its start, which
+// may be before the due time), on top.
+export const BACKOFF_FACTOR = 2.4;
 // Faults that touch only the webhook receiver.
 const RX_FAULTS = new Set(['rx-500', 'rx-hang']);
 // A fault starting up to this before a due time may already hold its reminder (the scheduler
@@ -85,7 +89,9 @@ export function boundOf(e, channel, faults) {
         const end = f.end ?? Infinity;
         if (e.dueMs < f.start - LOOKAHEAD_MS || e.dueMs > end + REPAIR_MS[f.kind]) continue;
         const during = Math.max(0, end - Math.max(e.dueMs, f.start));
-        const add = during * (RX_FAULTS.has(f.kind) ? BACKOFF_FACTOR : 1) + REPAIR_MS[f.kind];
+        const add = RX_FAULTS.has(f.kind)
+            ? during * BACKOFF_FACTOR + (end - f.start) + REPAIR_MS[f.kind]
+            : during + REPAIR_MS[f.kind];
         extra = Math.max(extra, add);
         met.push(f.kind);
     }
@@ -103,7 +109,12 @@ export function check(ledger, receipts, record, faults, webhooks) {
     const flag = (e, channel, what) => violations.push({
         key: e.key, meeting: e.meeting, due: new Date(e.dueMs ?? e.fireMs).toISOString(), channel, what,
     });
-    for (const e of ledger.expect.values()) checkExpected(e, receipts, record, faults, webhooks, flag, lateness);
+    for (const e of ledger.expect.values()) {
+        // A single meeting's reminder is one row that a later move takes on to its next time: the
+        // row shows this key only while the meeting's last known state still has it.
+        e.current = ledger.state.get(e.meeting)?.has(e.key) ?? false;
+        checkExpected(e, receipts, record, faults, webhooks, flag, lateness);
+    }
     for (const e of ledger.gone.values()) {
         for (const ch of CHANNELS) {
             const got = receipts[ch].get(e.key) ?? [];
@@ -137,7 +148,7 @@ function checkExpected(e, receipts, record, faults, webhooks, flag, lateness) {
         }
         if (ch === 'stream' && got.length > 1) flag(e, ch, `twice: the stream carried it ${got.length}x (resume must give each once)`);
         if (got.length === 0) {
-            flag(e, ch, `lost: never received (record: reminder ${record.reminders.get(e.key) ?? 'no row'}, ${rowsText(record, e.key, ch)})`);
+            flag(e, ch, `lost: never received (record: reminder ${record.reminders.get(e.key) ?? 'no row'}, ${rowsText(record, e.key, ch)}; on the wire: ${wire(receipts[ch].get(e.key), e.dueMs)})`);
             continue;
         }
         const first = Math.min(...got.map((r) => r.at));
@@ -145,9 +156,14 @@ function checkExpected(e, receipts, record, faults, webhooks, flag, lateness) {
         const late = first - e.dueMs;
         lateness[ch].push(late);
         const bound = boundOf(e, ch, faults);
-        if (late > bound.ms) flag(e, ch, `late: ${late} ms, bound ${Math.round(bound.ms)} ms (faults met: ${bound.met.join(' ') || 'none'})`);
+        if (late > bound.ms) flag(e, ch, `late: ${late} ms, bound ${Math.round(bound.ms)} ms (faults met: ${bound.met.join(' ') || 'none'}; on the wire: ${wire(receipts[ch].get(e.key), e.dueMs)})`);
     }
     checkRecord(e, record, webhooks, flag);
+}
+
+// Every arrival of a key on a channel, relative to its due time: "+1.2 s 500 /ok, ...".
+function wire(rs, dueMs) {
+    return (rs ?? []).map((r) => `+${((r.at - dueMs) / 1000).toFixed(1)} s${r.status !== undefined ? ` ${r.status || 'hung'} ${r.path}` : ''}`).join(', ') || 'nothing';
 }
 
 function rowsText(record, key, ch) {
@@ -159,7 +175,8 @@ function rowsText(record, key, ch) {
 // webhooks: the healthy one delivered, the one that never answers not), one stream event.
 function checkRecord(e, record, webhooks, flag) {
     const status = record.reminders.get(e.key);
-    if (status !== 'fired') flag(e, 'record', `reminder row is ${status ?? 'missing'}, not fired`);
+    if (e.current && status !== 'fired') flag(e, 'record', `reminder row is ${status ?? 'missing'}, not fired`);
+    if (!e.current && status !== undefined && status !== 'fired') flag(e, 'record', `reminder row of a time moved on from is ${status}`);
     const events = record.events.get(e.key) ?? 0;
     if (events !== 1) flag(e, 'record', `${events === 0 ? 'lost' : 'twice'}: ${events} stream events`);
     for (const ch of e.channels) {
