@@ -28,7 +28,14 @@ export const QUERIES = [
     { name: 'no status, q=title word, cursor', query: 'q=planning&limit=50', cursor: true },
     { name: 'status=failed, no q, cursor', query: 'status=failed&limit=50', cursor: true },
     { name: 'status=failed, q=matching nothing', query: 'status=failed&q=zzzz&limit=50' },
+    // GET /v1/stats over the same rows (issue 37): the tenant's counts, lateness and buckets.
+    { name: 'stats, window=1h', path: '/v1/stats', query: 'window=1h' },
+    { name: 'stats, window=24h', path: '/v1/stats', query: 'window=24h' },
 ];
+// Which queries run: BENCH_QUERIES=search, stats or all (default).
+const WHICH = env('BENCH_QUERIES', 'all');
+const RUN = QUERIES.filter((q) => WHICH === 'all' || (WHICH === 'stats') === (q.path === '/v1/stats'));
+const url = (q) => `${q.path ?? '/v1/deliveries'}?${q.query}`;
 
 const log = (msg) => process.stderr.write(`==> ${msg}\n`);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -59,22 +66,22 @@ async function main() {
         // The first page of each query and tenant: its cursor, and a warm cache as in steady use.
         const cursors = new Map();
         let planned = 0;
-        for (const q of QUERIES) {
+        for (const q of RUN) {
             for (const key of KEYS) {
-                const r = await get(port, key, `/v1/deliveries?${q.query}`);
+                const r = await get(port, key, url(q));
                 if (r.status !== 200) {
                     throw new Error(`${q.query}: ${r.status} ${r.body}`);
                 }
                 const page = JSON.parse(r.body);
-                cursors.set(`${q.name}|${key}`, { cursor: page.next_cursor, items: page.items.length });
+                cursors.set(`${q.name}|${key}`, { cursor: page.next_cursor, items: page.items?.length ?? 0 });
                 if (PLANS_ONLY) {
-                    console.log(`plan ${++planned}: ${q.query} (first page)`);
+                    console.log(`plan ${++planned}: ${url(q)} (first page)`);
                     break;
                 }
             }
         }
         const rows = [];
-        for (const q of QUERIES) {
+        for (const q of RUN) {
             const times = [];
             let items = 0;
             let pages = 0;
@@ -85,14 +92,14 @@ async function main() {
                 if (q.cursor && !c.cursor) {
                     continue; // this tenant's first page was its last
                 }
-                const r = await get(port, key, `/v1/deliveries?${q.query}${q.cursor ? `&cursor=${c.cursor}` : ''}`);
+                const r = await get(port, key, `${url(q)}${q.cursor ? `&cursor=${c.cursor}` : ''}`);
                 if (r.status !== 200) {
                     throw new Error(`${q.query}: ${r.status} ${r.body}`);
                 }
                 times.push(r.ms);
-                items += JSON.parse(r.body).items.length;
+                items += JSON.parse(r.body).items?.length ?? 0;
                 if (PLANS_ONLY) {
-                    console.log(`plan ${++planned}: ${q.query} (page after the first)`);
+                    console.log(`plan ${++planned}: ${url(q)}${q.cursor ? ' (page after the first)' : ''}`);
                 }
                 pages++;
             }

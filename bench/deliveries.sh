@@ -3,13 +3,15 @@
 # outbox rows of BENCH_TENANTS (100) tenants with SQL (bench/deliveries_seed.sql), times GET
 # /v1/deliveries with status, q and a cursor against one server (bench/deliveries.mjs: p50, p99,
 # slowest), then prints each query's plan as the server's own statement ran it (auto_explain,
-# with ANALYZE and BUFFERS); then POST /v1/webhooks/{id}/recover of BENCH_RECOVER_ROWS (10,000)
+# with ANALYZE and BUFFERS), and the same for GET /v1/stats?window=1h and 24h (BENCH_QUERIES:
+# search, stats or all); then POST /v1/webhooks/{id}/recover of BENCH_RECOVER_ROWS (10,000)
 # failed deliveries against two replicas (bench/recover.mjs; BENCH_RECOVER=0 leaves it out,
 # BENCH_SEARCH=0 the search). A RelWithDebInfo build, its own PostgreSQL and Redis under
 # .local/bench-deliveries; BENCH_KEEP=1 keeps a seeded database for the next run (same
 # BENCH_ROWS and BENCH_TENANTS). Environment: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # BENCH_REQUESTS (500 per query), BENCH_KEY_TENANTS (10: the tenants the requests go to in turn),
-# BENCH_BIN (another tocsin binary). Not part of CI.
+# BENCH_BIN (another tocsin binary), BENCH_PG_STATEMENTS=1 (the recover's statements per delivery,
+# pg_stat_statements). Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"
@@ -35,11 +37,18 @@ if [ "${BENCH_KEEP:-0}" != 1 ] || [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seed
 fi
 mkdir -p "$DIR"
 # Reads are measured; the seed's writes need no durability.
-bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "shared_buffers = 2GB" \
-    "maintenance_work_mem = 1GB" "max_wal_size = 8GB" "fsync = off" "synchronous_commit = off" \
-    "full_page_writes = off"
+PG_CONF=("shared_buffers = 2GB" "maintenance_work_mem = 1GB" "max_wal_size = 8GB" "fsync = off"
+    "synchronous_commit = off" "full_page_writes = off")
+# BENCH_PG_STATEMENTS=1: the recover also prints its statements per delivery (pg_stat_statements).
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    PG_CONF+=("shared_preload_libraries = 'pg_stat_statements'")
+fi
+bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "${PG_CONF[@]}"
 PSQL=(psql "$TOCSIN_DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 "$BIN" migrate
+if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
+    "${PSQL[@]}" -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements'
+fi
 if [ "$(cat "$DIR/seeded" 2>/dev/null)" != "$seeded" ]; then
     tocsin_log "seeding $seeded"
     start=$(date +%s)
@@ -70,12 +79,12 @@ if [ "${BENCH_SEARCH:-1}" = 1 ]; then
     from=$(wc -c <"$pglog")
     BENCH_PLANS_ONLY=1 node bench/deliveries.mjs
     "${PSQL[@]}" -c "ALTER DATABASE tocsin RESET ALL"
-    tocsin_log "plans of the search statement (PostgreSQL's log, auto_explain)"
+    tocsin_log "plans of the search and stats statements (PostgreSQL's log, auto_explain)"
     tail -c +"$((from + 1))" "$pglog" | python3 -c '
 import re, sys
 text = sys.stdin.read()
 for block in re.split(r"\n(?=\S.*LOG:  duration: )", text):
-    if "SELECT s.*, m.title" not in block:
+    if "SELECT s.*, m.title" not in block and "WITH w AS (SELECT now() AS t1" not in block:
         continue
     head = re.search(r"duration: ([0-9.]+) ms", block)
     plan = block[block.index("Query Text:"):]

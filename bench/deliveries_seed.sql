@@ -1,6 +1,7 @@
 -- bench/deliveries_seed.sql -- the data of bench/deliveries.sh, written by SQL alone: :tenants
--- tenants (bench_t1 ..), 1,000 past meetings each with one fired reminder and titles of three
--- words from a list of 500, two webhooks each, and :rows outbox rows spread over them in turn:
+-- tenants (bench_t1 ..), 1,000 past meetings each with one fired reminder (fired over the last
+-- 24 hours, 86 s apart, 0-99 ms late) and titles of three words from a list of 500, two webhooks
+-- each, and :rows outbox rows spread over them in turn, each failed one with its last attempt:
 -- 90% delivered, 8% failed with one of five last errors, 2% pending but due in a year (the server
 -- under test leaves them alone), mixed by a hash of the row's number. Fire times step back 10 ms a row from now, so ids and times
 -- agree, as they do when reminders fire. The outbox's indexes are dropped for the load and made
@@ -34,7 +35,8 @@ INSERT INTO meetings (id, tenant_id, title, starts_at, participants, version, cr
            now() - interval '2 days' FROM bench_meetings;
 CREATE TEMP TABLE bench_reminders AS
     WITH r AS (INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at)
-        SELECT id, tenant_id, 5, now() - interval '1 day', 'fired', now() - interval '1 day'
+        SELECT id, tenant_id, 5, now() - k * interval '86 seconds',
+               'fired', now() - k * interval '86 seconds' + (k % 100) * interval '1 millisecond'
         FROM bench_meetings RETURNING id, meeting_id)
     SELECT m.tenant_id, m.k, m.id AS meeting_id, r.id AS reminder_id
     FROM r JOIN bench_meetings m ON m.id = r.meeting_id;
@@ -77,6 +79,14 @@ JOIN bench_reminders r ON r.tenant_id = bt.id AND r.k = (s.g / :tenants) % 1000
 JOIN bench_hooks hk ON hk.tenant_id = bt.id AND hk.h = (s.g / :tenants / 1000) % 2;
 
 SELECT indexdef FROM outbox_indexes \gexec
+-- A failed row's last attempt (GET /v1/stats counts failures by it), a minute after its fire
+-- time, in the order of time as the delivery path appends them.
+INSERT INTO delivery_attempts (outbox_id, webhook_id, n, at, outcome, http_status, duration_ms,
+                               error, instance)
+SELECT id, webhook_id, attempts, fire_at + interval '1 minute', 'failed', last_status, 100,
+       last_error, 'bench'
+FROM outbox WHERE status = 'failed' ORDER BY id;
+VACUUM ANALYZE delivery_attempts;
 VACUUM ANALYZE outbox;
 VACUUM ANALYZE meetings;
 VACUUM ANALYZE reminders;

@@ -37,6 +37,13 @@ const env = (name, def) => process.env[name] ?? def;
 const DB_URL = env('BENCH_DB_URL');
 const REDIS_PORT = Number(env('BENCH_REDIS_PORT'));
 const BULLMQ_REDIS_PORT = Number(env('BENCH_BULLMQ_REDIS_PORT', '0'));
+// BENCH_REDIS_MODES (engine.sh): the scenarios once per Redis: plain, over TLS, on a Cluster.
+const REDIS_MODES = env('BENCH_REDIS_MODES', 'plain').split(/\s+/).filter(Boolean);
+const redisEnv = (mode) => ({
+    TOCSIN_REDIS_URL: env(`BENCH_REDIS_URL_${mode.toUpperCase()}`, `redis://127.0.0.1:${REDIS_PORT}/0`),
+    ...(mode === 'tls' ? { TOCSIN_REDIS_TLS_CA: env('BENCH_REDIS_TLS_CA') } : {}),
+});
+let redisMode = 'plain'; // the mode the replicas started now use
 const BIN = env('TOCSIN_BIN');
 const PSQL = env('BENCH_PSQL', 'psql');
 const REPLICAS = Number(env('BENCH_REPLICAS', '3'));
@@ -166,7 +173,7 @@ async function startReplica(name, port) {
             ...process.env,
             TOCSIN_HTTP_ADDR: `127.0.0.1:${port}`,
             TOCSIN_DATABASE_URL: DB_URL,
-            TOCSIN_REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}/0`,
+            ...redisEnv(redisMode),
             TOCSIN_REDIS_PREFIX: PREFIX,
             TOCSIN_INSTANCE_ID: name,
             TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1',
@@ -426,7 +433,7 @@ function cpuSince(a, b) {
 
 async function burst(ctx) {
     const out = { tag: `burst ${BURST}, ${REPLICAS} replicas${BURST_ROUNDS > 1 ? `, round ${ctx.round} of ${BURST_ROUNDS}` : ''}` };
-    if (BULLMQ_REDIS_PORT > 0) {
+    if (BULLMQ_REDIS_PORT > 0 && redisMode === REDIS_MODES[0]) { // the baseline once a run
         log(`BullMQ: ${BURST} delayed jobs due at one instant, ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY}`);
         out.bullmq = await bullmqBurst(BURST);
     }
@@ -757,6 +764,9 @@ function report(results) {
     console.log('\ntocsin engine benchmark (a shared machine: figures vary run to run; compare within one run)');
     console.log('lateness = receipt at the local webhook receiver - fire_at, ms (p50/p99/max)');
     for (const r of results) {
+        if (REDIS_MODES.length > 1) {
+            console.log(`[Redis: ${r.mode}]`);
+        }
         if (r.tag.startsWith('burst')) {
             console.log(`\n${r.tag}: ${checks(r)}`);
             console.log(`  tocsin: all recorded fired ${fmt(r.firedAfterMs)} ms and all received ${fmt(r.allAfterMs)} ms after the due instant (lateness ${lat(r)}, ${r.repeats} repeated on the wire)`);
@@ -822,6 +832,20 @@ function report(results) {
     }
 }
 
+// The burst and lateness figures of each Redis mode side by side, each against the first mode's
+// (plain Redis) measured in the same run.
+function byMode(results) {
+    console.log('\nby Redis mode (lateness p50/p99/max ms; ratio = p99 / the first mode\'s p99)');
+    for (const kind of ['burst', 'lateness']) {
+        const rows = results.filter((r) => r.tag.startsWith(kind) && r.late?.length);
+        const base = rows.find((r) => r.mode === REDIS_MODES[0]);
+        for (const r of rows) {
+            const p99 = quantile(r.late, 0.99), ratio = base ? p99 / Math.max(1, quantile(base.late, 0.99)) : NaN;
+            console.log(`  ${kind.padEnd(9)} ${r.mode.padEnd(8)} ${lat(r).padEnd(20)} x${Number.isFinite(ratio) ? ratio.toFixed(2) : '-'}  (${checks(r)})`);
+        }
+    }
+}
+
 function failed(results) {
     const bad = (r) => r.lost > 0 || r.early > 0 || r.dbDup > 0 || r.notFired > 0;
     return results.some((r) => bad(r) || (r.base && bad(r.base)) || (r.work ?? []).some((w) => bad(w.r)) ||
@@ -837,19 +861,30 @@ async function main() {
     ctx.rx = await startReceiver();
     const results = [];
     try {
-        ctx.reps = await startReplicas(REPLICAS);
-        await registerWebhook(ctx.reps[0], ctx.tenant, `http://127.0.0.1:${ctx.rx.port}/hook`);
-        ctx.loadTenant = await newTenant('load'); // no webhook: its reminders stay pending anyway
-        for (const [name, fn] of [['steady', steady], ['burst', burst], ['kill', kill], ['work', work], ['throughput', throughput], ['lateness', lateness]]) {
-            for (ctx.round = 1; SCENARIOS.includes(name) && ctx.round <= (name === 'burst' ? BURST_ROUNDS : 1); ctx.round++) {
-                results.push(await fn(ctx));
+        for (redisMode of REDIS_MODES) {
+            log(`Redis: ${redisMode} (${redisEnv(redisMode).TOCSIN_REDIS_URL})`);
+            ctx.reps = await startReplicas(REPLICAS);
+            if (redisMode === REDIS_MODES[0]) {
+                await registerWebhook(ctx.reps[0], ctx.tenant, `http://127.0.0.1:${ctx.rx.port}/hook`);
+                ctx.loadTenant = await newTenant('load'); // no webhook: its reminders stay pending anyway
             }
+            for (const [name, fn] of [['steady', steady], ['burst', burst], ['kill', kill], ['work', work], ['throughput', throughput], ['lateness', lateness]]) {
+                for (ctx.round = 1; SCENARIOS.includes(name) && ctx.round <= (name === 'burst' ? BURST_ROUNDS : 1); ctx.round++) {
+                    const r = await fn(ctx);
+                    results.push({ ...r, mode: redisMode });
+                }
+            }
+            await stopReplicas(ctx.reps);
+            ctx.reps = [];
         }
     } finally {
         await stopReplicas(ctx.reps ?? []);
         closeReceiver(ctx.rx);
     }
     report(results);
+    if (REDIS_MODES.length > 1) {
+        byMode(results);
+    }
     process.exit(failed(results) ? 1 : 0);
 }
 

@@ -12,6 +12,10 @@
 # TOCSIN_BENCH_BULLMQ_REDIS_PORT. BENCH_PG_STATEMENTS=1: the burst also prints PostgreSQL's
 # statements by time, the steady one per reminder, and the work scenario by blocks per fired
 # reminder (pg_stat_statements); BENCH_PG_CONF, more postgresql.conf lines.
+# BENCH_REDIS_MODES ("plain"; any of "plain tls cluster"): the scenarios run once per mode, with
+# the replicas on the bench Redis (plain), on a Redis of its own over TLS (rediss://, a CA made
+# here; port TOCSIN_BENCH_REDIS_TLS_PORT) or on a 3-master Redis Cluster (redis-cluster://, ports
+# TOCSIN_BENCH_CLUSTER_PORT and the two after it), and the report sets them side by side.
 # Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,10 +26,15 @@ REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63829}
 BULLMQ_REDIS_PORT=${TOCSIN_BENCH_BULLMQ_REDIS_PORT:-63839}
 DIR=$TOCSIN_ROOT/.local/bench-engine
 BIN=$TOCSIN_ROOT/build-release/tocsin
+REDIS_MODES=${BENCH_REDIS_MODES:-plain}
+TLS_PORT=${TOCSIN_BENCH_REDIS_TLS_PORT:-63849}
+CLUSTER_PORT=${TOCSIN_BENCH_CLUSTER_PORT:-7120}
 
 stop_bullmq_redis()
 {
     tocsin_redis_stop "$DIR/bullmq-redis"
+    tocsin_redis_stop "$DIR/redis-tls"
+    tocsin_cluster_stop "$DIR/cluster"
 }
 bench_traps "$DIR"
 bench_on_exit stop_bullmq_redis
@@ -62,6 +71,19 @@ if [ -n "${BENCH_PG_CONF:-}" ]; then
 fi
 bench_servers_start "$DIR" "$PG_PORT" "$REDIS_PORT" "${PG_CONF[@]}"
 tocsin_redis_start "$DIR/bullmq-redis" "$BULLMQ_REDIS_PORT"
+export BENCH_REDIS_MODES=$REDIS_MODES BENCH_REDIS_URL_PLAIN=redis://127.0.0.1:$REDIS_PORT/0
+if [[ " $REDIS_MODES " == *" tls "* ]]; then
+    tocsin_tls_files "$DIR/tls"
+    # Its plain port (the next one) only answers the start-up check.
+    tocsin_redis_start "$DIR/redis-tls" $((TLS_PORT + 1)) --tls-port "$TLS_PORT" \
+        --tls-cert-file "$DIR/tls/server.pem" --tls-key-file "$DIR/tls/server.key" \
+        --tls-ca-cert-file "$DIR/tls/ca.pem" --tls-auth-clients no
+    export BENCH_REDIS_URL_TLS=rediss://localhost:$TLS_PORT/0 BENCH_REDIS_TLS_CA=$DIR/tls/ca.pem
+fi
+if [[ " $REDIS_MODES " == *" cluster "* ]]; then
+    BENCH_REDIS_URL_CLUSTER=$(tocsin_cluster_start "$DIR/cluster" "$CLUSTER_PORT" 3)
+    export BENCH_REDIS_URL_CLUSTER
+fi
 "$BIN" migrate
 if [ "${BENCH_PG_STATEMENTS:-}" = 1 ]; then
     "$(tocsin_pg_bindir)/psql" "$TOCSIN_DATABASE_URL" -qc 'CREATE EXTENSION pg_stat_statements'

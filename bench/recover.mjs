@@ -3,13 +3,16 @@
 // tenant bench_t1, written with SQL and pointing at a receiver on loopback (answering 204 at
 // once), are recovered in one call, against two replicas sharing the database; the figure is the
 // time from the call to the receiver holding every one of them, and how many it got twice
-// (watched for BENCH_RECOVER_AFTER_MS more). Configured by the environment bench/deliveries.sh
-// exports: TOCSIN_BIN, BENCH_DB_URL, BENCH_REDIS_URL, BENCH_KEYS (the first is bench_t1's),
-// BENCH_DIR.
+// (watched for BENCH_RECOVER_AFTER_MS more), and the CPU time per delivery of PostgreSQL, the
+// replicas and the receiver (this process) from the call to the last receipt. Configured by the
+// environment bench/deliveries.sh exports: TOCSIN_BIN, BENCH_DB_URL, BENCH_REDIS_URL, BENCH_KEYS
+// (the first is bench_t1's), BENCH_DIR (PostgreSQL's data directory is its pg/).
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
+import { cpuMsOf, statFields, treeCpuMs } from './proc.mjs';
 import { startServer } from './serve.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
@@ -19,8 +22,17 @@ const GOAL_MS = 3000;
 const KEY = env('BENCH_KEYS', '').split(/\s+/).filter(Boolean)[0];
 const DB = env('BENCH_DB_URL');
 const DIR = env('BENCH_DIR', '.');
+const STATEMENTS = env('BENCH_PG_STATEMENTS', '') === '1'; // deliveries.sh loaded pg_stat_statements
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const postmaster = () => fs.readFileSync(path.join(DIR, 'pg', 'postmaster.pid'), 'latin1').split('\n')[0].trim();
+const selfCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+// CPU so far, ms: PostgreSQL (the postmaster and its backends), the replicas, this process.
+const cpuNow = (reps) => ({
+    pg: treeCpuMs(postmaster()),
+    reps: reps.reduce((ms, r) => ms + cpuMsOf(statFields(r.child.pid)), 0),
+    rx: selfCpuMs(),
+});
 const psql = (sql) => execFileSync('psql', [DB, '-X', '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql]).toString().trim();
 
 async function main() {
@@ -62,6 +74,10 @@ async function main() {
     const a = await serve('recover-a');
     const b = await serve('recover-b');
     try {
+        if (STATEMENTS) {
+            psql('SELECT pg_stat_statements_reset()');
+        }
+        const cpu0 = cpuNow([a, b]);
         const t0 = performance.now();
         const r = await fetch(`http://127.0.0.1:${a.port}/v1/webhooks/${hook}/recover`, {
             method: 'POST', headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
@@ -76,6 +92,7 @@ async function main() {
             await sleep(5);
         }
         const allMs = last - t0;
+        const cpu1 = cpuNow([a, b]);
         await sleep(AFTER_MS);
         const twice = [...got.values()].filter((n) => n > 1).length;
         const states = psql(`SELECT status || ' ' || n FROM (SELECT status, count(*) AS n FROM outbox
@@ -87,6 +104,17 @@ async function main() {
             `${answered.toFixed(0)} ms; ${got.size} of ${ROWS} received, the last ${allMs.toFixed(0)} ms after ` +
             `the call (goal <= ${GOAL_MS} ms); received twice: ${twice} (watched ${AFTER_MS} ms more)`);
         console.log(`rows now: ${states.replace(/\n/g, ', ')}; attempts by replica: ${byReplica.replace(/\n/g, ', ')}`);
+        const per = (k) => ((cpu1[k] - cpu0[k]) * 1000 / ROWS).toFixed(0);
+        console.log(`CPU per delivery until the last receipt, us (10 ms ticks, idle included): ` +
+            `PostgreSQL ${per('pg')}, replicas ${per('reps')}, receiver ${per('rx')}`);
+        if (STATEMENTS) {
+            // Until now: the AFTER_MS watch adds only the replicas' idle statements.
+            console.log(`statements per delivery, by time:\n  ${psql(`SELECT concat_ws(' | ',
+                to_char(calls::numeric / ${ROWS}, 'FM990.000') || ' calls', to_char(rows::numeric / calls, 'FM9990.0') || ' rows/call',
+                to_char(total_exec_time * 1000 / ${ROWS}, 'FM9990.0') || ' us', left(regexp_replace(query, '\\s+', ' ', 'g'), 90))
+                FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND calls > 0
+                ORDER BY total_exec_time DESC LIMIT 8`).split('\n').join('\n  ')}`);
+        }
     } finally {
         await Promise.all([a.stop(), b.stop()]);
         rx.close();

@@ -1,5 +1,6 @@
 # embed_assets.cmake -- run with cmake -P at build time: turns the files of web/ into a C table
-# (src/http/assets.h) so the tocsin binary serves its browser client and demo page with no files.
+# (src/http/assets.h) so the tocsin binary serves its browser client, demo page and console with no
+# files. A file of a folder is named by its path under web/ ("console/index.html").
 # Inputs: -DASSETS_DIR=<dir> -DOUTPUT=<file.c>. Each entry keeps every byte of its file, its
 # content type (from the extension) and a strong ETag (the file's SHA-256, first 32 hex digits).
 
@@ -7,13 +8,13 @@ if(NOT ASSETS_DIR OR NOT OUTPUT)
   message(FATAL_ERROR "embed_assets: ASSETS_DIR and OUTPUT are required")
 endif()
 
-file(GLOB files RELATIVE "${ASSETS_DIR}" "${ASSETS_DIR}/*")
+file(GLOB_RECURSE files RELATIVE "${ASSETS_DIR}" "${ASSETS_DIR}/*")
 list(SORT files)
 
 set(body "")
 set(count 0)
 foreach(f IN LISTS files)
-  if(IS_DIRECTORY "${ASSETS_DIR}/${f}")
+  if(IS_DIRECTORY "${ASSETS_DIR}/${f}" OR f MATCHES "(^|/)node_modules/")
     continue()
   endif()
   if(f MATCHES "\\.js$")

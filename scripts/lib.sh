@@ -6,7 +6,8 @@
 TOCSIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build, the tests, the benchmark and the README's commands need (faketime:
-# tests/api/scale.test.mjs runs a replica with its clock ahead; python3-dateutil and
+# tests/api/scale.test.mjs runs a replica with its clock ahead; redis-sentinel: the Sentinels of
+# tests/api/redis_sentinel.test.mjs; python3-dateutil and
 # python3-icalendar: independent checks of recurrences and emails; python3-aiosmtpd: the email
 # tests' SMTP server; jq: the curl sessions of README.md and docs/ read ids and fields with it).
 # What building and running the service needs (scripts/dev.sh installs only these)...
@@ -15,7 +16,7 @@ libhiredis-dev libpq-dev libssl-dev libcurl4-openssl-dev libical-dev postgresql 
 redis-server redis-tools curl ca-certificates jq"
 # ...and what the test suite and the benchmarks need besides (scripts/test.sh installs both).
 TOCSIN_TEST_PACKAGES="pgbouncer clang-format wrk chromium firefox-esr faketime python3-dateutil
-python3-icalendar python3-aiosmtpd"
+python3-icalendar python3-aiosmtpd redis-sentinel"
 TOCSIN_APT_PACKAGES="$TOCSIN_SERVICE_PACKAGES $TOCSIN_TEST_PACKAGES"
 # What scripts/lint.sh needs besides: the static analysers, not needed to build or test.
 TOCSIN_LINT_PACKAGES="clang-tidy cppcheck"
@@ -421,6 +422,41 @@ tocsin_tls_files()
 redis_pong()
 {
     [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]
+}
+
+# tocsin_cluster_start DIR PORT N: a Redis Cluster of N masters and no replicas on 127.0.0.1:PORT
+# and the ports after it (each node's bus is its port + 10000), node i's files in DIR/node<i>,
+# joined with redis-cli --cluster create. Prints its redis-cluster:// URL once cluster_state is ok.
+TOCSIN_CLUSTER_READY_S=30
+tocsin_cluster_start()
+{
+    local dir port=$2 n=$3 nodes=() i
+    dir=$(abspath "$1")
+    for ((i = 0; i < n; i++)); do
+        tocsin_redis_start "$dir/node$i" $((port + i)) --cluster-enabled yes \
+            --cluster-config-file "$dir/node$i/nodes.conf" --cluster-node-timeout 2000
+        nodes+=("127.0.0.1:$((port + i))")
+    done
+    redis-cli --cluster create "${nodes[@]}" --cluster-yes >/dev/null
+    for ((i = 0; i < TOCSIN_CLUSTER_READY_S * 10; i++)); do
+        if redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok'; then
+            echo "redis-cluster://$(IFS=,; echo "${nodes[*]}")/"
+            return 0
+        fi
+        sleep 0.1
+    done
+    tocsin_die "the Redis Cluster on $port.. did not reach cluster_state:ok"
+}
+
+# tocsin_cluster_stop DIR: stops the nodes of tocsin_cluster_start DIR.
+tocsin_cluster_stop()
+{
+    local d
+    for d in "$1"/node*; do
+        if [ -d "$d" ]; then
+            tocsin_redis_stop "$d"
+        fi
+    done
 }
 
 # tocsin_redis_stop DIR: stops the Redis whose pid file is in DIR.

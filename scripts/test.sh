@@ -38,6 +38,11 @@ tests/api/stream_tenants.test.mjs"}
 # Redises) use rediss:// with it; ctest keeps the plain port. Off by default: a run of its own.
 REDIS_TLS=${TOCSIN_TEST_REDIS_TLS:-0}
 REDIS_TLS_PORT=${TOCSIN_TEST_REDIS_TLS_PORT:-$((REDIS_PORT + 1))}
+# TOCSIN_TEST_REDIS_CLUSTER=1: a 3-master Redis Cluster (no replicas) on TOCSIN_TEST_REDIS_CLUSTER_PORT
+# and the two ports after it (default 7100; each node's bus is its port + 10000), and the node
+# files' tocsin servers use redis-cluster:// on it; ctest keeps the plain Redis. A run of its own.
+REDIS_CLUSTER=${TOCSIN_TEST_REDIS_CLUSTER:-0}
+CLUSTER_PORT=${TOCSIN_TEST_REDIS_CLUSTER_PORT:-7100}
 CTEST_REGEX=${TOCSIN_TEST_CTEST_REGEX:-}
 SELECTED=
 if [ -n "${TOCSIN_TEST_NODE:-}" ] || [ -n "$CTEST_REGEX" ]; then
@@ -84,6 +89,7 @@ cleanup()
     local rc=$?
     trap - EXIT INT TERM
     tocsin_redis_stop "$TEST_DIR/redis" || true
+    tocsin_cluster_stop "$TEST_DIR/cluster" || true
     tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
     if [ -n "$INTERRUPTED" ] && [ -z "$SUMMARY_DONE" ]; then
@@ -215,6 +221,10 @@ if [ "$REDIS_TLS" = 1 ]; then
     export TOCSIN_TEST_REDIS_TLS_SERVER_KEY=$TEST_DIR/tls/server.key
 fi
 tocsin_redis_start "$TEST_DIR/redis" "$REDIS_PORT" "${REDIS_ARGS[@]}"
+if [ "$REDIS_CLUSTER" = 1 ]; then
+    TOCSIN_TEST_REDIS_CLUSTER_URL=$(tocsin_cluster_start "$TEST_DIR/cluster" "$CLUSTER_PORT" 3)
+    export TOCSIN_TEST_REDIS_CLUSTER_URL
+fi
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
 tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"
 

@@ -259,6 +259,49 @@ load_redis_url(struct config *cfg, const char *url, char *err, size_t errlen)
     cfg->redis_port = ru.port;
     cfg->redis_db = ru.db;
     cfg->redis_tls = ru.tls;
+    cfg->redis_sentinels_n = ru.sentinel ? ru.n_sentinels : 0;
+    memcpy(cfg->redis_sentinels, ru.sentinels, sizeof ru.sentinels);
+    strcpy(cfg->redis_master, ru.master);
+    cfg->redis_seeds_n = ru.cluster ? ru.n_sentinels : 0;
+    memcpy(cfg->redis_seeds, ru.sentinels, sizeof ru.sentinels);
+    return 0;
+}
+
+/* A setting that only a form of TOCSIN_REDIS_URL takes (allowed: the URL has it, else why_not)
+ * copied into dst of cap bytes (else too_long). Unset or empty: nothing to do. */
+static int
+url_setting(char *dst, size_t cap, const char *name, const char *v, int allowed,
+            const char *why_not, const char *too_long, char *err, size_t errlen)
+{
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (!allowed)
+        return fail(err, errlen, name, why_not);
+    if (copy_str(dst, cap, v) != 0)
+        return fail(err, errlen, name, too_long);
+    return 0;
+}
+
+#define SENTINEL_ONLY "is set but TOCSIN_REDIS_URL is not redis-sentinel://"
+#define SENTINEL_CRED_LONG "must be 255 bytes at most"
+
+/* AUTH on the Sentinels (their requirepass or an ACL user of theirs), apart from the data nodes'
+ * credentials in the URL: Sentinels and data nodes are configured apart. */
+static int
+load_redis_sentinel(struct config *cfg, char *err, size_t errlen)
+{
+    int on = cfg->redis_sentinels_n > 0;
+
+    if (url_setting(cfg->redis_sentinel_user, CONFIG_HOST_MAX, "TOCSIN_REDIS_SENTINEL_USER",
+                    getenv("TOCSIN_REDIS_SENTINEL_USER"), on, SENTINEL_ONLY, SENTINEL_CRED_LONG,
+                    err, errlen) != 0 ||
+        url_setting(cfg->redis_sentinel_password, CONFIG_HOST_MAX, "TOCSIN_REDIS_SENTINEL_PASSWORD",
+                    getenv("TOCSIN_REDIS_SENTINEL_PASSWORD"), on, SENTINEL_ONLY, SENTINEL_CRED_LONG,
+                    err, errlen) != 0)
+        return -1;
+    if (cfg->redis_sentinel_user[0] != '\0' && cfg->redis_sentinel_password[0] == '\0')
+        return fail(err, errlen, "TOCSIN_REDIS_SENTINEL_USER",
+                    "needs TOCSIN_REDIS_SENTINEL_PASSWORD");
     return 0;
 }
 
@@ -267,14 +310,10 @@ static int
 tls_file(const struct config *cfg, char *dst, const char *name, const char *v, char *err,
          size_t errlen)
 {
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    if (!cfg->redis_tls)
-        return fail(err, errlen, name,
-                    "is set but TOCSIN_REDIS_URL is redis://: use rediss:// for TLS");
-    if (copy_str(dst, CONFIG_STR_MAX, v) != 0)
-        return fail(err, errlen, name, "must be a path of under 1024 bytes");
-    return 0;
+    return url_setting(dst, CONFIG_STR_MAX, name, v, cfg->redis_tls,
+                       "is set but TOCSIN_REDIS_URL is redis://: use rediss:// (or "
+                       "rediss-sentinel://) for TLS",
+                       "must be a path of under 1024 bytes", err, errlen);
 }
 
 /* rediss://'s files. The files are read (and a key checked against its certificate) by main.c
@@ -320,7 +359,7 @@ load_strings(struct config *cfg, char *err, size_t errlen)
         return fail(err, errlen, "TOCSIN_DATABASE_URL", why);
     v = getenv("TOCSIN_REDIS_URL");
     if (load_redis_url(cfg, v ? v : "redis://127.0.0.1:6379/0", err, errlen) != 0 ||
-        load_redis_tls(cfg, err, errlen) != 0)
+        load_redis_tls(cfg, err, errlen) != 0 || load_redis_sentinel(cfg, err, errlen) != 0)
         return -1;
     v = getenv("TOCSIN_REDIS_PREFIX");
     if (!valid_prefix(v ? v : "tocsin"))

@@ -10,6 +10,7 @@
 #include "forwarded.h"
 #include "log.h"
 #include "netguard.h"
+#include "redis_url.h"
 
 #define CONFIG_STR_MAX 1024
 #define CONFIG_HOST_MAX 256
@@ -40,6 +41,15 @@ struct config {
     char redis_tls_ca[CONFIG_STR_MAX];    /* TOCSIN_REDIS_TLS_CA, "" = the system's CAs */
     char redis_tls_cert[CONFIG_STR_MAX];  /* TOCSIN_REDIS_TLS_CERT, "" = no client certificate */
     char redis_tls_key[CONFIG_STR_MAX];   /* TOCSIN_REDIS_TLS_KEY, "" = the key is in the cert */
+    /* redis[s]-sentinel://: the Sentinels and the master name (redis_host is then ""). */
+    size_t redis_sentinels_n; /* 0 = no Sentinel */
+    struct redis_url_addr redis_sentinels[REDIS_URL_SENTINELS_MAX];
+    /* redis[s]-cluster://: the seed nodes (redis_host is then ""; db is 0). */
+    size_t redis_seeds_n; /* 0 = no Cluster */
+    struct redis_url_addr redis_seeds[REDIS_URL_SENTINELS_MAX];
+    char redis_master[REDIS_URL_MASTER_MAX];
+    char redis_sentinel_user[CONFIG_HOST_MAX];     /* TOCSIN_REDIS_SENTINEL_USER, "" = default */
+    char redis_sentinel_password[CONFIG_HOST_MAX]; /* TOCSIN_REDIS_SENTINEL_PASSWORD, "" = none */
     char redis_prefix[65];      /* TOCSIN_REDIS_PREFIX, [A-Za-z0-9_.-]{1,64}, default tocsin */
     char instance_id[129];      /* TOCSIN_INSTANCE_ID, default <hostname>-<pid> */
     enum log_level log_level;   /* TOCSIN_LOG_LEVEL, default info */

@@ -80,6 +80,16 @@ static const struct {
     [METRIC_WEBHOOKS_DISABLED] = {"tocsin_webhooks_disabled_total",
                                   "Webhooks turned off because their attempts failed without "
                                   "one success for TOCSIN_WEBHOOK_DISABLE_AFTER_S."},
+    [METRIC_REDIS_FAILOVERS] = {"tocsin_redis_failovers_total",
+                                "Times this replica moved its Redis connections to a new master "
+                                "(redis-sentinel://: +switch-master, or a new address from the "
+                                "Sentinels)."},
+    [METRIC_DELIVERY_HANDED] = {"tocsin_delivery_handed_total",
+                                "Webhook rows a delivery worker took in memory from the fire "
+                                "that wrote them, without a lease statement or a meeting read."},
+    [METRIC_DELIVERY_HANDED_LEFT] = {"tocsin_delivery_handed_left_total",
+                                     "Webhook rows handed to a delivery worker that it left to "
+                                     "its lease statement (too late, renamed, or no room)."},
 };
 
 /* Upper bounds in milliseconds, rendered in seconds; the last bucket is +Inf. */

@@ -32,6 +32,9 @@ enum metric {
     METRIC_STREAMS_REVOKED,          /* streams ended because their signing key was revoked */
     METRIC_DELIVERY_TENANT_DEFERRED, /* rows loaded past their tenant's share of a worker */
     METRIC_WEBHOOKS_DISABLED,        /* webhooks turned off after TOCSIN_WEBHOOK_DISABLE_AFTER_S */
+    METRIC_REDIS_FAILOVERS,          /* moves to a new Redis master (sentinel.h) */
+    METRIC_DELIVERY_HANDED,          /* fired rows a worker took in memory, no lease nor read */
+    METRIC_DELIVERY_HANDED_LEFT,     /* handed rows a worker left to its lease statement */
     METRIC_COUNT
 };
 

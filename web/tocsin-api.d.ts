@@ -836,6 +836,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator console
+         * @description One page for the people who run tocsin (docs/console.md): overview (the stats and two
+         *     charts), deliveries (search, filters, a detail with its attempts, retry), endpoints
+         *     (health, disable/enable, recover since, rotate secret) and meetings (find by title or
+         *     time, a meeting's timeline). It signs in with an API key kept in the tab's
+         *     `sessionStorage` and calls this API on the same origin. Served from the binary with a
+         *     strict `Content-Security-Policy` (its own scripts and styles only, its calls to this
+         *     origin, never framed) and `Referrer-Policy: no-referrer`; no query is taken.
+         */
+        get: operations["getConsolePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the operator console
+         * @description The console's scripts (ES modules) and styles, with the page's headers. An unknown file
+         *     is 404 `not_found`.
+         */
+        get: operations["getConsoleFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1403,7 +1450,12 @@ export interface components {
          *     token's write also leaves at most `TOCSIN_BROWSER_PARTICIPANTS_MAX` (50) participants,
          *     or no more than the meeting had: past that 400 `validation` on `participants`.
          */
-        MeetingInput: {
+        MeetingInput: components["schemas"]["MeetingFields"];
+        /**
+         * @description The members of `MeetingInput`, open to more: what `MeetingInput` and a batch item
+         *     (`MeetingBatchItem`) share, each closing it with its own members.
+         */
+        MeetingFields: {
             /** @description 1..200 characters. */
             title: string;
             description?: string | null;
@@ -1666,22 +1718,48 @@ export interface components {
             message: string;
         };
         MeetingBatchInput: {
-            items: ({
-                /** @description As the `Idempotency-Key` header of `POST /v1/meetings`. */
-                idempotency_key?: string;
-            } & components["schemas"]["MeetingInput"])[];
+            items: components["schemas"]["MeetingBatchItem"][];
         };
+        /**
+         * @description A `MeetingInput` with one more member, `idempotency_key`, which the server takes out
+         *     before it validates the rest as `MeetingInput`. An item that is not an object, or that
+         *     fails `MeetingInput`, fails alone (its result a 400 `validation`).
+         */
+        MeetingBatchItem: {
+            /** @description As the `Idempotency-Key` header of `POST /v1/meetings`. */
+            idempotency_key?: string;
+        } & components["schemas"]["MeetingFields"];
         MeetingBatchResult: {
-            items: {
-                /** @enum {integer} */
-                status: 200 | 201 | 400 | 403 | 409 | 422 | 500;
-                /**
-                 * Format: uuid
-                 * @description The meeting (201 created, 200 a replayed idempotency_key).
-                 */
-                id?: string;
-                problem?: components["schemas"]["Problem"];
-            }[];
+            /** @description One per item of the request, in its order. */
+            items: (components["schemas"]["MeetingBatchCreated"] | components["schemas"]["MeetingBatchFailed"])[];
+        };
+        MeetingBatchCreated: {
+            /**
+             * @description 201 created; 200 a replayed `idempotency_key` (in an earlier request or earlier in this one) with the same item.
+             * @enum {integer}
+             */
+            status: 200 | 201;
+            /**
+             * Format: uuid
+             * @description The meeting (the first create's, for a replay).
+             */
+            id: string;
+        };
+        MeetingBatchFailed: {
+            /**
+             * @description The problem's status.
+             * @enum {integer}
+             */
+            status: 400 | 403 | 409 | 422 | 500;
+            /**
+             * @description As a single create would answer: 400 `validation` (with `errors`), 403
+             *     `quota_exceeded`, 409 `idempotency_in_flight`, 422 `idempotency_mismatch`, 500
+             *     `internal`.
+             */
+            problem: {
+                /** @enum {unknown} */
+                code?: "validation" | "quota_exceeded" | "idempotency_in_flight" | "idempotency_mismatch" | "internal";
+            } & components["schemas"]["Problem"];
         };
         /** @description RFC 9457 problem details. A `validation` problem always carries `errors`. */
         Problem: {
@@ -1713,9 +1791,11 @@ export interface components {
             status: "ready" | "not_ready";
             /** @description What to change, when a reported check needs an operator (the notify setting). */
             detail?: string;
+            /** @description Why PostgreSQL cannot serve this replica, in libpq's words: the refused or failed connect ("connection refused", "server certificate for \"localhost\" does not match host name \"127.0.0.1\"", "session is read-only" when no host of a multi-host URL takes writes), or "the server is read-only" when the connection's server answers but refuses writes. Absent while it can. */
+            postgres_error?: string;
             /** @description Why this replica's expired-event subscriber cannot reach Redis, in the connect's own words: the socket error, "AUTH or SELECT refused", or for rediss:// the TLS verify result ("TLS certificate verify failed for <host>: hostname mismatch"). Absent while it can. */
             redis_error?: string;
-            /** @description One entry per check: "ok", or what is wrong: "down" (unreachable or not answering), "pending" (migrations not applied), "misconfigured" (a probe key's expired event did not arrive: notify-keyspace-events lacks E or x; see detail), "unknown" (not checked yet, or a dependency is down), "off" (no reminder engine in this process). */
+            /** @description One entry per check: "ok", or what is wrong: "down" (unreachable or not answering), "read_only" (PostgreSQL answers but refuses writes: a standby; see postgres_error), "pending" (migrations not applied), "misconfigured" (a probe key's expired event did not arrive: notify-keyspace-events lacks E or x; see detail), "unknown" (not checked yet, or a dependency is down), "off" (no reminder engine in this process). */
             checks: {
                 postgres: string;
                 redis: string;
@@ -2122,6 +2202,12 @@ export interface operations {
                 from?: string;
                 /** @description Only meetings with `starts_at` before this instant (exclusive). */
                 to?: string;
+                /**
+                 * @description Only meetings whose title holds this text, case-insensitively (`%` and `_` match only
+                 *     themselves); 1 to 200 bytes of UTF-8, else 400 `bad_query`. Not with `expand=true`
+                 *     (400 `bad_query`).
+                 */
+                q?: string;
                 /** @description The most items a page holds (fewer within the byte bound, see above). */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page, unchanged. */
@@ -4135,6 +4221,80 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified; no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getConsolePage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier response (or `*`); when it matches, the answer is 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Content-Security-Policy": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified; no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    getConsoleFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag from an earlier response (or `*`); when it matches, the answer is 304. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description A file name, e.g. `console.js` or `console.css`. */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
                     "text/html": string;
                 };
             };

@@ -38,8 +38,9 @@ db_tracks_backend(void)
 
 struct db {
     PGconn *conn;
-    bool in_order;                /* db_open_in_order: its session is in order, generic plans */
-    bool in_tx;                   /* inside db_tx_run: never reconnect mid-transaction */
+    bool in_order; /* db_open_in_order: its session is in order, generic plans */
+    bool in_tx;    /* inside db_tx_run: never reconnect mid-transaction */
+    bool stale;    /* on a server that turned read-only: reconnect before the next statement */
     bool prepared[DB_STMT_COUNT]; /* per connection; cleared when the connection is reset */
     char err[DB_ERR_MAX];
     enum db_status err_st; /* of the last failure: DB_SOFT_ERROR or DB_HARD_ERROR */
@@ -230,12 +231,15 @@ db_conn(struct db *db)
 static int
 ensure_conn(struct db *db)
 {
-    if (PQstatus(db->conn) == CONNECTION_OK)
+    if (PQstatus(db->conn) == CONNECTION_OK && !db->stale)
         return 0;
     if (db->in_tx) {
         db_set_err(db, "connection lost inside a transaction");
     } else {
+        /* PQreset walks the URL's host list from its start again, so a multi-host URL with
+         * target_session_attrs=read-write lands on whichever host accepts writes now. */
         memset(db->prepared, 0, sizeof(db->prepared));
+        db->stale = false;
         PQreset(db->conn);
         if (PQstatus(db->conn) != CONNECTION_OK)
             db_set_err(db, "reconnect: %s", PQerrorMessage(db->conn));
@@ -246,9 +250,14 @@ ensure_conn(struct db *db)
     return -1;
 }
 
+/* A write refused because the server is read-only: a primary demoted to a standby after a
+ * failover (the old primary still up) or a server set default_transaction_read_only. The session
+ * stays open and would refuse every write; only a new one finds the host that takes writes. */
+#define SQLSTATE_READ_ONLY "25006"
+
 /* Soft: worth retrying the whole transaction. Serialization failure, deadlock, the connection
- * class (08), the server shutting down or starting (57P01..57P03), or no SQLSTATE at all because
- * the connection broke. */
+ * class (08), the server shutting down or starting (57P01..57P03), a read-only server (25006),
+ * or no SQLSTATE at all because the connection broke. */
 static bool
 is_soft(PGconn *conn, const char *state)
 {
@@ -256,7 +265,8 @@ is_soft(PGconn *conn, const char *state)
         return PQstatus(conn) != CONNECTION_OK;
     return strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
            strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
-           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0;
+           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
+           strcmp(state, SQLSTATE_READ_ONLY) == 0;
 }
 
 /* Turns a failed result into a status and records it and the message. Clears res. */
@@ -271,6 +281,8 @@ classify(struct db *db, PGresult *res, const char *what)
     db_set_err(db, "%s: %s%s%s", what, state ? state : "", state ? " " : "", msg);
     enum db_status st = is_soft(db->conn, state) ? DB_SOFT_ERROR : DB_HARD_ERROR;
     db->err_st = st;
+    if (state != NULL && strcmp(state, SQLSTATE_READ_ONLY) == 0)
+        db->stale = true;
     PQclear(res);
     return st;
 }
@@ -314,6 +326,95 @@ db_exec(struct db *db, enum db_stmt id, const char *sql, int n, const char *cons
     enum db_status st = classify(db, *res, name);
     *res = NULL;
     return st;
+}
+
+/* db_exec_generic's settings: no parameters, so their own plans are cached whatever the mode. */
+static const char plan_generic_sql[] =
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)";
+static const char plan_custom_sql[] =
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)";
+#define PIPED_MAX 3 /* the generic mode, the statement, the session's mode again */
+
+struct piped {
+    enum db_stmt id;
+    const char *sql;
+    int n;
+    const char *const *values;
+};
+
+/* Sends q[0..nq) in one pipeline and one Sync; *res gets the result of q[keep]. Every result is
+ * read up to the Sync whatever failed, so the connection leaves pipeline mode as it entered it;
+ * one that broke is reset by the next ensure_conn (PQreset ends pipeline mode too). */
+static enum db_status
+exec_piped(struct db *db, const struct piped *q, size_t nq, size_t keep, PGresult **res)
+{
+    char name[PIPED_MAX][DB_STMT_NAME_MAX];
+    enum db_status st = DB_ONE_RESULT;
+    size_t sent = 0;
+    PGresult *r;
+
+    for (size_t i = 0; i < nq; i++) {
+        snprintf(name[i], sizeof name[i], "tocsin_%d", (int)q[i].id);
+        if (!db->prepared[q[i].id] &&
+            (st = prepare(db, q[i].id, name[i], q[i].sql, q[i].n)) != DB_ONE_RESULT)
+            return st;
+    }
+    if (PQenterPipelineMode(db->conn) != 1)
+        return classify(db, NULL, "pipeline");
+    while (sent < nq &&
+           PQsendQueryPrepared(db->conn, name[sent], q[sent].n, q[sent].values, NULL, NULL, 0) == 1)
+        sent++;
+    if (sent < nq || PQpipelineSync(db->conn) != 1)
+        st = classify(db, NULL, name[sent < nq ? sent : nq - 1]);
+    for (size_t i = 0; i < sent; i++) {
+        while ((r = PQgetResult(db->conn)) != NULL) {
+            ExecStatusType rs = PQresultStatus(r);
+            if (rs != PGRES_TUPLES_OK && rs != PGRES_COMMAND_OK) {
+                if (st == DB_ONE_RESULT)
+                    st = classify(db, r, name[i]);
+                else
+                    PQclear(r);
+            } else if (i == keep && st == DB_ONE_RESULT) {
+                *res = r;
+            } else {
+                PQclear(r);
+            }
+        }
+    }
+    /* Then the Sync's result; before it, an error of the commit it made in autocommit. */
+    while (sent == nq && (r = PQgetResult(db->conn)) != NULL) {
+        bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        if (!sync && st == DB_ONE_RESULT)
+            st = classify(db, r, "commit");
+        else
+            PQclear(r);
+        if (sync)
+            break;
+    }
+    if (PQexitPipelineMode(db->conn) != 1 && st == DB_ONE_RESULT)
+        st = classify(db, NULL, "pipeline");
+    if (st != DB_ONE_RESULT) {
+        PQclear(*res);
+        *res = NULL;
+    }
+    return st;
+}
+
+enum db_status
+db_exec_generic(struct db *db, enum db_stmt id, const char *sql, int n, const char *const *values,
+                PGresult **res)
+{
+    const struct piped q[PIPED_MAX] = {{STMT_PLAN_GENERIC, plan_generic_sql, 0, NULL},
+                                       {id, sql, n, values},
+                                       {STMT_PLAN_CUSTOM, plan_custom_sql, 0, NULL}};
+
+    if (pooled || db->in_order || id == DB_STMT_UNPREPARED)
+        return db_exec(db, id, sql, n, values, res);
+    *res = NULL;
+    if (ensure_conn(db) != 0)
+        return DB_SOFT_ERROR;
+    /* In autocommit the statement's transaction ends at the Sync, and the mode with it. */
+    return exec_piped(db, q, db->in_tx ? PIPED_MAX : PIPED_MAX - 1, 1, res);
 }
 
 enum db_status
@@ -371,16 +472,39 @@ db_exec_simple(struct db *db, const char *sql)
     return classify(db, res, "simple query");
 }
 
-int
+/* One look at whether the session's server takes writes: DB_ONE_RESULT when it does,
+ * DB_NO_RESULTS (the connection then marked stale) when it is read-only, else the error. */
+static enum db_status
+ping_once(struct db *db)
+{
+    if (ensure_conn(db) != 0)
+        return DB_SOFT_ERROR;
+    PGresult *res = PQexec(db->conn, "SELECT current_setting('transaction_read_only')");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return classify(db, res, "ping");
+    bool read_only = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "on") == 0;
+    PQclear(res);
+    if (!read_only)
+        return DB_ONE_RESULT;
+    db->stale = true;
+    db->err_st = DB_SOFT_ERROR;
+    db_set_err(db, "the server is read-only (a standby, or default_transaction_read_only)");
+    return DB_NO_RESULTS;
+}
+
+enum db_ping
 db_ping(struct db *db)
 {
-    /* An idle connection only learns that the server went away when it is used: one retry
-     * lets ensure_conn reconnect. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (db_exec_simple(db, "SELECT 1") == DB_ONE_RESULT)
-            return 0;
-    }
-    return -1;
+    enum db_status st = DB_SOFT_ERROR;
+
+    /* An idle connection only learns that the server went away, or that it turned read-only,
+     * when it is used: one retry lets ensure_conn reconnect (to the host that takes writes now,
+     * with a multi-host URL). */
+    for (int attempt = 0; attempt < 2 && st != DB_ONE_RESULT; attempt++)
+        st = ping_once(db);
+    if (st == DB_ONE_RESULT)
+        return DB_PING_OK;
+    return st == DB_NO_RESULTS ? DB_PING_READ_ONLY : DB_PING_DOWN;
 }
 
 /* Truncated like the local readings (dbclock.c allows 1 ms for that): DB_MS rounds, which could
@@ -526,6 +650,22 @@ db_ms(char buf[DB_I64_BUF], int64_t ms)
     return db_i64(buf, ms);
 }
 
+const char *
+db_like_pattern(const char *q, char out[DB_LIKE_BUF])
+{
+    size_t n = 0;
+
+    out[n++] = '%';
+    for (size_t i = 0; i < DB_SEARCH_Q_MAX && q[i] != '\0'; i++) {
+        if (q[i] == '\\' || q[i] == '%' || q[i] == '_')
+            out[n++] = '\\';
+        out[n++] = q[i];
+    }
+    out[n++] = '%';
+    out[n] = '\0';
+    return out;
+}
+
 int64_t
 db_get_i64(const PGresult *res, int row, int col)
 {
@@ -540,6 +680,13 @@ db_get_str(const PGresult *res, int row, int col)
     if (PQgetisnull(res, row, col))
         return NULL;
     return strdup(PQgetvalue(res, row, col));
+}
+
+int
+db_get_opt_str(const PGresult *res, int row, int col, char **out)
+{
+    *out = db_get_str(res, row, col);
+    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
 }
 
 long

@@ -12,7 +12,7 @@
 
 enum db_status {
     DB_HARD_ERROR = -2, /* our bug or a constraint we did not expect; do not retry */
-    DB_SOFT_ERROR = -1, /* transient: 40001, 40P01, connection lost; retry the transaction */
+    DB_SOFT_ERROR = -1, /* transient: 40001, 40P01, connection lost, read-only; retry the tx */
     DB_NO_RESULTS = 0,
     DB_ONE_RESULT = 1
 };
@@ -20,6 +20,10 @@ enum db_status {
 #define DB_TX_RETRIES_MAX 3
 #define DB_ERR_MAX 256
 #define DB_CONNECT_TIMEOUT_S 5
+/* A thread whose connect failed tries again after this (a statement on an open handle reconnects
+ * by itself): short, so that after a PostgreSQL failover every thread finds the new primary
+ * within a second of it taking writes (docs/deployment.md, PostgreSQL failover). */
+#define DB_RECONNECT_WAIT_MS 250
 /* TCP settings of every connection unless its URL sets them: a server whose host vanished (no
  * reset ever comes) is noticed within about a minute when idle (keepalive probes after
  * DB_KEEPALIVE_IDLE_S, then every DB_KEEPALIVE_INTERVAL_S, DB_KEEPALIVE_COUNT unanswered) and
@@ -53,8 +57,12 @@ int db_socket(const struct db *db);
 /* Checks url (a libpq URI or key=value string) with libpq's own parser, without connecting.
  * Returns 0, or -1 with libpq's reason in err. */
 int db_url_check(const char *url, char *err, size_t errlen);
-/* 0 when a trivial query succeeds (reconnecting first if the connection broke), else -1. */
-int db_ping(struct db *db);
+/* What db_ping found: the server takes writes, it answers but is read-only (db_errmsg says so;
+ * the next statement reconnects), or it does not answer (db_errmsg says why). */
+enum db_ping { DB_PING_OK = 0, DB_PING_READ_ONLY, DB_PING_DOWN };
+/* Asks the server whether it takes writes, reconnecting first if the connection broke or the
+ * server turned read-only (a failover's old primary). */
+enum db_ping db_ping(struct db *db);
 /* The database's clock_timestamp() in ms since the epoch (for dbclock.h). */
 enum db_status db_clock_ms(struct db *db, int64_t *ms);
 /* The last failure on this handle, as hiredis keeps err/errstr on its context: its class
@@ -148,6 +156,8 @@ enum db_status db_meeting_touch(struct db *db, int64_t tenant_id, const char *id
                                 int64_t updated_at_ms);
 
 #define DB_LIST_LIMIT_MAX 200
+/* Bytes of a search's q, a case-insensitive substring (GET /v1/deliveries, GET /v1/meetings). */
+#define DB_SEARCH_Q_MAX 200
 struct db_list_query {
     int64_t from_ms; /* inclusive lower bound on starts_at; INT64_MIN = none */
     int64_t to_ms;   /* exclusive upper bound on starts_at; INT64_MAX = none */
@@ -161,6 +171,7 @@ struct db_list_query {
     size_t bytes_max;
     const char *viewer;          /* a browser token's sub: only meetings it organizes or attends */
     const char *viewer_meetings; /* "{uuid,...}": only these (a token's mtg claim); or NULL */
+    const char *title_q; /* only titles holding it (DB_SEARCH_Q_MAX bytes at most), or NULL */
 };
 struct db_meeting_list {
     size_t n;

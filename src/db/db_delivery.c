@@ -79,35 +79,15 @@ static const char recover_sql[] =
     " SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM u), (SELECT bool_or(off) FROM w)";
 /* clang-format on */
 
-_Static_assert(DB_DELIVERY_Q_MAX < 1024, "the pattern's buffer below");
-
-/* q as the ILIKE pattern of a substring: '%' around it, '\', '%' and '_' escaped. */
-static void
-like_pattern(const char *q, char out[2 * DB_DELIVERY_Q_MAX + 3])
-{
-    size_t n = 0;
-
-    out[n++] = '%';
-    for (size_t i = 0; i < DB_DELIVERY_Q_MAX && q[i] != '\0'; i++) {
-        if (q[i] == '\\' || q[i] == '%' || q[i] == '_')
-            out[n++] = '\\';
-        out[n++] = q[i];
-    }
-    out[n++] = '%';
-    out[n] = '\0';
-}
-
 enum db_status
 db_delivery_search(struct db *db, int64_t tenant_id, const struct db_delivery_query *query,
                    db_delivery_row_fn fn, void *arg, bool *more)
 {
     char tenant[DB_I64_BUF], from[DB_I64_BUF], to[DB_I64_BUF], before[DB_I64_BUF],
-        limit[DB_I64_BUF], pattern[2 * DB_DELIVERY_Q_MAX + 3];
+        limit[DB_I64_BUF], pattern[DB_LIKE_BUF];
     PGresult *res;
 
     *more = false;
-    if (query->q != NULL)
-        like_pattern(query->q, pattern);
     const char *params[] = {
         db_i64(tenant, tenant_id),
         query->status,
@@ -116,7 +96,7 @@ db_delivery_search(struct db *db, int64_t tenant_id, const struct db_delivery_qu
         query->meeting_id,
         query->from_ms != INT64_MIN ? db_ms(from, query->from_ms) : NULL,
         query->to_ms != INT64_MAX ? db_ms(to, query->to_ms) : NULL,
-        query->q != NULL ? pattern : NULL,
+        query->q != NULL ? db_like_pattern(query->q, pattern) : NULL,
         db_i64(before, query->before_id),
         db_i64(limit, (int64_t)query->limit + 1),
     };

@@ -13,9 +13,9 @@
 #include "db_outbox.h"
 #include "meeting.h"
 
-#define DB_DELIVERY_Q_MAX 200         /* bytes of a search's q */
-#define DB_DELIVERY_RECOVER_MAX 50000 /* rows one recover queues again */
-#define DB_DELIVERY_STATUS_MAX 12     /* a status's name and its NUL */
+#define DB_DELIVERY_Q_MAX DB_SEARCH_Q_MAX /* bytes of a search's q */
+#define DB_DELIVERY_RECOVER_MAX 50000     /* rows one recover queues again */
+#define DB_DELIVERY_STATUS_MAX 12         /* a status's name and its NUL */
 
 /* A search: every field optional (NULL, 0 or the "no bound" value), all of them together. */
 struct db_delivery_query {

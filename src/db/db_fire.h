@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "db_outbox.h"
 #include "meeting.h"
 
 #define DB_FIRE_BATCH_MAX 1024 /* occurrences per statement */
@@ -21,6 +22,23 @@ struct db_fire_item {
     int64_t lateness_ms;         /* fired_at_ms - fire_at_ms */
 };
 
+/* The webhook rows of one fire statement handed to their owner in memory, so that its delivery
+ * worker sends them without a lease statement or a meeting read (deliver.h): each row as a lease
+ * would have brought it (items[i], given, no payload yet) and the meeting its notification shows
+ * (meetings[meeting_of[i]]), read by the fire statement itself, its fired reminders as they were
+ * committed. Made by db_fire_batch, freed by db_fire_handover_free; the caller stamps owner and
+ * started_ms. */
+struct db_fire_handover {
+    char owner[DB_OUTBOX_OWNER_MAX + 1]; /* the rows' lease_owner */
+    int64_t started_ms;                  /* monotonic, taken before the statement was sent */
+    size_t n, n_meetings;
+    struct db_outbox_item *items;  /* n */
+    size_t *meeting_of;            /* n */
+    struct meeting *meetings;      /* n_meetings */
+    struct db_fire_handover *next; /* for the receiver's list */
+};
+void db_fire_handover_free(struct db_fire_handover *h);
+
 struct db_fire_result {
     size_t n; /* occurrences this statement changed; the others of the batch were stale */
     struct db_fire_item item[DB_FIRE_BATCH_MAX];
@@ -28,7 +46,15 @@ struct db_fire_result {
     struct stream_head stream[DB_FIRE_BATCH_MAX];
     size_t n_outbox;
     int64_t *outbox_ids; /* n_outbox new outbox row ids, malloc'ed; freed by db_fire_result_fini */
+    struct db_fire_handover *handover; /* NULL when none; the caller may take it */
 };
+
+/* A webhook row a fire statement writes for an owner that takes it in memory (handover_ms > 0)
+ * is due this long after the fire: the lease statement does not bring an owner the rows it was
+ * given before they are due (db_outbox_claim), so it never loads a row it is also being handed
+ * unless the handover came later than this, which the owner refuses (deliver.h). Rows of an
+ * owner that is gone are anyone's at once (orphans need not be due). */
+#define DB_FIRE_HANDOVER_GRACE_MS 2000
 
 /* Fires the occurrences k[0..n) (n <= DB_FIRE_BATCH_MAX, no duplicates) in one statement: each row
  * of reminders whose (id, fire_at) matches, whose status is pending, whose fire_at <= the
@@ -42,13 +68,17 @@ struct db_fire_result {
  * an organizer, a stream event with the next sequence number of its tenant (out->stream: the
  * highest per tenant) and an outbox row recorded delivered. An outbox row that exists already for
  * the occurrence and target (fired, rescheduled away and back) is not duplicated.
- * Occurrences that changed nothing are simply absent from out (stale, already fired, deleted).
+ * With an owner and handover_ms > 0 (at most DB_FIRE_HANDOVER_GRACE_MS), the rows for live
+ * webhooks that are on are due handover_ms after the fire and come back in out->handover with the
+ * meetings of their reminders (NULL when there are none, or when out of memory: the rows are then
+ * leased once due). Occurrences that changed nothing are simply absent from out (stale, already
+ * fired, deleted).
  * Runs in autocommit: ONE_RESULT means committed. out must be fresh (zeroed) or finalized; on any
  * status it may be passed to db_fire_result_fini. */
 enum db_status db_fire_batch(struct db *db, const struct reminder_key *k, size_t n,
                              int64_t missed_grace_ms, bool email, const char *owner,
-                             struct db_fire_result *out);
-/* Frees out->outbox_ids and empties out. */
+                             int64_t handover_ms, struct db_fire_result *out);
+/* Frees out->outbox_ids and out->handover and empties out. */
 void db_fire_result_fini(struct db_fire_result *out);
 
 #endif

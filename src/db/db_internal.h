@@ -107,6 +107,8 @@ enum db_stmt {
     STMT_INBOX_UNREAD,
     STMT_INBOX_HEAD,
     STMT_INBOX_EVENT,
+    STMT_PLAN_GENERIC, /* db.c: db_exec_generic */
+    STMT_PLAN_CUSTOM,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
@@ -175,6 +177,17 @@ enum db_status db_exec_simple(struct db *db, const char *sql);
 enum db_plan { DB_PLAN_CUSTOM, DB_PLAN_GENERIC };
 enum db_status db_exec_in_order(struct db *db, enum db_stmt id, const char *sql, int n,
                                 const char *const *values, enum db_plan plan, PGresult **res);
+/* db_exec for a statement whose best plan depends on neither its parameters nor the tables'
+ * statistics (an INSERT of its parameters' values, which scans no table): it runs with a generic
+ * plan, made once per connection, instead of being planned at each run as setup_session asks. The
+ * meeting insert took 0.07 ms to plan (and its foreign key's check 0.04 ms more, planned each
+ * time too) against 0.33 ms to execute, more PostgreSQL CPU per create than anything but the
+ * execution (bench/create.sh, docs/benchmarks.md). One round trip still: the mode is set for the
+ * statement's transaction (set_config's is_local) in a pipeline that sends both before one Sync;
+ * inside db_tx_run the session's mode is set back after the statement, for the ones that follow.
+ * Behind a pooler and on an in-order session it is db_exec. Returns as db_exec does. */
+enum db_status db_exec_generic(struct db *db, enum db_stmt id, const char *sql, int n,
+                               const char *const *values, PGresult **res);
 /* The PGconn itself, for the few libpq calls db_exec does not cover. */
 PGconn *db_conn(struct db *db);
 /* Fills db_errmsg with a message of our own; db_err then says DB_HARD_ERROR. */
@@ -220,10 +233,17 @@ const char *db_i64(char buf[DB_I64_BUF], int64_t v);
 /* Like db_i64, clamped to what PostgreSQL timestamps hold (year 1 .. ~287000), so callers may
  * pass INT64_MIN / INT64_MAX as "no bound". */
 const char *db_ms(char buf[DB_I64_BUF], int64_t ms);
+/* What a search's q becomes for ILIKE: a substring pattern ('%' around it, '\\', '%' and '_'
+ * escaped, so q matches only itself). */
+#define DB_LIKE_BUF (2 * DB_SEARCH_Q_MAX + 3)
+const char *db_like_pattern(const char *q, char out[DB_LIKE_BUF]);
 /* Field as int64 (0 when NULL). */
 int64_t db_get_i64(const PGresult *res, int row, int col);
 /* Field copied to a malloc'ed string (NULL when NULL or out of memory: check with PQgetisnull). */
 char *db_get_str(const PGresult *res, int row, int col);
+/* An optional text field into *out (db_get_str): 0, or -1 when a present value could not be
+ * copied. */
+int db_get_opt_str(const PGresult *res, int row, int col, char **out);
 /* Number of rows an INSERT/UPDATE/DELETE touched. */
 long db_affected(PGresult *res);
 

@@ -347,7 +347,7 @@ db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
     p.v[16] = p.arr.fired_at;
     p.v[17] = m->organizer_id;
     p.v[18] = p.arr.channels;
-    enum db_status st = db_exec(db, STMT_MEETING_INSERT, insert_sql, 19, p.v, &res);
+    enum db_status st = db_exec_generic(db, STMT_MEETING_INSERT, insert_sql, 19, p.v, &res);
     if (st != DB_ONE_RESULT)
         return st;
     for (int row = 0; row < PQntuples(res); row++) {

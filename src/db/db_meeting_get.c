@@ -20,43 +20,20 @@ static const char get_sql[] = GET_SQL;
  * reminders lock the meeting first (update, delete), so this serializes them. */
 static const char get_lock_sql[] = GET_SQL " FOR UPDATE OF m";
 
-#define OCCURRENCE_REMINDERS \
-    "(SELECT string_agg(concat_ws(',', q.id, q.minutes_before, " DB_MS("q.fire_at") "," \
-    "                              q.status, coalesce(" DB_MS("q.fired_at") ", 0), q.channels)," \
-    "                    ';' ORDER BY q.minutes_before DESC)" \
-    "  FROM reminders q WHERE q.meeting_id = m.id AND q.original_start = r.original_start)"
-
-/* A single meeting as MEETING_COLUMNS reads it; a series' occurrence as that occurrence. Each
- * row of the batch probes the keys it names: LIMIT 1 keeps every LATERAL subquery from being
- * flattened into a join, which the planner hashed over the whole meetings table when a batch
- * of 256 met a table of 50,000 (176 ms a call instead of a few). The series is probed once per
- * row and decides the rest: a single meeting skips the occurrence probe (its test on s runs
- * before the scan) and the series' columns, a fifth of the blocks it cost (9 to 7 here). Those
- * probes are its plan whatever the batch, so it runs the connection's generic plan with
- * sequential and bitmap scans off (db_exec_in_order): planned at each run it took 1.0 ms, more
- * than reading the one or two meetings a delivery of reminders due one by one needs (0.2 ms). */
+/* A single meeting as MEETING_COLUMNS reads it; a series' occurrence as that occurrence
+ * (MEETING_FOR_COLUMNS, MEETING_FOR_JOINS). Each row of the batch probes the keys it names: LIMIT
+ * 1 keeps every LATERAL subquery from being flattened into a join, which the planner hashed over
+ * the whole meetings table when a batch of 256 met a table of 50,000 (176 ms a call instead of a
+ * few). The series is probed once per row and decides the rest: a single meeting skips the
+ * occurrence probe (its test on s runs before the scan) and the series' columns, a fifth of the
+ * blocks it cost (9 to 7 here). Those probes are its plan whatever the batch, so it runs the
+ * connection's generic plan with sequential and bitmap scans off (db_exec_in_order): planned at
+ * each run it took 1.0 ms, more than reading the one or two meetings a delivery of reminders due
+ * one by one needs (0.2 ms). */
 static const char get_many_for_sql[] =
-    "SELECT m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") ","
-    " coalesce(ov.title, m.title), m.description, m.time_zone, m.location,"
-    " CASE WHEN r.id IS NULL THEN " DB_MS("m.starts_at") " ELSE " DB_MS("r.starts_at") " END,"
-    " CASE WHEN r.id IS NULL THEN " DB_MS("m.ends_at")
-    "  WHEN ov.ends_at IS NOT NULL THEN " DB_MS("ov.ends_at")
-    "  ELSE " DB_MS("r.starts_at + (m.ends_at - m.starts_at)") " END,"
-    " m.participants, m.metadata,"
-    " CASE WHEN r.id IS NOT NULL THEN " OCCURRENCE_REMINDERS
-    "  WHEN s.meeting_id IS NULL THEN " MEETING_SINGLE_REMINDERS("m.id")
-    "  ELSE " MEETING_SERIES_REMINDERS("m.id") " END,"
-    " m.organizer_id, CASE WHEN s.meeting_id IS NOT NULL THEN " MEETING_RECURRENCE("m.id") " END,"
-    " " DB_MS("r.original_start") ", p.k"
+    "SELECT " MEETING_FOR_COLUMNS ", p.k"
     " FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS p(mid, rid, k)"
-    " CROSS JOIN LATERAL (SELECT * FROM meetings m WHERE m.id = p.mid"
-    "  AND " DB_FILTER("m.deleted_at IS NULL") " LIMIT 1) m"
-    " LEFT JOIN LATERAL (SELECT s.meeting_id FROM series s WHERE s.meeting_id = m.id LIMIT 1) s"
-    "  ON true"
-    " LEFT JOIN LATERAL (SELECT * FROM reminders r WHERE s.meeting_id IS NOT NULL AND r.id = p.rid"
-    "  AND r.meeting_id = m.id AND r.original_start IS NOT NULL LIMIT 1) r ON true"
-    " LEFT JOIN LATERAL (SELECT * FROM occurrence_overrides ov WHERE ov.meeting_id = m.id"
-    "  AND ov.original_start = r.original_start LIMIT 1) ov ON true";
+    MEETING_FOR_JOINS("CROSS JOIN LATERAL", "p.mid", "p.rid", "true", "");
 
 /* clang-format on */
 

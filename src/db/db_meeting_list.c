@@ -13,7 +13,8 @@
 /* Keyset pagination: the row comparison on (starts_at, id) walks the partial index
  * (tenant_id, starts_at, id). Without a cursor $4/$5 are the smallest position. A browser token
  * sees only meetings it organizes or takes part in ($7, NULL for API keys), and only those among
- * its meeting ids when it names any ($8). $6 the limit, $9 the byte bound (MEETING_PAGE). */
+ * its meeting ids when it names any ($8). $6 the limit, $9 the byte bound (MEETING_PAGE), $10
+ * a title's ILIKE pattern or NULL (meetings_title_trgm, migrations/020, can serve it). */
 static const char list_sql[] = MEETING_PAGE(
     "SELECT m.id, m.starts_at, " MEETING_TEXT_BYTES("m") " AS b FROM meetings m"
     " WHERE m.tenant_id = $1::bigint AND m.deleted_at IS NULL"
@@ -21,6 +22,7 @@ static const char list_sql[] = MEETING_PAGE(
     " AND (m.starts_at, m.id) > (" DB_TS("$4") ", $5::uuid)"
     " AND ($7::text IS NULL OR m.organizer_id = $7::text OR m.participant_ids @> ARRAY[$7::text])"
     " AND ($8::uuid[] IS NULL OR m.id = ANY ($8::uuid[]))"
+    " AND ($10::text IS NULL OR m.title ILIKE $10::text)"
     " ORDER BY m.starts_at, m.id LIMIT $6::int + 1", "$6::int", "$9::bigint");
 
 /* A browser token's viewer and meeting ids ($v, $w), as db_meeting_list's. */
@@ -96,7 +98,7 @@ db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
                 struct db_meeting_list *out)
 {
     char tenant[DB_I64_BUF], from[DB_I64_BUF], to[DB_I64_BUF], after[DB_I64_BUF];
-    char limit[DB_I64_BUF], bytes[DB_I64_BUF];
+    char limit[DB_I64_BUF], bytes[DB_I64_BUF], pattern[DB_LIKE_BUF];
     PGresult *res;
 
     memset(out, 0, sizeof(*out));
@@ -116,8 +118,9 @@ db_meeting_list(struct db *db, int64_t tenant_id, const struct db_list_query *q,
         q->viewer,
         q->viewer_meetings,
         bytes,
+        q->title_q != NULL ? db_like_pattern(q->title_q, pattern) : NULL,
     };
-    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 9, params, &res);
+    enum db_status st = db_exec(db, STMT_MEETING_LIST, list_sql, 10, params, &res);
     if (st != DB_ONE_RESULT)
         return st;
     st = db_meeting_page_read(db, res, q->limit, out);

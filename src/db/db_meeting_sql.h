@@ -55,6 +55,43 @@
     " m.participants, m.metadata, " MEETING_REMINDERS("m.id") ", m.organizer_id, " \
     MEETING_RECURRENCE("m.id")
 
+/* An occurrence's own reminders (q), for MEETING_FOR_COLUMNS. */
+#define OCCURRENCE_REMINDERS \
+    "(SELECT string_agg(concat_ws(',', q.id, q.minutes_before, " DB_MS("q.fire_at") "," \
+    "                              q.status, coalesce(" DB_MS("q.fired_at") ", 0), q.channels)," \
+    "                    ';' ORDER BY q.minutes_before DESC)" \
+    "  FROM reminders q WHERE q.meeting_id = m.id AND q.original_start = r.original_start)"
+
+/* The meeting a reminder's notification shows, in enum meeting_col order through
+ * COL_ORIGINAL_START: a single meeting as MEETING_COLUMNS reads it, a series' occurrence as that
+ * occurrence (its start, end, title and own reminders; the original start set). The aliases m,
+ * s, r and ov are MEETING_FOR_JOINS'. */
+#define MEETING_FOR_COLUMNS \
+    "m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") "," \
+    " coalesce(ov.title, m.title), m.description, m.time_zone, m.location," \
+    " CASE WHEN r.id IS NULL THEN " DB_MS("m.starts_at") " ELSE " DB_MS("r.starts_at") " END," \
+    " CASE WHEN r.id IS NULL THEN " DB_MS("m.ends_at") \
+    "  WHEN ov.ends_at IS NOT NULL THEN " DB_MS("ov.ends_at") \
+    "  ELSE " DB_MS("r.starts_at + (m.ends_at - m.starts_at)") " END," \
+    " m.participants, m.metadata," \
+    " CASE WHEN r.id IS NOT NULL THEN " OCCURRENCE_REMINDERS \
+    "  WHEN s.meeting_id IS NULL THEN " MEETING_SINGLE_REMINDERS("m.id") \
+    "  ELSE " MEETING_SERIES_REMINDERS("m.id") " END," \
+    " m.organizer_id, CASE WHEN s.meeting_id IS NOT NULL THEN " MEETING_RECURRENCE("m.id") " END," \
+    " " DB_MS("r.original_start")
+/* The joins of MEETING_FOR_COLUMNS for the meeting mid and reminder rid, when cond; join is how
+ * the live meeting is joined ("CROSS JOIN LATERAL": a row without one is gone; "LEFT JOIN
+ * LATERAL" with on " ON true": its columns are NULL), the rest outer. */
+#define MEETING_FOR_JOINS(join, mid, rid, cond, on) \
+    " " join " (SELECT * FROM meetings m WHERE " cond " AND m.id = " mid \
+    "  AND " DB_FILTER("m.deleted_at IS NULL") " LIMIT 1) m" on \
+    " LEFT JOIN LATERAL (SELECT s.meeting_id FROM series s WHERE s.meeting_id = m.id LIMIT 1) s" \
+    "  ON true" \
+    " LEFT JOIN LATERAL (SELECT * FROM reminders r WHERE s.meeting_id IS NOT NULL AND r.id = " rid \
+    "  AND r.meeting_id = m.id AND r.original_start IS NOT NULL LIMIT 1) r ON true" \
+    " LEFT JOIN LATERAL (SELECT * FROM occurrence_overrides ov WHERE ov.meeting_id = m.id" \
+    "  AND ov.original_start = r.original_start LIMIT 1) ov ON true"
+
 /* The bytes of a meeting's texts (m a row of meetings): what its representation grows with, and
  * what its row takes in memory once read (db_meeting_fill copies them). The json columns go
  * through text to count what they hold, not what compression left of it on disk. */

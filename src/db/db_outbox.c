@@ -19,8 +19,9 @@
  * walking the distinct owners of held rows through outbox_held (a loose index scan: one probe per
  * owner, however many rows each holds), but not the rows the caller holds itself ($4: a worker
  * that registered again under a new name still has its old name's requests out, and taking them
- * would send them twice); the rows the owner $1 was given and does not hold yet (not in $4),
- * read without a write; then due rows nobody holds, in order along
+ * would send them twice); the rows the owner $1 was given, does not hold yet (not in $4) and
+ * that are due (a row it is handed in memory is due DB_FIRE_HANDOVER_GRACE_MS after its fire, so
+ * the two never meet), read without a write; then due rows nobody holds, in order along
  * outbox_pending_due. The first and the last become $1's. Each source skips the receivers in $3
  * and the tenants in $6 (those holding their share of the worker's slots: their rows wait here,
  * pending, in order, and nothing about them changes).
@@ -44,6 +45,7 @@ static const char claim_sql[] =
     "   AND tenant_id <> ALL ($6::bigint[]) AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int FOR UPDATE SKIP LOCKED) x LIMIT $2::int),"
     " mine AS (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1"
+    "   AND next_attempt_at <= now()"
     "   AND receiver <> ALL ($3::text[]) AND tenant_id <> ALL ($6::bigint[])"
     "   AND id <> ALL ($4::bigint[])"
     "   ORDER BY lease_owner, id LIMIT $2::int - (SELECT count(*) FROM orphans)),"
@@ -89,8 +91,10 @@ static const char owner_renew_sql[] =
     DB_OUTBOX_RENEW_MARGIN_TEXT " milliseconds'"
     "  AND backend_pid IS NOT DISTINCT FROM " DB_BACKEND_PID("$3")
     "  AND backend_start IS NOT DISTINCT FROM " DB_BACKEND_START("$3");
+/* A handed row the owner never took is due at once too. */
 static const char owner_leave_sql[] =
-    "WITH back AS (UPDATE outbox SET lease_owner = NULL"
+    "WITH back AS (UPDATE outbox SET lease_owner = NULL,"
+    "  next_attempt_at = least(next_attempt_at, now())"
     "  WHERE status = 'pending' AND lease_owner = $1 RETURNING 1)"
     " DELETE FROM delivery_owners WHERE owner = $1";
 /* A delivered row keeps no body it did not have: only a retry needs the bytes again. A row
@@ -178,14 +182,6 @@ copy_id(char out[MEETING_ID_LEN + 1], const PGresult *res, int row, int col)
     out[MEETING_ID_LEN] = '\0';
 }
 
-/* An optional text column into *out: 0, or -1 when a present value could not be copied. */
-static int
-opt_str(const PGresult *res, int row, int col, char **out)
-{
-    *out = db_get_str(res, row, col);
-    return *out == NULL && !PQgetisnull(res, row, col) ? -1 : 0;
-}
-
 static int
 fill_item(const PGresult *res, int row, struct db_outbox_item *it)
 {
@@ -200,11 +196,16 @@ fill_item(const PGresult *res, int row, struct db_outbox_item *it)
                                   .expires_at_ms = db_get_i64(res, row, 16),
                                   .given = PQgetvalue(res, row, 18)[0] == 't'};
     copy_id(it->meeting_id, res, row, 2);
-    if (opt_str(res, row, 6, &it->payload) != 0 || opt_str(res, row, 8, &it->receiver) != 0 ||
-        opt_str(res, row, 9, &it->url) != 0 || opt_str(res, row, 10, &it->secret) != 0 ||
-        opt_str(res, row, 12, &it->p256dh) != 0 || opt_str(res, row, 13, &it->auth) != 0 ||
-        opt_str(res, row, 14, &it->recipient) != 0 || opt_str(res, row, 15, &it->address) != 0 ||
-        opt_str(res, row, 17, &it->target) != 0 || opt_str(res, row, 19, &it->secret_old) != 0)
+    if (db_get_opt_str(res, row, 6, &it->payload) != 0 ||
+        db_get_opt_str(res, row, 8, &it->receiver) != 0 ||
+        db_get_opt_str(res, row, 9, &it->url) != 0 ||
+        db_get_opt_str(res, row, 10, &it->secret) != 0 ||
+        db_get_opt_str(res, row, 12, &it->p256dh) != 0 ||
+        db_get_opt_str(res, row, 13, &it->auth) != 0 ||
+        db_get_opt_str(res, row, 14, &it->recipient) != 0 ||
+        db_get_opt_str(res, row, 15, &it->address) != 0 ||
+        db_get_opt_str(res, row, 17, &it->target) != 0 ||
+        db_get_opt_str(res, row, 19, &it->secret_old) != 0)
         return -1;
     return it->receiver != NULL && it->channel != 0 ? 0 : -1;
 }

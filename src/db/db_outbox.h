@@ -72,11 +72,12 @@ struct db_outbox_claim_args {
  * first rows of owners whose lease lapsed or whose backend is gone (a dead replica's, so they do
  * not wait behind a backlog; looked for only when orphans is true: a probe per owner of held rows;
  * never one in held[0..n_held), which the caller may still have out under an earlier name),
- * then the rows owner was given and does not hold yet (not in held[0..n_held): written owned by the
- * fire statement, read without a write), then due rows nobody holds, in order. The first and the
- * last become owner's. A held row is outside the due range's index (outbox_pending_due), so that
- * range holds only rows anyone may take, however many are held. *n rows into out; free each with
- * db_outbox_item_fini. */
+ * then the rows owner was given, does not hold yet (not in held[0..n_held]) and that are due
+ * (written owned by the fire statement, read without a write; a row handed over in memory is due
+ * DB_FIRE_HANDOVER_GRACE_MS after its fire), then due rows nobody holds, in order. The first and
+ * the last become owner's. A held row is outside the due range's index (outbox_pending_due), so
+ * that range holds only rows anyone may take, however many are held. *n rows into out; free each
+ * with db_outbox_item_fini. */
 enum db_status db_outbox_claim(struct db *db, const struct db_outbox_claim_args *a,
                                struct db_outbox_item *out, size_t max, size_t *n);
 void db_outbox_item_fini(struct db_outbox_item *it);

@@ -25,7 +25,6 @@
 #include "panic.h"
 #include "timefmt.h"
 
-#define DB_RETRY_MS 1000   /* after a failed connect, the next try waits this */
 #define STOP_SLACK_MS 1000 /* stopping: in-flight requests get their timeout plus this */
 #define STOP_POLL_MS 100   /* stopping: the wait for answers wakes this often to renew */
 /* A thread's name: "tocsin-deliv-<n>" (n = 1..TOCSIN_DELIVERY_WORKERS, at most 64). Linux takes
@@ -77,7 +76,7 @@ connected(struct worker *w, int64_t now)
         if (!w->db_down)
             LOG_WARN("deliver: database unavailable, retrying: %s", err);
         w->db_down = true;
-        w->db_retry_ms = now + DB_RETRY_MS;
+        w->db_retry_ms = now + DB_RECONNECT_WAIT_MS;
     }
     return w->db != NULL;
 }
@@ -192,6 +191,22 @@ wait_ms(struct worker *w, int64_t now)
     return until > now ? until - now : 0;
 }
 
+/* Takes the rows fires handed w in memory (before any lease: a lease never brings them). */
+static void
+take_handed(struct worker *w)
+{
+    pthread_mutex_lock(&w->pub_mu);
+    struct db_fire_handover *h = w->handed_head;
+    w->handed_head = w->handed_tail = NULL;
+    pthread_mutex_unlock(&w->pub_mu);
+    while (h != NULL) {
+        struct db_fire_handover *next = h->next;
+        deliver_job_take_handed(w, h);
+        db_fire_handover_free(h);
+        h = next;
+    }
+}
+
 static void
 round_of(struct worker *w)
 {
@@ -200,6 +215,7 @@ round_of(struct worker *w)
 
     if (connected(w, now)) {
         deliver_lease_renew(w, now);
+        take_handed(w);
         if (woken || now >= w->next_claim_ms) {
             bool more = claim(w, now);
             w->next_claim_ms = more ? now : now + DELIVER_POLL_MS;
@@ -279,6 +295,10 @@ worker_fini(struct worker *w)
                 metrics_circuits_add(r->channel, -1);
             free(r);
         }
+    for (struct db_fire_handover *h = w->handed_head, *next; h != NULL; h = next) {
+        next = h->next;
+        db_fire_handover_free(h);
+    }
     push_keys_free(w->keys);
     db_close(w->db);
     free(w->held);
@@ -387,7 +407,7 @@ deliver_start(const struct deliver_opts *opts)
 }
 
 int
-deliver_owner_for(void *arg, char *out, size_t cap)
+deliver_owner_for(void *arg, char *out, size_t cap, bool *handover)
 {
     struct deliver *d = arg;
     struct worker *best = NULL;
@@ -401,32 +421,55 @@ deliver_owner_for(void *arg, char *out, size_t cap)
     }
     if (best == NULL)
         return -1;
+    *handover = atomic_load(&best->given) < (size_t)d->concurrency;
     pthread_mutex_lock(&best->pub_mu);
     int ok = atomic_load(&best->live) && (size_t)snprintf(out, cap, "%s", best->pub_owner) < cap;
     pthread_mutex_unlock(&best->pub_mu);
     return ok ? 0 : -1;
 }
 
+/* Appends h to w's handed rows (under pub_mu). */
+static void
+hand_to(struct worker *w, struct db_fire_handover *h)
+{
+    h->next = NULL;
+    if (w->handed_tail != NULL)
+        w->handed_tail->next = h;
+    else
+        w->handed_head = h;
+    w->handed_tail = h;
+}
+
 void
-deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n)
+deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n,
+               struct db_fire_handover *handed)
 {
     struct deliver *d = arg;
+    /* The rows not handed over must be leased: they are due now. */
+    bool lease = handed == NULL || handed->n < n;
 
     (void)outbox_ids;
-    if (d == NULL || n == 0)
-        return;
-    for (int i = 0; i < d->n_workers; i++) {
+    for (int i = 0; d != NULL && n > 0 && i < d->n_workers; i++) {
         struct worker *w = &d->workers[i];
         pthread_mutex_lock(&w->pub_mu);
         bool mine = owner != NULL && strcmp(owner, w->pub_owner) == 0;
         if (mine)
             atomic_fetch_add(&w->given, n);
+        if (mine && handed != NULL) {
+            hand_to(w, handed);
+            handed = NULL;
+        }
         pthread_mutex_unlock(&w->pub_mu);
         if (owner != NULL && !mine)
             continue; /* given to another worker: nothing for this one */
-        atomic_store(&w->woken, true);
+        if (lease)
+            atomic_store(&w->woken, true);
         outbound_wakeup(w->out);
     }
+    /* Its worker took another name: the rows are that old name's, anyone's once it lapsed. */
+    if (handed != NULL)
+        metrics_add(METRIC_DELIVERY_HANDED_LEFT, handed->n);
+    db_fire_handover_free(handed);
 }
 
 size_t

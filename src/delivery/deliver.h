@@ -33,6 +33,11 @@
  * hoard a burst the others could send. */
 #define DELIVER_GIVEN_MAX 16384
 #define DELIVER_POLL_MS 250 /* idle workers look for due rows this often */
+/* A worker takes the webhook rows a fire hands it in memory (db_fire.h) only within this long of
+ * the fire statement's start, under the name they were written for: its lease statement brings
+ * it a given row only once due, DB_FIRE_HANDOVER_GRACE_MS after the fire, so a row it takes from
+ * the handover cannot have come with an earlier lease too. Later ones are left to that lease. */
+#define DELIVER_HANDOVER_AGE_MAX_MS 1000
 /* Delivered answers are recorded together in one statement: once DELIVER_RECORD_MAX wait (the
  * answers of one round go in together, so a statement may hold more), the oldest after waiting
  * DELIVER_RECORD_LINGER_MS at most, at once when nothing else is in flight. Until then an answer
@@ -65,13 +70,19 @@ struct deliver;
 /* Starts opts->workers threads (connecting lazily). NULL when out of memory or a thread cannot
  * start. */
 struct deliver *deliver_start(const struct deliver_opts *opts);
+struct db_fire_handover;
+
 /* The owner to give a fire's outbox rows to (a dispatch_owner_fn; arg is the struct deliver): the
- * registered worker that was given the fewest rows it has not loaded, under DELIVER_GIVEN_MAX.
- * Thread-safe, never blocks for long. */
-int deliver_owner_for(void *arg, char *out, size_t cap);
-/* Wakes the worker given the rows, or every worker when they were written for anyone (a
- * dispatch_fired_fn; arg is the struct deliver). Thread-safe, never blocks for long. */
-void deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n);
+ * registered worker that was given the fewest rows it has not loaded, under DELIVER_GIVEN_MAX;
+ * *handover while it was given fewer than its slots (a burst beyond them is leased as room
+ * frees up). Thread-safe, never blocks for long. */
+int deliver_owner_for(void *arg, char *out, size_t cap, bool *handover);
+/* Hands the rows handed (NULL: none; taken) to the worker they were given, and wakes it, or every
+ * worker when they were written for anyone (a dispatch_fired_fn; arg is the struct deliver). A
+ * worker handed all its rows does not run its lease statement for them. Thread-safe, never
+ * blocks for long. */
+void deliver_notify(void *arg, const char *owner, const int64_t *outbox_ids, size_t n,
+                    struct db_fire_handover *handed);
 /* Requests in flight in this process (for /metrics). Thread-safe. */
 size_t deliver_in_flight(void);
 /* Stops taking rows, gives back the rows not sent yet (another replica, or the next process,

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "channel.h"
+#include "db_fire.h"
 #include "db_outbox.h"
 #include "deliver.h"
 #include "deliver_policy.h"
@@ -86,6 +87,8 @@ struct worker {
     char pub_owner[DB_OUTBOX_OWNER_MAX + 1];
     atomic_bool live;
     atomic_size_t given;
+    /* Fires' rows handed to it in memory (db_fire.h), oldest first, under pub_mu. */
+    struct db_fire_handover *handed_head, *handed_tail;
     struct db *db;
     int64_t db_retry_ms;
     bool db_down;
@@ -153,6 +156,12 @@ void deliver_in_flight_sub(size_t n);
  * cannot be built, are recorded failed for good and freed; the others are queued for their
  * receivers. Overwrites w->jobs, w->ids and w->texts. */
 void deliver_job_take(struct worker *w, size_t n);
+/* Turns the rows of handover h into jobs as deliver_job_take does with leased ones, their
+ * payloads built from the meetings h brought (no statement); rows w may not take (h is older than
+ * DELIVER_HANDOVER_AGE_MAX_MS, for another name of w's, or w has no room) stay in the outbox,
+ * owned, for its lease statement once due; so do rows whose receiver's circuit is not closed,
+ * as a lease would have. The caller frees h. */
+void deliver_job_take_handed(struct worker *w, struct db_fire_handover *h);
 /* Whether j is one of the rows w holds (its lease's): the only rows w may record or give back. */
 bool deliver_job_held(const struct worker *w, const struct job *j);
 /* The oldest job queued for r, taken off its queue (it stays held), or NULL when none. */
@@ -183,6 +192,9 @@ void deliver_lease_renew(struct worker *w, int64_t now);
  * it asked for: only then may more be waiting (rows given later wake the worker). Overwrites
  * w->ids. */
 size_t deliver_lease_claim(struct worker *w, int64_t now, bool *more);
+/* w loaded n rows it was given (by a lease or a handover): the dispatch thread counts them no
+ * more (deliver_owner_for). */
+void deliver_lease_loaded(struct worker *w, size_t n);
 /* Gives the rows w->ids[0..n), which w holds and did not send, back to the outbox, due after
  * delay_ms (0: at once, for anyone), no attempt spent. The caller frees their jobs. */
 void deliver_lease_give_back(struct worker *w, size_t n, int64_t delay_ms);

@@ -31,15 +31,23 @@ bucket(const char *key)
     return h % RECEIVER_BUCKETS;
 }
 
+static struct receiver **
+receiver_link(struct worker *w, const char *key)
+{
+    struct receiver **r = &w->receivers[bucket(key)];
+
+    while (*r != NULL && strcmp((*r)->key, key) != 0)
+        r = &(*r)->next;
+    return r;
+}
+
 /* The receiver of a row: its key names one channel's receiver (a push service's origin is never
  * a webhook id), so the share set when the key is first seen holds for all its rows. */
 static struct receiver *
 receiver_get(struct worker *w, const struct db_outbox_item *it)
 {
-    struct receiver **r = &w->receivers[bucket(it->receiver)];
+    struct receiver **r = receiver_link(w, it->receiver);
 
-    while (*r != NULL && strcmp((*r)->key, it->receiver) != 0)
-        r = &(*r)->next;
     if (*r == NULL && (*r = calloc(1, sizeof **r)) != NULL) {
         snprintf((*r)->key, sizeof(*r)->key, "%s", it->receiver);
         (*r)->channel = it->channel;
@@ -260,42 +268,39 @@ target_gone_reason(const struct db_outbox_item *it)
     return it->target_disabled ? "webhook disabled" : "webhook deleted";
 }
 
-/* Rows whose target or meeting is gone, or whose payload cannot be built, fail for good. */
-void
-deliver_job_take(struct worker *w, size_t n)
+/* A job w holds for the row *it (moved into it; *it is left empty), or NULL when out of memory
+ * (the row is freed here and stays w's in the outbox: a later lease brings it back). */
+static struct job *
+job_new(struct worker *w, struct db_outbox_item *it)
 {
-    struct job **fresh = w->jobs;
-    size_t k = 0, n_fail = 0;
+    struct job *j = calloc(1, sizeof *j);
 
-    for (size_t i = 0; i < n; i++) {
-        struct job *j = calloc(1, sizeof *j);
-        if (j == NULL || (j->rcv = receiver_get(w, &w->claimed[i])) == NULL ||
-            (j->ten = tenant_get(w, w->claimed[i].tenant_id)) == NULL) {
-            free(j);
-            db_outbox_item_fini(&w->claimed[i]); /* still its: the next lease brings it back */
-            continue;
-        }
-        TOCSIN_ASSERT(w->n_held < w->max_held); /* a lease takes no more than fits */
-        /* A lease may bring a tenant past its share (rows given to this worker, or due, read in
-         * order): the rest wait in their queues without a slot, for the tenant's requests. */
-        if (++j->ten->held > w->d->tenant_share)
-            metrics_add(METRIC_DELIVERY_TENANT_DEFERRED, 1);
-        j->it = w->claimed[i];
-        j->slot = w->n_held;
-        w->held[w->n_held++] = j;
-        fresh[k++] = j;
+    if (j == NULL || (j->rcv = receiver_get(w, it)) == NULL ||
+        (j->ten = tenant_get(w, it->tenant_id)) == NULL) {
+        free(j);
+        db_outbox_item_fini(it);
+        return NULL;
     }
-    if (build_bodies(w, fresh, k) != 0) {
-        deliver_db_lost(w, "cannot read the meetings of leased rows (given back)");
-        for (size_t i = 0; i < k; i++)
-            w->ids[i] = fresh[i]->it.id;
-        deliver_lease_give_back(w, k, 0);
-        for (size_t i = 0; i < k; i++)
-            deliver_job_drop(w, fresh[i]);
-        return;
-    }
+    TOCSIN_ASSERT(w->n_held < w->max_held); /* a lease takes no more than fits */
+    /* A lease may bring a tenant past its share (rows given to this worker, or due, read in
+     * order): the rest wait in their queues without a slot, for the tenant's requests. */
+    if (++j->ten->held > w->d->tenant_share)
+        metrics_add(METRIC_DELIVERY_TENANT_DEFERRED, 1);
+    j->it = *it;
+    memset(it, 0, sizeof *it);
+    j->slot = w->n_held;
+    w->held[w->n_held++] = j;
+    return j;
+}
+
+/* Queues the new jobs fresh[0..k) for their receivers; those whose target or meeting is gone, or
+ * whose payload could not be built, are recorded failed for good and freed. */
+static void
+queue_or_fail(struct worker *w, struct job **fresh, size_t k)
+{
     struct job *gone[DB_OUTBOX_CLAIM_MAX];
-    size_t n_gone = 0;
+    size_t n_gone = 0, n_fail = 0;
+
     for (size_t i = 0; i < k; i++) {
         struct job *j = fresh[i];
         const char *why = j->it.target_gone       ? target_gone_reason(&j->it)
@@ -312,4 +317,73 @@ deliver_job_take(struct worker *w, size_t n)
         deliver_record_failed(w, n_fail);
     for (size_t i = 0; i < n_gone; i++)
         deliver_job_drop(w, gone[i]);
+}
+
+void
+deliver_job_take(struct worker *w, size_t n)
+{
+    struct job **fresh = w->jobs;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = job_new(w, &w->claimed[i]);
+        if (j != NULL)
+            fresh[k++] = j;
+    }
+    if (build_bodies(w, fresh, k) != 0) {
+        deliver_db_lost(w, "cannot read the meetings of leased rows (given back)");
+        for (size_t i = 0; i < k; i++)
+            w->ids[i] = fresh[i]->it.id;
+        deliver_lease_give_back(w, k, 0);
+        for (size_t i = 0; i < k; i++)
+            deliver_job_drop(w, fresh[i]);
+        return;
+    }
+    queue_or_fail(w, fresh, k);
+}
+
+/* Whether a handed row is left to the lease statement because its receiver's circuit is not
+ * closed: the lease leaves such a receiver's rows in the outbox until it may take requests. */
+static bool
+receiver_shut(struct worker *w, const struct db_outbox_item *it, int64_t now)
+{
+    struct receiver *r = *receiver_link(w, it->receiver);
+
+    return r != NULL && deliver_policy_circuit(&r->pol, now) != DELIVER_CIRCUIT_CLOSED;
+}
+
+/* Whether w may take the rows of h: see DELIVER_HANDOVER_AGE_MAX_MS. */
+static bool
+handover_fresh(const struct worker *w, const struct db_fire_handover *h, int64_t now)
+{
+    return w->registered && strcmp(h->owner, w->owner) == 0 &&
+           now - h->started_ms <= DELIVER_HANDOVER_AGE_MAX_MS;
+}
+
+void
+deliver_job_take_handed(struct worker *w, struct db_fire_handover *h)
+{
+    struct job **fresh = w->jobs;
+    struct codec_people *people = NULL; /* webhook rows only: never parsed */
+    size_t k = 0, i = 0, left = 0;
+    int64_t wall = timefmt_now_ms(), now = timefmt_mono_ms();
+
+    /* Scratch of one round: as a lease, at most DB_OUTBOX_CLAIM_MAX at a time. */
+    while (handover_fresh(w, h, timefmt_mono_ms()) && i < h->n && w->n_held < w->max_held) {
+        for (k = 0; k < DB_OUTBOX_CLAIM_MAX && i < h->n && w->n_held < w->max_held; i++) {
+            if (receiver_shut(w, &h->items[i], now)) {
+                left++;
+                continue;
+            }
+            struct job *j = job_new(w, &h->items[i]);
+            if (j == NULL)
+                continue;
+            build_body(w, j, &h->meetings[h->meeting_of[i]], &people, wall);
+            fresh[k++] = j;
+        }
+        metrics_add(METRIC_DELIVERY_HANDED, k);
+        deliver_lease_loaded(w, k);
+        queue_or_fail(w, fresh, k);
+    }
+    metrics_add(METRIC_DELIVERY_HANDED_LEFT, left + h->n - i);
 }

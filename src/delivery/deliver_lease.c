@@ -195,11 +195,17 @@ deliver_lease_claim(struct worker *w, int64_t now, bool *more)
     size_t given = 0;
     for (size_t i = 0; i < n; i++)
         given += w->claimed[i].given;
-    for (size_t was = atomic_load(&w->given);
-         !atomic_compare_exchange_weak(&w->given, &was, was > given ? was - given : 0);)
-        ;
+    deliver_lease_loaded(w, given);
     *more = n == room;
     return n;
+}
+
+void
+deliver_lease_loaded(struct worker *w, size_t n)
+{
+    for (size_t was = atomic_load(&w->given);
+         !atomic_compare_exchange_weak(&w->given, &was, was > n ? was - n : 0);)
+        ;
 }
 
 void

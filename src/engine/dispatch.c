@@ -2,7 +2,8 @@
  * a batch from the queue, dedupe, hold back the early ones, drop what it claimed lately, claim the
  * rest in Redis pipelines (mirror_claim.h), fire the winners in one PostgreSQL statement
  * (db_fire.c), retry that statement with backoff while the database is away (their outbox rows
- * owned by a local delivery worker), then hand the outbox ids to delivery, remove the batch's
+ * owned by a local delivery worker), then hand the outbox ids to delivery (and its webhook rows
+ * with their meetings, db_fire.h's handover), remove the batch's
  * Redis keys and wake the stream hubs. */
 #include "dispatch.h"
 
@@ -63,6 +64,7 @@ struct dispatch {
     struct seen *seen; /* DISPATCH_SEEN_SLOTS */
     struct db_fire_result res;
     char owner[DB_OUTBOX_OWNER_MAX + 1]; /* of the batch being fired; "" = nobody */
+    int64_t started_ms;                  /* monotonic: when its statement was sent */
 };
 
 static int
@@ -240,9 +242,16 @@ account(struct dispatch *d, const struct reminder_key *keys, size_t n_sent)
     metrics_add(METRIC_MISSED, d->res.n - fired);
     log_round(d, fired, worst);
     metrics_add(METRIC_STALE_DROPPED, n_sent - d->res.n);
-    if (d->on_fired != NULL && d->res.n_outbox > 0)
+    if (d->on_fired != NULL && d->res.n_outbox > 0) {
+        struct db_fire_handover *h = d->res.handover;
+        d->res.handover = NULL; /* the callee's now */
+        if (h != NULL) {
+            snprintf(h->owner, sizeof h->owner, "%s", d->owner);
+            h->started_ms = d->started_ms;
+        }
         d->on_fired(d->on_fired_arg, d->owner[0] != '\0' ? d->owner : NULL, d->res.outbox_ids,
-                    d->res.n_outbox);
+                    d->res.n_outbox, h);
+    }
     /* The batch's keys are spent (fired, missed, or stale): removed now, they never expire into
      * an event that every replica would receive and claim. Best effort: a key left behind
      * expires into an event that changes nothing. Not waited for: the next claim reads the
@@ -266,10 +275,15 @@ fire_once(struct dispatch *d, const struct reminder_key *k, size_t n, char why[D
     if (d->db == NULL && (d->db = db_open_in_order(d->database_url, why, DB_ERR_MAX)) == NULL)
         return DB_SOFT_ERROR;
     /* Asked per attempt: a worker whose lease lapsed meanwhile has a new name. */
-    if (d->owner_for == NULL || d->owner_for(d->on_fired_arg, d->owner, sizeof d->owner) != 0)
+    bool hand = false;
+    if (d->owner_for == NULL ||
+        d->owner_for(d->on_fired_arg, d->owner, sizeof d->owner, &hand) != 0)
         d->owner[0] = '\0';
+    /* Before the statement is sent: the handover's age counts from before the fire's now(). */
+    d->started_ms = timefmt_mono_ms();
     enum db_status st = db_fire_batch(d->db, k, n, d->missed_grace_ms, d->email,
-                                      d->owner[0] != '\0' ? d->owner : NULL, &d->res);
+                                      d->owner[0] != '\0' ? d->owner : NULL,
+                                      hand ? DB_FIRE_HANDOVER_GRACE_MS : 0, &d->res);
     if (st == DB_HARD_ERROR || st == DB_SOFT_ERROR)
         snprintf(why, DB_ERR_MAX, "%s", db_errmsg(d->db));
     return st;

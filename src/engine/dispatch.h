@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "db.h"
 #include "meeting.h"
 #include "mirror.h"
 
@@ -21,25 +22,30 @@
 /* An occurrence due later than this is dropped, not held: its key, the scheduler or the sweep
  * brings it back when due. */
 #define DISPATCH_DEFER_HORIZON_MS 60000
-#define DISPATCH_BACKOFF_MIN_MS 50   /* first wait after a failed fire statement */
-#define DISPATCH_BACKOFF_MAX_MS 1000 /* the wait doubles up to this */
-#define DISPATCH_DRAIN_MS 2000       /* dispatch_stop waits at most this for queued work */
+#define DISPATCH_BACKOFF_MIN_MS 50 /* first wait after a failed fire statement */
+/* The wait doubles up to this: DB_RECONNECT_WAIT_MS, so that after a PostgreSQL failover the
+ * fire statement finds the new primary within a second of it taking writes. */
+#define DISPATCH_BACKOFF_MAX_MS DB_RECONNECT_WAIT_MS
+#define DISPATCH_DRAIN_MS 2000 /* dispatch_stop waits at most this for queued work */
 /* Occurrences this replica claimed lately, remembered so that a second copy (its Redis key
  * expired into an event just before the fire removed it, or the sweep found it) is dropped without
  * a Redis round trip. A lossy table (24 bytes a slot): a forgotten one is claimed in Redis. */
 #define DISPATCH_SEEN_SLOTS 16384
 
+struct db_fire_handover;
+
 /* Called on the dispatch thread before each fire statement: writes into out (cap bytes) the
- * delivery owner its outbox rows are written to (db_outbox.h), and returns 0; or returns -1 when
- * no local worker takes more, and the rows are written for any worker of any replica. Must not
- * block. */
-typedef int (*dispatch_owner_fn)(void *arg, char *out, size_t cap);
+ * delivery owner its outbox rows are written to (db_outbox.h) and sets *handover when that owner
+ * takes its webhook rows in memory (db_fire.h), and returns 0; or returns -1 when no local worker
+ * takes more, and the rows are written for any worker of any replica. Must not block. */
+typedef int (*dispatch_owner_fn)(void *arg, char *out, size_t cap, bool *handover);
 
 /* Called on the dispatch thread after a fire statement committed, with the owner its rows were
- * given (NULL: nobody) and the outbox row ids it created (borrowed for the call). Must not block
- * for long: the next batch waits for it. */
-typedef void (*dispatch_fired_fn)(void *arg, const char *owner, const int64_t *outbox_ids,
-                                  size_t n);
+ * given (NULL: nobody), the outbox row ids it created (borrowed for the call) and the rows handed
+ * to that owner in memory (NULL: none; the callee takes it). Must not block for long: the next
+ * batch waits for it. */
+typedef void (*dispatch_fired_fn)(void *arg, const char *owner, const int64_t *outbox_ids, size_t n,
+                                  struct db_fire_handover *handed);
 
 /* Called on the dispatch thread after a fire statement committed stream events: the newest seq
  * per tenant (borrowed for the call). Must not block for long. */

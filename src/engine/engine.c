@@ -1,4 +1,5 @@
-/* engine.c -- the wiring of engine.h. Start order: dispatch, reconciler (with dispatch for its
+/* engine.c -- the wiring of engine.h. Start order: the Sentinel watcher (redis-sentinel:// only),
+ * dispatch, reconciler (with dispatch for its
  * overdue sweep; it samples the database's clock as it starts), scheduler, expiry listener (whose
  * every subscribe asks the reconciler for a pass, covering events lost while it was away), then
  * the membership heartbeat, whose every change of owned shards asks the reconciler and the
@@ -13,6 +14,8 @@
 #include "recon.h"
 #include "retention.h"
 #include "scheduler.h"
+#include "sentinel.h"
+#include "transport.h"
 
 struct engine {
     struct members *members;
@@ -21,6 +24,8 @@ struct engine {
     struct scheduler *sched;
     struct expiry *expiry;
     struct retention *retention;
+    struct transport_tls *sentinel_tls; /* the watcher's; NULL = plain */
+    struct sentinel_watch *sentinel;    /* NULL without redis-sentinel:// */
     const struct engine_hooks *hooks;
 };
 
@@ -55,6 +60,33 @@ on_stream_wake(void *arg, const struct stream_head *h)
     hooks->on_streamed(hooks->streamed_arg, h, 1);
 }
 
+/* redis-sentinel://: the +switch-master watcher, so every connection of this process moves at
+ * once when Sentinel moves the master (sentinel.h). 0 also when there is nothing to watch. */
+static int
+watch_sentinels(struct engine *e, const struct config *cfg)
+{
+    char err[TRANSPORT_ERR_MAX];
+
+    if (cfg->redis_sentinels_n == 0)
+        return 0;
+    if (cfg->redis_tls &&
+        (e->sentinel_tls = transport_tls_new(cfg->redis_tls_ca[0] ? cfg->redis_tls_ca : NULL,
+                                             cfg->redis_tls_cert[0] ? cfg->redis_tls_cert : NULL,
+                                             cfg->redis_tls_key[0] ? cfg->redis_tls_key : NULL, err,
+                                             sizeof err)) == NULL)
+        return -1;
+    struct sentinel_opts so = {cfg->redis_sentinels,
+                               cfg->redis_sentinels_n,
+                               cfg->redis_master,
+                               cfg->redis_sentinel_user[0] ? cfg->redis_sentinel_user : NULL,
+                               cfg->redis_sentinel_password[0] ? cfg->redis_sentinel_password
+                                                               : NULL,
+                               e->sentinel_tls,
+                               MIRROR_CONNECT_TIMEOUT_MS,
+                               MIRROR_COMMAND_TIMEOUT_MS};
+    return (e->sentinel = sentinel_watch_start(&so)) != NULL ? 0 : -1;
+}
+
 struct engine *
 engine_start(const struct config *cfg, const struct engine_hooks *hooks)
 {
@@ -64,6 +96,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
     if (e == NULL)
         return NULL;
     e->hooks = hooks;
+    if (watch_sentinels(e, cfg) != 0)
+        goto fail;
     struct members_opts mopt = {cfg->database_url, cfg->instance_id, on_reshard, e};
     if ((e->members = members_new(&mopt)) == NULL)
         goto fail;
@@ -91,7 +125,8 @@ engine_start(const struct config *cfg, const struct engine_hooks *hooks)
                                on_subscribed,
                                e,
                                hooks->on_streamed != NULL ? on_stream_wake : NULL,
-                               (void *)hooks};
+                               (void *)hooks,
+                               NULL};
     if ((e->expiry = expiry_start(&eopt)) == NULL || members_run(e->members) != 0)
         goto fail;
     struct retention_opts topt = {cfg->database_url,
@@ -144,6 +179,12 @@ engine_gauges(struct engine *e, struct engine_gauges *out)
     out->replicas = members_live(e->members);
 }
 
+size_t
+engine_redis_masters(struct engine *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL ? expiry_masters(e->expiry, out, cap) : 0;
+}
+
 void
 engine_stop(struct engine *e)
 {
@@ -156,5 +197,7 @@ engine_stop(struct engine *e)
     recon_stop(e->recon);
     dispatch_stop(e->dispatch);
     members_free(e->members);
+    sentinel_watch_stop(e->sentinel);
+    transport_tls_free(e->sentinel_tls);
     free(e);
 }

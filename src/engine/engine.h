@@ -49,6 +49,9 @@ void engine_reminders_changed(struct engine *e, const struct reminder_key *k, si
 void engine_mirror_failed(struct engine *e);
 /* A snapshot of the engine's state. Thread-safe; zeroes for NULL. */
 void engine_gauges(struct engine *e, struct engine_gauges *out);
+/* With Redis Cluster, the masters and whether each one's expiry listener is subscribed
+ * (expiry_masters); 0 without Cluster or for NULL. */
+size_t engine_redis_masters(struct engine *e, struct expiry_master *out, size_t cap);
 /* Stops retention, leaves the membership (the other replicas take this one's shards), stops the
  * producers (listener, scheduler, reconciler), then lets dispatch fire what is queued (bounded),
  * and frees e. What is left stays pending in PostgreSQL. Accepts NULL. */

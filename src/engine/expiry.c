@@ -2,8 +2,11 @@
  * stop flag is seen within EXPIRY_POLL_MS without a read timeout (after which a connection is
  * unusable); replies already buffered are parsed first, and keys are handed to dispatch in
  * batches. The connection comes from a private struct mirror (mirror_internal.h): same connect,
- * AUTH, SELECT and reconnect backoff as every other Redis connection. */
+ * AUTH, SELECT, Sentinel discovery and reconnect backoff as every other Redis connection; when
+ * the mirror replaced it because the master moved, the listener subscribes again on the new one
+ * (and so probes the new master's notify setting and asks for a repair pass). */
 #include "expiry.h"
+#include "expiry_cluster.h"
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -25,11 +28,13 @@
 
 #define EXPIRY_CHANNEL_MAX 48
 #define EXPIRY_INSTANCE_MAX 64
-#define EXPIRY_PROBE_KEY_MAX (MIRROR_PREFIX_MAX + EXPIRY_INSTANCE_MAX + 32)
+#define EXPIRY_PROBE_KEY_MAX (MIRROR_PREFIX_MAX + EXPIRY_INSTANCE_MAX + EXPIRY_TAG_MAX + 32)
 #define EXPIRY_PROBE_TTL_MS 1 /* the probe key is meant to expire at once */
 #define EXPIRY_WHY_MAX 256
+#define EXPIRY_TAG_MAX 24 /* a Cluster hash tag (cluster_tag_for) */
 
 struct expiry {
+    struct expiry_cluster *cluster; /* with Cluster: all the rest is unused */
     pthread_t thread;
     atomic_bool stop;
     atomic_bool connected;
@@ -44,11 +49,13 @@ struct expiry {
     void *on_stream_arg;
     char channel[EXPIRY_CHANNEL_MAX];
     char stream_channel[MIRROR_STREAM_CHANNEL_MAX];
-    bool was_down; /* an outage is logged once, not per retry */
+    bool was_down;   /* an outage is logged once, not per retry */
+    uint64_t serial; /* the mirror connection subscribed on (mirror_conn_serial) */
     pthread_mutex_t why_lock;
     char why[EXPIRY_ERROR_MAX]; /* why Redis is unreachable, "" while subscribed (why_lock) */
     /* The probe, used by the thread only. probe_key is "" when no probe is under way. */
     char instance[EXPIRY_INSTANCE_MAX + 1];
+    char probe_tag[EXPIRY_TAG_MAX]; /* "" = none */
     char probe_key[EXPIRY_PROBE_KEY_MAX];
     uint64_t probe_seq;
     int64_t probe_deadline_ms;       /* monotonic */
@@ -103,8 +110,8 @@ probe_start(struct expiry *e)
 
     e->config_why[0] = '\0';
     mirror_ensure_notify(e->cmd, e->config_why, sizeof e->config_why);
-    snprintf(e->probe_key, sizeof e->probe_key, "%s:probe:%s:%" PRIu64, mirror_prefix(e->mi),
-             e->instance, ++e->probe_seq);
+    snprintf(e->probe_key, sizeof e->probe_key, "%s%s%s:probe:%s:%" PRIu64, mirror_prefix(e->mi),
+             e->probe_tag[0] ? ":" : "", e->probe_tag, e->instance, ++e->probe_seq);
     if (mirror_probe_set(e->cmd, e->probe_key, EXPIRY_PROBE_TTL_MS) != 0) {
         probe_done(e, EXPIRY_NOTIFY_UNKNOWN);
         return;
@@ -147,8 +154,9 @@ take_stream(struct expiry *e, const redisReply *msg)
 /* One pushed message: ["message", channel, payload]. Other replies (subscribe confirmations) are
  * ignored. */
 static void
-take(struct expiry *e, const redisReply *r)
+take(void *arg, const redisReply *r)
 {
+    struct expiry *e = arg;
     struct reminder_key k;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
@@ -196,6 +204,18 @@ lost(struct expiry *e, const char *why)
     mirror_conn_lost(e->mi);
 }
 
+/* The mirror replaced the connection under us (the master moved: sentinel.h): the new one is not
+ * subscribed yet, and the probe and the notify setting are the old master's. */
+static void
+moved(struct expiry *e)
+{
+    LOG_INFO("expiry: the redis master moved; subscribing on the new one");
+    atomic_store(&e->connected, false);
+    atomic_store(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
+    e->probe_key[0] = '\0';
+    e->probe_next_ms = 0;
+}
+
 /* SUBSCRIBE to one or two channels: one confirmation reply per channel. */
 static int
 subscribe(struct expiry *e, struct redis_conn *c)
@@ -215,6 +235,7 @@ subscribe(struct expiry *e, struct redis_conn *c)
     }
     if (!ok)
         return -1;
+    e->serial = mirror_conn_serial(e->mi);
     set_why(e, "");
     atomic_store(&e->connected, true);
     if (e->was_down)
@@ -231,17 +252,10 @@ subscribe(struct expiry *e, struct redis_conn *c)
 static int
 pump(struct expiry *e, struct redis_conn *c)
 {
-    redisReply *reply;
     int wait_ms = e->probe_key[0] != '\0' ? EXPIRY_PROBE_TOUCH_MS : EXPIRY_POLL_MS;
 
-    for (;;) {
-        if (redis_conn_buffered(c, &reply) != 0)
-            return -1;
-        if (reply == NULL)
-            break;
-        take(e, reply);
-        freeReplyObject(reply);
-    }
+    if (redis_conn_drain(c, take, e) != 0)
+        return -1;
     flush(e);
     int rc = redis_conn_wait(c, wait_ms);
     if (rc == 0)
@@ -273,6 +287,8 @@ expiry_thread(void *arg)
             poll(NULL, 0, EXPIRY_POLL_MS);
             continue;
         }
+        if (atomic_load(&e->connected) && mirror_conn_serial(e->mi) != e->serial)
+            moved(e);
         if (!atomic_load(&e->connected) && subscribe(e, c) != 0) {
             lost(e, "SUBSCRIBE failed");
             continue;
@@ -292,6 +308,13 @@ expiry_start(const struct expiry_opts *opts)
 
     if (e == NULL)
         return NULL;
+    if (opts->mirror.n_seeds > 0) {
+        if ((e->cluster = expiry_cluster_start(opts)) == NULL) {
+            free(e);
+            return NULL;
+        }
+        return e;
+    }
     atomic_init(&e->stop, false);
     atomic_init(&e->connected, false);
     atomic_init(&e->notify, EXPIRY_NOTIFY_UNKNOWN);
@@ -299,6 +322,7 @@ expiry_start(const struct expiry_opts *opts)
     e->d = opts->dispatch;
     e->members = opts->members;
     snprintf(e->instance, sizeof e->instance, "%s", opts->instance_id ? opts->instance_id : "-");
+    snprintf(e->probe_tag, sizeof e->probe_tag, "%s", opts->probe_tag ? opts->probe_tag : "");
     e->on_connect = opts->on_connect;
     e->on_connect_arg = opts->on_connect_arg;
     e->on_stream = opts->on_stream;
@@ -321,12 +345,16 @@ expiry_start(const struct expiry_opts *opts)
 bool
 expiry_connected(struct expiry *e)
 {
+    if (e != NULL && e->cluster != NULL)
+        return expiry_cluster_connected(e->cluster);
     return e != NULL && atomic_load(&e->connected);
 }
 
 enum expiry_notify
 expiry_notify_state(struct expiry *e)
 {
+    if (e != NULL && e->cluster != NULL)
+        return expiry_cluster_notify(e->cluster);
     return e != NULL ? (enum expiry_notify)atomic_load(&e->notify) : EXPIRY_NOTIFY_UNKNOWN;
 }
 
@@ -335,6 +363,11 @@ expiry_stop(struct expiry *e)
 {
     if (e == NULL)
         return;
+    if (e->cluster != NULL) {
+        expiry_cluster_stop(e->cluster);
+        free(e);
+        return;
+    }
     atomic_store(&e->stop, true);
     pthread_join(e->thread, NULL);
     mirror_free(e->mi);
@@ -343,12 +376,22 @@ expiry_stop(struct expiry *e)
     free(e);
 }
 
+size_t
+expiry_masters(struct expiry *e, struct expiry_master *out, size_t cap)
+{
+    return e != NULL && e->cluster != NULL ? expiry_cluster_masters(e->cluster, out, cap) : 0;
+}
+
 void
 expiry_redis_error(struct expiry *e, char *buf, size_t buflen)
 {
     buf[0] = '\0';
     if (e == NULL)
         return;
+    if (e->cluster != NULL) {
+        expiry_cluster_error(e->cluster, buf, buflen);
+        return;
+    }
     pthread_mutex_lock(&e->why_lock);
     snprintf(buf, buflen, "%s", e->why);
     pthread_mutex_unlock(&e->why_lock);

@@ -3,11 +3,14 @@
  * reminder key of our prefix becomes an occurrence for dispatch; each wake-up goes to on_stream.
  * Both are hints: late, lost while disconnected, seen by every replica; the scheduler, the
  * reconciler and the stream hub's poll cover what they miss. Reconnects with the mirror's backoff
- * and calls on_connect after every (re)subscribe so a repair pass covers the gap.
+ * (and at once to a new master Sentinel names) and calls on_connect after every (re)subscribe so
+ * a repair pass covers the gap.
  * After every (re)subscribe it also checks that Redis sends expired events at all, end to end and
  * without needing CONFIG (forbidden on managed Redis): it sets a probe key that expires at once,
  * touches it, and waits up to EXPIRY_PROBE_WAIT_MS for its event. Before that it tries CONFIG SET
- * notify-keyspace-events where allowed, so a fresh Redis is fixed rather than only reported. */
+ * notify-keyspace-events where allowed, so a fresh Redis is fixed rather than only reported.
+ * With Redis Cluster (mirror.n_seeds > 0) it is one listener per master (expiry_cluster.h) behind
+ * the same calls. */
 #ifndef TOCSIN_EXPIRY_H
 #define TOCSIN_EXPIRY_H
 
@@ -43,6 +46,9 @@ struct expiry_opts {
     void *on_connect_arg;
     expiry_stream_fn on_stream; /* may be NULL: then the wake-up channel is not subscribed */
     void *on_stream_arg;
+    /* A hash tag put in the probe key ("<prefix>:<tag>:probe:..."), so that it lands on the one
+     * Cluster master this listener is subscribed to (expiry_cluster.h); NULL = none. Copied. */
+    const char *probe_tag;
 };
 
 struct expiry;
@@ -59,6 +65,14 @@ enum expiry_notify expiry_notify_state(struct expiry *e);
  * the NUL. For /readyz. Thread-safe; "" for NULL. */
 #define EXPIRY_ERROR_MAX 256
 void expiry_redis_error(struct expiry *e, char *buf, size_t buflen);
+/* With Redis Cluster: each master of the slot map and whether its listener is subscribed, so
+ * /metrics can say which master is down. Fills up to cap; returns how many (0 without Cluster). */
+#define EXPIRY_MASTER_ADDR_MAX (REDIS_URL_HOST_MAX + 8) /* "host:port" */
+struct expiry_master {
+    char addr[EXPIRY_MASTER_ADDR_MAX];
+    bool subscribed;
+};
+size_t expiry_masters(struct expiry *e, struct expiry_master *out, size_t cap);
 /* Stops the thread within about EXPIRY_POLL_MS and frees e. Accepts NULL. */
 void expiry_stop(struct expiry *e);
 

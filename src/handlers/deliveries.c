@@ -190,16 +190,6 @@ once(struct handler_page *p, const char **slot, const char *value, const char *w
     return value != NULL ? 1 : -1;
 }
 
-static bool
-q_valid(const char *v)
-{
-    size_t n = v != NULL ? strlen(v) : 0;
-    json_t *s = n >= 1 && n <= DB_DELIVERY_Q_MAX ? json_stringn(v, n) : NULL; /* UTF-8 only */
-
-    json_decref(s);
-    return s != NULL;
-}
-
 static int
 take_filter(struct handler_page *p, const char *key, const char *value)
 {
@@ -217,7 +207,7 @@ take_filter(struct handler_page *p, const char *key, const char *value)
                     "must be a UUID in lower case");
     }
     if (strcmp(key, "q") == 0)
-        return once(p, &q->q, q_valid(value) ? value : NULL, "must be 1 to 200 bytes of UTF-8");
+        return once(p, &q->q, handler_search_q_valid(value) ? value : NULL, HANDLER_SEARCH_Q_FORM);
     return 0;
 }
 
@@ -239,7 +229,6 @@ handle_deliveries_list(struct request *rq)
     bool more;
     int ret;
 
-    _Static_assert(DB_DELIVERY_Q_MAX == 200, "q's form in the problem detail");
     if (handler_page_query(rq, &a, &ret) != 0)
         return ret;
     if (a.cursor != NULL && deliveries_cursor(a.cursor, "s1", &q.before_id) != 0)

@@ -324,6 +324,17 @@ page_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
     return MHD_YES;
 }
 
+bool
+handler_search_q_valid(const char *v)
+{
+    size_t n = v != NULL ? strlen(v) : 0;
+    json_t *s = n >= 1 && n <= DB_SEARCH_Q_MAX ? json_stringn(v, n) : NULL; /* UTF-8 only */
+
+    _Static_assert(DB_SEARCH_Q_MAX == 200, "HANDLER_SEARCH_Q_FORM");
+    json_decref(s);
+    return s != NULL;
+}
+
 int
 handler_page_query(struct request *rq, struct handler_page *p, int *ret)
 {

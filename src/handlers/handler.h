@@ -109,6 +109,10 @@ struct handler_page {
  * parameter (or 'from' after 'to'), with *ret set. */
 int handler_page_query(struct request *rq, struct handler_page *p, int *ret);
 
+/* Is v a search's q: 1 to DB_SEARCH_Q_MAX bytes of UTF-8? */
+bool handler_search_q_valid(const char *v);
+#define HANDLER_SEARCH_Q_FORM "must be 1 to 200 bytes of UTF-8"
+
 #define HANDLER_CURSOR_FORM "must be a next_cursor returned by this endpoint, as it was returned"
 
 /* What follows a list page's items (http_page.h): {"next_cursor": cursor}, null for "" (the last

@@ -1,5 +1,6 @@
-/* meetings_list.c -- GET /v1/meetings?from=&to=&limit=&cursor=: one page of the tenant's live
- * meetings ordered by (starts_at, id), keyset-paginated (expand=true: meetings_expand.c), at most
+/* meetings_list.c -- GET /v1/meetings?from=&to=&q=&limit=&cursor=: one page of the tenant's live
+ * meetings ordered by (starts_at, id), those whose title holds q (case-insensitive) when it is
+ * given, keyset-paginated (expand=true: meetings_expand.c, without q), at most
  * limit of them and within TOCSIN_PAGE_BYTES_MAX (http_page.h). The cursor is opaque to clients:
  * hex of "v1:<starts_at_ms>:<id>" of the last item returned. */
 #include <microhttpd.h>
@@ -19,10 +20,11 @@
 #define CURSOR_RAW_MAX 80
 #define CURSOR_MAX HEX_ENCODED_LEN(CURSOR_RAW_MAX)
 
-/* expand=true|false, the list's own parameter next to the page's. */
+/* expand=true|false and q, the list's own parameters next to the page's. */
 struct expand_arg {
     bool expand; /* expand=true: occurrences of series (meetings_expand.c) */
     int seen;
+    const char *q; /* a substring of the title, or NULL */
 };
 
 static int
@@ -59,6 +61,13 @@ take_expand(struct handler_page *p, const char *key, const char *value)
 {
     struct expand_arg *e = p->extra_arg;
 
+    if (strcmp(key, "q") == 0) {
+        p->bad_why = e->q != NULL ? "must be given at most once" : HANDLER_SEARCH_Q_FORM;
+        if (e->q != NULL || !handler_search_q_valid(value))
+            return -1;
+        e->q = value;
+        return 1;
+    }
     if (strcmp(key, "expand") != 0)
         return 0;
     if (e->seen++ != 0) {
@@ -156,7 +165,7 @@ handle_meetings_list(struct request *rq)
         .from_ms = INT64_MIN,
         .to_ms = INT64_MAX,
         .limit = LIST_LIMIT_DEFAULT,
-        .allowed = "is not taken: the parameters are from, to, limit, cursor and expand",
+        .allowed = "is not taken: the parameters are from, to, q, limit, cursor and expand",
         .extra = take_expand,
         .extra_arg = &e,
     };
@@ -169,6 +178,9 @@ handle_meetings_list(struct request *rq)
     q.from_ms = page.from_ms;
     q.to_ms = page.to_ms;
     q.limit = page.limit;
+    q.title_q = e.q;
+    if (e.expand && e.q != NULL) /* a calendar range shows all; a search lists meetings */
+        return http_reply_query(rq, "q", "is not taken with expand=true");
     if (page.cursor != NULL && (e.expand ? meetings_expand_cursor_decode(page.cursor, &q)
                                          : cursor_decode(page.cursor, &q)) != 0)
         return http_reply_query(rq, "cursor", HANDLER_CURSOR_FORM);

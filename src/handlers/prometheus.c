@@ -23,7 +23,9 @@
 #include "metrics.h"
 #include "version.h"
 
-#define METRICS_GAUGES_MAX 4096 /* bytes of the gauge section (about 2,200 used) */
+/* Bytes of the gauge section: about 2,200, and a line of up to 300 per Redis Cluster master. */
+#define METRICS_GAUGES_MAX (4096 + 300 * METRICS_MASTERS_MAX)
+#define METRICS_MASTERS_MAX 16 /* Cluster masters /metrics lists; a bigger cluster shows these */
 
 /* What this scrape reads from PostgreSQL (the backlog and its oldest due row, db_outbox.h), and
  * whether it could. */
@@ -48,6 +50,26 @@ db_gauges(struct db *db, char *buf, size_t cap)
              "# TYPE tocsin_outbox_oldest_due_seconds gauge\n"
              "tocsin_outbox_oldest_due_seconds %.3f\n",
              backlog, (double)oldest_due_ms / 1000.0);
+}
+
+/* With Redis Cluster: one line per master, so an alert can say which one is down. */
+static void
+masters(struct request *rq, char *buf, size_t cap)
+{
+    struct expiry_master m[METRICS_MASTERS_MAX];
+    size_t n = engine_redis_masters(rq->w->engine, m, METRICS_MASTERS_MAX);
+    size_t used = strlen(buf);
+
+    if (n == 0)
+        return;
+    used += (size_t)snprintf(buf + used, cap - used,
+                             "# HELP tocsin_redis_master_up 1 while the expiry listener of this "
+                             "Redis Cluster master is subscribed.\n"
+                             "# TYPE tocsin_redis_master_up gauge\n");
+    for (size_t i = 0; i < n && used < cap; i++)
+        used +=
+            (size_t)snprintf(buf + used, cap - used, "tocsin_redis_master_up{master=\"%s\"} %d\n",
+                             m[i].addr, m[i].subscribed ? 1 : 0);
 }
 
 static void
@@ -92,6 +114,7 @@ gauges(struct request *rq, char *buf, size_t cap)
                  g.notify == EXPIRY_NOTIFY_OK ? 1 : 0, version_number, version_commit);
     if (n >= 0 && (size_t)n < cap)
         db_gauges(http_request_db(rq), buf + n, cap - (size_t)n);
+    masters(rq, buf, cap);
 }
 
 int

@@ -1,9 +1,11 @@
-/* assets.c -- the browser files: GET /v1/client.js (the ES module web apps import; from another
- * origin only one TOCSIN_CORS_ORIGINS allows, as module scripts use CORS), GET /v1/sw.js (the
- * service worker part of Web Push, for a web app's own worker to importScripts(), or registered as
- * it is) and, with TOCSIN_DEMO=1, GET /demo (a participant's page built on them). Served from the
- * binary with a strong ETag and Cache-Control: no-cache; If-None-Match gives 304. */
+/* web_assets.c -- the browser files: GET /v1/client.js (the ES module web apps import; from
+ * another origin only one TOCSIN_CORS_ORIGINS allows, as module scripts use CORS), GET /v1/sw.js
+ * (the service worker part of Web Push, for a web app's own worker to importScripts(), or
+ * registered as it is), with TOCSIN_DEMO=1 GET /demo (a participant's page built on them), and
+ * the operator console, GET /console and its files GET /console/{file} (web/console/). Served
+ * from the binary with a strong ETag and Cache-Control: no-cache; If-None-Match gives 304. */
 #include <microhttpd.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "assets.h"
@@ -41,6 +43,34 @@ handle_demo(struct request *rq)
     if (!rq->cfg->demo)
         return http_reply_problem(rq, API_E_NOT_FOUND, "the demo page is off (TOCSIN_DEMO=1)");
     return serve(rq, "demo.html", NULL);
+}
+
+/* The console runs only its own files: no inline script or style, nothing from elsewhere, its
+ * API calls to this origin, never framed (it holds an API key). */
+#define CONSOLE_POLICY                                                                             \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "              \
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#define CONSOLE_DIR "console/"
+#define CONSOLE_NAME_MAX 64 /* bytes of a file name under web/console/ */
+
+int
+handle_console(struct request *rq)
+{
+    rq->page_policy = CONSOLE_POLICY;
+    return serve(rq, CONSOLE_DIR "index.html", NULL);
+}
+
+int
+handle_console_file(struct request *rq)
+{
+    char name[sizeof CONSOLE_DIR + CONSOLE_NAME_MAX];
+    const char *file = rq->match.args[0];
+
+    rq->page_policy = CONSOLE_POLICY;
+    if (strlen(file) > CONSOLE_NAME_MAX)
+        return http_reply_problem(rq, API_E_NOT_FOUND, NULL);
+    snprintf(name, sizeof name, CONSOLE_DIR "%s", file);
+    return serve(rq, name, NULL);
 }
 
 int

@@ -64,6 +64,10 @@ queue(struct request *rq, unsigned status, struct MHD_Response *resp)
     if (MHD_get_response_header(resp, "Cache-Control") == NULL)
         MHD_add_response_header(resp, "Cache-Control", "no-store"); /* API data is private */
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (rq->page_policy != NULL) { /* a page of ours: its own files only, never framed */
+        MHD_add_response_header(resp, "Content-Security-Policy", rq->page_policy);
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    }
     rq->status = status;
     rq->answered = true;
     enum MHD_Result r = MHD_queue_response(rq->conn, status, resp);

@@ -1,6 +1,6 @@
 /* http_request.c -- what a handler asks of its request (http_request.h): a header, a query
  * argument, and the worker thread's database connection, opened on first use and, while
- * PostgreSQL is unreachable, tried again at most every DB_RETRY_BACKOFF_MS. */
+ * PostgreSQL is unreachable, tried again at most every DB_RECONNECT_WAIT_MS. */
 #include "http_request.h"
 
 #include <microhttpd.h>
@@ -9,21 +9,19 @@
 #include "log.h"
 #include "timefmt.h"
 
-#define DB_RETRY_BACKOFF_MS 1000
-
 struct db *
 http_request_db(struct request *rq)
 {
     struct http_worker *w = rq->w;
-    char err[DB_ERR_MAX];
     if (w->db != NULL)
         return w->db;
     if (timefmt_mono_ms() < w->db_retry_ms)
         return NULL;
-    w->db = db_open(w->cfg->database_url, err, sizeof(err));
+    w->db = db_open(w->cfg->database_url, w->db_open_err, sizeof(w->db_open_err));
     if (w->db == NULL) {
-        w->db_retry_ms = timefmt_mono_ms() + DB_RETRY_BACKOFF_MS;
-        LOG_DEBUG("database unreachable: %s", err); /* the engine's threads log the outage */
+        w->db_retry_ms = timefmt_mono_ms() + DB_RECONNECT_WAIT_MS;
+        /* the engine's threads log the outage */
+        LOG_DEBUG("database unreachable: %s", w->db_open_err);
     }
     return w->db;
 }

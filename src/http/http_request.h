@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "db.h"
 #include "db_signing_key.h"
 #include "meeting.h"
 #include "route.h"
@@ -68,8 +69,9 @@ struct signing_cache_slot {
 
 struct http_worker {
     const struct config *cfg;
-    struct db *db;       /* NULL until the first successful connect */
-    int64_t db_retry_ms; /* monotonic time before which db_open is not retried */
+    struct db *db;                /* NULL until the first successful connect */
+    int64_t db_retry_ms;          /* monotonic time before which db_open is not retried */
+    char db_open_err[DB_ERR_MAX]; /* why the last db_open failed (for /readyz) */
     struct mirror *mi;
     struct engine *engine; /* the replica's reminder engine (thread-safe calls), or NULL */
     struct hub *hub;       /* the replica's stream hub (thread-safe calls) */
@@ -99,8 +101,9 @@ struct request {
     size_t target_len;          /* bytes of the raw request target, query included */
     const char *target_refusal; /* why the raw target is refused, or NULL (http_framing.h) */
     int64_t start_ns;
-    unsigned status;                           /* for the access log */
-    unsigned retry_after_s;                    /* a Retry-After for the problem reply, 0 = none */
+    unsigned status;         /* for the access log */
+    unsigned retry_after_s;  /* a Retry-After for the problem reply, 0 = none */
+    const char *page_policy; /* a page's Content-Security-Policy (static text), or NULL */
     char request_id[TRACE_REQUEST_ID_MAX + 1]; /* the client's X-Request-Id, or one we made */
     char trace_id[TRACE_ID_LEN + 1];           /* from a valid traceparent, or "" */
     char location[HTTP_LOCATION_MAX + 1];      /* a Location replied, for the access log */

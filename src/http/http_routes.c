@@ -46,6 +46,8 @@ const struct route http_routes[] = {
     {"GET", "/v1/client.js", handle_client_js, ASSET},
     {"GET", "/v1/sw.js", handle_sw_js, ASSET},
     {"GET", "/demo", handle_demo, ASSET},
+    {"GET", "/console", handle_console, ASSET},
+    {"GET", "/console/{file}", handle_console_file, ASSET},
 };
 
 const size_t http_routes_count = sizeof(http_routes) / sizeof(http_routes[0]);

@@ -41,6 +41,8 @@ int handle_inbox_patch(struct request *rq);
 int handle_inbox_read(struct request *rq);
 int handle_client_js(struct request *rq);
 int handle_demo(struct request *rq);
+int handle_console(struct request *rq);
+int handle_console_file(struct request *rq);
 int handle_sw_js(struct request *rq);
 int handle_push_vapid_key(struct request *rq);
 int handle_push_subscriptions_post(struct request *rq);

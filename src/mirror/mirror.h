@@ -4,7 +4,13 @@
  * that writes reminder keys. A struct mirror belongs to one thread. Redis being down never blocks a
  * caller for long: connects and commands time out (after MIRROR_CONNECT_TIMEOUT_MS and
  * MIRROR_COMMAND_TIMEOUT_MS, or the one timeout of the options) and a failed connect is not retried
- * for MIRROR_RECONNECT_BACKOFF_MS. */
+ * for MIRROR_RECONNECT_BACKOFF_MS. A connection that got a READONLY reply (its node is a replica
+ * now), or that was made to a master Sentinel has since replaced (sentinel.h), is dropped before
+ * the next command and made again to the current master. With Redis Cluster (n_seeds > 0) every
+ * occurrence key carries its shard as a hash tag, "<prefix>:{s<shard>}:rem:<id>:<ms>", so a
+ * reminder's key, its claim and its shard's other keys share a slot and a master; commands are
+ * pipelined per master (cluster.h), and the checks that concern Redis as a whole (PING, the loss
+ * marker, run_id) ask every master. */
 #ifndef TOCSIN_MIRROR_H
 #define TOCSIN_MIRROR_H
 
@@ -13,9 +19,11 @@
 
 #include "config.h"
 #include "meeting.h"
+#include "redis_url.h"
 
 #define MIRROR_PREFIX_MAX 64
-#define MIRROR_KEY_MAX (MIRROR_PREFIX_MAX + 48)
+/* "<prefix>:{s<shard>}:claim:<id>:<ms>" with both numbers at 19 digits and the NUL */
+#define MIRROR_KEY_MAX (MIRROR_PREFIX_MAX + 64)
 #define MIRROR_CONNECT_TIMEOUT_MS 500
 #define MIRROR_COMMAND_TIMEOUT_MS 1000
 /* For the HTTP threads: a Redis that hangs (stopped, swapping, a dead link without RST) costs a
@@ -38,6 +46,18 @@ struct mirror_opts {
     const char *tls_ca;   /* CA file; NULL = the system's CA directory */
     const char *tls_cert; /* client certificate chain; NULL = none */
     const char *tls_key;  /* its key; NULL = in tls_cert */
+    /* redis-sentinel://: host and port are unused, the master's address is asked of these
+     * Sentinels before every connect (sentinel.h) and ROLE must say master. n_sentinels 0 =
+     * connect to host:port. */
+    const struct redis_url_addr *sentinels;
+    size_t n_sentinels;
+    const char *master;            /* the master name */
+    const char *sentinel_user;     /* NULL = the Sentinels' default user */
+    const char *sentinel_password; /* NULL = no AUTH on the Sentinels */
+    /* redis-cluster://: host and port are unused; the slot map is asked of these seeds and every
+     * key is routed to its master (cluster.h). n_seeds 0 = no Cluster. */
+    const struct redis_url_addr *seeds;
+    size_t n_seeds;
 };
 
 /* The Redis settings of cfg (borrowed: cfg must outlive the options) with the given timeout
@@ -55,7 +75,8 @@ void mirror_free(struct mirror *mi);
  * when it does not fit in buflen. */
 size_t mirror_key_format(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
                          int64_t fire_at_ms);
-/* Parses a key name back; 0 on success, -1 if it is not one of ours (other prefix, bad digits). */
+/* Parses a key name back, with or without the Cluster form's shard tag (which must then be the
+ * reminder's shard); 0 on success, -1 if it is not one of ours (other prefix, bad digits). */
 int mirror_key_parse(const char *key, size_t len, const char *prefix, int64_t *reminder_id,
                      int64_t *fire_at_ms);
 

@@ -7,11 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mirror_cluster.h"
 #include "mirror_internal.h"
 #include "redis_conn.h"
 
 #define CLAIM_NUM_MAX 24 /* decimal int64 and NUL */
-#define CLAIM_KEY_MAX (MIRROR_PREFIX_MAX + 56)
+#define CLAIM_KEY_MAX MIRROR_KEY_MAX
 
 size_t
 mirror_claim_key(char *buf, size_t buflen, const char *prefix, int64_t reminder_id,
@@ -63,6 +64,8 @@ mirror_claim(struct mirror *mi, const struct reminder_key *k, size_t n, const ch
 {
     char ttl[CLAIM_NUM_MAX];
 
+    if (mirror_cluster(mi) != NULL)
+        return mirror_cluster_claim(mi, k, n, instance_id, ttl_ms, won);
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     for (size_t i = 0; i < n;) {
         struct redis_conn *c = mirror_conn(mi);

@@ -14,6 +14,9 @@ struct redis_conn *mirror_conn(struct mirror *mi);
 /* Why the last connect or I/O failed: the socket error, a TLS verify result ("TLS certificate
  * verify failed for host: ..."), "AUTH or SELECT refused"; "" while connected. */
 const char *mirror_conn_error(const struct mirror *mi);
+/* Which connection mirror_conn gives: one more each time a connection is made. A subscriber
+ * whose connection was replaced (the master moved) subscribes again on the new one. */
+uint64_t mirror_conn_serial(const struct mirror *mi);
 /* Drops the connection after an I/O error and starts the reconnect backoff. */
 void mirror_conn_lost(struct mirror *mi);
 /* The key prefix (NUL-terminated, at most MIRROR_PREFIX_MAX bytes). */
@@ -23,5 +26,12 @@ const char *mirror_prefix(const struct mirror *mi);
  * in buflen. */
 size_t mirror_occurrence_key(char *buf, size_t buflen, const char *prefix, const char *kind,
                              int64_t reminder_id, int64_t fire_at_ms);
+
+/* The same key with the Cluster form's shard tag: "<prefix>:{s<shard>}:<kind>:<id>:<ms>". */
+size_t mirror_tagged_key(char *buf, size_t buflen, const char *prefix, const char *kind,
+                         int64_t reminder_id, int64_t fire_at_ms);
+/* The Cluster router of a mirror made with seeds (mirror_opts.n_seeds), else NULL. */
+struct cluster;
+struct cluster *mirror_cluster(const struct mirror *mi);
 
 #endif

@@ -10,13 +10,15 @@
 
 #include "transport.h"
 
-#define REDIS_CONN_OUT_MIN 4096 /* first size of the output buffer; it doubles from there */
+#define REDIS_CONN_OUT_MIN 4096         /* first size of the output buffer; it doubles from there */
+#define REDIS_CONN_READONLY "READONLY " /* how a replica refuses a write */
 
 struct redis_conn {
     struct transport *t;
     redisReader *reader;
     char *out; /* formatted commands not sent yet */
     size_t out_len, out_cap;
+    int readonly; /* a READONLY error reply came: the node is a replica now */
     char err[TRANSPORT_ERR_MAX];
 };
 
@@ -112,7 +114,31 @@ redis_conn_buffered(struct redis_conn *c, struct redisReply **out)
     if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
         return fail(c, c->reader->errstr);
     *out = r;
+    if (r != NULL && (*out)->type == REDIS_REPLY_ERROR &&
+        strncmp((*out)->str, REDIS_CONN_READONLY, strlen(REDIS_CONN_READONLY)) == 0)
+        c->readonly = 1;
     return 0;
+}
+
+int
+redis_conn_readonly(const struct redis_conn *c)
+{
+    return c->readonly;
+}
+
+int
+redis_conn_drain(struct redis_conn *c, redis_conn_reply_fn fn, void *arg)
+{
+    struct redisReply *r;
+
+    for (;;) {
+        if (redis_conn_buffered(c, &r) != 0)
+            return -1;
+        if (r == NULL)
+            return 0;
+        fn(arg, r);
+        freeReplyObject(r);
+    }
 }
 
 int

@@ -32,10 +32,17 @@ struct redisReply *redis_conn_command(struct redis_conn *c, int argc, const char
 /* A reply already received and buffered, without any I/O: 0 with *out set (NULL when none is
  * complete yet), or -1 on a protocol error. */
 int redis_conn_buffered(struct redis_conn *c, struct redisReply **out);
+/* Hands each reply already buffered to fn (which must not keep it: it is freed afterwards), for a
+ * subscribed connection's pushed messages. 0, or -1 on a protocol error. */
+typedef void (*redis_conn_reply_fn)(void *arg, const struct redisReply *r);
+int redis_conn_drain(struct redis_conn *c, redis_conn_reply_fn fn, void *arg);
 /* Waits up to wait_ms for bytes to read: 1, 0 when none came, -1 on error. */
 int redis_conn_wait(struct redis_conn *c, int wait_ms);
 /* One read from the wire into the reply reader. 0 or -1. */
 int redis_conn_fill(struct redis_conn *c);
+/* 1 once a reply was Redis's READONLY error: the node was a master and is a replica now (a
+ * failover demoted it, or a DNS name moved). The connection still works; its writes do not. */
+int redis_conn_readonly(const struct redis_conn *c);
 /* The socket, for its options (tests check keepalive); I/O goes through the calls above. */
 int redis_conn_fd(const struct redis_conn *c);
 /* Why the last call failed ("" when nothing did). */

@@ -1,21 +1,20 @@
 /* hub_db.c -- the hub thread's database connection (hub_internal.h): connected lazily, held off
- * for DB_RETRY_MS after a failure, an outage logged once when it starts and once when it ends;
- * and the three reads the hub makes (a tenant's events with their bodies, its purge mark, the
+ * for DB_RECONNECT_WAIT_MS after a failure, an outage logged once when it starts and once when it
+ * ends; and the three reads the hub makes (a tenant's events with their bodies, its purge mark, the
  * heads of tenants). Only the hub thread calls these, without h->mu: a read may take seconds,
  * and no other thread waits for it. */
 #include "hub_internal.h"
 
 #include <stdlib.h>
 
+#include "db.h"
 #include "log.h"
 #include "panic.h"
 #include "stream_body.h"
 #include "timefmt.h"
 
-#define DB_RETRY_MS 1000 /* after a failed connect or statement, the next call waits this */
-
 /* Notes whether the last database call worked: one line when an outage starts (with why), one
- * when it ends, nothing in between. A failure also holds off the next call for DB_RETRY_MS
+ * when it ends, nothing in between. A failure also holds off the next call for DB_RECONNECT_WAIT_MS
  * (connection): a connect, or a statement on a connection that broke, may block for seconds. */
 static void
 note(struct hub *h, bool ok, const char *why)
@@ -26,7 +25,7 @@ note(struct hub *h, bool ok, const char *why)
         LOG_INFO("stream hub: database available again");
     h->db_down = !ok;
     if (!ok)
-        h->db_retry_ms = timefmt_mono_ms() + DB_RETRY_MS;
+        h->db_retry_ms = timefmt_mono_ms() + DB_RECONNECT_WAIT_MS;
 }
 
 /* The thread's connection, or NULL (nothing tried) while a failure holds calls off. */

@@ -68,7 +68,7 @@ hub_fanout_tenant(struct hub *h, struct hub_tenant *t)
         long n = hub_db_events(h, id, after, until, NULL, HUB_READ_MAX, h->evbuf);
         hub_lock_acquire(&h->mu);
         if (n < 0)
-            return; /* the tick retries after DB_RETRY_MS */
+            return; /* the tick retries after DB_RECONNECT_WAIT_MS */
         int64_t seen = t->last_seen;
         take_events(h, t, h->evbuf, (size_t)n);
         if (n > 0 && t->last_seen == seen)

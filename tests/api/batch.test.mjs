@@ -6,6 +6,7 @@ import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import { harness, test, isoIn, HOUR } from './harness.mjs';
 import { createSigningKey, mintToken } from './sse.mjs';
+import { schemaErrors } from './contract.mjs';
 
 const h = await harness('batch');
 let srv;
@@ -65,6 +66,21 @@ test('a replayed idempotency_key answers 200 with the first id; another item is 
     const both = await batch([dup, dup]);
     assert.deepEqual(both.json.items.map((i) => i.status), [201, 200]);
     assert.equal(both.json.items[0].id, both.json.items[1].id);
+});
+
+test('the contract of an item is what the server takes: MeetingInput and idempotency_key', async () => {
+    const keyed = { ...meeting('contract'), idempotency_key: 'batch-contract' };
+    assert.deepEqual(schemaErrors('MeetingBatchInput', { items: [keyed, meeting('plain')] }), []);
+    assert.ok(schemaErrors('MeetingBatchInput', { items: [{ ...keyed, colour: 'red' }] }).length > 0);
+    assert.ok(schemaErrors('MeetingBatchInput', { items: [{ ...keyed, idempotency_key: 'a b' }] }).length > 0);
+    assert.ok(schemaErrors('MeetingInput', keyed).length > 0, 'a single create takes no idempotency_key');
+    const r = await batch([keyed, { ...keyed, colour: 'red' }, { ...meeting('spaced'), idempotency_key: 'a b' }]);
+    assert.deepEqual(r.json.items.map((i) => i.status), [201, 400, 400]);
+    assert.deepEqual(r.json.items[1].problem.errors.map((e) => e.field), ['colour']);
+    assert.deepEqual(r.json.items[2].problem.errors.map((e) => e.field), ['idempotency_key']);
+    assert.deepEqual(schemaErrors('MeetingBatchResult', r.json), []);
+    const wrong = { items: [{ status: 201, id: r.json.items[0].id, problem: r.json.items[1].problem }] };
+    assert.ok(schemaErrors('MeetingBatchResult', wrong).length > 0, 'a created item has no problem');
 });
 
 test('recurring meetings are created and their occurrences armed', async () => {

@@ -2,7 +2,9 @@
 // real replicas, PostgreSQL and Redis: a replica stopped while a slow receiver holds one of its
 // requests records the answers that come meanwhile and keeps its lease, so the other replica sends
 // none of them again; a worker whose database connection is replaced while a request is out
-// does not take that row over from itself and send it twice; while PostgreSQL is down a replica
+// does not take that row over from itself and send it twice; a replica killed after a fire
+// handed its rows to its worker in memory, before it sent them, leaves them to the other replica,
+// which sends each once; while PostgreSQL is down a replica
 // waits between its tries instead of spinning on them; a receiver's Retry-After holds back its
 // other queued rows too, not only the one it answered, for as long as it asked (a success to an
 // earlier request does not end it, nor does the circuit its failure opens); and a 2xx whose body
@@ -110,6 +112,7 @@ const hDown = await harness('faults_down');
 const hWait = await harness('faults_wait');
 const hCut = await harness('faults_cut');
 const hHold = await harness('faults_hold');
+const hKill = await harness('faults_kill');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -154,6 +157,34 @@ test('a worker whose connection is replaced while a request is out does not take
     assert.deepEqual(repeats(rx), [], 'the request was not sent twice');
     assert.ok(/the lease of conn-1\/\S+ lapsed or its connection was replaced/.test(srv.proc.log),
         'the worker saw its lease go');
+});
+
+test('a replica killed after a fire handed its worker the rows in memory, before it sent them, leaves them to the other replica: each sent once', async (t) => {
+    const N = 6;
+    const rx = await receiver(t);
+    // One request at a time to the receiver: the first hangs, the other handed rows wait queued.
+    const env = { TOCSIN_DELIVERY_RECEIVER_CONCURRENCY: '1' };
+    const { srv: one, key } = await withWebhook(hKill, t, 'kill-1', 'faults-kill', rx.url, env);
+    const ids = await dueSoon(one, key, N);
+    assert.ok(await waitFor(() => rx.total === 1, BOUND_MS), 'the first request arrived');
+    const m = await one.req('GET', '/metrics', { validate: false });
+    const handed = Number(/^tocsin_delivery_handed_total (\d+)$/m.exec(m.text)[1]);
+    assert.equal(handed, N, 'every row was handed over in memory, none leased');
+    await one.kill();
+    await sleep(ANSWER_MS);
+    assert.equal(rx.total, 1, 'the queued rows were never sent');
+    assert.equal(await delivered(hKill, ids), 0);
+
+    await replica(hKill, t, 'kill-2', env);
+    assert.ok(await waitFor(async () => await delivered(hKill, ids) === N, BOUND_MS), 'every row recorded delivered');
+    await sleep(SETTLE_MS);
+    // The request that was out when the replica died is sent again (a kill repeats what was on
+    // the wire); the rows it held queued, never.
+    assert.deepEqual(repeats(rx).map(([id]) => id), [rx.hung]);
+    assert.equal(rx.total, N + 1);
+    const attempts = await hKill.sql(`SELECT string_agg(attempts::text, ',') FROM outbox
+        WHERE reminder_id IN (${ids.join(',')})`);
+    assert.equal(attempts, Array(N).fill('1').join(','), 'one attempt recorded each');
 });
 
 test('while PostgreSQL is down a replica waits between its tries instead of spinning', async (t) => {

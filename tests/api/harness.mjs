@@ -45,7 +45,9 @@ export function requireEnv() {
         bin: process.env.TOCSIN_BIN,
         dbUrl: process.env.TOCSIN_TEST_DATABASE_URL,
         // scripts/test.sh's TOCSIN_TEST_REDIS_TLS=1 run: the shared Redis's TLS port.
-        redisUrl: process.env.TOCSIN_TEST_REDIS_TLS_URL ?? process.env.TOCSIN_TEST_REDIS_URL,
+        // TOCSIN_TEST_REDIS_CLUSTER=1: the suite's Redis Cluster (redis-cluster://).
+        redisUrl: process.env.TOCSIN_TEST_REDIS_CLUSTER_URL ?? process.env.TOCSIN_TEST_REDIS_TLS_URL ??
+            process.env.TOCSIN_TEST_REDIS_URL,
         redisServerBin: process.env.REDIS_SERVER_BIN,
     };
 }
@@ -521,7 +523,48 @@ function cliTlsArgs(url, tls) {
     return ['--tls', '--cacert', files.ca, ...(files.cert ? ['--cert', files.cert, '--key', files.key] : [])];
 }
 
+// On a Cluster, tocsin's keys carry their shard's hash tag ("<prefix>:{s<id % 256>}:rem:..."):
+// the names the tests use are written with it, and the names read back are without it.
+const TAG_SHARDS = 256;
+const tagged = (k) => String(k).replace(/^([^:{]+):(rem|claim):(\d+):(\d+)$/,
+    (m, p, kind, id, at) => `${p}:{s${BigInt(id) % BigInt(TAG_SHARDS)}}:${kind}:${id}:${at}`);
+const untagged = (k) => k.replace(/:\{[a-z]\d+\}:/, ':');
+
+// redis-cli for a redis-cluster:// URL: commands follow redirects (-c), KEYS and FLUSHALL go to
+// every master.
+function clusterCli(url) {
+    const seed = new URL(url.replace(/^redis-cluster:/, 'http:').split(',')[0]);
+    const at = (port, args) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), '-c', ...args.map(String)]);
+    const cmd = async (...args) => {
+        const r = await at(seed.port, args.map(tagged));
+        if (r.code !== 0 || /^(ERR|WRONGTYPE|Could not connect)/m.test(r.stdout + r.stderr)) {
+            throw new Error(`redis-cli ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+        }
+        return r.stdout.replace(/\n$/, '');
+    };
+    const masters = async () => (await cmd('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '))
+        .filter((f) => f.length > 2 && /master/.test(f[2]) && !/fail/.test(f[2]))
+        .map((f) => Number(/:(\d+)@/.exec(f[1])[1]));
+    const onEach = async (...args) => Promise.all((await masters()).map((p) => at(p, args)));
+    return {
+        url,
+        cmd,
+        ping: async () => (await at(seed.port, ['PING'])).stdout.trim() === 'PONG',
+        pexpiretime: async (key) => Number(await cmd('PEXPIRETIME', key)),
+        keys: async (pattern) => {
+            const glob = pattern.replace(/^([^:*]+):/, '$1:*');
+            const outs = await onEach('KEYS', glob);
+            return outs.flatMap((r) => (r.stdout.trim() === '' ? [] : r.stdout.trim().split('\n')))
+                .map(untagged).sort();
+        },
+        flushall: async () => { await onEach('FLUSHALL'); },
+    };
+}
+
 export function redisCli(url, tls = null) {
+    if (url.startsWith('redis-cluster://')) {
+        return clusterCli(url);
+    }
     const tlsArgs = cliTlsArgs(url, tls);
     const cmd = async (...args) => {
         const r = await run('redis-cli', [...tlsArgs, '-u', url, ...args.map(String)]);
@@ -580,6 +623,146 @@ class PrivateRedis {
     async stop() {
         if (this.proc) {
             await stopChild(this.proc, 'SIGTERM', STOP_TIMEOUT_MS);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- certificates
+
+// A folder of certificates made with the openssl CLI: ca(name) makes a self-signed CA, leaf(ca,
+// name, san, usage) a key and a certificate it signs for subjectAltName san (e.g.
+// 'DNS:localhost,IP:127.0.0.1') and extendedKeyUsage usage; f(name) is a file's path in it.
+export function certificates(dir) {
+    const f = (name) => path.join(dir, name);
+    const openssl = async (...args) => runOk('openssl', args);
+    return {
+        dir,
+        f,
+        ca: (name) => openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`,
+            '-keyout', f(`${name}.key`), '-out', f(`${name}.pem`)),
+        leaf: async (ca, name, san, usage) => {
+            fs.writeFileSync(f(`${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=${usage}\n`);
+            await openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', f(`${name}.key`),
+                '-out', f(`${name}.csr`));
+            await openssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${ca}.pem`), '-CAkey', f(`${ca}.key`),
+                '-CAcreateserial', '-days', '2', '-extfile', f(`${name}.ext`), '-out', f(`${name}.pem`));
+        },
+    };
+}
+
+// ---------------------------------------------------------------- a PostgreSQL of the test's own
+
+const PG_START_TIMEOUT_S = 60;
+
+// The PostgreSQL binaries (scripts/test.sh's PG_BIN_DIR) run as TOCSIN_TEST_PG_USER when we are
+// root: the server refuses to run as root.
+function pgEnv() {
+    const { PG_BIN_DIR: bin, TOCSIN_TEST_PG_USER: user } = process.env;
+    if (!bin || !user) {
+        throw new Error('PG_BIN_DIR and TOCSIN_TEST_PG_USER are needed to run a PostgreSQL of a test');
+    }
+    return { bin, user };
+}
+
+function asPg(tool, args) {
+    const { bin, user } = pgEnv();
+    return process.getuid() === 0 ? runOk('runuser', ['-u', user, '--', `${bin}/${tool}`, ...args])
+        : runOk(`${bin}/${tool}`, args);
+}
+
+// A folder the PostgreSQL user owns, for the data directories of a test's servers.
+async function pgFolder() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-api-pg-'));
+    if (process.getuid() === 0) {
+        const uid = Number((await runOk('id', ['-u', pgEnv().user])).stdout.trim());
+        const gid = Number((await runOk('id', ['-g', pgEnv().user])).stdout.trim());
+        fs.chownSync(dir, uid, gid);
+    }
+    return dir;
+}
+
+// One PostgreSQL server on 127.0.0.1:port with its data in dir, trust authentication for
+// loopback (replication included), wal_level replica. settings: extra "name = value" lines,
+// rewritten at each start (a standby copied from a primary keeps the primary's otherwise).
+class PrivatePostgres {
+    constructor(dir, port, settings = []) {
+        this.dir = dir;
+        this.port = port;
+        this.settings = settings;
+        this.url = (db = 'postgres') => `postgresql://postgres@127.0.0.1:${port}/${db}`;
+    }
+
+    async init() {
+        await asPg('initdb', ['-D', this.dir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale',
+            '--no-instructions']);
+        this.writeFile('pg_hba.conf', 'local all all trust\nhost all all 127.0.0.1/32 trust\n' +
+            'host replication all 127.0.0.1/32 trust\n');
+        fs.appendFileSync(path.join(this.dir, 'postgresql.conf'), "include_if_exists = 'tocsin.conf'\n");
+        return this;
+    }
+
+    // A streaming standby of primary (pg_basebackup -R: standby.signal and primary_conninfo).
+    async initStandbyOf(primary) {
+        await asPg('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', this.dir,
+            '-R', '-X', 'stream', '-c', 'fast']);
+        return this;
+    }
+
+    writeFile(name, text, mode = 0o600) {
+        const file = path.join(this.dir, name);
+        fs.writeFileSync(file, text, { mode });
+        if (process.getuid() === 0) {
+            const st = fs.statSync(this.dir);
+            fs.chownSync(file, st.uid, st.gid);
+        }
+        return file;
+    }
+
+    writeConf() {
+        this.writeFile('tocsin.conf', [`listen_addresses = '127.0.0.1'`, `port = ${this.port}`,
+            `unix_socket_directories = '${this.dir}'`, 'logging_collector = off', 'wal_level = replica',
+            'max_wal_senders = 4', 'fsync = off', ...this.settings, ''].join('\n'));
+    }
+
+    async start() {
+        this.writeConf();
+        await this.ctl('start', ['-l', path.join(this.dir, 'server.log')]);
+        return this;
+    }
+
+    // Applies this.settings to the running server (those a reload can change).
+    async reload() {
+        this.writeConf();
+        await asPg('pg_ctl', ['reload', '-D', this.dir]);
+    }
+
+    stop() { return this.ctl('stop', ['-m', 'fast']); }
+
+    promote() { return this.ctl('promote', []); }
+
+    async ctl(action, args) {
+        try {
+            return await asPg('pg_ctl', [action, '-D', this.dir, '-w', '-t', String(PG_START_TIMEOUT_S), ...args]);
+        } catch (e) {
+            let log;
+            try {
+                log = fs.readFileSync(path.join(this.dir, 'server.log'), 'utf8').split('\n').slice(-PG_LOG_TAIL_LINES).join('\n');
+            } catch (r) {
+                log = `(not readable: ${r.message})`;
+            }
+            throw new Error(`${e.message}\n--- end of its server.log ---\n${log}`);
+        }
+    }
+
+    // One query on database db; its unaligned, tuples-only output.
+    async sql(sql, db = 'postgres') {
+        return (await runOk('psql', [this.url(db), '-X', '-v', 'ON_ERROR_STOP=1', '-qAt', '-c', sql])).stdout.trim();
+    }
+
+    // Stops the server if it runs (cleanup: a server already stopped is fine).
+    async stopIfRunning() {
+        if (fs.existsSync(path.join(this.dir, 'postmaster.pid'))) {
+            await this.stop().catch(() => {});
         }
     }
 }
@@ -709,6 +892,15 @@ export async function harness(name) {
         return r.start();
     };
     h.redises = [];
+    // A PostgreSQL of the test's own (initdb'd, not started: start() it), on a free port, with
+    // extra settings; stopped and removed in cleanup. standbyOf: a streaming standby of that one.
+    h.newPostgres = async ({ settings = [], standbyOf = null } = {}) => {
+        h.pgFolder ??= await pgFolder();
+        const pg = new PrivatePostgres(path.join(h.pgFolder, `pg${h.postgreses.length}`), await freePort(), settings);
+        h.postgreses.push(pg);
+        return standbyOf ? pg.initStandbyOf(standbyOf) : pg.init();
+    };
+    h.postgreses = [];
     h.cleanup = async () => {
         for (const c of [...h.children]) {
             c.child.kill('SIGKILL');
@@ -719,6 +911,12 @@ export async function harness(name) {
         }
         for (const r of h.redises) {
             fs.rmSync(r.dir, { recursive: true, force: true });
+        }
+        for (const pg of h.postgreses) {
+            await pg.stopIfRunning();
+        }
+        if (h.pgFolder) {
+            fs.rmSync(h.pgFolder, { recursive: true, force: true });
         }
         await psql(`DROP DATABASE IF EXISTS "${h.dbName}" WITH (FORCE)`);
     };

@@ -347,6 +347,46 @@ test('list: pagination by starts_at then id, filters, bad parameters', async () 
     assert.equal(nul.json.code, 'bad_request');
 });
 
+test('list: q finds titles by a case-insensitive substring, % and _ only themselves, within the tenant, paged', async () => {
+    const k = await srv.createKey('meetings-q');
+    const other = await srv.createKey('meetings-q-other');
+    const base = Date.parse(isoIn(20 * DAY));
+    const titles = ['Quarterly Planning', 'planning poker', 'Daily 100%_standup', 'Daily 100% standup', 'Retro'];
+    const made = [];
+    for (const [i, title] of titles.entries()) {
+        const r = await srv.req('POST', '/v1/meetings', { key: k, json: { title, starts_at: new Date(base + i * HOUR).toISOString() } });
+        assert.equal(r.status, 201, r.text);
+        made.push(r.json);
+    }
+    assert.equal((await srv.req('POST', '/v1/meetings', { key: other, json: { title: 'Planning', starts_at: new Date(base).toISOString() } })).status, 201);
+    const found = async (q, extra = '', key = k) => {
+        const r = await srv.req('GET', `/v1/meetings?q=${encodeURIComponent(q)}${extra}`, { key });
+        assert.equal(r.status, 200, r.text);
+        return r.json.items.map((m) => m.title);
+    };
+    assert.deepEqual(await found('PLANNING'), ['Quarterly Planning', 'planning poker']);
+    assert.deepEqual(await found('nning po'), ['planning poker']);
+    assert.deepEqual(await found('100%_'), ['Daily 100%_standup'], '% and _ match only themselves');
+    assert.deepEqual(await found('100%'), ['Daily 100%_standup', 'Daily 100% standup']);
+    assert.deepEqual(await found('Quarterly_Planning'), [], '_ is no wildcard');
+    assert.deepEqual(await found('no such title'), []);
+    assert.deepEqual(await found('planning', '', other), ['Planning'], 'only the tenant\'s own');
+    assert.deepEqual(await found('daily', `&from=${encodeURIComponent(new Date(base + 3 * HOUR).toISOString())}`), ['Daily 100% standup'], 'with from');
+    // Paged: the cursor carries on within the search.
+    const first = await srv.req('GET', '/v1/meetings?q=a&limit=2', { key: k });
+    assert.equal(first.status, 200);
+    assert.deepEqual(first.json.items.map((m) => m.id), made.slice(0, 2).map((m) => m.id));
+    const second = await srv.req('GET', `/v1/meetings?q=a&limit=2&cursor=${encodeURIComponent(first.json.next_cursor)}`, { key: k });
+    assert.deepEqual(second.json.items.map((m) => m.title), ['Daily 100%_standup', 'Daily 100% standup']);
+    assert.equal((await found('x'.repeat(200))).length, 0, 'q at its bound');
+    for (const q of ['q=', `q=${'x'.repeat(201)}`, 'q=%FF', 'q=a&q=b', 'q=a&expand=true&from=2030-01-01T00:00:00Z&to=2030-01-02T00:00:00Z']) {
+        const r = await srv.req('GET', `/v1/meetings?${q}`, { key: k });
+        assert.equal(r.status, 400, `${q}: ${r.text}`);
+        assert.equal(r.json.code, 'bad_query', q);
+        assert.match(r.json.detail, /\bq\b/, q);
+    }
+});
+
 test('decision: a PATCH or PUT that changes nothing writes nothing (version and ETag stay)', async () => {
     const c = await post(full(isoIn(2 * DAY)));
     const id = c.json.id;

@@ -416,13 +416,13 @@ test('query errors name the parameter and the form it needs, in detail and error
         ['/v1/meetings?from=yesterday', key, 'from', /RFC 3339 date-time with an offset/],
         ['/v1/meetings?to=2026-11-23T09:00:00', key, 'to', /RFC 3339/],
         ['/v1/meetings?cursor=zz', key, 'cursor', /next_cursor/],
-        ['/v1/meetings?color=red', key, 'color', /from, to, limit, cursor and expand/],
+        ['/v1/meetings?color=red', key, 'color', /from, to, q, limit, cursor and expand/],
         ['/v1/meetings?from=2030-01-02T00:00:00Z&to=2030-01-01T00:00:00Z', key, 'from', /after 'to'/],
         ['/v1/webhooks?x=1', key, 'x', /no query parameters/],
         ['/v1/me/notifications?after=-1', tok, 'after', /sequence number/],
         ['/v1/me/notifications?limit=201', tok, 'limit', /1 to 200/],
         ['/v1/stream?cursor=5', tok, 'cursor', /access_token and last_event_id/],
-        ['/v1/meetings?%0a%1b=1', key, '\\x0a\\x1b', /from, to, limit, cursor and expand/],
+        ['/v1/meetings?%0a%1b=1', key, '\\x0a\\x1b', /from, to, q, limit, cursor and expand/],
     ];
     for (const [path, k, field, why] of cases) {
         const r = await srv.req('GET', path, { key: k });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { harness, test, run, waitFor, MIN } from './harness.mjs';
+import { harness, test, certificates, run, waitFor, MIN } from './harness.mjs';
 
 const LEAD_MS = 3000; // a reminder due this far ahead: armed in Redis first, then expired
 const FIRE_BOUND_MS = 15000;
@@ -16,26 +16,10 @@ const REFUSE_BOUND_MS = 10000; // the first connect fails at once; the bound is 
 
 const h = await harness('redis_tls');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-tls-'));
-const f = (name) => path.join(dir, name);
-
-async function openssl(...args) {
-    const r = await run('openssl', args);
-    assert.equal(r.code, 0, `openssl ${args.join(' ')}: ${r.stderr}`);
-}
-
-// A CA (self-signed), and a leaf certificate it signs for the given subjectAltName.
-async function makeCa(name) {
-    await openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`,
-        '-keyout', f(`${name}.key`), '-out', f(`${name}.pem`));
-}
-
-async function makeLeaf(ca, name, san, usage) {
-    fs.writeFileSync(f(`${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=${usage}\n`);
-    await openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', f(`${name}.key`),
-        '-out', f(`${name}.csr`));
-    await openssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${ca}.pem`), '-CAkey', f(`${ca}.key`),
-        '-CAcreateserial', '-days', '2', '-extfile', f(`${name}.ext`), '-out', f(`${name}.pem`));
-}
+const certs = certificates(dir);
+const { f } = certs;
+const makeCa = certs.ca;
+const makeLeaf = certs.leaf;
 
 let good; // a TLS-only Redis whose certificate names localhost and 127.0.0.1
 const serverFiles = (leaf, extra = {}) => ({ ca: f('ca.pem'), serverCert: f(`${leaf}.pem`), serverKey: f(`${leaf}.key`), ...extra });

@@ -11,24 +11,15 @@
 // failure.
 import { before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { launchChromium } from './launch.mjs';
 import { test, harness, sleep, waitFor } from '../api/harness.mjs';
 import { mintToken, meetingFiringNow, dbEvents, tenantIdOf, assertOrderedUnique } from '../api/sse.mjs';
 
-const CHROMIUM = process.env.TOCSIN_TEST_CHROMIUM || '/usr/bin/chromium';
 const RETRY_MS = 200;           // TOCSIN_STREAM_RETRY_MS: EventSource reconnects after this
 const EVENT_BOUND_MS = 15000;   // generous: a fired reminder is on the page within this
-const LAUNCH_TIMEOUT_MS = 60000;
 const TABS = 7;
-
-if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} does not exist: the browser tests need Debian's chromium (scripts/lib.sh installs it); refusing to skip`);
-}
 
 // ---------------------------------------------------------------- the test page's origin
 
@@ -120,7 +111,7 @@ let proxy;
 let key;
 let tenantId;
 let browser;
-let profile;
+let chromium;
 const open = [];
 
 before(async () => {
@@ -141,16 +132,8 @@ before(async () => {
     proxy = await new CutProxy(reps[0].port).start();
     key = await reps[0].createKey('chromium');
     tenantId = await tenantIdOf(h, 'chromium');
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-chromium-'));
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        userDataDir: profile,
-        timeout: LAUNCH_TIMEOUT_MS,
-        protocolTimeout: LAUNCH_TIMEOUT_MS,
-        args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-            '--no-first-run', '--disable-dev-shm-usage', '--disable-gpu', '--no-default-browser-check'],
-    });
+    chromium = await launchChromium();
+    browser = chromium.browser;
 });
 
 afterEach(async () => {
@@ -160,8 +143,7 @@ afterEach(async () => {
 });
 
 after(async () => {
-    await browser?.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await chromium?.close();
     await proxy?.close();
     await new Promise((resolve) => pages.server.close(resolve));
     for (const r of reps) {

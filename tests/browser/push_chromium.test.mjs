@@ -9,26 +9,17 @@
 // encryption and the push service are push_firefox.test.mjs's. A missing Chromium is a failure.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { launchChromium } from './launch.mjs';
 import { harness, test, waitFor } from '../api/harness.mjs';
 
-const CHROMIUM = process.env.TOCSIN_TEST_CHROMIUM || '/usr/bin/chromium';
-const LAUNCH_TIMEOUT_MS = 60000;
 const WAIT_MS = 15000;          // generous bound for anything the browser does here
 const GIVE_UP_MS = 500;         // enablePush's timeoutMs in the test of the bound
-
-if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} does not exist: the browser tests need Debian's chromium (scripts/lib.sh installs it); refusing to skip`);
-}
 
 const h = await harness('push_chromium');
 let srv;
 let token;
 let browser;
-let profile;
+let chromium;
 let page;
 let cdp;
 const logs = [];
@@ -41,16 +32,8 @@ before(async () => {
     const t = await srv.req('POST', '/v1/browser-tokens', { key, json: { sub: 'ada', scope: 'notifications push', ttl_s: 900 } });
     assert.equal(t.status, 201, t.text);
     token = t.json.token;
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-push-chromium-'));
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        userDataDir: profile,
-        timeout: LAUNCH_TIMEOUT_MS,
-        protocolTimeout: LAUNCH_TIMEOUT_MS,
-        args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-            '--no-first-run', '--disable-dev-shm-usage', '--disable-gpu', '--no-default-browser-check'],
-    });
+    chromium = await launchChromium();
+    browser = chromium.browser;
     // The permission a person would grant at the prompt, for tocsin's origin only.
     const b = await browser.target().createCDPSession();
     await b.send('Browser.grantPermissions', { origin: srv.base, permissions: ['notifications'] });
@@ -68,8 +51,7 @@ before(async () => {
 });
 
 after(async () => {
-    await browser?.close();
-    if (profile) fs.rmSync(profile, { recursive: true, force: true });
+    await chromium?.close();
     await srv?.stop();
 });
 

@@ -4,7 +4,7 @@
 # 60 s) from its seed corpus tests/fuzz/corpus/<target>/, with tests/fuzz/<target>.dict as
 # dictionary when there is one. Not part of scripts/test.sh: fuzzing is open-ended; run it after
 # touching the codec, jwt.c, b64.c, sse.c, webpush.c, crypto_ec.c,
-# recur.c, tz*.c, series.c or forwarded.c.
+# recur.c, tz*.c, series.c, forwarded.c or redis_url.c.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 cd "$TOCSIN_ROOT"

@@ -16,6 +16,7 @@
 
 #include "db.h"
 #include "db_fire.h"
+#include "db_internal.h" /* db_exec_simple, db_exec_generic, db_exec and the statement ids */
 #include "db_members.h"
 #include "db_migrations.h"
 #include "fixture.h"
@@ -650,7 +651,7 @@ test_fire_deleted(struct db *db)
           "soft-delete without cancelling");
     struct reminder_key k[] = {{dead.reminders[0].id, dead.reminders[0].fire_at_ms},
                                {live.reminders[0].id, live.reminders[0].fire_at_ms}};
-    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, &out) == DB_ONE_RESULT, "fire");
+    CHECK(db_fire_batch(db, k, 2, 60000, false, NULL, 0, &out) == DB_ONE_RESULT, "fire");
     CHECK(out.n == 1 && out.item[0].reminder_id == live.reminders[0].id,
           "only the live meeting's reminder fired: n=%zu", out.n);
     CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE id = $1 AND status = 'pending'",
@@ -725,6 +726,36 @@ swallow(struct db *db, void *arg)
     return DB_ONE_RESULT;
 }
 
+/* A server that turned read-only while a session was open (the old primary of a failover, still
+ * up) refuses writes with 25006: a soft error after which the handle reconnects, which with a
+ * multi-host URL finds the new primary. Here the session, then the database, is read-only. */
+static void
+test_read_only(struct db *db)
+{
+    static const char set_db[] = "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET "
+                                 "default_transaction_read_only = on', current_database()); END$$";
+    static const char reset_db[] = "DO $$BEGIN EXECUTE format('ALTER DATABASE %I RESET "
+                                   "default_transaction_read_only', current_database()); END$$";
+    int64_t id = 0;
+
+    CHECK(db_exec_simple(db, "SET default_transaction_read_only = on") == DB_ONE_RESULT,
+          "session made read-only: %s", db_errmsg(db));
+    CHECK(db_tenant_ensure(db, "read-only-then-not", &id) == DB_SOFT_ERROR &&
+              strstr(db_errmsg(db), "25006") != NULL,
+          "a write on a read-only session: %d %s", db_err(db), db_errmsg(db));
+    CHECK(db_tenant_ensure(db, "read-only-then-not", &id) == DB_ONE_RESULT && id > 0,
+          "the next statement is not on a new session: %s", db_errmsg(db));
+
+    /* Every new session read-only too: the ping says so (after trying a new one). */
+    fixture_sql(set_db, NULL, NULL, NULL);
+    CHECK(db_exec_simple(db, "SET default_transaction_read_only = on") == DB_ONE_RESULT,
+          "session made read-only: %s", db_errmsg(db));
+    CHECK(db_ping(db) == DB_PING_READ_ONLY && strstr(db_errmsg(db), "read-only") != NULL,
+          "ping on a read-only server: %s", db_errmsg(db));
+    fixture_sql(reset_db, NULL, NULL, NULL);
+    CHECK(db_ping(db) == DB_PING_OK, "ping once the server takes writes: %s", db_errmsg(db));
+}
+
 static void
 test_tx(struct db *db, struct db *other)
 {
@@ -745,7 +776,7 @@ test_tx(struct db *db, struct db *other)
     CHECK(fixture_sql("SELECT count(*) FROM tenants WHERE name IN ('never-committed', 'swallowed')",
                       NULL, NULL, NULL) == 0,
           "rolled-back work is visible");
-    CHECK(db_ping(db) == 0, "ping");
+    CHECK(db_ping(db) == DB_PING_OK, "ping");
 
     /* Kill the backend: the next use reconnects and prepared statements are prepared again. */
     PGresult *res = PQexec(fixture_raw, "SELECT pid FROM pg_stat_activity WHERE application_name = "
@@ -763,7 +794,88 @@ test_tx(struct db *db, struct db *other)
     if (st == DB_SOFT_ERROR) /* the handle that was killed learns it on this call */
         st = db_tenant_ensure(db, "acme", &id);
     CHECK(st == DB_ONE_RESULT && id > 0, "statement after reconnect: %d", st);
-    CHECK(db_ping(db) == 0 && db_ping(other) == 0, "ping after reconnect");
+    CHECK(db_ping(db) == DB_PING_OK && db_ping(other) == DB_PING_OK, "ping after reconnect");
+    test_read_only(db);
+}
+
+/* ---- generic plans ---- */
+
+struct plan_seen {
+    char mode[32];
+    long long generic; /* runs of the meeting insert with its generic plan, on this session */
+};
+
+/* What the handle's own session says: its plan_cache_mode and pg_prepared_statements' count. */
+static enum db_status
+plan_read(struct db *db, struct plan_seen *out)
+{
+    char name[32];
+    const char *params[] = {name};
+    PGresult *res;
+
+    snprintf(name, sizeof name, "tocsin_%d", (int)STMT_MEETING_INSERT);
+    enum db_status st = db_exec(db, DB_STMT_UNPREPARED,
+                                "SELECT current_setting('plan_cache_mode'), coalesce((SELECT"
+                                " generic_plans FROM pg_prepared_statements WHERE name = $1), 0)",
+                                1, params, &res);
+    if (st != DB_ONE_RESULT)
+        return st;
+    snprintf(out->mode, sizeof out->mode, "%s", PQgetvalue(res, 0, 0));
+    out->generic = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+struct generic_tx {
+    struct meeting *m;
+    int64_t tenant;
+    struct plan_seen after;
+};
+
+static enum db_status
+insert_then_read(struct db *db, void *arg)
+{
+    struct generic_tx *g = arg;
+    enum db_status st = db_meeting_insert(db, g->tenant, g->m);
+
+    return st != DB_ONE_RESULT ? st : plan_read(db, &g->after);
+}
+
+/* db_meeting_insert runs with a generic plan (db_exec_generic) and leaves the session planning
+ * each run, in autocommit and inside a transaction, after a failed insert too. */
+static void
+test_generic(struct db *db, int64_t t1)
+{
+    static const int minutes[] = {15, 5};
+    struct meeting m, again;
+    struct plan_seen before = {0}, after = {0};
+    struct generic_tx g = {&again, t1, {{0}, 0}};
+
+    CHECK(plan_read(db, &before) == DB_ONE_RESULT, "read plans: %s", db_errmsg(db));
+    fixture_meeting(&m, "generic", BASE_MS + 5 * 86400000, minutes, 2);
+    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT && m.reminders[0].id > 0 &&
+              m.reminders[1].id > 0,
+          "insert: %s", db_errmsg(db));
+    CHECK(plan_read(db, &after) == DB_ONE_RESULT, "read plans: %s", db_errmsg(db));
+    CHECK(strcmp(after.mode, "force_custom_plan") == 0, "autocommit left mode %s", after.mode);
+    CHECK(after.generic == before.generic + 1, "generic runs %lld after %lld", after.generic,
+          before.generic);
+    CHECK(fixture_sql("SELECT count(*) FROM reminders WHERE meeting_id = $1", m.id, NULL, NULL) ==
+              2,
+          "the insert did not commit its reminders");
+
+    CHECK(db_meeting_insert(db, t1, &m) == DB_HARD_ERROR, "a second insert of one id passed");
+    CHECK(plan_read(db, &after) == DB_ONE_RESULT && strcmp(after.mode, "force_custom_plan") == 0,
+          "after a failed insert: %s %s", after.mode, db_errmsg(db));
+
+    fixture_meeting(&again, "generic in a transaction", BASE_MS + 6 * 86400000, minutes, 2);
+    CHECK(db_tx_run(db, insert_then_read, &g) == DB_ONE_RESULT, "tx: %s", db_errmsg(db));
+    CHECK(strcmp(g.after.mode, "force_custom_plan") == 0, "the transaction went on with mode %s",
+          g.after.mode);
+    CHECK(fixture_sql("SELECT count(*) FROM meetings WHERE id = $1", again.id, NULL, NULL) == 1,
+          "the transaction's insert is not there");
+    meeting_fini(&m);
+    meeting_fini(&again);
 }
 
 /* ---- setup ---- */
@@ -904,6 +1016,7 @@ run(const char *url)
     test_fire_deleted(a);
     test_errors(a);
     test_tx(a, b);
+    test_generic(a, t1);
     test_member_backend(url, a);
     test_tcp_options(url);
 out:

@@ -44,6 +44,15 @@ meeting_due(struct db *db, struct meeting *m, int64_t start_ms, int minutes_befo
     k->fire_at_ms = m->reminders[0].fire_at_ms;
 }
 
+/* Every row delivered: a test that counts pending rows starts from none. */
+static void
+empty_backlog(void)
+{
+    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
+                      NULL) >= 0,
+          "an empty backlog");
+}
+
 static long long
 count(const char *sql, int64_t id)
 {
@@ -67,7 +76,7 @@ test_fire_rules(struct db *db)
     meeting_due(db, &gone, now + 5 * FIXTURE_MIN_MS - 1000, 5, &k[3]);   /* deleted below */
     k[4] = (struct reminder_key){k[0].reminder_id, k[0].fire_at_ms - 1}; /* stale fire time */
     CHECK(db_meeting_delete(db, tenant, gone.id, &cancelled) == DB_ONE_RESULT, "delete");
-    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT, "fire: %s",
+    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, 0, &res) == DB_ONE_RESULT, "fire: %s",
           db_errmsg(db));
     CHECK(res.n == 2, "changed %zu occurrences, want 2 (due + missed)", res.n);
     for (size_t i = 0; i < res.n; i++) {
@@ -90,7 +99,7 @@ test_fire_rules(struct db *db)
           "one stream event for the fired one");
     db_fire_result_fini(&res);
     /* Firing the same occurrences again changes nothing. */
-    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT && res.n == 0 &&
+    CHECK(db_fire_batch(db, k, 5, GRACE_MS, false, NULL, 0, &res) == DB_ONE_RESULT && res.n == 0 &&
               res.n_outbox == 0 && res.n_streams == 0,
           "second fire changed %zu", res.n);
     db_fire_result_fini(&res);
@@ -126,7 +135,8 @@ test_channels(struct db *db)
         m.reminders[0].channels = cases[c];
         CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
         k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
-        CHECK(db_fire_batch(db, &k, 1, GRACE_MS, true, NULL, &res) == DB_ONE_RESULT && res.n == 1,
+        CHECK(db_fire_batch(db, &k, 1, GRACE_MS, true, NULL, 0, &res) == DB_ONE_RESULT &&
+                  res.n == 1,
               "fire channels %u", cases[c]);
         long long want[] = {(cases[c] & CHANNEL_WEBHOOK) != 0, (cases[c] & CHANNEL_STREAM) != 0,
                             (cases[c] & CHANNEL_PUSH) != 0, (cases[c] & CHANNEL_EMAIL) != 0};
@@ -165,7 +175,7 @@ race(void *arg)
     struct db_fire_result res = {0};
 
     pthread_barrier_wait(r->start);
-    if (db_fire_batch(r->db, r->k, r->n, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT)
+    if (db_fire_batch(r->db, r->k, r->n, GRACE_MS, false, NULL, 0, &res) == DB_ONE_RESULT)
         r->fired = res.n;
     db_fire_result_fini(&res);
     return NULL;
@@ -435,17 +445,15 @@ test_owners(struct db *db)
     size_t n = 0;
     int64_t now = timefmt_now_ms(), given[8];
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     CHECK(db_outbox_owner_register(db, "r/0/1", 60000) == DB_ONE_RESULT &&
               db_outbox_owner_register(db, "r/1/1", 60000) == DB_ONE_RESULT,
           "owners");
     for (int i = 0; i < 3; i++)
         meeting_due(db, &m[i], now + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
     /* One row per webhook of the tenant (the tests above added more than one). */
-    CHECK(db_fire_batch(db, k, 3, GRACE_MS, false, "r/0/1", &res) == DB_ONE_RESULT &&
-              res.n_outbox >= 3 && res.n_outbox <= 8,
+    CHECK(db_fire_batch(db, k, 3, GRACE_MS, false, "r/0/1", 0, &res) == DB_ONE_RESULT &&
+              res.n_outbox >= 3 && res.n_outbox <= 8 && res.handover == NULL,
           "fired with an owner: %zu outbox rows", res.n_outbox);
     for (size_t i = 0; i < res.n_outbox && i < 8; i++)
         given[i] = res.outbox_ids[i];
@@ -490,6 +498,81 @@ test_owners(struct db *db)
         meeting_fini(&m[i]);
 }
 
+/* The reminder of m whose id is id, or NULL when it has none. */
+static const struct reminder *
+reminder_of(const struct meeting *m, int64_t id)
+{
+    for (size_t i = 0; i < m->n_reminders; i++)
+        if (m->reminders[i].id == id)
+            return &m->reminders[i];
+    return NULL;
+}
+
+/* A fire that hands its webhook rows over brings each with its webhook's URL and secret and the
+ * meeting as committed (the fired reminder fired, the other still pending), writes them due after
+ * the grace so the owner's lease does not bring them too, and leases them once due. */
+static void
+test_handover(struct db *db)
+{
+    struct meeting m;
+    int minutes[2] = {5, 1}; /* the first due now, the second in four minutes */
+    struct reminder_key k;
+    struct db_fire_result res = {0};
+    struct db_outbox_item it[8];
+    size_t n = 0;
+
+    empty_backlog();
+    CHECK(db_outbox_owner_register(db, "h/0/1", 60000) == DB_ONE_RESULT, "owner");
+    fixture_meeting(&m, "handed", timefmt_now_ms() + 5 * FIXTURE_MIN_MS, minutes, 2);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
+    char t[32];
+    long long hooks = fixture_sql("SELECT count(*) FROM webhooks WHERE tenant_id = $1 AND "
+                                  "deleted_at IS NULL AND disabled_at IS NULL",
+                                  fixture_i64(t, tenant), NULL, NULL);
+    CHECK(db_fire_batch(db, &k, 1, GRACE_MS, false, "h/0/1", DB_FIRE_HANDOVER_GRACE_MS, &res) ==
+                  DB_ONE_RESULT &&
+              res.n == 1 && res.handover != NULL && hooks > 0 && res.handover->n == (size_t)hooks &&
+              res.n_outbox >= (size_t)hooks,
+          "handed %zu of %zu rows (%lld webhooks on)", res.handover ? res.handover->n : 0,
+          res.n_outbox, hooks);
+    /* The others (an earlier test's webhook turned off, push subscriptions) are due at once. */
+    long long rows = (long long)res.n_outbox, off = rows - hooks;
+    for (size_t i = 0; res.handover != NULL && i < res.handover->n; i++) {
+        const struct db_outbox_item *h = &res.handover->items[i];
+        const struct meeting *hm = &res.handover->meetings[res.handover->meeting_of[i]];
+        const struct reminder *fired = reminder_of(hm, k.reminder_id);
+        const struct reminder *later = reminder_of(hm, m.reminders[1].id);
+        CHECK(h->given && h->channel == CHANNEL_WEBHOOK && h->url != NULL &&
+                  strncmp(h->secret, "whsec_", 6) == 0 && strcmp(h->receiver, h->target) == 0 &&
+                  h->reminder_id == k.reminder_id && h->fire_at_ms == k.fire_at_ms &&
+                  strcmp(h->meeting_id, m.id) == 0 && h->payload == NULL,
+              "handed row %zu as a lease brings it", i);
+        CHECK(strcmp(hm->id, m.id) == 0 && strcmp(hm->title, "handed") == 0 && fired != NULL &&
+                  later != NULL && fired->status == REMINDER_FIRED &&
+                  fired->fired_at_ms == res.item[0].fired_at_ms &&
+                  later->status == REMINDER_PENDING,
+              "its meeting as committed");
+    }
+    db_fire_result_fini(&res);
+    CHECK(fixture_sql("SELECT count(*) FROM outbox WHERE status = 'pending' AND lease_owner = "
+                      "'h/0/1' AND next_attempt_at > now() + interval '1 second'",
+                      NULL, NULL, NULL) == hooks,
+          "written due after the grace");
+    CHECK(claim_rows(db, "h/0/1", NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT && n == (size_t)off,
+          "its lease brings none of them before, only the row not handed: %zu", n);
+    items_fini(it, n);
+    CHECK(fixture_sql("UPDATE outbox SET next_attempt_at = now() WHERE lease_owner = 'h/0/1'", NULL,
+                      NULL, NULL) == rows,
+          "the grace over");
+    CHECK(claim_rows(db, "h/0/1", NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
+              n == (size_t)rows && it[0].given,
+          "then its lease brings them: %zu", n);
+    items_fini(it, n);
+    CHECK(db_outbox_owner_leave(db, "h/0/1") == DB_ONE_RESULT, "leave");
+    meeting_fini(&m);
+}
+
 /* On a direct connection a lease names its backend (migrations/015): only that connection
  * renews it, and once it is closed the owner's rows are orphans, long before the lease would
  * lapse: a killed replica's rows wait for the next look, not for the lease. */
@@ -502,9 +585,7 @@ test_owner_backend(const char *url, struct db *db)
     struct db_outbox_item it[8];
     size_t n = 0;
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     struct db *other = open_db(url);
     CHECK(other != NULL && db_outbox_owner_register(other, "k/0/1", 60000) == DB_ONE_RESULT &&
               db_outbox_owner_register(db, "k/1/1", 60000) == DB_ONE_RESULT,
@@ -514,7 +595,7 @@ test_owner_backend(const char *url, struct db *db)
     CHECK(db_outbox_owner_renew(other, "k/0/1", 60000) == DB_ONE_RESULT, "its own connection");
     for (int i = 0; i < 2; i++)
         meeting_due(db, &m[i], timefmt_now_ms() + 5 * FIXTURE_MIN_MS - i, 5, &k[i]);
-    CHECK(db_fire_batch(db, k, 2, GRACE_MS, false, "k/0/1", &res) == DB_ONE_RESULT &&
+    CHECK(db_fire_batch(db, k, 2, GRACE_MS, false, "k/0/1", 0, &res) == DB_ONE_RESULT &&
               res.n_outbox >= 2,
           "fired for k/0/1: %zu outbox rows", res.n_outbox);
     size_t fired = res.n_outbox;
@@ -550,9 +631,7 @@ test_missing_webhook(struct db *db)
     struct db_outbox_item it[2];
     size_t n = 0;
 
-    CHECK(fixture_sql("UPDATE outbox SET status = 'delivered' WHERE status = 'pending'", NULL, NULL,
-                      NULL) >= 0,
-          "an empty backlog");
+    empty_backlog();
     CHECK(fixture_sql("INSERT INTO outbox (tenant_id, meeting_id, reminder_id, fire_at, channel,"
                       " target, receiver, webhook_id) SELECT tenant_id, meeting_id, reminder_id,"
                       " fire_at + interval '1 millisecond', 'webhook', 'x', 'x', gen_random_uuid()"
@@ -573,7 +652,7 @@ meeting_fired(struct db *db, struct meeting *m, struct reminder_key *k)
     struct db_fire_result res = {0};
 
     meeting_due(db, m, timefmt_now_ms() + 5 * FIXTURE_MIN_MS, 5, k);
-    CHECK(db_fire_batch(db, k, 1, GRACE_MS, false, NULL, &res) == DB_ONE_RESULT &&
+    CHECK(db_fire_batch(db, k, 1, GRACE_MS, false, NULL, 0, &res) == DB_ONE_RESULT &&
               res.n_outbox >= 1,
           "fire: %zu outbox rows", res.n_outbox);
     db_fire_result_fini(&res);
@@ -658,6 +737,7 @@ run(const char *url)
     test_orphans(a);
     test_owners(a);
     test_owner_backend(url, a);
+    test_handover(a);
     test_missing_webhook(a);
     test_removed_reminder(a);
     test_deleted_meeting(a);

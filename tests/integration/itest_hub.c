@@ -1,7 +1,7 @@
 /* itest_hub.c -- the stream hub against a real PostgreSQL reached through a forwarder of this
  * test: once the hub's connection breaks and every new connection is closed at once (a PostgreSQL
- * that went away), the hub tries again at most once per DB_RETRY_MS, not at every read of the
- * heads (each try may be a connect that blocks for seconds). */
+ * that went away), the hub tries again at most once per DB_RECONNECT_WAIT_MS, not at every read of
+ * the heads (each try may be a connect that blocks for seconds). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,11 +19,10 @@
 #define PROXY_BUF 16384
 #define HUB_POLL_MS 50 /* the hub reads the heads this often */
 #define HELLO_WAIT_MS 10000
-#define OUTAGE_MS 2000   /* how long every connection is refused */
-#define DB_RETRY_MS 1000 /* hub_db.c's */
-/* One try at the start of the outage and one per DB_RETRY_MS after it; libpq may open two
- * connections for one try (sslmode=prefer), so twice that. */
-#define TRIES_MAX (2 * (OUTAGE_MS / DB_RETRY_MS + 1))
+#define OUTAGE_MS 2000 /* how long every connection is refused */
+/* One try at the start of the outage and one per DB_RECONNECT_WAIT_MS (db.h) after it; libpq may
+ * open two connections for one try (sslmode=prefer), so twice that. */
+#define TRIES_MAX (2 * (OUTAGE_MS / DB_RECONNECT_WAIT_MS + 1))
 
 /* A TCP forwarder to PostgreSQL: forwards both ways until refuse is set; then closes what it
  * forwards and every connection it accepts, counting them in accepted. */

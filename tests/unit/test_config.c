@@ -122,6 +122,35 @@ static const struct {
     {"TOCSIN_BROWSER_PARTICIPANTS_MAX", "501", 0},
 };
 
+/* redis-sentinel://: its Sentinels and master in the config; the Sentinels' credentials only
+ * with it, a user only with a password. */
+static void
+check_sentinel(struct config *cfg, char *err, size_t errlen)
+{
+    setenv("TOCSIN_REDIS_SENTINEL_PASSWORD", "sp", 1);
+    CHECK(config_load(cfg, err, errlen) != 0 &&
+              strstr(err, "TOCSIN_REDIS_SENTINEL_PASSWORD") != NULL &&
+              strstr(err, "redis-sentinel://") != NULL,
+          "a Sentinel password with redis://: %s", err);
+    setenv("TOCSIN_REDIS_URL", "redis-sentinel://:pw@s1,s2:26380/mymaster/2", 1);
+    setenv("TOCSIN_REDIS_SENTINEL_USER", "watcher", 1);
+    CHECK(config_load(cfg, err, errlen) == 0 && cfg->redis_sentinels_n == 2 &&
+              strcmp(cfg->redis_sentinels[0].host, "s1") == 0 &&
+              cfg->redis_sentinels[0].port == 26379 && cfg->redis_sentinels[1].port == 26380 &&
+              strcmp(cfg->redis_master, "mymaster") == 0 && cfg->redis_db == 2 &&
+              strcmp(cfg->redis_password, "pw") == 0 && cfg->redis_host[0] == '\0' &&
+              strcmp(cfg->redis_sentinel_user, "watcher") == 0 &&
+              strcmp(cfg->redis_sentinel_password, "sp") == 0,
+          "redis-sentinel:// fields: %s", err);
+    unsetenv("TOCSIN_REDIS_SENTINEL_PASSWORD");
+    CHECK(config_load(cfg, err, errlen) != 0 && strstr(err, "TOCSIN_REDIS_SENTINEL_USER") != NULL,
+          "a Sentinel user without a password: %s", err);
+    unsetenv("TOCSIN_REDIS_SENTINEL_USER");
+    unsetenv("TOCSIN_REDIS_URL");
+    CHECK(config_load(cfg, err, errlen) == 0 && cfg->redis_sentinels_n == 0, "plain again: %s",
+          err);
+}
+
 int
 main(void)
 {
@@ -175,6 +204,7 @@ main(void)
     unsetenv("TOCSIN_REDIS_TLS_CERT");
     unsetenv("TOCSIN_REDIS_TLS_KEY");
     unsetenv("TOCSIN_REDIS_URL");
+    check_sentinel(&cfg, err, sizeof err);
     /* A share's error names its unit: "0.5" is not half. */
     setenv("TOCSIN_DELIVERY_TENANT_SHARE", "0.5", 1);
     CHECK(config_load(&cfg, err, sizeof(err)) != 0 &&

@@ -43,6 +43,14 @@ static const struct {
     {"tocsin:rem:1:02", -1, 0, 0},
     {"tocsin", -1, 0, 0},
     {"", -1, 0, 0},
+    /* The Cluster form: the shard tag must be the reminder's (id % 256). */
+    {"tocsin:{s1}:rem:257:2", 0, 257, 2},
+    {"tocsin:{s0}:rem:256:2", 0, 256, 2},
+    {"tocsin:{s2}:rem:257:2", -1, 0, 0},
+    {"tocsin:{s01}:rem:257:2", -1, 0, 0},
+    {"tocsin:{s1:rem:257:2", -1, 0, 0},
+    {"tocsin:{s1}:claim:257:2", -1, 0, 0},
+    {"tocsin:{s}:rem:0:2", -1, 0, 0},
 };
 
 static const struct {

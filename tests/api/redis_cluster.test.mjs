@@ -1,0 +1,248 @@
+// redis_cluster.test.mjs -- Redis Cluster (redis-cluster://) with Debian's redis-server on
+// loopback: 3 masters and 3 replicas made by redis-cli --cluster create, none of them with
+// notify-keyspace-events (tocsin must set it on every master), 2 tocsin replicas on the seeds,
+// reminders created through the API falling due over 20 s. Under that load, first a reshard
+// (redis-cli --cluster reshard moves slots and their keys from one master to another), then a
+// master killed with kill -9 (its replica promoted by the cluster). Every reminder reaches the
+// webhook receiver and is recorded once; the keys were spread over every master; /readyz and
+// /metrics (tocsin_redis_master_up) name the master that is down while it is; both replicas come
+// back subscribed to the promoted one, whose notify setting they set; a reminder created
+// afterwards is armed on the master of its slot.
+// The nodes listen on TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT and the 5 ports after it (default
+// 7110; each node's cluster bus is its port + 10000).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { after } from 'node:test';
+import { harness, redisCli, run, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
+
+const BASE = Number(process.env.TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT ?? 7110);
+const NODES = 6;              // 3 masters, 3 replicas
+const NODE_TIMEOUT_MS = 1500; // cluster-node-timeout: a master is failed over after about this
+const N = 90;                 // reminders, due over SPREAD_MS
+const LEAD_MS = 8000;         // the first falls due this long after the first is created
+const SPREAD_MS = 20000;
+const RESHARD_AFTER_MS = 2000; // the reshard starts this long after the first fell due
+const RESHARD_SLOTS = 1000;
+const KILL_AFTER_MS = 10000;   // the kill, this long after the first fell due (after the reshard)
+const START_BOUND_MS = 20000;  // nodes up, the cluster ok, replicas in sync
+const RESHARD_BOUND_MS = 30000;
+const PROMOTE_BOUND_MS = 20000; // kill to the replica serving the slots
+const READY_BOUND_MS = 15000;   // /readyz back after the promotion
+const ARRIVE_MS = 15000;        // the last reminder arrives this long after it fell due at most
+const SETTLE_MS = 1500;         // then wait this long for a (wrong) repeat
+
+const h = await harness('redis_cluster');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-cluster-'));
+const procs = [];
+const cliOf = (port) => redisCli(`redis://127.0.0.1:${port}/0`);
+
+function start(args, what) {
+    const child = spawn(h.env.redisServerBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = { child, what, log: '', exited: null };
+    for (const s of [child.stdout, child.stderr]) {
+        s.on('data', (d) => { p.log = (p.log + d).slice(-32768); });
+    }
+    p.exit = new Promise((r) => child.on('exit', (code, signal) => r((p.exited = { code, signal }))));
+    procs.push(p);
+    return p;
+}
+
+async function stop(p, signal = 'SIGTERM') {
+    if (!p.exited) {
+        process.kill(p.child.pid, signal);
+        await p.exit;
+    }
+}
+
+after(async () => {
+    for (const p of procs) {
+        await stop(p, 'SIGKILL');
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function node(port) {
+    const d = fs.mkdtempSync(path.join(dir, 'node-'));
+    const p = start(['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+        '--dir', d, '--daemonize', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+        '--cluster-node-timeout', String(NODE_TIMEOUT_MS)], `redis-server :${port}`);
+    const cli = cliOf(port);
+    assert.ok(await waitFor(async () => p.exited || (await cli.ping()), START_BOUND_MS, 50) === true, p.log);
+    return { port, proc: p, cli };
+}
+
+// CLUSTER NODES as seen by the node on port: [{ id, port, master, of (its master's id), slots }].
+async function topology(port) {
+    const out = await cliOf(port).cmd('CLUSTER', 'NODES');
+    return out.split('\n').filter((l) => l.trim() !== '').map((l) => {
+        const f = l.split(' ');
+        const slots = f.slice(8).filter((s) => /^\d/.test(s)).reduce((a, s) => {
+            const [lo, hi] = s.split('-').map(Number);
+            return a + (hi ?? lo) - lo + 1;
+        }, 0);
+        return { id: f[0], port: Number(/:(\d+)@/.exec(f[1])[1]), master: /master/.test(f[2]) && !/fail/.test(f[2]),
+            of: f[3], slots };
+    });
+}
+
+const clusterOk = async (port) => /cluster_state:ok/.test(await cliOf(port).cmd('CLUSTER', 'INFO'));
+
+async function receiver(t) {
+    const rx = { seen: new Map() };
+    rx.server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const id = req.headers['webhook-id'] ?? '';
+            const m = /^rem_(\d+)_(\d+)$/.exec(id);
+            const s = rx.seen.get(id);
+            if (s) {
+                s.count++;
+            } else if (m) {
+                rx.seen.set(id, { reminder: Number(m[1]), fireAt: Number(m[2]), at: Date.now(), count: 1 });
+            }
+            res.writeHead(204).end();
+        });
+    });
+    rx.url = await serveLocal(t, rx.server);
+    return rx;
+}
+
+const ready = async (srv) => {
+    const rz = await srv.req('GET', '/readyz');
+    return rz.status === 200 && rz.json.checks.redis === 'ok' && rz.json.checks.subscriber === 'ok' &&
+        rz.json.checks.notify_config === 'ok' ? rz : null;
+};
+
+const notifyOf = async (port) => (await cliOf(port).cmd('CONFIG', 'GET', 'notify-keyspace-events')).split('\n')[1];
+
+test('a reshard and a master killed under load: all delivered, none recorded twice', async (t) => {
+    const nodes = [];
+    for (let i = 0; i < NODES; i++) {
+        nodes.push(await node(BASE + i));
+    }
+    const made = await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas', '1', '--cluster-yes']);
+    assert.equal(made.code, 0, made.stdout + made.stderr);
+    const formed = await waitFor(async () => {
+        for (const n of nodes) {
+            if (!(await clusterOk(n.port))) {
+                return false;
+            }
+        }
+        const topo = await topology(BASE);
+        const replicas = topo.filter((x) => !x.master);
+        for (const r of replicas) {
+            if (!/master_link_status:up/.test(await cliOf(r.port).cmd('INFO', 'replication'))) {
+                return false;
+            }
+        }
+        return topo.filter((x) => x.master).length === 3 && replicas.length === 3;
+    }, START_BOUND_MS, 200);
+    assert.ok(formed, `cluster: ${await cliOf(BASE).cmd('CLUSTER', 'NODES')}`);
+    const topo = await topology(BASE);
+    const masters = topo.filter((x) => x.master).sort((a, b) => a.port - b.port);
+    const [victim, from, to] = masters; // killed; resharded from; resharded to
+    const heir = topo.find((x) => !x.master && x.of === victim.id);
+
+    const seeds = masters.map((m) => `127.0.0.1:${m.port}`).join(',');
+    const prefix = `clu${process.pid}`;
+    const servers = [];
+    for (const i of [1, 2]) {
+        servers.push(await h.startServer({ TOCSIN_REDIS_URL: `redis-cluster://${seeds}/`, TOCSIN_REDIS_PREFIX: prefix,
+            TOCSIN_INSTANCE_ID: `cluster-${i}`, TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_LOG_LEVEL: 'info' }));
+    }
+    for (const srv of servers) {
+        assert.ok(await waitFor(() => ready(srv), START_BOUND_MS, 100), `${(await servers[0].req('GET', '/readyz')).text}\n${srv.log}`);
+    }
+    for (const m of masters) {
+        assert.match(await notifyOf(m.port), /E.*x|x.*E|A/, `tocsin set notify-keyspace-events on master :${m.port}`);
+    }
+    const rx = await receiver(t);
+    const key = await servers[0].createKey('cluster');
+    const wh = await servers[0].req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
+    assert.equal(wh.status, 201, wh.text);
+
+    const t0 = Date.now() + LEAD_MS;
+    const due = [];
+    for (let i = 0; i < N; i++) {
+        const fireMs = t0 + Math.floor((i * SPREAD_MS) / N);
+        const c = await servers[i % 2].req('POST', '/v1/meetings', { key, json: { title: `c${i}`,
+            starts_at: new Date(fireMs + 5 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+        assert.equal(c.status, 201, c.text);
+        due.push(Number(c.json.reminders[0].id));
+    }
+    assert.ok(Date.now() < t0, 'created before the first one fell due');
+    // Spread by shard tag over every master, each reminder's key on the master of its slot.
+    const perMaster = [];
+    for (const m of masters) {
+        perMaster.push((await cliOf(m.port).keys(`${prefix}:{s*}:rem:*`)).length);
+    }
+    assert.ok(perMaster.every((n) => n > 0), `keys on every master: ${perMaster}`);
+    assert.equal(perMaster.reduce((a, b) => a + b, 0), N, `every reminder armed once: ${perMaster}`);
+
+    // The reshard, under load: slots and their keys move from one master to another.
+    await sleep(t0 + RESHARD_AFTER_MS - Date.now());
+    const moved = await run('redis-cli', ['--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
+        '--cluster-to', to.id, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes'], { timeout: RESHARD_BOUND_MS });
+    assert.equal(moved.code, 0, moved.stdout.slice(-2000) + moved.stderr);
+    const after1 = await topology(to.port);
+    assert.equal(after1.find((x) => x.id === to.id).slots, to.slots + RESHARD_SLOTS, 'the slots moved');
+
+    // The kill, under load: the victim's replica takes its slots.
+    await sleep(t0 + KILL_AFTER_MS - Date.now());
+    await stop(nodes.find((n) => n.port === victim.port).proc, 'SIGKILL');
+    let rz;
+    const named = await waitFor(async () => {
+        rz = await servers[0].req('GET', '/readyz');
+        return new RegExp(`master 127\\.0\\.0\\.1:${victim.port}`).test(rz.json.redis_error ?? '');
+    }, NODE_TIMEOUT_MS * 4, 100);
+    assert.ok(named, `/readyz names the master that is down: ${rz?.text}`);
+    assert.equal(rz.status, 200, 'Redis never fails readiness');
+    const metrics = (await servers[0].req('GET', '/metrics', { validate: false })).text;
+    assert.match(metrics, new RegExp(`^tocsin_redis_master_up\\{master="127\\.0\\.0\\.1:${victim.port}"\\} 0$`, 'm'),
+        'the metric names the master that is down');
+    assert.match(metrics, new RegExp(`^tocsin_redis_master_up\\{master="127\\.0\\.0\\.1:${to.port}"\\} 1$`, 'm'), metrics);
+    const promoted = await waitFor(async () => {
+        const now = await topology(from.port);
+        return now.find((x) => x.id === heir.id)?.master && (await clusterOk(from.port));
+    }, PROMOTE_BOUND_MS, 200);
+    assert.ok(promoted, `replica :${heir.port} promoted: ${await cliOf(from.port).cmd('CLUSTER', 'NODES')}`);
+    for (const srv of servers) {
+        const back = await waitFor(() => ready(srv), READY_BOUND_MS, 100);
+        assert.ok(back, `/readyz after the promotion: ${(await srv.req('GET', '/readyz')).text}\n${srv.log}`);
+    }
+    assert.match(await notifyOf(heir.port), /E.*x|x.*E|A/, 'tocsin set notify-keyspace-events on the promoted replica');
+    for (const srv of servers) {
+        assert.match(srv.log, new RegExp(`listening to redis cluster master 127\\.0\\.0\\.1:${heir.port}`), srv.log);
+    }
+    // A reminder created now is armed on the master of its slot (redis-cli -c follows MOVED).
+    const later = await servers[1].req('POST', '/v1/meetings', { key, json: { title: 'after',
+        starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+    assert.equal(later.status, 201, later.text);
+    const live = redisCli(`redis-cluster://127.0.0.1:${from.port}/`);
+    assert.equal((await live.keys(`${prefix}:rem:${later.json.reminders[0].id}:*`)).length, 1, 'armed after the failover');
+
+    const mine = () => [...rx.seen.values()].filter((s) => due.includes(s.reminder));
+    await waitFor(() => mine().length >= N, t0 + SPREAD_MS + ARRIVE_MS - Date.now(), 100);
+    await sleep(SETTLE_MS);
+    const got = mine();
+    const missing = due.filter((id) => !got.some((s) => s.reminder === id));
+    assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
+    const late = got.map((s) => s.at - s.fireAt).sort((a, b) => a - b);
+    t.diagnostic(`redis-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
+        `max ${late[N - 1]} ms; ${got.reduce((a, s) => a + s.count - 1, 0)} repeated on the wire`);
+    assert.ok(late[0] >= 0, 'none early');
+    const rows = await h.sql(`SELECT count(*) FILTER (WHERE r.status = 'fired'),
+        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])),
+        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])
+             AND o.status = 'delivered')
+        FROM reminders r WHERE r.id = ANY(ARRAY[${due.join(',')}]::bigint[])`);
+    assert.equal(rows, `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
+    for (const srv of servers) {
+        await srv.stop();
+    }
+});
