@@ -3,7 +3,8 @@
 # what is missing, builds with ASan+UBSan (build-asan/), starts a fresh PostgreSQL and Redis on
 # loopback under .local/test, runs the browser client's type checks, ctest (unit + integration),
 # the black-box API tests and the Chromium tests (tests/browser, Debian's chromium driven by
-# puppeteer-core), the deployment checks (tests/deploy: Kubernetes manifests, alert rules), then
+# puppeteer-core), a 2-minute soak under faults (bench/soak.sh), the deployment checks
+# (tests/deploy: Kubernetes manifests, alert rules), then
 # the integration tests, the stream suites and the connection limits again under ThreadSanitizer
 # (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
@@ -31,6 +32,7 @@ tests/api/stream_tenants.test.mjs"}
 # ASan and the TSan stage; set either (or both) and nothing else runs (no type check, no deploy
 # check, no pass through PgBouncer or under TSan unless TOCSIN_TEST_POOLED / TOCSIN_TEST_TSAN_NODE
 # name files). TOCSIN_TEST_CTEST=0 leaves ctest out. CI sets none of them: everything runs.
+# TOCSIN_TEST_SOAK=1 runs the 2-minute soak (bench/soak.sh) also when something is selected.
 # TOCSIN_TEST_REDIS_TLS=1: the shared Redis also listens with TLS on TOCSIN_TEST_REDIS_TLS_PORT
 # (default REDIS_PORT + 1) with a CA made here, and the node files (theirs and their private
 # Redises) use rediss:// with it; ctest keeps the plain port. Off by default: a run of its own.
@@ -170,6 +172,19 @@ run_node_pooled()
         run_node "$POOLED_TESTS"
 }
 
+# The soak's servers sit beside the suite's (PostgreSQL and PgBouncer on PG_PORT + 3 and + 4,
+# Redis on REDIS_PORT + 3), its replicas, receivers and fault proxy on the 30 ports from
+# TOCSIN_TEST_SOAK_HTTP_BASE. The whole stage is bounded: a run that hangs fails.
+SOAK_MINUTES_SUITE=2
+SOAK_TIMEOUT_S=480
+run_soak()
+{
+    SOAK_MINUTES=$SOAK_MINUTES_SUITE SOAK_SEED=${TOCSIN_TEST_SOAK_SEED:-} \
+        TOCSIN_SOAK_PG_PORT=$((PG_PORT + 3)) TOCSIN_SOAK_REDIS_PORT=$((REDIS_PORT + 3)) \
+        TOCSIN_SOAK_HTTP_BASE=${TOCSIN_TEST_SOAK_HTTP_BASE:-47300} TOCSIN_SOAK_DIR=$TEST_DIR/soak \
+        timeout -k 10 "$SOAK_TIMEOUT_S" bash bench/soak.sh
+}
+
 tocsin_install_deps
 tocsin_npm_install
 # Prometheus's promtool checks /metrics in tests/api/ops.test.mjs and the alert rules in
@@ -239,6 +254,11 @@ if [ "$CTEST" != 0 ]; then
 fi
 if [ -d tests/api ] && [ -n "$NODE_TESTS" ]; then
     record node run_node
+fi
+# The soak under faults (bench/soak.sh, docs/soak.md), SOAK_MINUTES of load against the ASan
+# build on servers of its own; its seed is printed (TOCSIN_TEST_SOAK_SEED replays one).
+if [ -z "$SELECTED" ] || [ "${TOCSIN_TEST_SOAK:-0}" = 1 ]; then
+    record soak run_soak
 fi
 if [ -d tests/api ]; then
     if [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_POOLED:-}" ]; then

@@ -16,6 +16,7 @@ import email.policy
 import json
 import signal
 import sys
+import time
 
 import icalendar
 from aiosmtpd.controller import Controller
@@ -86,6 +87,8 @@ class Recorder:
     async def handle_DATA(self, server, session, envelope):
         raw = envelope.original_content or envelope.content
         record = {
+            # When the message was accepted (ms since the epoch): bench/soak.sh measures lateness.
+            "received_at_ms": int(time.time() * 1000),
             "mail_from": envelope.mail_from,
             "rcpt_tos": envelope.rcpt_tos,
             "raw": base64.b64encode(raw).decode(),

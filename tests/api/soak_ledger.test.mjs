@@ -1,0 +1,133 @@
+// soak_ledger.test.mjs -- the soak's ledger (bench/soak_ledger.mjs) can fail: fed receipts and a
+// record made here, it flags a lost, an early, a late, a twice-recorded, a taken-away and an
+// unexpected reminder, each as what it is, and passes the clean case. No servers.
+import assert from 'node:assert/strict';
+import { test } from './harness.mjs';
+import { BACKOFF_FACTOR, BASE_MS, Ledger, REPAIR_MS, check, keyOf, totals } from '../../bench/soak_ledger.mjs';
+
+const T0 = Date.parse('2030-01-01T09:00:00Z');
+const CH = ['webhook', 'stream', 'push', 'email'];
+const HOOKS = { ok: 'w-ok', never: 'w-never' };
+
+function entry(rid, fireMs, meeting = 'm1') {
+    return { key: keyOf(rid, fireMs), rid, fireMs, meeting, occ: null, minutes: 5, channels: CH };
+}
+
+// Everything a clean delivery of e leaves: one arrival per channel `lateMs` after due, the record.
+function delivered(e, rc, rec, lateMs = 10) {
+    const at = e.fireMs + lateMs;
+    rc.webhook.set(e.key, [{ at, status: 204, path: '/ok' }, { at, status: 0, path: '/never' }]);
+    for (const ch of ['stream', 'push', 'email']) rc[ch].set(e.key, [{ at }]);
+    rec.reminders.set(e.key, 'fired');
+    rec.events.set(e.key, 1);
+    for (const ch of CH) {
+        const targets = ch === 'webhook' ? [HOOKS.ok, HOOKS.never] : [`${ch}-1`];
+        rec.outbox.set(`${e.key}|${ch}`, {
+            rows: targets.length, delivered: 1, byTarget: new Map(targets.map((t) => [t, 1])),
+            deliveredTo: new Set([targets[0]]),
+        });
+    }
+}
+
+function world() {
+    return {
+        ledger: new Ledger(T0 + 600000),
+        rc: { webhook: new Map(), stream: new Map(), push: new Map(), email: new Map() },
+        rec: { reminders: new Map(), outbox: new Map(), events: new Map() },
+    };
+}
+
+test('a clean run has no violation', () => {
+    const w = world();
+    const e = entry(1, T0 + 60000);
+    w.ledger.observe('m1', [e], T0, 'created');
+    delivered(e, w.rc, w.rec);
+    const r = check(w.ledger, w.rc, w.rec, [], HOOKS);
+    assert.deepEqual(r.violations, []);
+    assert.equal(totals(r).n, 1);
+});
+
+test('lost, early, late and twice are each flagged', () => {
+    const w = world();
+    const lost = entry(1, T0 + 60000);
+    const early = entry(2, T0 + 70000);
+    const late = entry(3, T0 + 80000);
+    const twice = entry(4, T0 + 90000);
+    w.ledger.observe('m1', [lost, early, late, twice], T0, 'created');
+    for (const e of [early, late, twice]) delivered(e, w.rc, w.rec);
+    w.rc.push.set(early.key, [{ at: early.fireMs - 5 }]);
+    w.rc.email.set(late.key, [{ at: late.fireMs + BASE_MS.email + 1 }]);
+    w.rec.events.set(twice.key, 2);
+    const t = totals(check(w.ledger, w.rc, w.rec, [], HOOKS));
+    assert.equal(t.lost, CH.length + 1); // every channel, and no stream event recorded
+    assert.equal(t.early, 1);
+    assert.equal(t.late, 1);
+    assert.equal(t.twice, 1);
+});
+
+test('a fault met widens the bound by its time past the due time and its repair, no more', () => {
+    const w = world();
+    const e = entry(1, T0 + 60000);
+    w.ledger.observe('m1', [e], T0, 'created');
+    delivered(e, w.rc, w.rec);
+    const fault = { kind: 'redis-stop', start: e.fireMs - 1000, end: e.fireMs + 9000 };
+    const allowed = 9000 + REPAIR_MS['redis-stop'] + BASE_MS.stream;
+    w.rc.stream.set(e.key, [{ at: e.fireMs + allowed }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [fault], HOOKS)).late, 0);
+    w.rc.stream.set(e.key, [{ at: e.fireMs + allowed + 1 }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [fault], HOOKS)).late, 1);
+    // A receiver fault: the row's backoff and the receiver's circuit, on the webhook only.
+    const rxw = { kind: 'rx-500', start: e.fireMs - 1000, end: e.fireMs + 9000 };
+    const rxAllowed = Math.round(9000 * BACKOFF_FACTOR + 10000 + REPAIR_MS['rx-500'] + BASE_MS.webhook);
+    w.rc.stream.set(e.key, [{ at: e.fireMs + 10 }]);
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + rxAllowed, status: 204, path: '/ok' }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [rxw], HOOKS)).late, 0);
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + rxAllowed + 1, status: 204, path: '/ok' }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [rxw], HOOKS)).late, 1);
+    // A receiver fault does not excuse the stream.
+    const rx = { kind: 'rx-500', start: e.fireMs - 1000, end: e.fireMs + 9000 };
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + 10, status: 204, path: '/ok' }]);
+    w.rc.stream.set(e.key, [{ at: e.fireMs + BASE_MS.stream + 1 }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [rx], HOOKS)).late, 1);
+});
+
+test('a moved-away or deleted time that arrives, and a key of nothing, are flagged', () => {
+    const w = world();
+    const old = entry(1, T0 + 120000);
+    const moved = entry(1, T0 + 180000);
+    w.ledger.observe('m1', [old], T0, 'created');
+    w.ledger.observe('m1', [moved], T0 + 1000, 'moved');
+    delivered(moved, w.rc, w.rec);
+    w.rc.webhook.set(old.key, [{ at: old.fireMs, status: 204, path: '/ok' }]);
+    w.rc.push.set(keyOf(99, T0), [{ at: T0 }]);
+    const r = check(w.ledger, w.rc, w.rec, [], HOOKS);
+    const t = totals(r);
+    assert.equal(t.gone, 1);
+    assert.equal(t.unexpected, 1);
+    assert.match(r.violations.find((v) => v.key === old.key).what, /^moved: /);
+});
+
+test('a reminder written with its fire time past is due at the write and keeps its key', () => {
+    const w = world();
+    const past = entry(7, T0 - 86400000 - 60000); // a day and a minute before an occurrence
+    w.ledger.observe('s1', [past], T0, 'created');
+    const e = w.ledger.expect.get(past.key);
+    assert.equal(e.atOnce, true);
+    assert.equal(e.dueMs, T0);
+    delivered({ ...e, fireMs: T0 }, w.rc, w.rec);
+    assert.deepEqual(check(w.ledger, w.rc, w.rec, [], HOOKS).violations, []);
+});
+
+test('a fired time that a later move took the row away from needs no fired row, only its record', () => {
+    const w = world();
+    const first = entry(1, T0 + 60000);
+    const next = entry(1, T0 + 300000);
+    w.ledger.observe('m1', [first], T0, 'created');
+    w.ledger.observe('m1', [next], T0 + 120000, 'moved'); // after the first fired
+    delivered(first, w.rc, w.rec);
+    delivered(next, w.rc, w.rec);
+    w.rec.reminders.delete(first.key); // the one row now carries the next time
+    assert.deepEqual(check(w.ledger, w.rc, w.rec, [], HOOKS).violations, []);
+    w.rec.reminders.delete(next.key);
+    assert.match(check(w.ledger, w.rc, w.rec, [], HOOKS).violations[0].what, /reminder row is missing/);
+});
