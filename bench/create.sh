@@ -7,7 +7,8 @@
 # reminder each through POST /v1/meetings/batch, 1,000 a request, BENCH_BATCH_CLIENTS (4) requests
 # at once (curl), checked afterwards in PostgreSQL (every meeting and reminder there) and Redis
 # (a key per reminder); prints meetings/s and its ratio to the single creates' req/s above. Last,
-# BENCH_IMPORT_MEETINGS (100000) such meetings as JSON lines through `tocsin import`, timed.
+# BENCH_IMPORT_MEETINGS (100000) such meetings as JSON lines through `tocsin import`, timed, once
+# for each --jobs of BENCH_IMPORT_JOBS ("1 2 4"), each run new lines.
 # Environment: BENCH_DURATION_S (15), BENCH_CONNECTIONS ("32 64"), TOCSIN_BENCH_THREADS (unset:
 # try 8, 16 and 32 HTTP threads for 5 s each and keep the fastest). Not part of CI.
 set -euo pipefail
@@ -24,6 +25,7 @@ BATCH_MEETINGS=${BENCH_BATCH_MEETINGS:-100000}
 BATCH_CLIENTS=${BENCH_BATCH_CLIENTS:-4}
 BATCH_SIZE=1000 # DB_MEETING_BATCH_MAX
 IMPORT_MEETINGS=${BENCH_IMPORT_MEETINGS:-100000}
+IMPORT_JOBS=${BENCH_IMPORT_JOBS:-1 2 4}
 TUNE_DURATION_S=5
 BENCH=$TOCSIN_ROOT/.local/bench
 . bench/wrk.sh
@@ -96,19 +98,19 @@ run_batches()
     awk -v m="$BATCH_MEETINGS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f %.2f\n", m / (b - a), b - a }'
 }
 
-# run_import: "meetings_s seconds" of `tocsin import` over IMPORT_MEETINGS new lines (one
-# reminder each, distinct titles so that each line is a meeting of its own); dies unless it
-# exits 0 with every one in PostgreSQL.
+# run_import JOBS: "meetings_s seconds" of `tocsin import --jobs JOBS` over IMPORT_MEETINGS new
+# lines (one reminder each, titles of their own so that each line is a meeting of its own and
+# each run's are new); dies unless it exits 0 with every one in PostgreSQL.
 run_import()
 {
     local t0 t1 made
     batch_body "$IMPORT_MEETINGS" | sed 's/^{"items":\[//; s/\]}$//; s/},{"title"/}\n{"title"/g' |
-        sed 's/"title":"Batch /"title":"Import /' >"$BENCH/import.jsonl"
+        sed "s/\"title\":\"Batch /\"title\":\"Import $1 /" >"$BENCH/import.jsonl"
     t0=$(date +%s.%N)
-    "$BIN" import --tenant bench "$BENCH/import.jsonl" 2>"$BENCH/import.log" ||
+    "$BIN" import --jobs "$1" --tenant bench "$BENCH/import.jsonl" 2>"$BENCH/import.log" ||
         tocsin_die "import failed: $(tail -n 5 "$BENCH/import.log")"
     t1=$(date +%s.%N)
-    made=$(psql_bench "SELECT count(*) FROM meetings WHERE title LIKE 'Import %'")
+    made=$(psql_bench "SELECT count(*) FROM meetings WHERE title LIKE 'Import $1 %'")
     [ "$made" -eq "$IMPORT_MEETINGS" ] || tocsin_die "import: $made meetings, not $IMPORT_MEETINGS"
     awk -v m="$IMPORT_MEETINGS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f %.2f\n", m / (b - a), b - a }'
 }
@@ -144,8 +146,11 @@ for c in $CONNECTIONS; do
 done
 tocsin_log "batch: $BATCH_MEETINGS meetings, $BATCH_SIZE a request, $BATCH_CLIENTS at once"
 read -r batch_rate batch_s <<<"$(run_batches)"
-tocsin_log "import: $IMPORT_MEETINGS meetings through tocsin import"
-read -r import_rate import_s <<<"$(run_import)"
+imports=()
+for j in $IMPORT_JOBS; do
+    tocsin_log "import: $IMPORT_MEETINGS meetings through tocsin import --jobs $j"
+    imports+=("$j $(run_import "$j")")
+done
 bench_stop
 i=0
 for c in $CONNECTIONS; do
@@ -170,5 +175,8 @@ echo
 echo "batch: $BATCH_MEETINGS meetings (one reminder each) in $batch_s s: $batch_rate meetings/s," \
     "$(awk -v a="$batch_rate" -v b="$single_rate" 'BEGIN { printf "%.1f", a / b }')x the single" \
     "creates' $single_rate req/s above (${results[0]%% *} connections)"
-echo "import: $IMPORT_MEETINGS meetings (one reminder each) through tocsin import in $import_s s:" \
-    "$import_rate meetings/s"
+for r in "${imports[@]}"; do
+    read -r j import_rate import_s <<<"$r"
+    echo "import: $IMPORT_MEETINGS meetings (one reminder each) through tocsin import --jobs $j in" \
+        "$import_s s: $import_rate meetings/s"
+done

@@ -4,6 +4,7 @@
  * codes: 0 ok, 1 runtime failure, 2 usage or configuration error. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -38,7 +39,8 @@ static const char usage_main[] =
     "  keys create --tenant NAME print a new API key for tenant NAME (created if new)\n"
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
     "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
-    "  import --tenant NAME FILE create the meetings of FILE (JSON lines; - for stdin)\n"
+    "  import --tenant NAME FILE create the meetings of FILE (JSON lines; - for stdin), with\n"
+    "         [--jobs N]         N batches at once (1..8, default 2)\n"
     "Configuration comes from TOCSIN_* environment variables; see docs/configuration.md.\n";
 
 static int
@@ -315,12 +317,26 @@ keys(const struct config *cfg, int argc, char **argv)
     return rc;
 }
 
-/* `tocsin import --tenant NAME FILE`: the tenant made if new, as `keys create` makes it. */
+/* --jobs N of `tocsin import`: 1..IMPORT_JOBS_MAX, or -1. */
+static int
+import_jobs(const char *s)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+
+    return *s != '\0' && *end == '\0' && n >= 1 && n <= IMPORT_JOBS_MAX ? (int)n : -1;
+}
+
+/* `tocsin import --tenant NAME [--jobs N] FILE`: the tenant made if new, as `keys create` makes
+ * it. */
 static int
 import(const struct config *cfg, int argc, char **argv)
 {
-    static const char usage[] = "usage: tocsin import --tenant NAME FILE (JSON lines; - for "
-                                "standard input)\n";
+    static const char usage[] = "usage: tocsin import --tenant NAME [--jobs N] FILE (JSON lines; "
+                                "- for standard input; N 1..8, default 2)\n";
+    _Static_assert(IMPORT_JOBS_MAX == 8 && IMPORT_JOBS_DEFAULT == 2, "the usage line says so");
+    const char *tenant = NULL, *file = NULL;
+    int jobs = IMPORT_JOBS_DEFAULT;
     int64_t tenant_id;
     struct db *db;
     FILE *in;
@@ -330,12 +346,22 @@ import(const struct config *cfg, int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    if (argc != 3 || strcmp(argv[0], "--tenant") != 0 || !apikey_tenant_name_valid(argv[1])) {
+    for (int i = 0; i < argc && jobs > 0; i++) {
+        if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
+            tenant = argv[++i];
+        else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
+            jobs = import_jobs(argv[++i]);
+        else if (file == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+            file = argv[i];
+        else
+            jobs = -1;
+    }
+    if (jobs < 0 || tenant == NULL || file == NULL || !apikey_tenant_name_valid(tenant)) {
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
-    if ((in = strcmp(argv[2], "-") == 0 ? stdin : fopen(argv[2], "r")) == NULL) {
-        perror(argv[2]);
+    if ((in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r")) == NULL) {
+        perror(file);
         return 1;
     }
     struct config quick = *cfg;
@@ -343,10 +369,10 @@ import(const struct config *cfg, int argc, char **argv)
         quick.db_wait_ms = KEYS_DB_WAIT_MS;
     if ((db = open_migrated(&quick, cfg->migrate_on_start)) == NULL)
         fputs("tocsin import: no database at TOCSIN_DATABASE_URL\n", stderr);
-    else if (db_tenant_ensure(db, argv[1], &tenant_id) != DB_ONE_RESULT)
+    else if (db_tenant_ensure(db, tenant, &tenant_id) != DB_ONE_RESULT)
         fprintf(stderr, "tocsin import: database: %s\n", db_errmsg(db));
     else
-        rc = import_run(cfg, db, tenant_id, in, stderr);
+        rc = import_run(cfg, db, tenant_id, jobs, in, stderr);
     db_close(db);
     if (in != stdin)
         fclose(in);

@@ -64,3 +64,36 @@ test("'-' reads standard input; usage errors exit 2", async () => {
     const usage = await run(h.env.bin, ['import', 'x'], { env: srv.env });
     assert.equal(usage.code, 2);
 });
+
+test('--jobs 3: batches written at once, every line created once, failures reported in line order', async () => {
+    // 2,600 lines are three batches of 1,000 in flight together; the bad lines fall in each.
+    const bad = new Map([[10, '{"title": '], [1500, line('')], [2599, '[1]']]);
+    const lines = [];
+    for (let no = 1; no <= 2600; no++) {
+        lines.push(bad.get(no) ?? line(`jobs ${no}`));
+    }
+    const file = path.join(dir, 'jobs.jsonl');
+    fs.writeFileSync(file, lines.join('\n') + '\n');
+    const count = async () => Number(await h.sql("SELECT count(*) FROM meetings WHERE title LIKE 'jobs %'"));
+    const args = ['import', '--jobs', '3', '--tenant', 'import-a', file];
+    const r = await run(h.env.bin, args, { env: srv.env });
+    assert.equal(r.code, 1, r.stderr);
+    const reported = [...r.stderr.matchAll(/^line (\d+): (\d+) /gm)].map((m) => [Number(m[1]), Number(m[2])]);
+    assert.deepEqual(reported, [[10, 400], [1500, 400], [2599, 400]], r.stderr);
+    assert.match(r.stderr, /2597 created, 0 already there, 3 failed/);
+    assert.equal(await count(), 2597);
+    const pending = await h.sql(`SELECT count(*) FROM reminders r JOIN meetings m ON m.id = r.meeting_id
+        WHERE m.title LIKE 'jobs %' AND r.status = 'pending'`);
+    assert.equal(Number(pending), 2597, 'every meeting has its reminder');
+
+    const again = await run(h.env.bin, args, { env: srv.env });
+    assert.equal(again.code, 1, again.stderr);
+    assert.match(again.stderr, /0 created, 2597 already there, 3 failed/);
+    assert.equal(await count(), 2597, 'a run again creates nothing');
+
+    for (const jobs of ['0', '9', 'x']) {
+        const usage = await run(h.env.bin, ['import', '--jobs', jobs, '--tenant', 'import-a', file], { env: srv.env });
+        assert.equal(usage.code, 2, `--jobs ${jobs}: ${usage.stderr}`);
+    }
+    assert.equal(await count(), 2597, 'a usage error writes nothing');
+});
