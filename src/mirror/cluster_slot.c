@@ -5,6 +5,7 @@
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CRC16_POLY 0x1021 /* XMODEM: polynomial x^16 + x^12 + x^5 + 1, initial value 0 */
@@ -93,23 +94,21 @@ cluster_map_parse(const redisReply *r, const char *default_host, struct cluster_
     return 0;
 }
 
-/* Strict decimal in [lo, hi] from [s, end). */
+/* A decimal in [lo, hi] from [s, end): digits only (strtol alone would take a sign or spaces). */
 static int
 decimal(const char *s, const char *end, long lo, long hi, long *out)
 {
-    long v = 0;
+    char buf[REDIRECT_FIELD_MAX + 1], *stop;
+    size_t n = (size_t)(end - s);
 
-    if (s == end || end - s > REDIRECT_FIELD_MAX)
+    if (n == 0 || n > REDIRECT_FIELD_MAX)
         return -1;
-    for (; s < end; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        v = v * 10 + (*s - '0');
-    }
-    if (v < lo || v > hi)
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (strspn(buf, "0123456789") != n)
         return -1;
-    *out = v;
-    return 0;
+    *out = strtol(buf, &stop, 10);
+    return *out >= lo && *out <= hi ? 0 : -1;
 }
 
 int

@@ -6,6 +6,7 @@
 // silently tested nothing is worse than a red one.
 import { spawn, execFile } from 'node:child_process';
 import { after, test as nodeTest } from 'node:test';
+import http from 'node:http';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -498,6 +499,104 @@ async function postgresProxy(dbUrl) {
             return new Promise((resolve) => server.close(resolve));
         },
     };
+}
+
+// Servers a test file starts itself (redis-server, redis-sentinel): start(bin, args, what) spawns
+// one and keeps its last output; stop(p, signal) signals it by PID and waits; whatever still runs
+// is killed when the file ends.
+export function ownProcesses() {
+    const procs = [];
+    const start = (bin, args, what) => {
+        const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        const p = { child, what, log: '', exited: null };
+        for (const s of [child.stdout, child.stderr]) {
+            s.on('data', (d) => { p.log = (p.log + d).slice(-32768); });
+        }
+        p.exit = new Promise((r) => child.on('exit', (code, signal) => r((p.exited = { code, signal }))));
+        procs.push(p);
+        return p;
+    };
+    const stop = async (p, signal = 'SIGTERM') => {
+        if (!p.exited) {
+            process.kill(p.child.pid, signal);
+            await p.exit;
+        }
+    };
+    after(async () => {
+        for (const p of procs) {
+            await stop(p, 'SIGKILL');
+        }
+    });
+    return { start, stop };
+}
+
+// A webhook receiver answering 204 that keeps a ledger: each webhook-id (rem_<reminder>_<fire_at
+// ms>) with its first arrival and how often it came.
+export async function ledgerReceiver(t) {
+    const rx = { seen: new Map() };
+    rx.server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const id = req.headers['webhook-id'] ?? '';
+            const m = /^rem_(\d+)_(\d+)$/.exec(id);
+            const s = rx.seen.get(id);
+            if (s) {
+                s.count++;
+            } else if (m) {
+                rx.seen.set(id, { reminder: Number(m[1]), fireAt: Number(m[2]), at: Date.now(), count: 1 });
+            }
+            res.writeHead(204).end();
+        });
+    });
+    rx.url = await serveLocal(t, rx.server);
+    return rx;
+}
+
+// The load of the failover files: a tenant whose webhook points at rx (its API key), and n
+// reminders of meetings due from t0 on over spreadMs (minutes_before 5), created in turn through
+// servers (their ids).
+export async function webhookTenant(srv, rx, tenant) {
+    const key = await srv.createKey(tenant);
+    const wh = await srv.req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
+    if (wh.status !== 201) {
+        throw new Error(`POST /v1/webhooks: ${wh.status} ${wh.text}`);
+    }
+    return key;
+}
+
+export async function remindersDue(servers, key, n, t0, spreadMs) {
+    const due = [];
+    for (let i = 0; i < n; i++) {
+        const fireMs = t0 + Math.floor((i * spreadMs) / n);
+        const c = await servers[i % servers.length].req('POST', '/v1/meetings', { key, json: { title: `due${i}`,
+            starts_at: new Date(fireMs + 5 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+        if (c.status !== 201) {
+            throw new Error(`POST /v1/meetings: ${c.status} ${c.text}`);
+        }
+        due.push(Number(c.json.reminders[0].id));
+    }
+    return due;
+}
+
+// Waits until rx (ledgerReceiver) got every reminder of due or untilMs (epoch ms) passed, then
+// settleMs more for a wrong repeat. { got, missing, late (sorted, ms), repeats }.
+export async function arrivals(rx, due, untilMs, settleMs) {
+    const mine = () => [...rx.seen.values()].filter((s) => due.includes(s.reminder));
+    await waitFor(() => mine().length >= due.length, untilMs - Date.now(), 100);
+    await sleep(settleMs);
+    const got = mine();
+    return { got, missing: due.filter((id) => !got.some((s) => s.reminder === id)),
+        late: got.map((s) => s.at - s.fireAt).sort((a, b) => a - b),
+        repeats: got.reduce((a, s) => a + s.count - 1, 0) };
+}
+
+// "fired|outbox rows|delivered" of the reminders due: "N|N|N" when each was recorded once.
+export async function recordedOnce(h, due) {
+    const ids = `ARRAY[${due.join(',')}]::bigint[]`;
+    return h.sql(`SELECT count(*) FILTER (WHERE r.status = 'fired'),
+        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(${ids})),
+        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(${ids}) AND o.status = 'delivered')
+        FROM reminders r WHERE r.id = ANY(${ids})`);
 }
 
 // ---------------------------------------------------------------- redis

@@ -11,13 +11,12 @@
 // The nodes listen on TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT and the 5 ports after it (default
 // 7110; each node's cluster bus is its port + 10000).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
-import { harness, redisCli, run, serveLocal, test, waitFor, sleep, MIN } from './harness.mjs';
+import { arrivals, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, run, test, waitFor,
+    webhookTenant, sleep, MIN } from './harness.mjs';
 
 const BASE = Number(process.env.TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT ?? 7110);
 const NODES = 6;              // 3 masters, 3 replicas
@@ -37,37 +36,13 @@ const SETTLE_MS = 1500;         // then wait this long for a (wrong) repeat
 
 const h = await harness('redis_cluster');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-cluster-'));
-const procs = [];
+const { start, stop } = ownProcesses();
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
 const cliOf = (port) => redisCli(`redis://127.0.0.1:${port}/0`);
-
-function start(args, what) {
-    const child = spawn(h.env.redisServerBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const p = { child, what, log: '', exited: null };
-    for (const s of [child.stdout, child.stderr]) {
-        s.on('data', (d) => { p.log = (p.log + d).slice(-32768); });
-    }
-    p.exit = new Promise((r) => child.on('exit', (code, signal) => r((p.exited = { code, signal }))));
-    procs.push(p);
-    return p;
-}
-
-async function stop(p, signal = 'SIGTERM') {
-    if (!p.exited) {
-        process.kill(p.child.pid, signal);
-        await p.exit;
-    }
-}
-
-after(async () => {
-    for (const p of procs) {
-        await stop(p, 'SIGKILL');
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-});
 
 async function node(port) {
     const d = fs.mkdtempSync(path.join(dir, 'node-'));
-    const p = start(['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    const p = start(h.env.redisServerBin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
         '--dir', d, '--daemonize', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
         '--cluster-node-timeout', String(NODE_TIMEOUT_MS)], `redis-server :${port}`);
     const cli = cliOf(port);
@@ -90,26 +65,6 @@ async function topology(port) {
 }
 
 const clusterOk = async (port) => /cluster_state:ok/.test(await cliOf(port).cmd('CLUSTER', 'INFO'));
-
-async function receiver(t) {
-    const rx = { seen: new Map() };
-    rx.server = http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-            const id = req.headers['webhook-id'] ?? '';
-            const m = /^rem_(\d+)_(\d+)$/.exec(id);
-            const s = rx.seen.get(id);
-            if (s) {
-                s.count++;
-            } else if (m) {
-                rx.seen.set(id, { reminder: Number(m[1]), fireAt: Number(m[2]), at: Date.now(), count: 1 });
-            }
-            res.writeHead(204).end();
-        });
-    });
-    rx.url = await serveLocal(t, rx.server);
-    return rx;
-}
 
 const ready = async (srv) => {
     const rz = await srv.req('GET', '/readyz');
@@ -161,20 +116,11 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     for (const m of masters) {
         assert.match(await notifyOf(m.port), /E.*x|x.*E|A/, `tocsin set notify-keyspace-events on master :${m.port}`);
     }
-    const rx = await receiver(t);
-    const key = await servers[0].createKey('cluster');
-    const wh = await servers[0].req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
-    assert.equal(wh.status, 201, wh.text);
+    const rx = await ledgerReceiver(t);
+    const key = await webhookTenant(servers[0], rx, 'cluster');
 
     const t0 = Date.now() + LEAD_MS;
-    const due = [];
-    for (let i = 0; i < N; i++) {
-        const fireMs = t0 + Math.floor((i * SPREAD_MS) / N);
-        const c = await servers[i % 2].req('POST', '/v1/meetings', { key, json: { title: `c${i}`,
-            starts_at: new Date(fireMs + 5 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
-        assert.equal(c.status, 201, c.text);
-        due.push(Number(c.json.reminders[0].id));
-    }
+    const due = await remindersDue(servers, key, N, t0, SPREAD_MS);
     assert.ok(Date.now() < t0, 'created before the first one fell due');
     // Spread by shard tag over every master, each reminder's key on the master of its slot.
     const perMaster = [];
@@ -226,22 +172,12 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const live = redisCli(`redis-cluster://127.0.0.1:${from.port}/`);
     assert.equal((await live.keys(`${prefix}:rem:${later.json.reminders[0].id}:*`)).length, 1, 'armed after the failover');
 
-    const mine = () => [...rx.seen.values()].filter((s) => due.includes(s.reminder));
-    await waitFor(() => mine().length >= N, t0 + SPREAD_MS + ARRIVE_MS - Date.now(), 100);
-    await sleep(SETTLE_MS);
-    const got = mine();
-    const missing = due.filter((id) => !got.some((s) => s.reminder === id));
+    const { got, missing, late, repeats } = await arrivals(rx, due, t0 + SPREAD_MS + ARRIVE_MS, SETTLE_MS);
     assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
-    const late = got.map((s) => s.at - s.fireAt).sort((a, b) => a - b);
     t.diagnostic(`redis-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
-        `max ${late[N - 1]} ms; ${got.reduce((a, s) => a + s.count - 1, 0)} repeated on the wire`);
+        `max ${late[N - 1]} ms; ${repeats} repeated on the wire`);
     assert.ok(late[0] >= 0, 'none early');
-    const rows = await h.sql(`SELECT count(*) FILTER (WHERE r.status = 'fired'),
-        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])),
-        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])
-             AND o.status = 'delivered')
-        FROM reminders r WHERE r.id = ANY(ARRAY[${due.join(',')}]::bigint[])`);
-    assert.equal(rows, `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
+    assert.equal(await recordedOnce(h, due), `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
     for (const srv of servers) {
         await srv.stop();
     }

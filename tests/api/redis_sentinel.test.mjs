@@ -12,15 +12,14 @@
 // In scripts/test.sh's TLS run (TOCSIN_TEST_REDIS_TLS=1) every node and Sentinel listens with TLS
 // only, with the suite's CA, and tocsin takes rediss-sentinel://.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
 import tls from 'node:tls';
-import { harness, freePort, redisCli, serveLocal, sharedRedisTls, test, waitFor, sleep, MIN } from './harness.mjs';
+import { arrivals, freePort, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, sharedRedisTls,
+    test, waitFor, webhookTenant, sleep, MIN } from './harness.mjs';
 
 const MASTER = 'tocsinmaster';
 const N = 100;              // reminders, due over SPREAD_MS
@@ -45,33 +44,8 @@ const listen = (port) => (TLS ? ['port 0', `tls-port ${port}`, `tls-cert-file ${
     : [`port ${port}`]);
 const cliOf = (port, db = '/0') => redisCli(`${scheme}://127.0.0.1:${port}${db}`, TLS);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-sentinel-'));
-const procs = [];
-
-// A redis-server or redis-sentinel of this file, stopped by its PID when the file ends.
-function start(bin, args, what) {
-    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const p = { child, what, log: '', exited: null };
-    for (const s of [child.stdout, child.stderr]) {
-        s.on('data', (d) => { p.log = (p.log + d).slice(-32768); });
-    }
-    p.exit = new Promise((r) => child.on('exit', (code, signal) => r((p.exited = { code, signal }))));
-    procs.push(p);
-    return p;
-}
-
-async function stop(p, signal = 'SIGTERM') {
-    if (!p.exited) {
-        process.kill(p.child.pid, signal);
-        await p.exit;
-    }
-}
-
-after(async () => {
-    for (const p of procs) {
-        await stop(p, 'SIGKILL');
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-});
+const { start, stop } = ownProcesses();
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 async function dataNode(port, extra) {
     const d = fs.mkdtempSync(path.join(dir, 'node-'));
@@ -115,28 +89,6 @@ function watchSwitch(port) {
         s.on('error', reject);
         after(() => s.destroy());
     });
-}
-
-// A receiver answering 204; each webhook-id (rem_<reminder>_<fire_at ms>) with its first arrival
-// and how often it came.
-async function receiver(t) {
-    const rx = { seen: new Map() };
-    rx.server = http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-            const id = req.headers['webhook-id'] ?? '';
-            const m = /^rem_(\d+)_(\d+)$/.exec(id);
-            const s = rx.seen.get(id);
-            if (s) {
-                s.count++;
-            } else if (m) {
-                rx.seen.set(id, { reminder: Number(m[1]), fireAt: Number(m[2]), at: Date.now(), count: 1 });
-            }
-            res.writeHead(204).end();
-        });
-    });
-    rx.url = await serveLocal(t, rx.server);
-    return rx;
 }
 
 const ready = async (srv) => {
@@ -187,21 +139,12 @@ test('a master killed under load: all delivered, none recorded twice, late by th
     for (const srv of servers) {
         assert.ok(await waitFor(() => ready(srv), START_BOUND_MS, 100), srv.log);
     }
-    const rx = await receiver(t);
-    const key = await servers[0].createKey('sentinel');
-    const wh = await servers[0].req('POST', '/v1/webhooks', { key, json: { url: rx.url } });
-    assert.equal(wh.status, 201, wh.text);
+    const rx = await ledgerReceiver(t);
+    const key = await webhookTenant(servers[0], rx, 'sentinel');
 
     // N reminders due from t0 on, over SPREAD_MS, created through both replicas (armed in Redis).
     const t0 = Date.now() + LEAD_MS;
-    const due = [];
-    for (let i = 0; i < N; i++) {
-        const fireMs = t0 + Math.floor((i * SPREAD_MS) / N);
-        const c = await servers[i % 2].req('POST', '/v1/meetings', { key, json: { title: `s${i}`,
-            starts_at: new Date(fireMs + 5 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
-        assert.equal(c.status, 201, c.text);
-        due.push(Number(c.json.reminders[0].id));
-    }
+    const due = await remindersDue(servers, key, N, t0, SPREAD_MS);
     assert.ok(Date.now() < t0, 'created before the first one fell due');
     assert.equal((await master.cli.keys(`${prefix}:rem:*`)).length, N, 'every reminder armed on the master');
 
@@ -234,26 +177,16 @@ test('a master killed under load: all delivered, none recorded twice, late by th
     assert.equal((await replica.cli.keys(`${prefix}:rem:${later.json.reminders[0].id}:*`)).length, 1);
 
     // Every reminder arrived; each is late by at most the failover time + SLACK_MS.
-    const mine = () => [...rx.seen.values()].filter((s) => due.includes(s.reminder));
-    await waitFor(() => mine().length >= N, t0 + SPREAD_MS + ARRIVE_MS - Date.now(), 100);
-    await sleep(SETTLE_MS);
-    const got = mine();
-    const missing = due.filter((id) => !got.some((s) => s.reminder === id));
+    const { got, missing, late, repeats } = await arrivals(rx, due, t0 + SPREAD_MS + ARRIVE_MS, SETTLE_MS);
     assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
-    const late = got.map((s) => s.at - s.fireAt).sort((a, b) => a - b);
     const bound = failoverMs + SLACK_MS;
     t.diagnostic(`${scheme}-sentinel://: failover ${failoverMs} ms (kill to +switch-master), /readyz back ${readyMs} ms after it; ` +
         `lateness p50 ${late[Math.floor(N / 2)]} max ${late[N - 1]} ms (bound ${bound} ms); ` +
-        `${got.reduce((a, s) => a + s.count - 1, 0)} repeated on the wire`);
+        `${repeats} repeated on the wire`);
     assert.ok(late[N - 1] <= bound, `max lateness ${late[N - 1]} ms <= ${bound} ms`);
     assert.ok(late[0] >= 0, 'none early');
     // Recorded once: every reminder fired, one outbox row each, delivered.
-    const rows = await h.sql(`SELECT count(*) FILTER (WHERE r.status = 'fired'),
-        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])),
-        (SELECT count(*) FROM outbox o WHERE o.reminder_id = ANY(ARRAY[${due.join(',')}]::bigint[])
-             AND o.status = 'delivered')
-        FROM reminders r WHERE r.id = ANY(ARRAY[${due.join(',')}]::bigint[])`);
-    assert.equal(rows, `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
+    assert.equal(await recordedOnce(h, due), `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
     for (const srv of servers) {
         await srv.stop();
     }
