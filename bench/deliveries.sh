@@ -11,7 +11,9 @@
 # BENCH_ROWS and BENCH_TENANTS). Environment: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # BENCH_REQUESTS (500 per query), BENCH_KEY_TENANTS (10: the tenants the requests go to in turn),
 # BENCH_BIN (another tocsin binary), BENCH_PG_STATEMENTS=1 (the recover's statements per delivery,
-# pg_stat_statements). Not part of CI.
+# pg_stat_statements), BENCH_RECOVER_ROUNDS, BENCH_RECOVER_VACUUM and BENCH_RECOVER_EXPLAIN_MS
+# (recovers in turn on one database, a vacuum between them, slow lease plans: bench/recover.mjs).
+# Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$TOCSIN_ROOT"

@@ -102,7 +102,10 @@ on_notice(void *arg, const char *message)
  * rows for its unnest, compared each batch of 1,024 with itself (364 ms a batch against 13).
  * db_exec_in_order may ask for a generic plan for one statement (DB_PLAN_GENERIC): with
  * sequential and bitmap scans off a generic plan cannot turn into either. A connection opened
- * with db_open_in_order has those scans off and generic plans for its whole session. */
+ * with db_open_in_order has those scans off and generic plans for its whole session. JIT is off:
+ * every statement here is short, and estimates that overshoot (the delivery lease's loose index
+ * scan over a bloated outbox_held, millions of outbox rows) crossed jit_above_cost and compiled
+ * for 215 ms a lease that then ran in 15 (bench/recover.mjs, a second recover). */
 static int
 setup_session(struct db *db)
 {
@@ -110,10 +113,10 @@ setup_session(struct db *db)
         return 0;
     PGresult *res = PQexec(
         db->conn, db->in_order
-                      ? "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS
+                      ? "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS "; SET jit = off"
                         "; SET plan_cache_mode = force_generic_plan; SET enable_bitmapscan = off;"
                         " SET enable_seqscan = off"
-                      : "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS
+                      : "SET statement_timeout = " DB_STATEMENT_TIMEOUT_MS "; SET jit = off"
                         "; SET plan_cache_mode = force_custom_plan");
 
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;

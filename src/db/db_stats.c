@@ -86,7 +86,8 @@ static const char stats_sql[] =
 /* clang-format on */
 
 /* The statement's estimates (millions of outbox rows) start JIT compilation, which took 196 ms
- * of the 593 a 1 h window took on the seed: never worth it for one tenant's rows. SET LOCAL in
+ * of the 593 a 1 h window took on the seed: never worth it for one tenant's rows. A direct
+ * session has JIT off already (db.c); a pooled one has no session settings, hence SET LOCAL in
  * the statement's own transaction. */
 static enum db_status
 stats_tx(struct db *db, void *arg)

@@ -878,6 +878,46 @@ test_generic(struct db *db, int64_t t1)
     meeting_fini(&again);
 }
 
+/* ---- session settings ---- */
+
+/* current_setting(name) on the handle's own session, into out. */
+static enum db_status
+setting_read(struct db *db, const char *name, char *out, size_t len)
+{
+    const char *params[] = {name};
+    PGresult *res;
+    enum db_status st =
+        db_exec(db, DB_STMT_UNPREPARED, "SELECT current_setting($1)", 1, params, &res);
+
+    if (st != DB_ONE_RESULT)
+        return st;
+    snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return DB_ONE_RESULT;
+}
+
+/* Both kinds of session run without JIT, a session made again after its backend was killed too
+ * (test_tx ran on db). */
+static void
+test_session_jit(const char *url, struct db *db)
+{
+    char err[DB_ERR_MAX], jit[16] = "", in_order_jit[16] = "", seqscan[16] = "";
+    struct db *in_order = db_open_in_order(url, err, sizeof err);
+
+    CHECK(setting_read(db, "jit", jit, sizeof jit) == DB_ONE_RESULT && strcmp(jit, "off") == 0,
+          "jit on a reconnected session: '%s' %s", jit, db_errmsg(db));
+    CHECK(in_order != NULL, "db_open_in_order: %s", err);
+    if (in_order == NULL)
+        return;
+    CHECK(setting_read(in_order, "jit", in_order_jit, sizeof in_order_jit) == DB_ONE_RESULT &&
+              strcmp(in_order_jit, "off") == 0,
+          "jit on an in-order session: '%s' %s", in_order_jit, db_errmsg(in_order));
+    CHECK(setting_read(in_order, "enable_seqscan", seqscan, sizeof seqscan) == DB_ONE_RESULT &&
+              strcmp(seqscan, "off") == 0,
+          "the in-order session's own settings: enable_seqscan '%s'", seqscan);
+    db_close(in_order);
+}
+
 /* ---- setup ---- */
 
 /* ---- membership ---- */
@@ -1017,6 +1057,7 @@ run(const char *url)
     test_errors(a);
     test_tx(a, b);
     test_generic(a, t1);
+    test_session_jit(url, a);
     test_member_backend(url, a);
     test_tcp_options(url);
 out:
