@@ -17,18 +17,6 @@ cd "$TOCSIN_ROOT"
 PG_PORT=${TOCSIN_BENCH_PG_PORT:-54481}
 REDIS_PORT=${TOCSIN_BENCH_REDIS_PORT:-63881}
 DIR=$TOCSIN_ROOT/.local/bench-channels
-BIN=$TOCSIN_ROOT/build-release/tocsin
 
-bench_traps "$DIR"
-
-ulimit -n "$(ulimit -Hn)"
-bench_release_build
-tocsin_npm_install tests
-
-bench_fresh_servers "$DIR" "$PG_PORT" "$REDIS_PORT" "max_connections = 200" "shared_buffers = 512MB"
-"$BIN" migrate
-BENCH_TOKEN=$("$BIN" keys create --tenant bench)
-BENCH_PSQL=$(tocsin_pg_bindir)/psql
-export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$BIN BENCH_DB_URL=$TOCSIN_DATABASE_URL BENCH_DIR=$DIR
-export BENCH_REDIS_PORT=$REDIS_PORT
+bench_node_rig "$DIR" "$PG_PORT" "$REDIS_PORT"
 node bench/channels.mjs

@@ -94,3 +94,24 @@ bench_fresh_servers()
     bench_servers_wipe "$1"
     bench_servers_start "$@"
 }
+
+# bench_node_rig DIR PG_PORT REDIS_PORT: the setup of a benchmark whose scenarios run in node over
+# bench/stream_rig.mjs: the traps, the open-files limit raised, the release build and the tests'
+# packages, fresh servers under DIR, a migrated database and a key of tenant `bench`, and the
+# environment stream_rig.mjs reads (BENCH_TOKEN, BENCH_PSQL, TOCSIN_BIN, BENCH_DB_URL, BENCH_DIR,
+# BENCH_REDIS_PORT).
+bench_node_rig()
+{
+    local dir=$1 pg_port=$2 redis_port=$3
+    local bin=$TOCSIN_ROOT/build-release/tocsin
+    bench_traps "$dir"
+    ulimit -n "$(ulimit -Hn)"
+    bench_release_build
+    tocsin_npm_install tests
+    bench_fresh_servers "$dir" "$pg_port" "$redis_port" "max_connections = 200" "shared_buffers = 512MB"
+    "$bin" migrate
+    BENCH_TOKEN=$("$bin" keys create --tenant bench)
+    BENCH_PSQL=$(tocsin_pg_bindir)/psql
+    export BENCH_TOKEN BENCH_PSQL TOCSIN_BIN=$bin BENCH_DB_URL=$TOCSIN_DATABASE_URL BENCH_DIR=$dir
+    export BENCH_REDIS_PORT=$redis_port
+}

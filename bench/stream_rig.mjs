@@ -147,17 +147,26 @@ export async function streamsOpen(r) {
 
 // ------------------------------------------------------------------ data
 
-export async function api(port, method, path, body) {
+// One API call with the bench tenant's key (or another): its JSON answer, null for none.
+export async function api(port, method, path, body, key = API_KEY) {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, {
         method,
-        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
     if (!res.ok) {
         throw new Error(`${method} ${path}: ${res.status} ${text}`);
     }
-    return JSON.parse(text);
+    return text ? JSON.parse(text) : null;
+}
+
+// Runs job(0..n-1) with `width` at a time.
+export async function pool(n, width, job) {
+    let next = 0;
+    await Promise.all(Array.from({ length: width }, async () => {
+        while (next < n) await job(next++);
+    }));
 }
 
 // One browser token (scope notifications) per participant, minted by the API.

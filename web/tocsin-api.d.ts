@@ -681,6 +681,34 @@ export interface paths {
         patch: operations["patchMyNotification"];
         trace?: never;
     };
+    "/v1/me/notifications/{seq}/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Bring an item's reminder again in a few minutes
+         * @description The item's reminder comes again `minutes` from now to the signed-in participant alone, on
+         *     the reminder's push and email channels (their preferences applied then: a channel off or
+         *     quiet hours lasting to the start skip it), as a new occurrence (its own `occurrence_id`:
+         *     webhook-id, push `id`, email Message-ID). The inbox keeps the one item it has. Refused
+         *     when the meeting starts before the snooze would end.
+         */
+        post: operations["snoozeMyNotification"];
+        delete?: never;
+        /** CORS preflight */
+        options: operations["preflightSnoozeMyNotification"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/preferences": {
         parameters: {
             query?: never;
@@ -1904,7 +1932,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled" | "unsubscribe_link_invalid" | "unsubscribe_body_invalid";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "snooze_out_of_range" | "meeting_started" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled" | "unsubscribe_link_invalid" | "unsubscribe_body_invalid";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -4022,6 +4050,135 @@ export interface operations {
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["OtherProblem"];
+        };
+    };
+    snoozeMyNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Out of range (an integer) is 422 `snooze_out_of_range`. */
+                    minutes: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Planned. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The new occurrence's id. */
+                        occurrence_id: string;
+                        /**
+                         * Format: date-time
+                         * @description When it comes again.
+                         */
+                        due_at: string;
+                        /** @description Push and email deliveries written for it (skipped ones included). */
+                        deliveries: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope`: an API key, or a token without `notifications`. */
+            403: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @constant */
+                        code?: "insufficient_scope";
+                    };
+                };
+            };
+            /** @description `notification_not_found`: no such item in the participant's inbox (another participant's, a meeting deleted or that no longer lists them, outside the token's `mtg`, or none). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "notification_not_found" | "not_found";
+                    };
+                };
+            };
+            406: components["responses"]["NotAcceptable"];
+            /** @description `meeting_started`: the meeting starts before the snooze would end; nothing is written. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 409;
+                        /** @constant */
+                        code?: "meeting_started";
+                    };
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `snooze_out_of_range`: `minutes` is an integer outside 1..120. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 422;
+                        /** @constant */
+                        code?: "snooze_out_of_range";
+                    };
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["OtherProblem"];
+        };
+    };
+    preflightSnoozeMyNotification: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The page's origin, e.g. `https://app.example.com`. */
+                Origin: components["parameters"]["Origin"];
+                /** @description The method of the request the browser is about to send. */
+                "Access-Control-Request-Method"?: components["parameters"]["AccessControlRequestMethod"];
+                /** @description The headers it is about to send, comma separated. */
+                "Access-Control-Request-Headers"?: components["parameters"]["AccessControlRequestHeaders"];
+            };
+            path: {
+                /** @description The item's `seq`. */
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            "4XX": components["responses"]["OtherProblem"];
         };
     };
     getMyPreferences: {

@@ -146,6 +146,15 @@ enum api_error codec_inbox_patch_decode(const json_t *doc, int *read, int *archi
 enum api_error codec_inbox_read_decode(const json_t *doc, int64_t *up_to,
                                        struct codec_errors *errs);
 
+/* How long a snooze lasts (DESIGN section 13): minutes. */
+#define SNOOZE_MINUTES_MIN 1
+#define SNOOZE_MINUTES_MAX 120
+
+/* POST /v1/me/notifications/{seq}/snooze: {"minutes": SNOOZE_MINUTES_MIN..MAX}. Anything but an
+ * object with an integer `minutes` is API_E_VALIDATION; an integer out of that range
+ * API_E_SNOOZE_OUT_OF_RANGE. */
+enum api_error codec_snooze_decode(const json_t *doc, int *minutes, struct codec_errors *errs);
+
 /* ---- preferences (codec_prefs.c) ---- */
 
 /* The body of a preferences PUT into *p: {"channels": {"email", "push"}, "quiet_hours": null |

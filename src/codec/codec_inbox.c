@@ -93,3 +93,27 @@ codec_inbox_read_decode(const json_t *doc, int64_t *up_to, struct codec_errors *
         *up_to = (int64_t)json_integer_value(v);
     return errs->n == 0 ? API_E_NONE : API_E_VALIDATION;
 }
+
+enum api_error
+codec_snooze_decode(const json_t *doc, int *minutes, struct codec_errors *errs)
+{
+    static const char *const known[] = {"minutes", NULL};
+    const json_t *v = json_object_get(doc, "minutes");
+
+    if (!json_is_object(doc)) {
+        codec_add_error(errs, "", "must be a JSON object");
+        return API_E_VALIDATION;
+    }
+    codec_unknown_fields(doc, known, "", errs);
+    if (!json_is_integer(v))
+        codec_add_error(errs, "minutes", "must be an integer");
+    if (errs->n > 0)
+        return API_E_VALIDATION;
+    if (json_integer_value(v) < SNOOZE_MINUTES_MIN || json_integer_value(v) > SNOOZE_MINUTES_MAX) {
+        codec_add_error(errs, "minutes", "must be from %d to %d", SNOOZE_MINUTES_MIN,
+                        SNOOZE_MINUTES_MAX);
+        return API_E_SNOOZE_OUT_OF_RANGE;
+    }
+    *minutes = (int)json_integer_value(v);
+    return API_E_NONE;
+}

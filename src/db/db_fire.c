@@ -10,6 +10,7 @@
 
 #include "db_internal.h"
 #include "db_meeting_sql.h"
+#include "db_prefs_sql.h"
 
 /* The pairs travel as two bigint[] in text form; unnest zips them row by row. The plan must not
  * depend on statistics, which lag behind a table that grew fast (a bulk import, a fresh
@@ -46,23 +47,10 @@
 #define FIRE_GENERIC_MAX 64
 
 /* clang-format off */
-/* A push or email row for participant `who` on a channel that their preferences (migrations/028)
- * may have turned off: d.why is `preference` when they did, `quiet_hours` when their quiet hours
- * hold now and end at or after the meeting's start; either makes the row `skipped`, never sent. A
- * row due inside quiet hours that end before the start waits for that end: nobody's yet
- * (lease_owner NULL), so whichever worker's lease finds it due sends it. The quiet end is a
- * STRICT function: a participant without preferences (no row, all NULL) costs no call. The 'o'
- * rows (the worker's wake-up and its handover) are the rows pending and due now, or handed (a
+/* The push and email rows apply the participant's preferences (db_prefs_sql.h). The 'o' rows
+ * (the worker's wake-up and its handover) are the rows pending and due now, or handed (a
  * webhook's, which no preference touches): a skipped or deferred row is neither woken for nor
  * handed. */
-#define PREF_JOIN(who, channel)                                                                    \
-    " LEFT JOIN participant_prefs pp ON pp.tenant_id = a.tenant_id AND pp.participant = " who      \
-    " CROSS JOIN LATERAL (SELECT q.e, CASE WHEN NOT coalesce(pp." channel ", true)"               \
-    "  THEN 'preference' WHEN q.e >= a.starts_at THEN 'quiet_hours' END AS why"                    \
-    "  FROM (SELECT tocsin_quiet_end(pp.quiet_zone, pp.quiet_start, pp.quiet_end, now()) AS e) q) d"
-#define PREF_COLUMNS                                                                               \
-    "CASE WHEN d.why IS NULL THEN 'pending' ELSE 'skipped' END, 0, NULL, coalesce(d.e, now()),"   \
-    " CASE WHEN d.why IS NULL AND d.e IS NULL THEN $5::text END, d.why"
 /* A webhook row handed to its owner in memory (db_fire.h): there is an owner, the caller asked
  * for the handover ($6 > 0) and the webhook w is live and on. */
 #define HANDED(w) "($5::text IS NOT NULL AND $6::bigint > 0 AND " w ".disabled_at IS NULL)"
@@ -113,15 +101,15 @@ static const char fire_sql[] =
     "  WHERE a.channels & 1 <> 0"
     "  UNION ALL"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'push', ps.id::text, ps.origin, NULL,"
-    "   ps.id, ps.participant_id, NULL, " PREF_COLUMNS
+    "   ps.id, ps.participant_id, NULL, " PREF_COLUMNS("now()", "$5::text")
     "  FROM aud a JOIN push_subscriptions ps ON ps.tenant_id = a.tenant_id"
-    "   AND ps.participant_id = ANY (a.audience)" PREF_JOIN("ps.participant_id", "push")
+    "   AND ps.participant_id = ANY (a.audience)" PREF_JOIN("ps.participant_id", "push", "now()")
     "  WHERE a.channels & 4 <> 0 AND (ps.expires_at IS NULL OR ps.expires_at > now())"
     "  UNION ALL"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'email', p ->> 'id', 'smtp', NULL, NULL,"
-    "   p ->> 'id', p ->> 'email', " PREF_COLUMNS
+    "   p ->> 'id', p ->> 'email', " PREF_COLUMNS("now()", "$5::text")
     "  FROM aud a CROSS JOIN json_array_elements(a.participants) AS p"
-    PREF_JOIN("p ->> 'id'", "email")
+    PREF_JOIN("p ->> 'id'", "email", "now()")
     "  WHERE a.channels & 8 <> 0 AND $4::bool AND p ->> 'email' IS NOT NULL"
     "  UNION ALL"
     "  SELECT s.tenant_id, s.meeting_id, s.reminder_id, s.fire_at, 'stream', 'stream', 'stream',"

@@ -112,6 +112,7 @@ enum db_stmt {
     STMT_PREFS_EMAIL_OFF,
     STMT_PLAN_GENERIC, /* db.c: db_exec_generic */
     STMT_PLAN_CUSTOM,
+    STMT_SNOOZE, /* db_snooze.c */
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };

@@ -3,13 +3,15 @@
  * /v1/me/notifications/read {"up_to"}. A change that changed something is told to the
  * participant's other tabs and devices as an `inbox` event on their streams: this replica's hub
  * hears of it at once, the others through the Redis wake-up channel (or their catch-up poll when
- * that PUBLISH is lost, as for a fire). */
+ * that PUBLISH is lost, as for a fire). POST /v1/me/notifications/{seq}/snooze {"minutes"}
+ * brings the item's reminder again to the participant alone (db_snooze.c), on push and email. */
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
 #include "db_inbox.h"
+#include "db_snooze.h"
 #include "handler.h"
 #include "http_routes.h"
 #include "hub.h"
@@ -121,5 +123,43 @@ handle_inbox_read(struct request *rq)
                            json_pack("{s:I, s:I, s:I}", "up_to", (json_int_t)up_to, "marked",
                                      (json_int_t)c.marked, "unread_count",
                                      (json_int_t)c.unread_count),
+                           NULL);
+}
+
+int
+handle_inbox_snooze(struct request *rq)
+{
+    struct codec_errors errs = {0};
+    struct db_stream_reader who = reader_of(rq);
+    struct db_snooze out;
+    char occ[OCCURRENCE_ID_MAX];
+    int64_t seq = 0;
+    int minutes = 0, ret;
+    json_t *doc;
+    struct db *db;
+
+    if (seq_arg(rq->match.args[0], &seq) != 0)
+        return http_reply_problem(rq, API_E_NOTIFICATION_NOT_FOUND, NULL);
+    if ((doc = handler_json_body(rq, &ret)) == NULL)
+        return ret;
+    enum api_error e = codec_snooze_decode(doc, &minutes, &errs);
+    json_decref(doc);
+    if (e == API_E_SNOOZE_OUT_OF_RANGE)
+        return http_reply_problem(rq, e, NULL);
+    if (e != API_E_NONE)
+        return http_reply_validation(rq, &errs);
+    if ((db = handler_db(rq, &ret)) == NULL)
+        return ret;
+    enum db_status st =
+        db_snooze(db, rq->tenant_id, &who, seq, minutes, rq->cfg->smtp_url[0] != '\0', &out);
+    if (st != DB_ONE_RESULT)
+        return handler_db_failure(rq, st, API_E_NOTIFICATION_NOT_FOUND, NULL);
+    if (out.started)
+        return http_reply_problem(rq, API_E_MEETING_STARTED, NULL);
+    meeting_occurrence_id(out.reminder_id, out.due_ms, occ);
+    return http_reply_json(rq, MHD_HTTP_ACCEPTED,
+                           json_pack("{s:s, s:o, s:I}", "occurrence_id", occ, "due_at",
+                                     codec_time(out.due_ms), "deliveries",
+                                     (json_int_t)out.deliveries),
                            NULL);
 }

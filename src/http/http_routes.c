@@ -40,6 +40,7 @@ const struct route http_routes[] = {
     {"GET", "/v1/me/notifications", handle_notifications, ROUTE_NOTIFICATIONS},
     {"POST", "/v1/me/notifications/read", handle_inbox_read, ROUTE_NOTIFICATIONS},
     {"PATCH", "/v1/me/notifications/{seq}", handle_inbox_patch, ROUTE_NOTIFICATIONS},
+    {"POST", "/v1/me/notifications/{seq}/snooze", handle_inbox_snooze, ROUTE_NOTIFICATIONS},
     {"GET", "/v1/me/preferences", handle_me_prefs_get, ROUTE_NOTIFICATIONS},
     {"PUT", "/v1/me/preferences", handle_me_prefs_put, ROUTE_NOTIFICATIONS},
     {"GET", "/v1/participants/{id}/preferences", handle_participant_prefs_get, ROUTE_API_KEY},

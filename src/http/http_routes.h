@@ -39,6 +39,7 @@ int handle_stream(struct request *rq);
 int handle_notifications(struct request *rq);
 int handle_inbox_patch(struct request *rq);
 int handle_inbox_read(struct request *rq);
+int handle_inbox_snooze(struct request *rq);
 int handle_me_prefs_get(struct request *rq);
 int handle_me_prefs_put(struct request *rq);
 int handle_participant_prefs_get(struct request *rq);

@@ -7,12 +7,13 @@
 // delivery to their end, or skip it (`quiet_hours`) when that end is after the meeting's start.
 // The end of a quiet window is computed by the database function the fire statement calls; it is
 // checked here against Python's zoneinfo at instants on both sides of DST changes (spring gap,
-// autumn overlap, a half-hour change), since a live fire can only happen now.
+// autumn overlap, a half-hour change), since a live fire can only happen now. A snooze of an
+// inbox item brings its reminder again, once, to that participant alone, as a new occurrence.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { harness, test, waitFor, sleep, MIN, HOUR } from './harness.mjs';
-import { smtpServer } from './smtp.mjs';
+import { smtpServer, header } from './smtp.mjs';
 import { pushService } from './pushservice.mjs';
 import { mintToken } from './sse.mjs';
 
@@ -328,4 +329,70 @@ test('a quiet window\'s end across DST changes is zoneinfo\'s (the function the 
     for (const [i, c] of cases.entries()) {
         assert.equal(await sqlQuietEnd(c), want[i], JSON.stringify(c));
     }
+});
+
+test('a snooze brings the reminder again once, to that participant alone, as a new occurrence', async () => {
+    const subs = { sam: ps.subscribe(), tom: ps.subscribe() };
+    for (const [id, sub] of Object.entries(subs)) {
+        const r = await srv.req('POST', '/v1/push/subscriptions', { key: await tokenOf(id, 'push'), json: sub.json });
+        assert.equal(r.status, 201, r.text);
+    }
+    const m = await dueSoon([{ id: 'sam', email: 'sam@example.com' }, { id: 'tom', email: 'tom@example.com' }],
+        ['email', 'push', 'stream'], 10 * MIN);
+    await deliveriesWhen(m.id, (xs) => xs.filter((d) => d.status === 'delivered').length === 5);
+    const samTok = await tokenOf('sam');
+    const inbox = await srv.req('GET', '/v1/me/notifications', { key: samTok });
+    const item = inbox.json.items.find((x) => x.data.meeting.id === m.id);
+    assert.ok(item, inbox.text);
+    const snooze = (tok, json, seq = item.seq) => srv.req('POST', `/v1/me/notifications/${seq}/snooze`, { key: tok, json });
+
+    // Bad bodies and other readers change nothing.
+    for (const body of [{}, [], { minutes: '5' }, { minutes: 1.5 }, { minutes: 5, until: 1 }]) {
+        const r = await snooze(samTok, body);
+        assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+        assert.equal(r.json.code, 'validation');
+    }
+    for (const minutes of [0, -1, 121, 100000]) {
+        const r = await snooze(samTok, { minutes });
+        assert.equal(r.status, 422, `${minutes}: ${r.text}`);
+        assert.equal(r.json.code, 'snooze_out_of_range');
+    }
+    const stranger = await snooze(await tokenOf('uma'), { minutes: 1 });
+    assert.equal(stranger.status, 404, 'another participant\'s item');
+    assert.equal(stranger.json.code, 'notification_not_found');
+    assert.equal((await snooze(samTok, { minutes: 1 }, item.seq + 1000000)).status, 404);
+    const late = await snooze(samTok, { minutes: 10 });
+    assert.equal(late.status, 409, 'it would end at the meeting\'s start');
+    assert.equal(late.json.code, 'meeting_started');
+    assert.equal((await deliveriesWhen(m.id, () => true)).length, 5, 'nothing written');
+
+    const before = Date.now();
+    const r = await snooze(samTok, { minutes: 1 });
+    assert.equal(r.status, 202, r.text);
+    const due = Date.parse(r.json.due_at);
+    assert.ok(due >= before + MIN && due <= Date.now() + MIN, r.text);
+    assert.equal(r.json.deliveries, 2, 'sam\'s email and push');
+    const first = subs.sam.got[0].message.id;
+    assert.notEqual(r.json.occurrence_id, first, 'a new occurrence');
+    const waiting = (await deliveriesWhen(m.id, (xs) => xs.length === 7)).filter((d) => d.status === 'pending');
+    assert.deepEqual(waiting.map((d) => `${d.channel}:${d.recipient}`).sort(), ['email:sam', 'push:sam']);
+    assert.equal(mailTo('sam@example.com').length, 1, 'not before it is due');
+
+    const done = await deliveriesWhen(m.id, (xs) => xs.filter((d) => d.status === 'delivered').length === 7,
+        due - Date.now() + BOUND_MS);
+    for (const d of done.filter((x) => x.recipient === 'sam' && x.channel !== 'stream')) {
+        assert.equal(d.status, 'delivered', JSON.stringify(done));
+    }
+    assert.ok(Date.now() >= due, 'never early');
+    await sleep(1000); // nothing twice
+    const mails = mailTo('sam@example.com');
+    assert.equal(mails.length, 2);
+    assert.notEqual(header(mails[0], 'Message-ID'), header(mails[1], 'Message-ID'));
+    assert.ok(header(mails[1], 'Message-ID').startsWith(`<${r.json.occurrence_id}.`), header(mails[1], 'Message-ID'));
+    assert.deepEqual(subs.sam.got.map((x) => x.message.id), [first, r.json.occurrence_id]);
+    assert.equal(mailTo('tom@example.com').length, 1, 'the others get it once');
+    assert.equal(subs.tom.got.length, 1);
+    // The inbox keeps the one item it had.
+    const after = await srv.req('GET', '/v1/me/notifications', { key: samTok });
+    assert.equal(after.json.items.filter((x) => x.data.meeting.id === m.id).length, 1, after.text);
 });
