@@ -297,40 +297,52 @@ function settledPick(list, now) {
     return ok.length ? pick(loadRand, ok) : null;
 }
 
-async function moveSingle(now) {
-    const id = settledPick(live.singles, now);
+// Runs change(id) on a settled meeting of list, which no other change may pick until it is done.
+async function changeOne(list, now, change) {
+    const id = settledPick(list, now);
     if (!id) return void counts.skipped++;
-    const offsets = [...(ledger.state.get(id)?.values() ?? [])].map((e) => e.minutes);
-    const starts = startFor(offsets.length ? offsets : [1], now);
-    const m = (await api('PATCH', `/v1/meetings/${id}`, { starts_at: iso(starts) })).body;
-    ledger.observe(id, entriesOfSingle(m), now, 'moved');
-    counts.move++;
+    ledger.begin(id);
+    try {
+        await change(id);
+    } finally {
+        ledger.end(id);
+    }
+}
+
+async function moveSingle(now) {
+    await changeOne(live.singles, now, async (id) => {
+        const offsets = [...(ledger.state.get(id)?.values() ?? [])].map((e) => e.minutes);
+        const starts = startFor(offsets.length ? offsets : [1], now);
+        const m = (await api('PATCH', `/v1/meetings/${id}`, { starts_at: iso(starts) })).body;
+        ledger.observe(id, entriesOfSingle(m), now, 'moved');
+        counts.move++;
+    });
 }
 
 async function overrideOccurrence(now) {
-    const id = settledPick(live.series, now);
-    if (!id) return void counts.skipped++;
-    // Only an occurrence whose every reminder is still ahead: moving one whose long reminder has
-    // fired already would make a new key with its fire time past (fired at once, a second time).
-    const entries = [...ledger.state.get(id).values()];
-    const occs = [...new Set(entries.map((e) => e.occ))].filter((o) => entries.every((e) => e.occ !== o || e.fireMs > now + MARGIN_MS));
-    if (occs.length === 0) return void counts.skipped++;
-    const occ = pick(loadRand, occs);
-    const cancel = loadRand() < 0.3;
-    const patch = cancel ? { cancelled: true } : { starts_at: iso(Date.parse(occ) + between(loadRand, 1, 4) * 60000) };
-    await api('PATCH', `/v1/meetings/${id}/occurrences/${occ}`, patch);
-    ledger.observe(id, await entriesOfSeries(id, now - 3600000), now, cancel ? 'cancelled' : 'moved');
-    counts[cancel ? 'cancel' : 'override']++;
+    await changeOne(live.series, now, async (id) => {
+        // Only an occurrence whose every reminder is still ahead: moving one whose long reminder has
+        // fired already would make a new key with its fire time past (fired at once, a second time).
+        const entries = [...ledger.state.get(id).values()];
+        const occs = [...new Set(entries.map((e) => e.occ))].filter((o) => entries.every((e) => e.occ !== o || e.fireMs > now + MARGIN_MS));
+        if (occs.length === 0) return void counts.skipped++;
+        const occ = pick(loadRand, occs);
+        const cancel = loadRand() < 0.3;
+        const patch = cancel ? { cancelled: true } : { starts_at: iso(Date.parse(occ) + between(loadRand, 1, 4) * 60000) };
+        await api('PATCH', `/v1/meetings/${id}/occurrences/${occ}`, patch);
+        ledger.observe(id, await entriesOfSeries(id, now - 3600000), now, cancel ? 'cancelled' : 'moved');
+        counts[cancel ? 'cancel' : 'override']++;
+    });
 }
 
 async function deleteMeeting(now) {
     const list = loadRand() < 0.7 ? live.singles : live.series;
-    const id = settledPick(list, now);
-    if (!id) return void counts.skipped++;
-    await api('DELETE', `/v1/meetings/${id}`, undefined, { okStatus: [404] });
-    list.splice(list.indexOf(id), 1);
-    ledger.observe(id, [], now, 'deleted');
-    counts.delete++;
+    await changeOne(list, now, async (id) => {
+        await api('DELETE', `/v1/meetings/${id}`, undefined, { okStatus: [404] });
+        list.splice(list.indexOf(id), 1);
+        ledger.observe(id, [], now, 'deleted');
+        counts.delete++;
+    });
 }
 
 const ACTIONS = [[0.45, createSingle], [0.15, createSeries], [0.15, moveSingle], [0.12, overrideOccurrence], [0.13, deleteMeeting]];

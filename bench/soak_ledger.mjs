@@ -42,6 +42,18 @@ export class Ledger {
         this.gone = new Map(); // key -> { ...entry, reason, at }: must never come
         this.state = new Map(); // meeting id -> Map(key -> entry), its last known keys
         this.meetings = new Map(); // meeting id -> { kind, participant }
+        this.busy = new Set(); // meeting ids with a change in flight
+    }
+
+    // A change to a meeting runs from begin to end; no other change may pick it meanwhile (the
+    // load runs its actions concurrently, and a delete still in flight, slowed by a fault, would
+    // otherwise leave its meeting to a move or an override that then finds it gone: a 404).
+    begin(meetingId) {
+        this.busy.add(meetingId);
+    }
+
+    end(meetingId) {
+        this.busy.delete(meetingId);
     }
 
     // The keys the API now shows for a meeting (one per reminder occurrence with a row), after a
@@ -69,8 +81,10 @@ export class Ledger {
     }
 
     // The keys of a meeting that are not due yet (by writeAt + margin) block a change: the
-    // ledger only changes reminders that cannot be firing while it does.
+    // ledger only changes reminders that cannot be firing while it does. So does a change in
+    // flight.
     settled(meetingId, nowMs, marginMs) {
+        if (this.busy.has(meetingId)) return false;
         for (const e of (this.state.get(meetingId) ?? new Map()).values()) {
             const due = e.dueMs ?? e.fireMs;
             if (due > nowMs - marginMs && due < nowMs + marginMs) return false;

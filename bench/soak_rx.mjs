@@ -83,10 +83,19 @@ export class StreamFollower {
         if (this.lastId !== null) headers['last-event-id'] = this.lastId;
         const req = http.get({ host: '127.0.0.1', port, path: '/v1/stream', headers });
         this.req = req;
+        // Once per connection, however it ends: a replica killed mid-stream resets the socket,
+        // which ends the response with an error and no 'end' (the 30-minute soak's followers all
+        // stopped so at the first kill of the replica they were on).
+        let ended = false;
+        const again = () => {
+            if (ended) return;
+            ended = true;
+            this.#again();
+        };
         req.on('response', (res) => {
+            res.on('close', again);
             if (res.statusCode !== 200) {
                 res.resume();
-                res.on('end', () => this.#again());
                 return;
             }
             this.connects++;
@@ -100,10 +109,9 @@ export class StreamFollower {
                     buf = buf.slice(cut + 2);
                 }
             });
-            res.on('end', () => this.#again());
             res.on('error', () => {});
         });
-        req.on('error', () => this.#again());
+        req.on('error', again);
     }
 
     #frame(block) {
