@@ -9,14 +9,16 @@
 // back subscribed to the promoted one, whose notify setting they set; a reminder created
 // afterwards is armed on the master of its slot.
 // The nodes listen on TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT and the 5 ports after it (default
-// 7110; each node's cluster bus is its port + 10000).
+// 7110; each node's cluster bus is its port + 10000). In scripts/test.sh's TLS run
+// (TOCSIN_TEST_REDIS_TLS=1) every node listens with TLS only, with the suite's CA, the bus and
+// replication too (tls-cluster, tls-replication), and tocsin takes rediss-cluster://.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
-import { arrivals, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, run, test, waitFor,
-    webhookTenant, sleep, MIN } from './harness.mjs';
+import { arrivals, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, run, sharedRedisTls,
+    test, waitFor, webhookTenant, sleep, MIN } from './harness.mjs';
 
 const BASE = Number(process.env.TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT ?? 7110);
 const NODES = 6;              // 3 masters, 3 replicas
@@ -35,14 +37,20 @@ const ARRIVE_MS = 15000;        // the last reminder arrives this long after it 
 const SETTLE_MS = 1500;         // then wait this long for a (wrong) repeat
 
 const h = await harness('redis_cluster');
+const TLS = sharedRedisTls(); // null: plain TCP
+const scheme = TLS ? 'rediss' : 'redis';
+const listen = (port) => (TLS ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', TLS.serverCert,
+    '--tls-key-file', TLS.serverKey, '--tls-ca-cert-file', TLS.ca, '--tls-auth-clients', 'no', '--tls-cluster', 'yes',
+    '--tls-replication', 'yes'] : ['--port', String(port)]);
+const cliTls = TLS ? ['--tls', '--cacert', TLS.ca] : []; // for redis-cli --cluster
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-cluster-'));
 const { start, stop } = ownProcesses();
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
-const cliOf = (port) => redisCli(`redis://127.0.0.1:${port}/0`);
+const cliOf = (port) => redisCli(`${scheme}://127.0.0.1:${port}/0`, TLS);
 
 async function node(port) {
     const d = fs.mkdtempSync(path.join(dir, 'node-'));
-    const p = start(h.env.redisServerBin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    const p = start(h.env.redisServerBin, [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
         '--dir', d, '--daemonize', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
         '--cluster-node-timeout', String(NODE_TIMEOUT_MS)], `redis-server :${port}`);
     const cli = cliOf(port);
@@ -79,7 +87,7 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     for (let i = 0; i < NODES; i++) {
         nodes.push(await node(BASE + i));
     }
-    const made = await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+    const made = await run('redis-cli', [...cliTls, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
         '--cluster-replicas', '1', '--cluster-yes']);
     assert.equal(made.code, 0, made.stdout + made.stderr);
     const formed = await waitFor(async () => {
@@ -107,7 +115,7 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const prefix = `clu${process.pid}`;
     const servers = [];
     for (const i of [1, 2]) {
-        servers.push(await h.startServer({ TOCSIN_REDIS_URL: `redis-cluster://${seeds}/`, TOCSIN_REDIS_PREFIX: prefix,
+        servers.push(await h.startServer({ TOCSIN_REDIS_URL: `${scheme}-cluster://${seeds}/`, TOCSIN_REDIS_PREFIX: prefix,
             TOCSIN_INSTANCE_ID: `cluster-${i}`, TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_LOG_LEVEL: 'info' }));
     }
     for (const srv of servers) {
@@ -132,7 +140,7 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
 
     // The reshard, under load: slots and their keys move from one master to another.
     await sleep(t0 + RESHARD_AFTER_MS - Date.now());
-    const moved = await run('redis-cli', ['--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
+    const moved = await run('redis-cli', [...cliTls, '--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
         '--cluster-to', to.id, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes'], { timeout: RESHARD_BOUND_MS });
     assert.equal(moved.code, 0, moved.stdout.slice(-2000) + moved.stderr);
     const after1 = await topology(to.port);
@@ -169,12 +177,12 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const later = await servers[1].req('POST', '/v1/meetings', { key, json: { title: 'after',
         starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
     assert.equal(later.status, 201, later.text);
-    const live = redisCli(`redis-cluster://127.0.0.1:${from.port}/`);
+    const live = redisCli(`${scheme}-cluster://127.0.0.1:${from.port}/`, TLS);
     assert.equal((await live.keys(`${prefix}:rem:${later.json.reminders[0].id}:*`)).length, 1, 'armed after the failover');
 
     const { got, missing, late, repeats } = await arrivals(rx, due, t0 + SPREAD_MS + ARRIVE_MS, SETTLE_MS);
     assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
-    t.diagnostic(`redis-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
+    t.diagnostic(`${scheme}-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
         `max ${late[N - 1]} ms; ${repeats} repeated on the wire`);
     assert.ok(late[0] >= 0, 'none early');
     assert.equal(await recordedOnce(h, due), `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
