@@ -7,7 +7,8 @@
 // webhook receiver and is recorded once; the keys were spread over every master; /readyz and
 // /metrics (tocsin_redis_master_up) name the master that is down while it is; both replicas come
 // back subscribed to the promoted one, whose notify setting they set; a reminder created
-// afterwards is armed on the master of its slot.
+// afterwards is armed on the master of its slot. Before the load, one slot is migrated by hand to
+// check -ASK (ASKING sent to the importing master) and then -MOVED.
 // The nodes listen on TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT and the 5 ports after it (default
 // 7110; each node's cluster bus is its port + 10000). In scripts/test.sh's TLS run
 // (TOCSIN_TEST_REDIS_TLS=1) every node listens with TLS only, with the suite's CA, the bus and
@@ -80,6 +81,44 @@ const ready = async (srv) => {
         rz.json.checks.notify_config === 'ok' ? rz : null;
 };
 
+// A slot being migrated by hand (SETSLOT IMPORTING/MIGRATING): its master answers -ASK for a
+// key it does not hold, and tocsin must send ASKING and the SET to the importing master; once the
+// slot is handed over (MIGRATE, SETSLOT NODE), the old master's -MOVED must be followed.
+async function askedAndMoved(srv, key, masters, prefix) {
+    const m = await srv.req('POST', '/v1/meetings', { key, json: { title: 'ask',
+        starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+    assert.equal(m.status, 201, m.text);
+    const id = Number(m.json.reminders[0].id);
+    const glob = `${prefix}:{s${id % 256}}:rem:${id}:*`;
+    const slot = Number(await cliOf(masters[0].port).cmd('CLUSTER', 'KEYSLOT', `{s${id % 256}}`));
+    const holds = async (x) => (await cliOf(x.port).keys(glob)).length;
+    const src = (await Promise.all(masters.map(holds))).findIndex((n) => n === 1);
+    assert.ok(src >= 0, `the reminder's key on one master (${glob})`);
+    const [from, to] = [masters[src], masters[(src + 1) % masters.length]];
+    await cliOf(to.port).cmd('CLUSTER', 'SETSLOT', slot, 'IMPORTING', from.id);
+    await cliOf(from.port).cmd('CLUSTER', 'SETSLOT', slot, 'MIGRATING', to.id);
+    const moved = await srv.req('PATCH', `/v1/meetings/${m.json.id}`, { key,
+        json: { starts_at: new Date(Date.now() + 70 * MIN).toISOString() } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(await holds(to), 1, 'the new key went to the importing master (ASK followed)');
+    assert.equal(await holds(from), 0, 'the old key was deleted where it was');
+    // Hand the slot over: what is left in it moves, then every master learns the new owner.
+    const left = (await cliOf(from.port).cmd('CLUSTER', 'GETKEYSINSLOT', slot, 1000)).split('\n').filter(Boolean);
+    if (left.length > 0) {
+        await cliOf(from.port).cmd('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...left);
+    }
+    for (const x of [to, from, ...masters.filter((y) => y !== to && y !== from)]) {
+        await cliOf(x.port).cmd('CLUSTER', 'SETSLOT', slot, 'NODE', to.id);
+    }
+    const again = await srv.req('PATCH', `/v1/meetings/${m.json.id}`, { key,
+        json: { starts_at: new Date(Date.now() + 80 * MIN).toISOString() } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(await holds(to), 1, 'armed on the new owner (MOVED followed)');
+    const del = await srv.req('DELETE', `/v1/meetings/${m.json.id}`, { key });
+    assert.ok(del.status === 204 || del.status === 200, del.text);
+    assert.equal(await holds(to), 0, 'deleted there');
+}
+
 const notifyOf = async (port) => (await cliOf(port).cmd('CONFIG', 'GET', 'notify-keyspace-events')).split('\n')[1];
 
 test('a reshard and a master killed under load: all delivered, none recorded twice', async (t) => {
@@ -127,6 +166,8 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const rx = await ledgerReceiver(t);
     const key = await webhookTenant(servers[0], rx, 'cluster');
 
+    await askedAndMoved(servers[0], key, masters, prefix);
+
     const t0 = Date.now() + LEAD_MS;
     const due = await remindersDue(servers, key, N, t0, SPREAD_MS);
     assert.ok(Date.now() < t0, 'created before the first one fell due');
@@ -140,11 +181,12 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
 
     // The reshard, under load: slots and their keys move from one master to another.
     await sleep(t0 + RESHARD_AFTER_MS - Date.now());
+    const slotsBefore = (await topology(to.port)).find((x) => x.id === to.id).slots;
     const moved = await run('redis-cli', [...cliTls, '--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
         '--cluster-to', to.id, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes'], { timeout: RESHARD_BOUND_MS });
     assert.equal(moved.code, 0, moved.stdout.slice(-2000) + moved.stderr);
     const after1 = await topology(to.port);
-    assert.equal(after1.find((x) => x.id === to.id).slots, to.slots + RESHARD_SLOTS, 'the slots moved');
+    assert.equal(after1.find((x) => x.id === to.id).slots, slotsBefore + RESHARD_SLOTS, 'the slots moved');
 
     // The kill, under load: the victim's replica takes its slots.
     await sleep(t0 + KILL_AFTER_MS - Date.now());
