@@ -91,6 +91,10 @@ host_part(CURLU *u, char *dst, char *err, size_t errlen)
     if (part(u, CURLUPART_HOST, 0, host, sizeof host) != 1 || host[0] == '\0')
         return fail(err, errlen, "needs a host, e.g. redis://redis:6379/0");
     n = strlen(host);
+    /* libcurl decodes the escapes it understands ("%61" is "a") and keeps the rest: a '%' left
+     * over is no host name, and written out again it would read as another. */
+    if (host[0] != '[' && strchr(host, '%') != NULL)
+        return fail(err, errlen, "the host has a '%' that is not a valid escape");
     if (host[0] == '[') { /* libcurl keeps the brackets of an IPv6 literal; hiredis wants none */
         memmove(host, host + 1, n - 2);
         host[n - 2] = '\0';

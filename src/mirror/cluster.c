@@ -261,6 +261,15 @@ step(struct cluster *cl, struct cluster_cmd *k, struct redisReply *r, int *rerea
         freeReplyObject(r);
 }
 
+/* Drops master j's connection (its pipeline is out of step now) and marks the map to be read. */
+static struct redis_conn *
+lose(struct cluster *cl, int j, int *reread)
+{
+    cluster_node_lost(cl, (size_t)j);
+    *reread = 1;
+    return NULL;
+}
+
 /* Sends node j's commands in one pipeline and reads their replies. */
 static void
 send_node(struct cluster *cl, struct cluster_cmd *cmds, size_t n, int j, int *reread)
@@ -273,22 +282,25 @@ send_node(struct cluster *cl, struct cluster_cmd *cmds, size_t n, int j, int *re
         if (cmds[i].node == j &&
             ((cmds[i].asking && redis_conn_append(c, 1, asking, NULL) != 0) ||
              redis_conn_append(c, cmds[i].argc, cmds[i].argv, cmds[i].lens) != 0))
-            c = NULL;
+            c = lose(cl, j, reread);
+    if (c == NULL)
+        *reread = 1;
     for (i = 0; i < n; i++) {
         struct redisReply *r = NULL;
 
         if (cmds[i].node != j)
             continue;
-        if (c != NULL && cmds[i].asking && redis_conn_reply(c, &r) == 0) {
-            freeReplyObject(r);
+        if (c != NULL && cmds[i].asking) { /* ASKING's own reply, +OK */
+            if (redis_conn_reply(c, &r) != 0)
+                c = lose(cl, j, reread);
+            else
+                freeReplyObject(r);
             r = NULL;
         }
         if (c != NULL && redis_conn_reply(c, &r) != 0) {
-            cluster_node_lost(cl, (size_t)j);
-            c = NULL;
+            c = lose(cl, j, reread);
+            r = NULL;
         }
-        if (c == NULL)
-            *reread = 1;
         step(cl, &cmds[i], r, reread);
     }
 }

@@ -629,11 +629,12 @@ const tagged = (k) => String(k).replace(/^([^:{]+):(rem|claim):(\d+):(\d+)$/,
     (m, p, kind, id, at) => `${p}:{s${BigInt(id) % BigInt(TAG_SHARDS)}}:${kind}:${id}:${at}`);
 const untagged = (k) => k.replace(/:\{[a-z]\d+\}:/, ':');
 
-// redis-cli for a redis-cluster:// URL: commands follow redirects (-c), KEYS and FLUSHALL go to
-// every master.
-function clusterCli(url) {
-    const seed = new URL(url.replace(/^redis-cluster:/, 'http:').split(',')[0]);
-    const at = (port, args) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), '-c', ...args.map(String)]);
+// redis-cli for a redis[s]-cluster:// URL: commands follow redirects (-c), KEYS and FLUSHALL go to
+// every master; rediss-cluster:// with tls's CA (default: the suite's).
+function clusterCli(url, tls) {
+    const seed = new URL(url.replace(/^rediss?-cluster:/, 'http:').split(',')[0]);
+    const tlsArgs = url.startsWith('rediss-cluster://') ? ['--tls', '--cacert', (tls ?? sharedRedisTls()).ca] : [];
+    const at = (port, args) => run('redis-cli', [...tlsArgs, '-h', '127.0.0.1', '-p', String(port), '-c', ...args.map(String)]);
     const cmd = async (...args) => {
         const r = await at(seed.port, args.map(tagged));
         if (r.code !== 0 || /^(ERR|WRONGTYPE|Could not connect)/m.test(r.stdout + r.stderr)) {
@@ -661,8 +662,8 @@ function clusterCli(url) {
 }
 
 export function redisCli(url, tls = null) {
-    if (url.startsWith('redis-cluster://')) {
-        return clusterCli(url);
+    if (/^rediss?-cluster:\/\//.test(url)) {
+        return clusterCli(url, tls);
     }
     const tlsArgs = cliTlsArgs(url, tls);
     const cmd = async (...args) => {

@@ -7,16 +7,19 @@
 // webhook receiver and is recorded once; the keys were spread over every master; /readyz and
 // /metrics (tocsin_redis_master_up) name the master that is down while it is; both replicas come
 // back subscribed to the promoted one, whose notify setting they set; a reminder created
-// afterwards is armed on the master of its slot.
+// afterwards is armed on the master of its slot. Before the load, one slot is migrated by hand to
+// check -ASK (ASKING sent to the importing master) and then -MOVED.
 // The nodes listen on TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT and the 5 ports after it (default
-// 7110; each node's cluster bus is its port + 10000).
+// 7110; each node's cluster bus is its port + 10000). In scripts/test.sh's TLS run
+// (TOCSIN_TEST_REDIS_TLS=1) every node listens with TLS only, with the suite's CA, the bus and
+// replication too (tls-cluster, tls-replication), and tocsin takes rediss-cluster://.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after } from 'node:test';
-import { arrivals, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, run, test, waitFor,
-    webhookTenant, sleep, MIN } from './harness.mjs';
+import { arrivals, harness, ledgerReceiver, ownProcesses, recordedOnce, redisCli, remindersDue, run, sharedRedisTls,
+    test, waitFor, webhookTenant, sleep, MIN } from './harness.mjs';
 
 const BASE = Number(process.env.TOCSIN_TEST_REDIS_CLUSTER_TEST_PORT ?? 7110);
 const NODES = 6;              // 3 masters, 3 replicas
@@ -35,14 +38,20 @@ const ARRIVE_MS = 15000;        // the last reminder arrives this long after it 
 const SETTLE_MS = 1500;         // then wait this long for a (wrong) repeat
 
 const h = await harness('redis_cluster');
+const TLS = sharedRedisTls(); // null: plain TCP
+const scheme = TLS ? 'rediss' : 'redis';
+const listen = (port) => (TLS ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', TLS.serverCert,
+    '--tls-key-file', TLS.serverKey, '--tls-ca-cert-file', TLS.ca, '--tls-auth-clients', 'no', '--tls-cluster', 'yes',
+    '--tls-replication', 'yes'] : ['--port', String(port)]);
+const cliTls = TLS ? ['--tls', '--cacert', TLS.ca] : []; // for redis-cli --cluster
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tocsin-cluster-'));
 const { start, stop } = ownProcesses();
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
-const cliOf = (port) => redisCli(`redis://127.0.0.1:${port}/0`);
+const cliOf = (port) => redisCli(`${scheme}://127.0.0.1:${port}/0`, TLS);
 
 async function node(port) {
     const d = fs.mkdtempSync(path.join(dir, 'node-'));
-    const p = start(h.env.redisServerBin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+    const p = start(h.env.redisServerBin, [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
         '--dir', d, '--daemonize', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
         '--cluster-node-timeout', String(NODE_TIMEOUT_MS)], `redis-server :${port}`);
     const cli = cliOf(port);
@@ -72,6 +81,44 @@ const ready = async (srv) => {
         rz.json.checks.notify_config === 'ok' ? rz : null;
 };
 
+// A slot being migrated by hand (SETSLOT IMPORTING/MIGRATING): its master answers -ASK for a
+// key it does not hold, and tocsin must send ASKING and the SET to the importing master; once the
+// slot is handed over (MIGRATE, SETSLOT NODE), the old master's -MOVED must be followed.
+async function askedAndMoved(srv, key, masters, prefix) {
+    const m = await srv.req('POST', '/v1/meetings', { key, json: { title: 'ask',
+        starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
+    assert.equal(m.status, 201, m.text);
+    const id = Number(m.json.reminders[0].id);
+    const glob = `${prefix}:{s${id % 256}}:rem:${id}:*`;
+    const slot = Number(await cliOf(masters[0].port).cmd('CLUSTER', 'KEYSLOT', `{s${id % 256}}`));
+    const holds = async (x) => (await cliOf(x.port).keys(glob)).length;
+    const src = (await Promise.all(masters.map(holds))).findIndex((n) => n === 1);
+    assert.ok(src >= 0, `the reminder's key on one master (${glob})`);
+    const [from, to] = [masters[src], masters[(src + 1) % masters.length]];
+    await cliOf(to.port).cmd('CLUSTER', 'SETSLOT', slot, 'IMPORTING', from.id);
+    await cliOf(from.port).cmd('CLUSTER', 'SETSLOT', slot, 'MIGRATING', to.id);
+    const moved = await srv.req('PATCH', `/v1/meetings/${m.json.id}`, { key,
+        json: { starts_at: new Date(Date.now() + 70 * MIN).toISOString() } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(await holds(to), 1, 'the new key went to the importing master (ASK followed)');
+    assert.equal(await holds(from), 0, 'the old key was deleted where it was');
+    // Hand the slot over: what is left in it moves, then every master learns the new owner.
+    const left = (await cliOf(from.port).cmd('CLUSTER', 'GETKEYSINSLOT', slot, 1000)).split('\n').filter(Boolean);
+    if (left.length > 0) {
+        await cliOf(from.port).cmd('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'KEYS', ...left);
+    }
+    for (const x of [to, from, ...masters.filter((y) => y !== to && y !== from)]) {
+        await cliOf(x.port).cmd('CLUSTER', 'SETSLOT', slot, 'NODE', to.id);
+    }
+    const again = await srv.req('PATCH', `/v1/meetings/${m.json.id}`, { key,
+        json: { starts_at: new Date(Date.now() + 80 * MIN).toISOString() } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(await holds(to), 1, 'armed on the new owner (MOVED followed)');
+    const del = await srv.req('DELETE', `/v1/meetings/${m.json.id}`, { key });
+    assert.ok(del.status === 204 || del.status === 200, del.text);
+    assert.equal(await holds(to), 0, 'deleted there');
+}
+
 const notifyOf = async (port) => (await cliOf(port).cmd('CONFIG', 'GET', 'notify-keyspace-events')).split('\n')[1];
 
 test('a reshard and a master killed under load: all delivered, none recorded twice', async (t) => {
@@ -79,7 +126,7 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     for (let i = 0; i < NODES; i++) {
         nodes.push(await node(BASE + i));
     }
-    const made = await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+    const made = await run('redis-cli', [...cliTls, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
         '--cluster-replicas', '1', '--cluster-yes']);
     assert.equal(made.code, 0, made.stdout + made.stderr);
     const formed = await waitFor(async () => {
@@ -107,7 +154,7 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const prefix = `clu${process.pid}`;
     const servers = [];
     for (const i of [1, 2]) {
-        servers.push(await h.startServer({ TOCSIN_REDIS_URL: `redis-cluster://${seeds}/`, TOCSIN_REDIS_PREFIX: prefix,
+        servers.push(await h.startServer({ TOCSIN_REDIS_URL: `${scheme}-cluster://${seeds}/`, TOCSIN_REDIS_PREFIX: prefix,
             TOCSIN_INSTANCE_ID: `cluster-${i}`, TOCSIN_WEBHOOK_ALLOW_PRIVATE: '1', TOCSIN_LOG_LEVEL: 'info' }));
     }
     for (const srv of servers) {
@@ -118,6 +165,8 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     }
     const rx = await ledgerReceiver(t);
     const key = await webhookTenant(servers[0], rx, 'cluster');
+
+    await askedAndMoved(servers[0], key, masters, prefix);
 
     const t0 = Date.now() + LEAD_MS;
     const due = await remindersDue(servers, key, N, t0, SPREAD_MS);
@@ -132,11 +181,12 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
 
     // The reshard, under load: slots and their keys move from one master to another.
     await sleep(t0 + RESHARD_AFTER_MS - Date.now());
-    const moved = await run('redis-cli', ['--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
+    const slotsBefore = (await topology(to.port)).find((x) => x.id === to.id).slots;
+    const moved = await run('redis-cli', [...cliTls, '--cluster', 'reshard', `127.0.0.1:${from.port}`, '--cluster-from', from.id,
         '--cluster-to', to.id, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes'], { timeout: RESHARD_BOUND_MS });
     assert.equal(moved.code, 0, moved.stdout.slice(-2000) + moved.stderr);
     const after1 = await topology(to.port);
-    assert.equal(after1.find((x) => x.id === to.id).slots, to.slots + RESHARD_SLOTS, 'the slots moved');
+    assert.equal(after1.find((x) => x.id === to.id).slots, slotsBefore + RESHARD_SLOTS, 'the slots moved');
 
     // The kill, under load: the victim's replica takes its slots.
     await sleep(t0 + KILL_AFTER_MS - Date.now());
@@ -169,12 +219,12 @@ test('a reshard and a master killed under load: all delivered, none recorded twi
     const later = await servers[1].req('POST', '/v1/meetings', { key, json: { title: 'after',
         starts_at: new Date(Date.now() + 60 * MIN).toISOString(), reminders: [{ minutes_before: 5 }] } });
     assert.equal(later.status, 201, later.text);
-    const live = redisCli(`redis-cluster://127.0.0.1:${from.port}/`);
+    const live = redisCli(`${scheme}-cluster://127.0.0.1:${from.port}/`, TLS);
     assert.equal((await live.keys(`${prefix}:rem:${later.json.reminders[0].id}:*`)).length, 1, 'armed after the failover');
 
     const { got, missing, late, repeats } = await arrivals(rx, due, t0 + SPREAD_MS + ARRIVE_MS, SETTLE_MS);
     assert.deepEqual(missing, [], `all delivered (${got.length}/${N})`);
-    t.diagnostic(`redis-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
+    t.diagnostic(`${scheme}-cluster://: keys per master ${perMaster}; lateness p50 ${late[Math.floor(N / 2)]} ` +
         `max ${late[N - 1]} ms; ${repeats} repeated on the wire`);
     assert.ok(late[0] >= 0, 'none early');
     assert.equal(await recordedOnce(h, due), `${N}|${N}|${N}`, 'fired | outbox rows | delivered');
