@@ -40,7 +40,7 @@ static const char usage_main[] =
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
     "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
     "  import --tenant NAME FILE create the meetings of FILE (JSON lines; - for stdin), with\n"
-    "         [--jobs N]         N batches at once (1..8, default 2)\n"
+    "         [--jobs N]         N batches at once (1..8, default 4)\n"
     "Configuration comes from TOCSIN_* environment variables; see docs/configuration.md.\n";
 
 static int
@@ -333,8 +333,8 @@ static int
 import(const struct config *cfg, int argc, char **argv)
 {
     static const char usage[] = "usage: tocsin import --tenant NAME [--jobs N] FILE (JSON lines; "
-                                "- for standard input; N 1..8, default 2)\n";
-    _Static_assert(IMPORT_JOBS_MAX == 8 && IMPORT_JOBS_DEFAULT == 2, "the usage line says so");
+                                "- for standard input; N 1..8, default 4)\n";
+    _Static_assert(IMPORT_JOBS_MAX == 8 && IMPORT_JOBS_DEFAULT == 4, "the usage line says so");
     const char *tenant = NULL, *file = NULL;
     int jobs = IMPORT_JOBS_DEFAULT;
     int64_t tenant_id;

@@ -10,7 +10,7 @@
 #include "db.h"
 
 #define IMPORT_JOBS_MAX 8     /* --jobs: batches written at once, a connection each */
-#define IMPORT_JOBS_DEFAULT 2 /* the fastest on two cores (docs/benchmarks.md) */
+#define IMPORT_JOBS_DEFAULT 4 /* the fastest on two cores (docs/benchmarks.md) */
 
 /* Reads in to its end (or the first database failure), MEETING_BATCH_MAX lines a transaction,
  * jobs (1..IMPORT_JOBS_MAX) transactions at once on as many connections (db the first, the others
