@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import {
-    harness, test, freePort, rawRequest, sleep, waitFor, isoIn, MIN, HOUR,
+    harness, test, freePort, rawRequest, sleep, waitFor, isoIn, sharedRedisTls, MIN, HOUR,
 } from './harness.mjs';
 import { closeAll, mintToken, openLive } from './sse.mjs';
 import { findPromtool } from './promql.mjs';
@@ -133,8 +133,8 @@ test('X-Request-Id: a safe one is kept, anything else replaced by a made one, on
 
 test('JSON logs: one object per line; access lines with route, request and trace ids; probes at debug; lines logged while handling carry the id', async () => {
     // Redis on a port nobody listens on: the mirror write of a POST fails and is logged inside
-    // the request.
-    const dead = `redis://127.0.0.1:${await freePort()}/0`;
+    // the request. rediss:// in the TLS run, where every server is given the suite's CA.
+    const dead = `${sharedRedisTls() ? 'rediss' : 'redis'}://127.0.0.1:${await freePort()}/0`;
     const srv = await h.startServer({ TOCSIN_LOG_FORMAT: 'json', TOCSIN_LOG_LEVEL: 'debug', TOCSIN_REDIS_URL: dead });
     const key = await srv.createKey('jsonlogs');
     const created = await createMeeting(srv, key, {}, { 'X-Request-Id': 'create-1', traceparent: TRACEPARENT });
