@@ -182,14 +182,14 @@ test('Redis hung (SIGSTOP): API calls stay fast, /readyz stays 200 and reports R
 test('Redis ACL user without CONFIG: AUTH user password, percent-decoded; the notify check uses a probe key', async () => {
     const redis = await h.startRedis();
     const password = 'p@ss:w/rd% #?';
-    const admin = `redis://admin:adminpw@127.0.0.1:${redis.port}/0`;
+    const admin = redis.url.replace('://', '://admin:adminpw@'); // rediss:// in the TLS run
     await redis.cli.cmd('ACL', 'SETUSER', 'admin', 'on', '>adminpw', '~*', '&*', '+@all');
     await redis.cli.cmd('ACL', 'SETUSER', 'tocsin', 'on', `>${password}`, '~*', '&*', '+@all', '-config');
     await redis.cli.cmd('ACL', 'SETUSER', 'default', 'off');
-    const cli = redisCli(admin);
+    const cli = redisCli(admin, redis.tls);
     assert.equal(await cli.cmd('CONFIG', 'GET', 'notify-keyspace-events'), 'notify-keyspace-events\n');
 
-    const url = `redis://tocsin:${encodeURIComponent(password)}@127.0.0.1:${redis.port}/0`;
+    const url = redis.url.replace('://', `://tocsin:${encodeURIComponent(password)}@`);
     const srv = await h.startServer({ TOCSIN_REDIS_URL: url });
     // Every connection of tocsin is authenticated as the ACL user.
     const users = async () => (await cli.cmd('CLIENT', 'LIST')).split('\n')
