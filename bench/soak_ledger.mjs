@@ -21,6 +21,18 @@ export const REPAIR_MS = {
 export const BACKOFF_FACTOR = 2.4;
 // Faults that touch only the webhook receiver.
 const RX_FAULTS = new Set(['rx-500', 'rx-hang']);
+// The circuit (one per delivery worker and receiver) closes only on a successful probe and doubles
+// its open time with each failed one, so receiver faults close together add up: three 12 s faults
+// within a minute left a worker's circuit open for 40 s, 33 s past the last one's end, and the
+// rows that worker was given meanwhile waited for it. A receiver fault joins the run of the one
+// before when it starts before the circuit that one alone may leave open could have closed: that
+// fault's length (the open time after a failed probe is about the time since the circuit first
+// opened), the first opening and a hanging probe's timeout after its end. (Not the whole run's
+// length: that chains every receiver fault of a 30-minute schedule into one.) A run is met like
+// one fault from its first start to its last end, and until its length past its end (the circuit
+// may be open that long after it).
+export const CIRCUIT_OPEN_MS = 5000;
+export const PROBE_TIMEOUT_MS = 3000;
 // A fault starting up to this before a due time may already hold its reminder (the scheduler
 // reads 10 s ahead, a claim or lease taken just before the fault).
 export const LOOKAHEAD_MS = 12000;
@@ -93,21 +105,45 @@ export class Ledger {
     }
 }
 
+// The receiver faults of a run as one fault (see CIRCUIT_OPEN_MS), in order of start, each with
+// the kinds it is made of.
+export function rxRuns(faults) {
+    const runs = [];
+    for (const f of faults.filter((x) => RX_FAULTS.has(x.kind)).sort((a, b) => a.start - b.start)) {
+        const end = f.end ?? Infinity;
+        const last = runs[runs.length - 1];
+        if (last && f.start <= last.end + last.lastLength + CIRCUIT_OPEN_MS + PROBE_TIMEOUT_MS) {
+            last.end = Math.max(last.end, end);
+            last.lastLength = end - f.start;
+            last.repair = Math.max(last.repair, REPAIR_MS[f.kind]);
+            last.kinds.push(f.kind);
+        } else {
+            const lastLength = end - f.start;
+            runs.push({ start: f.start, end, lastLength, repair: REPAIR_MS[f.kind], kinds: [f.kind] });
+        }
+    }
+    return runs;
+}
+
 // The bound of one expected delivery on a channel: the base plus, for each fault it met, the time
-// the fault lasted after the due time and that fault's repair.
+// the fault lasted after the due time and that fault's repair; for a run of receiver faults (the
+// webhook only), the row's backoff through it and the circuit after it on top.
 export function boundOf(e, channel, faults) {
     let extra = 0;
     const met = [];
     for (const f of faults) {
-        if (RX_FAULTS.has(f.kind) && channel !== 'webhook') continue;
+        if (RX_FAULTS.has(f.kind)) continue;
         const end = f.end ?? Infinity;
         if (e.dueMs < f.start - LOOKAHEAD_MS || e.dueMs > end + REPAIR_MS[f.kind]) continue;
-        const during = Math.max(0, end - Math.max(e.dueMs, f.start));
-        const add = RX_FAULTS.has(f.kind)
-            ? during * BACKOFF_FACTOR + (end - f.start) + REPAIR_MS[f.kind]
-            : during + REPAIR_MS[f.kind];
-        extra = Math.max(extra, add);
+        extra = Math.max(extra, Math.max(0, end - Math.max(e.dueMs, f.start)) + REPAIR_MS[f.kind]);
         met.push(f.kind);
+    }
+    for (const r of channel === 'webhook' ? rxRuns(faults) : []) {
+        const length = r.end - r.start;
+        if (e.dueMs < r.start - LOOKAHEAD_MS || e.dueMs > r.end + length + r.repair) continue;
+        const during = Math.max(0, r.end - Math.max(e.dueMs, r.start));
+        extra = Math.max(extra, during * BACKOFF_FACTOR + length + r.repair);
+        met.push(r.kinds.join('+'));
     }
     return { ms: BASE_MS[channel] + extra, met };
 }

@@ -3,7 +3,9 @@
 // unexpected reminder, each as what it is, and passes the clean case. No servers.
 import assert from 'node:assert/strict';
 import { test } from './harness.mjs';
-import { BACKOFF_FACTOR, BASE_MS, Ledger, REPAIR_MS, check, keyOf, totals } from '../../bench/soak_ledger.mjs';
+import {
+    BACKOFF_FACTOR, BASE_MS, CIRCUIT_OPEN_MS, Ledger, PROBE_TIMEOUT_MS, REPAIR_MS, check, keyOf, rxRuns, totals,
+} from '../../bench/soak_ledger.mjs';
 
 const T0 = Date.parse('2030-01-01T09:00:00Z');
 const CH = ['webhook', 'stream', 'push', 'email'];
@@ -89,6 +91,36 @@ test('a fault met widens the bound by its time past the due time and its repair,
     w.rc.webhook.set(e.key, [{ at: e.fireMs + 10, status: 204, path: '/ok' }]);
     w.rc.stream.set(e.key, [{ at: e.fireMs + BASE_MS.stream + 1 }]);
     assert.equal(totals(check(w.ledger, w.rc, w.rec, [rx], HOOKS)).late, 1);
+});
+
+// The previous 30-minute run's case: rx-500, rx-hang 6 s after it, rx-500 15 s after that left a
+// worker's circuit open 33 s past the last end; a reminder due 10 s past it waited for the circuit.
+test('receiver faults close together are one run: the circuit after it, on the webhook only', () => {
+    const w = world();
+    const a = { kind: 'rx-500', start: T0 + 60000, end: T0 + 72000 };
+    const b = { kind: 'rx-hang', start: a.end + 6000, end: a.end + 18000 };
+    const c = { kind: 'rx-500', start: b.end + 15000, end: b.end + 27000 };
+    const far = { kind: 'rx-hang', start: c.end + 12000 + CIRCUIT_OPEN_MS + PROBE_TIMEOUT_MS + 1, end: c.end + 60000 };
+    const runs = rxRuns([far, c, b, a]);
+    assert.deepEqual(runs.map((r) => r.kinds), [['rx-500', 'rx-hang', 'rx-500'], ['rx-hang']]);
+    const length = c.end - a.start;
+    // Due past the window the last fault alone opens (its length and its repair after its end),
+    // within the run's.
+    const e = entry(1, c.end + (c.end - c.start) + REPAIR_MS['rx-500'] + 1000);
+    w.ledger.observe('m1', [e], T0, 'created');
+    delivered(e, w.rc, w.rec);
+    const allowed = length + REPAIR_MS['rx-500'] + BASE_MS.webhook;
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + allowed, status: 204, path: '/ok' }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 0);
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + allowed + 1, status: 204, path: '/ok' }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 1);
+    // The last fault alone would not have excused it at all.
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + BASE_MS.webhook + 1, status: 204, path: '/ok' }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [c], HOOKS)).late, 1);
+    // Nor does the run excuse the stream.
+    w.rc.webhook.set(e.key, [{ at: e.fireMs + 10, status: 204, path: '/ok' }]);
+    w.rc.stream.set(e.key, [{ at: e.fireMs + BASE_MS.stream + 1 }]);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 1);
 });
 
 test('a moved-away or deleted time that arrives, and a key of nothing, are flagged', () => {
