@@ -35,7 +35,10 @@ secret_ok(const char *secret)
     return n >= UNSUB_SECRET_MIN && n <= UNSUB_SECRET_MAX;
 }
 
-/* The truncated MAC of the n bytes at raw under secret into mac. 0, or -1. */
+/* The truncated MAC of the n bytes at raw under secret into mac. 0, or -1.
+ * clang-tidy 14's analyzer has, in one CI run of several, taken `full` for a va_list it thought
+ * leaked (there is no va_list here): a false positive that does not repeat, hence the markers. */
+// NOLINTBEGIN(clang-analyzer-valist.Unterminated)
 static int
 mac_of(const char *secret, const uint8_t *raw, size_t n, uint8_t mac[UNSUB_MAC_LEN])
 {
@@ -48,6 +51,7 @@ mac_of(const char *secret, const uint8_t *raw, size_t n, uint8_t mac[UNSUB_MAC_L
     crypto_wipe(full, sizeof full);
     return 0;
 }
+// NOLINTEND(clang-analyzer-valist.Unterminated)
 
 size_t
 unsub_token_make(const char *secret, const struct unsub_subject *s, char out[UNSUB_TOKEN_MAX + 1])
