@@ -144,6 +144,17 @@ export async function waitFor(fn, timeoutMs, stepMs = 50) {
     }
 }
 
+// The deliveries of meeting id once pred(items) holds (polled every 100 ms up to boundMs); the
+// last items read.
+export async function deliveriesWhen(srv, key, id, pred, boundMs) {
+    let last;
+    await waitFor(async () => {
+        last = await srv.req('GET', `/v1/meetings/${id}/deliveries`, { key });
+        return last.status === 200 && pred(last.json.items);
+    }, boundMs, 100);
+    return last.json.items;
+}
+
 function keepTail(buf, chunk) {
     const s = buf + chunk.toString();
     return s.length > LOG_KEEP_MAX ? s.slice(s.length - LOG_KEEP_MAX) : s;

@@ -12,7 +12,7 @@
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { harness, test, waitFor, sleep, MIN, HOUR } from './harness.mjs';
+import { harness, test, sleep, MIN, HOUR, deliveriesWhen as harnessDeliveriesWhen } from './harness.mjs';
 import { smtpServer, header } from './smtp.mjs';
 import { pushService } from './pushservice.mjs';
 import { mintToken } from './sse.mjs';
@@ -73,14 +73,7 @@ async function dueSoon(participants, channels, startsInMs = 5 * MIN, fireAtMs = 
     return r.json;
 }
 
-async function deliveriesWhen(id, pred, bound = BOUND_MS) {
-    let last;
-    await waitFor(async () => {
-        last = await srv.req('GET', `/v1/meetings/${id}/deliveries`, { key });
-        return last.status === 200 && pred(last.json.items);
-    }, bound, 100);
-    return last.json.items;
-}
+const deliveriesWhen = (id, pred, bound = BOUND_MS) => harnessDeliveriesWhen(srv, key, id, pred, bound);
 
 const mailTo = (addr) => smtp.messages().filter((m) => m.rcpt_tos.includes(addr));
 

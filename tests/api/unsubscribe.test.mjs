@@ -12,7 +12,7 @@
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { harness, test, waitFor, sleep, MIN } from './harness.mjs';
+import { harness, test, waitFor, sleep, MIN, deliveriesWhen as harnessDeliveriesWhen } from './harness.mjs';
 import { smtpServer, header } from './smtp.mjs';
 
 const LEAD_MS = 1500;
@@ -58,14 +58,7 @@ async function dueSoon(s, k, participants, channels = ['email']) {
     return r.json;
 }
 
-async function deliveriesWhen(id, pred) {
-    let last;
-    await waitFor(async () => {
-        last = await srv.req('GET', `/v1/meetings/${id}/deliveries`, { key });
-        return last.status === 200 && pred(last.json.items);
-    }, BOUND_MS, 100);
-    return last.json.items;
-}
+const deliveriesWhen = (id, pred) => harnessDeliveriesWhen(srv, key, id, pred, BOUND_MS);
 
 const mailTo = (addr) => smtp.messages().filter((m) => m.rcpt_tos.includes(addr));
 
