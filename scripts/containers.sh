@@ -60,6 +60,7 @@ cleanup()
     if [ -n "$SVC_PID" ]; then
         stream_clients_remove
         $COMPOSE down -v --timeout 10 || true
+        tocsin_aardvark_scrub
     fi
     for pid in $HEALTH_PID $SVC_PID; do
         kill "$pid" 2>/dev/null || true
@@ -223,6 +224,7 @@ $COMPOSE config -q
 # A run killed before its teardown leaves its containers, network and volume behind; a new run
 # would "recreate" into that state (and its stale DNS). Start from nothing.
 $COMPOSE down -v --timeout 10 >/dev/null 2>&1 || true
+tocsin_aardvark_scrub
 start=$SECONDS
 tocsin_log "building the images (tocsin commit $TOCSIN_COMMIT)"
 timeout -k 10 "$BUILD_WAIT_S" $DC build

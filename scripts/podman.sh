@@ -67,3 +67,31 @@ tocsin_base_image()
         "$TOCSIN_BASE_IMAGE"
     rm -rf "$rootfs"
 }
+
+# tocsin_aardvark_scrub: removes aardvark-dns's name tables of networks podman no longer has.
+# netavark keeps one file per network under the rootful run directory, shared by every podman on
+# the machine, and a teardown cut short (or racing its own parallel removals, as podman 4.3's can)
+# leaves one behind. The next network given the same subnet then answers with the dead one's
+# addresses too: the load balancer's `tocsin` named five replicas, two of them nowhere, and 200 of
+# 500 streams waited on addresses with no route. aardvark-dns rereads its tables on SIGHUP.
+TOCSIN_AARDVARK_DIR=/run/containers/networks/aardvark-dns
+tocsin_aardvark_scrub()
+{
+    local f name networks pid removed=
+    [ -d "$TOCSIN_AARDVARK_DIR" ] || return 0
+    networks=$(podman network ls --format '{{.Name}}' 2>/dev/null) || return 0
+    for f in "$TOCSIN_AARDVARK_DIR"/*; do
+        [ -f "$f" ] || continue
+        name=${f##*/}
+        case $name in aardvark.pid | *.lock) continue ;; esac
+        if ! printf '%s\n' "$networks" | grep -Fx -- "$name" >/dev/null; then
+            tocsin_log "removing aardvark-dns's table of network $name (no such network: a stale one)"
+            rm -f "$f"
+            removed=1
+        fi
+    done
+    if [ -n "$removed" ] && [ -f "$TOCSIN_AARDVARK_DIR/aardvark.pid" ]; then
+        pid=$(cat "$TOCSIN_AARDVARK_DIR/aardvark.pid")
+        kill -HUP "$pid" 2>/dev/null || true
+    fi
+}
