@@ -70,6 +70,7 @@ CTEST_TIMEOUT_S=600 # per test executable
 PASSED=0
 FAILED=0
 RESULTS=()
+declare -A BG_PID=() BG_START=()
 SUMMARY_DONE=
 
 summary()
@@ -86,8 +87,13 @@ summary()
 
 cleanup()
 {
-    local rc=$?
+    local rc=$? pid
     trap - EXIT INT TERM
+    # A suite still running in the background (record_start) ends first: bounded by its own
+    # timeout, and stopped with the rest of the process group by an INT or a TERM.
+    for pid in "${BG_PID[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
     tocsin_redis_stop "$TEST_DIR/redis" || true
     tocsin_cluster_stop "$TEST_DIR/cluster" || true
     tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
@@ -121,6 +127,34 @@ record()
     else
         FAILED=$((FAILED + 1))
         RESULTS+=("$name: FAILED (exit $rc, $((SECONDS - start)) s)")
+    fi
+}
+
+# record_start NAME CMD...: runs one suite in the background, its output kept in a log of its own
+# until record_wait NAME shows it and counts it (a suite that runs beside another, on servers of its
+# own).
+record_start()
+{
+    local name=$1
+    shift
+    tocsin_log "suite $name (in the background): $*"
+    BG_START[$name]=$SECONDS
+    "$@" >"$TEST_DIR/$name.log" 2>&1 &
+    BG_PID[$name]=$!
+}
+
+record_wait()
+{
+    local name=$1 rc=0
+    wait "${BG_PID[$name]}" || rc=$?
+    tocsin_log "suite $name ended (exit $rc); its output:"
+    cat "$TEST_DIR/$name.log"
+    if [ "$rc" -eq 0 ]; then
+        PASSED=$((PASSED + 1))
+        RESULTS+=("$name: ok ($((SECONDS - BG_START[$name])) s, in the background)")
+    else
+        FAILED=$((FAILED + 1))
+        RESULTS+=("$name: FAILED (exit $rc, $((SECONDS - BG_START[$name])) s, in the background)")
     fi
 }
 
@@ -174,14 +208,17 @@ run_node_pooled()
 
 # The soak's servers sit beside the suite's (PostgreSQL and PgBouncer on PG_PORT + 3 and + 4,
 # Redis on REDIS_PORT + 3), its replicas, receivers and fault proxy on the 30 ports from
-# TOCSIN_TEST_SOAK_HTTP_BASE. The whole stage is bounded: a run that hangs fails.
+# TOCSIN_TEST_SOAK_HTTP_BASE (25600: below the harness's FREE_PORT_MIN and below the ephemeral
+# range, so that neither a test's server nor an outgoing connection takes the port of a replica
+# the soak has killed and starts again). So it runs beside the pass through PgBouncer, which has
+# servers of its own too. The whole stage is bounded: a run that hangs fails.
 SOAK_MINUTES_SUITE=2
 SOAK_TIMEOUT_S=480
 run_soak()
 {
     SOAK_MINUTES=$SOAK_MINUTES_SUITE SOAK_SEED=${TOCSIN_TEST_SOAK_SEED:-} \
         TOCSIN_SOAK_PG_PORT=$((PG_PORT + 3)) TOCSIN_SOAK_REDIS_PORT=$((REDIS_PORT + 3)) \
-        TOCSIN_SOAK_HTTP_BASE=${TOCSIN_TEST_SOAK_HTTP_BASE:-47300} TOCSIN_SOAK_DIR=$TEST_DIR/soak \
+        TOCSIN_SOAK_HTTP_BASE=${TOCSIN_TEST_SOAK_HTTP_BASE:-25600} TOCSIN_SOAK_DIR=$TEST_DIR/soak \
         timeout -k 10 "$SOAK_TIMEOUT_S" bash bench/soak.sh
 }
 
@@ -257,13 +294,20 @@ if [ -d tests/api ] && [ -n "$NODE_TESTS" ]; then
 fi
 # The soak under faults (bench/soak.sh, docs/soak.md), SOAK_MINUTES of load against the ASan
 # build on servers of its own; its seed is printed (TOCSIN_TEST_SOAK_SEED replays one).
+# It runs in the background, beside the pass through PgBouncer (both wait more than they compute:
+# about two minutes each, one after the other).
+SOAK=
 if [ -z "$SELECTED" ] || [ "${TOCSIN_TEST_SOAK:-0}" = 1 ]; then
-    record soak run_soak
+    SOAK=1
+    record_start soak run_soak
 fi
 if [ -d tests/api ]; then
     if [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_POOLED:-}" ]; then
         record pgbouncer run_node_pooled
     fi
+fi
+if [ -n "$SOAK" ]; then
+    record_wait soak
 fi
 # deploy/kubernetes rendered with kubectl kustomize and schema-checked, deploy/prometheus's rules
 # checked and unit-tested with promtool: offline (no servers).
