@@ -12,25 +12,21 @@ export const REPAIR_MS = {
     kill9: 10000, 'redis-stop': 10000, 'redis-empty': 8000, flushall: 8000, 'pg-restart': 20000,
     'rx-500': 10000, 'rx-hang': 10000, 'proxy-delay': 10000, 'proxy-stall': 10000, 'proxy-cut': 10000,
 };
-// A receiver fault is waited out twice over. The row's retries back off (doubling from 1 s, 20 %
-// jitter), so its first attempt after the fault may come as long after the fault's end as the row
-// had been failing: up to BACKOFF_FACTOR times the fault's time past the due time. And the
-// receiver's circuit opens for 5 s after 5 failures, doubling with each failed probe, so it may
-// stay open after the fault's end about as long as the fault had lasted (since its start, which
-// may be before the due time), on top.
+// A receiver fault delays a webhook row by the row's own backoff: its retries back off (doubling
+// from 1 s, 20 % jitter), so its first attempt after the fault may come as long after the fault's
+// end as the row had been failing: up to BACKOFF_FACTOR times the fault's time past the due time.
 export const BACKOFF_FACTOR = 2.4;
 // Faults that touch only the webhook receiver.
 const RX_FAULTS = new Set(['rx-500', 'rx-hang']);
-// The circuit (one per delivery worker and receiver) closes only on a successful probe and doubles
-// its open time with each failed one, so receiver faults close together add up: three 12 s faults
-// within a minute left a worker's circuit open for 40 s, 33 s past the last one's end, and the
-// rows that worker was given meanwhile waited for it. A receiver fault joins the run of the one
-// before when it starts before the circuit that one alone may leave open could have closed: that
-// fault's length (the open time after a failed probe is about the time since the circuit first
-// opened), the first opening and a hanging probe's timeout after its end. (Not the whole run's
-// length: that chains every receiver fault of a 30-minute schedule into one.) A run is met like
-// one fault from its first start to its last end, and until its length past its end (the circuit
-// may be open that long after it).
+// And by the receiver's circuits (one per delivery worker and receiver: 5 s after 5 failures,
+// doubling with each failed probe), which the bound takes from the replicas' logs, not from a
+// model: a row pending while a circuit for /ok was open may wait until that circuit half-opens
+// and its probe (PROBE_TIMEOUT_MS when it hangs) has been answered (circuitsOf, boundOf).
+// Receiver faults close together are one run for the backoff: a row failing in one may still be
+// backing off when the next starts. A fault joins the run of the one before when it starts within
+// that one's length, the first opening and a hanging probe's timeout after its end (not the whole
+// run's length: that chains every receiver fault of a 30-minute schedule into one). A run is met
+// like one fault from its first start to its last end.
 export const CIRCUIT_OPEN_MS = 5000;
 export const PROBE_TIMEOUT_MS = 3000;
 // A fault starting up to this before a due time may already hold its reminder (the scheduler
@@ -125,10 +121,29 @@ export function rxRuns(faults) {
     return runs;
 }
 
-// The bound of one expected delivery on a channel: the base plus, for each fault it met, the time
-// the fault lasted after the due time and that fault's repair; for a run of receiver faults (the
-// webhook only), the row's backoff through it and the circuit after it on top.
-export function boundOf(e, channel, faults) {
+// tocsin's line when a worker's circuit for a receiver opens (src/delivery/deliver_record.c), in
+// the text log format: time, level, then the message.
+const CIRCUIT_LINE = /^(\S+) \S+ deliver: receiver (\S+) failed \d+ times in a row; circuit open for (\d+) ms/;
+
+// The openings of the circuits for `receiver` (a webhook id) that the logs (the replicas' texts)
+// report: [{ at, ms }] in order of time, any worker of any replica.
+export function circuitsOf(logs, receiver) {
+    const out = [];
+    for (const text of logs) {
+        for (const line of text.split('\n')) {
+            const m = CIRCUIT_LINE.exec(line);
+            if (m && m[2] === receiver) out.push({ at: Date.parse(m[1]), ms: Number(m[3]) });
+        }
+    }
+    return out.sort((a, b) => a.at - b.at);
+}
+
+// The bound of one expected delivery on a channel, first received at firstAt: the base plus, for
+// each fault it met, the time the fault lasted after the due time and that fault's repair; for a
+// run of receiver faults (the webhook only), the row's backoff through it; and on the webhook, for
+// each circuit of circuitsOf open while the row was pending (opened before firstAt, not closed by
+// LOOKAHEAD_MS before its due time), until that circuit half-opened and its probe was answered.
+export function boundOf(e, channel, faults, circuits = [], firstAt = Infinity) {
     let extra = 0;
     const met = [];
     for (const f of faults) {
@@ -139,11 +154,15 @@ export function boundOf(e, channel, faults) {
         met.push(f.kind);
     }
     for (const r of channel === 'webhook' ? rxRuns(faults) : []) {
-        const length = r.end - r.start;
-        if (e.dueMs < r.start - LOOKAHEAD_MS || e.dueMs > r.end + length + r.repair) continue;
+        if (e.dueMs < r.start - LOOKAHEAD_MS || e.dueMs > r.end + r.repair) continue;
         const during = Math.max(0, r.end - Math.max(e.dueMs, r.start));
-        extra = Math.max(extra, during * BACKOFF_FACTOR + length + r.repair);
+        extra = Math.max(extra, during * BACKOFF_FACTOR + r.repair);
         met.push(r.kinds.join('+'));
+    }
+    for (const c of channel === 'webhook' ? circuits : []) {
+        if (c.at > firstAt || c.at + c.ms < e.dueMs - LOOKAHEAD_MS) continue;
+        extra = Math.max(extra, c.at + c.ms + PROBE_TIMEOUT_MS - e.dueMs);
+        met.push(`circuit ${c.ms / 1000} s`);
     }
     return { ms: BASE_MS[channel] + extra, met };
 }
@@ -152,8 +171,9 @@ export function boundOf(e, channel, faults) {
 // push: Map(key -> [{at, error}]), email: Map(key -> [{at}]) }; record: the database's view,
 // { reminders: Map(key -> status), outbox: Map(`${key}|${channel}` -> {rows, delivered,
 // byTarget: Map(target -> count)}), events: Map(key -> count) }; webhooks: { ok, never } target
-// ids. Returns { checked, violations: [{ key, meeting, due, channel, what }], lateness }.
-export function check(ledger, receipts, record, faults, webhooks) {
+// ids; circuits: the openings of /ok's circuits (circuitsOf). Returns { checked, violations:
+// [{ key, meeting, due, channel, what }], lateness }.
+export function check(ledger, receipts, record, faults, webhooks, circuits = []) {
     const violations = [];
     const lateness = { webhook: [], stream: [], push: [], email: [] };
     const flag = (e, channel, what) => violations.push({
@@ -163,7 +183,7 @@ export function check(ledger, receipts, record, faults, webhooks) {
         // A single meeting's reminder is one row that a later move takes on to its next time: the
         // row shows this key only while the meeting's last known state still has it.
         e.current = ledger.state.get(e.meeting)?.has(e.key) ?? false;
-        checkExpected(e, receipts, record, faults, webhooks, flag, lateness);
+        checkExpected(e, receipts, record, { faults, circuits }, webhooks, flag, lateness);
     }
     for (const e of ledger.gone.values()) {
         for (const ch of CHANNELS) {
@@ -188,7 +208,7 @@ export function check(ledger, receipts, record, faults, webhooks) {
     return { checked: ledger.expect.size, violations, lateness };
 }
 
-function checkExpected(e, receipts, record, faults, webhooks, flag, lateness) {
+function checkExpected(e, receipts, record, { faults, circuits }, webhooks, flag, lateness) {
     for (const ch of e.channels) {
         let got = receipts[ch].get(e.key) ?? [];
         if (ch === 'webhook') got = got.filter((r) => r.path === '/ok' && r.status === 204);
@@ -205,7 +225,7 @@ function checkExpected(e, receipts, record, faults, webhooks, flag, lateness) {
         if (first < e.fireMs - EARLY_SLACK_MS) flag(e, ch, `early: ${e.fireMs - first} ms before its fire time`);
         const late = first - e.dueMs;
         lateness[ch].push(late);
-        const bound = boundOf(e, ch, faults);
+        const bound = boundOf(e, ch, faults, circuits, first);
         if (late > bound.ms) flag(e, ch, `late: ${late} ms, bound ${Math.round(bound.ms)} ms (faults met: ${bound.met.join(' ') || 'none'}; on the wire: ${wire(receipts[ch].get(e.key), e.dueMs)})`);
     }
     checkRecord(e, record, webhooks, flag);

@@ -143,6 +143,15 @@ static const char release_sql[] =
     "UPDATE outbox SET lease_owner = NULL,"
     "  next_attempt_at = now() + $3::bigint * interval '1 millisecond'"
     " WHERE id = ANY($1::bigint[]) AND " DB_FILTER("lease_owner = $2 AND status = 'pending'");
+/* Rows given to owner $1 for the receivers in $2 (their circuits are open in that worker) go to
+ * anyone, as they are: only once due, like the lease statement's given rows, so that none can
+ * still be in a handover the owner may take (DB_FIRE_HANDOVER_GRACE_MS), and never one the owner
+ * holds ($3: a request out before the circuit opened). Along outbox_held, the owner's rows. */
+static const char pass_on_sql[] =
+    "WITH u AS (UPDATE outbox SET lease_owner = NULL"
+    "  WHERE status = 'pending' AND lease_owner = $1 AND next_attempt_at <= now()"
+    "  AND receiver = ANY ($2::text[]) AND id <> ALL ($3::bigint[]) RETURNING 1)"
+    " SELECT count(*) FROM u";
 /* Counted along the partial indexes outbox_pending_due and outbox_held: the cost is the backlog,
  * not the history. */
 static const char backlog_sql[] =
@@ -473,6 +482,23 @@ enum db_status
 db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n, int64_t delay_ms)
 {
     return exec_on_held(db, STMT_OUTBOX_RELEASE, release_sql, ids, n, owner, delay_ms);
+}
+
+enum db_status
+db_outbox_pass_on(struct db *db, const char *owner, const char *const *receivers, size_t n,
+                  const int64_t *held, size_t n_held, int64_t *passed)
+{
+    char *rc = text_array(receivers, n), *hd = db_array_i64(held, n_held);
+    const char *params[] = {owner, rc, hd};
+    enum db_status st = DB_HARD_ERROR;
+
+    if (rc != NULL && hd != NULL)
+        st = db_exec_i64(db, STMT_OUTBOX_PASS_ON, pass_on_sql, 3, params, passed);
+    else
+        db_set_err(db, "out of memory");
+    free(rc);
+    free(hd);
+    return st;
 }
 
 enum db_status

@@ -119,6 +119,12 @@ enum db_status db_outbox_failed(struct db *db, const char *owner, const char *in
  * worker of any replica), no attempt counted. */
 enum db_status db_outbox_release(struct db *db, const char *owner, const int64_t *ids, size_t n,
                                  int64_t delay_ms);
+/* Gives the rows owner was given (by the fire statement) for receivers[0..n) and that are due to
+ * any worker, as they are (no attempt counted, still due): their circuits are open in owner,
+ * not necessarily in the others. Never a row in held[0..n_held) (the owner's requests out), nor
+ * one not due yet (a handed row owner may still take in memory). *passed: how many. */
+enum db_status db_outbox_pass_on(struct db *db, const char *owner, const char *const *receivers,
+                                 size_t n, const int64_t *held, size_t n_held, int64_t *passed);
 /* The number of outbox rows still to deliver (status pending), for /metrics. */
 enum db_status db_outbox_backlog(struct db *db, int64_t *n);
 /* How long, in milliseconds, the longest-waiting row that is due and held by no worker has been

@@ -1,6 +1,7 @@
 /* deliver.c -- the delivery workers of deliver.h: their threads, start and stop. Each worker runs
  * one loop: renew its lease when due, load the rows it was given or can lease for the receivers
- * that have room (outbox rows of full or broken receivers are left to wait in PostgreSQL;
+ * that have room (outbox rows of full or broken receivers are left to wait in PostgreSQL, those
+ * it was given for receivers whose circuit is open in it are passed on to anyone;
  * deliver_lease.c), build the bodies of rows sent for the first time (their meetings in one round
  * trip; deliver_job.c), start requests up to each receiver's share and each tenant's
  * (deliver_policy.c), wait on
@@ -216,6 +217,7 @@ round_of(struct worker *w)
     if (connected(w, now)) {
         deliver_lease_renew(w, now);
         take_handed(w);
+        deliver_lease_pass_on(w, now);
         if (woken || now >= w->next_claim_ms) {
             bool more = claim(w, now);
             w->next_claim_ms = more ? now : now + DELIVER_POLL_MS;

@@ -99,6 +99,7 @@ struct worker {
     int64_t renewed_ms, next_claim_ms;
     int64_t renew_retry_ms; /* after a failed renewal, the next is not tried before this */
     int64_t orphans_ms;     /* when its lease statement last looked for orphans */
+    int64_t passed_ms;      /* when it last passed on rows of its open circuits */
     struct job **held;      /* the rows it holds: n_held of max_held (deliver_policy_held_max) */
     size_t n_held, max_held;
     struct receiver *receivers[RECEIVER_BUCKETS];
@@ -160,7 +161,8 @@ void deliver_job_take(struct worker *w, size_t n);
  * payloads built from the meetings h brought (no statement); rows w may not take (h is older than
  * DELIVER_HANDOVER_AGE_MAX_MS, for another name of w's, or w has no room) stay in the outbox,
  * owned, for its lease statement once due; so do rows whose receiver's circuit is not closed,
- * as a lease would have. The caller frees h. */
+ * as a lease would have, and once due those of an open one go to anyone
+ * (deliver_lease_pass_on). The caller frees h. */
 void deliver_job_take_handed(struct worker *w, struct db_fire_handover *h);
 /* Whether j is one of the rows w holds (its lease's): the only rows w may record or give back. */
 bool deliver_job_held(const struct worker *w, const struct job *j);
@@ -192,8 +194,17 @@ void deliver_lease_renew(struct worker *w, int64_t now);
  * it asked for: only then may more be waiting (rows given later wake the worker). Overwrites
  * w->ids. */
 size_t deliver_lease_claim(struct worker *w, int64_t now, bool *more);
-/* w loaded n rows it was given (by a lease or a handover): the dispatch thread counts them no
- * more (deliver_owner_for). */
+/* Circuits are per worker, and the fire statement gives a row to a worker whatever its circuit
+ * for the row's receiver: the rows given to w for receivers whose circuit is open in w after
+ * failures (deliver_policy_failing) would wait for it, while other workers, whose circuits are
+ * closed, could send them. At most once per DELIVER_POLL_MS, the due ones go to anyone (the
+ * lease statement brings w its given rows only once due, and a row it may still take from a
+ * handover is not due yet); each worker's own circuit decides whether it leases them (an open one
+ * leaves them out). A Retry-After hold keeps them: the receiver asked to wait. Overwrites
+ * w->ids. */
+void deliver_lease_pass_on(struct worker *w, int64_t now);
+/* w loaded n rows it was given (by a lease or a handover), or passed them on: the dispatch thread
+ * counts them no more (deliver_owner_for). */
 void deliver_lease_loaded(struct worker *w, size_t n);
 /* Gives the rows w->ids[0..n), which w holds and did not send, back to the outbox, due after
  * delay_ms (0: at once, for anyone), no attempt spent. The caller frees their jobs. */

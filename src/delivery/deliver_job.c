@@ -343,7 +343,8 @@ deliver_job_take(struct worker *w, size_t n)
 }
 
 /* Whether a handed row is left to the lease statement because its receiver's circuit is not
- * closed: the lease leaves such a receiver's rows in the outbox until it may take requests. */
+ * closed: the lease leaves such a receiver's rows in the outbox until it may take requests, and
+ * once due the rows of an open one go to other workers (deliver_lease_pass_on). */
 static bool
 receiver_shut(struct worker *w, const struct db_outbox_item *it, int64_t now)
 {

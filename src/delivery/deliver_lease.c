@@ -201,6 +201,33 @@ deliver_lease_claim(struct worker *w, int64_t now, bool *more)
 }
 
 void
+deliver_lease_pass_on(struct worker *w, int64_t now)
+{
+    const char *failing[DB_OUTBOX_EXCLUDE_MAX];
+    size_t n = 0;
+    int64_t passed = 0;
+
+    if (!w->registered || now - w->passed_ms < DELIVER_POLL_MS)
+        return;
+    w->passed_ms = now;
+    for (size_t b = 0; b < RECEIVER_BUCKETS && n < DB_OUTBOX_EXCLUDE_MAX; b++)
+        for (struct receiver *r = w->receivers[b]; r != NULL && n < DB_OUTBOX_EXCLUDE_MAX;
+             r = r->next)
+            if (deliver_policy_failing(&r->pol, now))
+                failing[n++] = r->key;
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < w->n_held; i++)
+        w->ids[i] = w->held[i]->it.id;
+    if (db_outbox_pass_on(w->db, w->owner, failing, n, w->ids, w->n_held, &passed) !=
+        DB_ONE_RESULT) {
+        deliver_db_lost(w, "cannot pass on the rows of receivers whose circuit is open");
+        return;
+    }
+    deliver_lease_loaded(w, (size_t)passed); /* given no more */
+}
+
+void
 deliver_lease_loaded(struct worker *w, size_t n)
 {
     for (size_t was = atomic_load(&w->given);

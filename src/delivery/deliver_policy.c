@@ -65,6 +65,12 @@ deliver_policy_circuit(const struct deliver_policy *p, int64_t now)
 }
 
 bool
+deliver_policy_failing(const struct deliver_policy *p, int64_t now)
+{
+    return now >= p->hold_until_ms && p->open_until_ms != 0 && now < p->open_until_ms;
+}
+
+bool
 deliver_policy_may_send(const struct deliver_policy *p, int64_t now)
 {
     if (shut(p, now))

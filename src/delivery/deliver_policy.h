@@ -68,6 +68,10 @@ void deliver_policy_init(struct deliver_policy *p, size_t share, int concurrency
 
 /* The circuit's state at now; a Retry-After hold counts as open. */
 enum deliver_circuit deliver_policy_circuit(const struct deliver_policy *p, int64_t now);
+/* Whether its circuit is open after failures in a row (not for a Retry-After hold) at now: the
+ * rows given to this worker for it go to other workers, whose own circuits decide for them; a
+ * receiver that asked to wait keeps its rows until the hold ends. */
+bool deliver_policy_failing(const struct deliver_policy *p, int64_t now);
 /* Room for one more request now: a closed circuit under the share, or a half-open one with no
  * probe out and nothing else in flight. */
 bool deliver_policy_may_send(const struct deliver_policy *p, int64_t now);

@@ -7,8 +7,9 @@
 // which sends each once; while PostgreSQL is down a replica
 // waits between its tries instead of spinning on them; a receiver's Retry-After holds back its
 // other queued rows too, not only the one it answered, for as long as it asked (a success to an
-// earlier request does not end it, nor does the circuit its failure opens); and a 2xx whose body
-// is cut off is a delivery, not a failure to retry.
+// earlier request does not end it, nor does the circuit its failure opens); rows fired to a
+// worker whose circuit for their receiver is open go to another replica's worker once due, not
+// after that circuit; and a 2xx whose body is cut off is a delivery, not a failure to retry.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
@@ -113,6 +114,7 @@ const hWait = await harness('faults_wait');
 const hCut = await harness('faults_cut');
 const hHold = await harness('faults_hold');
 const hKill = await harness('faults_kill');
+const hPass = await harness('faults_pass');
 
 test('a replica stopped while a receiver holds one of its requests records the other answers and keeps its lease: the other replica sends none again', async (t) => {
     const N = 8;
@@ -265,6 +267,56 @@ test('a Retry-After is not cut short by a success to an earlier request, nor by 
     const dueIn = Number(await hHold.sql(`SELECT extract(epoch FROM min(next_attempt_at) - now()) ${back}`));
     assert.ok(dueIn >= HOLD_S - 3, `a queued row is due again in ${dueIn.toFixed(1)} s (Retry-After: ${HOLD_S})`);
     assert.equal(answers(), 5, 'nothing more was sent');
+});
+
+// The circuit test: a receiver that fails until the one worker of a replica has its circuit for
+// it open this long (DELIVER_CIRCUIT_OPEN_MS, 5 s, doubled by each of three failed probes), then
+// answers. Its failing rows retry after RETRY_FAST_MS, so a probe is at hand at each half-open.
+const OPEN_LONG_MS = 40000;
+const OPEN_WAIT_MS = 90000;   // the 5 + 10 + 20 s of failing and the probes, generously
+const RETRY_FAST_MS = 200;
+const PASS_N = 4;
+// Rows fired meanwhile must be delivered within this of the circuit's opening: generous, and
+// half of the 40 s they waited for that circuit (they were its worker's until it half-opened).
+const PASS_BOUND_MS = OPEN_LONG_MS / 2;
+
+test('rows fired to a worker whose circuit for their receiver is open go to another replica\'s worker once due, each sent once', async (t) => {
+    let failing = true;
+    const rx = { seen: new Map() };
+    const server = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+            const id = req.headers['webhook-id'] ?? '';
+            rx.seen.set(id, (rx.seen.get(id) ?? 0) + 1);
+            res.writeHead(failing ? 500 : 204).end();
+        });
+    });
+    const url = await serveLocal(t, server);
+    const env = { TOCSIN_DELIVERY_RETRY_BASE_MS: String(RETRY_FAST_MS), TOCSIN_DELIVERY_MAX_ATTEMPTS: '50' };
+    const { srv: one, key } = await withWebhook(hPass, t, 'pass-1', 'faults-pass', url, env);
+    await dueSoon(one, key, 6);
+    const opened = new RegExp(`circuit open for ${OPEN_LONG_MS} ms`);
+    assert.ok(await waitFor(() => opened.test(one.proc.log), OPEN_WAIT_MS, 100),
+        `no circuit open for ${OPEN_LONG_MS} ms:\n${one.proc.log}`);
+    const openedAt = Date.now();
+    failing = false;
+
+    // Fired by pass-1 alone, so written owned by (and handed to) its worker, whose circuit is open.
+    const ids = await dueSoon(one, key, PASS_N);
+    const fired = `FROM outbox WHERE reminder_id IN (${ids.join(',')})`;
+    assert.ok(await waitFor(async () => Number(await hPass.sql(`SELECT count(*) ${fired}`)) === PASS_N, BOUND_MS),
+        'the rows fired');
+    await replica(hPass, t, 'pass-2', env);
+    const done = await waitFor(async () => await delivered(hPass, ids) === PASS_N, PASS_BOUND_MS - (Date.now() - openedAt));
+    const took = Date.now() - openedAt;
+    t.diagnostic(`delivered ${await delivered(hPass, ids)} of ${PASS_N} within ${took} ms of the circuit's opening`);
+    assert.ok(done, `${await delivered(hPass, ids)} of ${PASS_N} delivered ${took} ms after the circuit opened for ${OPEN_LONG_MS} ms`);
+    const senders = await hPass.sql(`SELECT string_agg(DISTINCT a.instance, ',') FROM delivery_attempts a
+        JOIN outbox o ON o.id = a.outbox_id WHERE o.reminder_id IN (${ids.join(',')})`);
+    assert.equal(senders, 'pass-2', 'the other replica sent them');
+    await sleep(SETTLE_MS);
+    const sent = [...rx.seen.entries()].filter(([id]) => ids.some((r) => id.startsWith(`rem_${r}_`)));
+    assert.deepEqual(sent.map(([, n]) => n), Array(PASS_N).fill(1), 'each sent once');
 });
 
 test('a 2xx whose body is cut off is a delivery, not a failure to retry', async (t) => {

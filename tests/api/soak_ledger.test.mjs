@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from './harness.mjs';
 import {
-    BACKOFF_FACTOR, BASE_MS, CIRCUIT_OPEN_MS, Ledger, PROBE_TIMEOUT_MS, REPAIR_MS, check, keyOf, rxRuns, totals,
+    BACKOFF_FACTOR, BASE_MS, CIRCUIT_OPEN_MS, LOOKAHEAD_MS, Ledger, PROBE_TIMEOUT_MS, REPAIR_MS, check, circuitsOf, keyOf, rxRuns,
+    totals,
 } from '../../bench/soak_ledger.mjs';
 
 const T0 = Date.parse('2030-01-01T09:00:00Z');
@@ -78,9 +79,9 @@ test('a fault met widens the bound by its time past the due time and its repair,
     assert.equal(totals(check(w.ledger, w.rc, w.rec, [fault], HOOKS)).late, 0);
     w.rc.stream.set(e.key, [{ at: e.fireMs + allowed + 1 }]);
     assert.equal(totals(check(w.ledger, w.rc, w.rec, [fault], HOOKS)).late, 1);
-    // A receiver fault: the row's backoff and the receiver's circuit, on the webhook only.
+    // A receiver fault: the row's backoff, on the webhook only.
     const rxw = { kind: 'rx-500', start: e.fireMs - 1000, end: e.fireMs + 9000 };
-    const rxAllowed = Math.round(9000 * BACKOFF_FACTOR + 10000 + REPAIR_MS['rx-500'] + BASE_MS.webhook);
+    const rxAllowed = Math.round(9000 * BACKOFF_FACTOR + REPAIR_MS['rx-500'] + BASE_MS.webhook);
     w.rc.stream.set(e.key, [{ at: e.fireMs + 10 }]);
     w.rc.webhook.set(e.key, [{ at: e.fireMs + rxAllowed, status: 204, path: '/ok' }]);
     assert.equal(totals(check(w.ledger, w.rc, w.rec, [rxw], HOOKS)).late, 0);
@@ -93,9 +94,10 @@ test('a fault met widens the bound by its time past the due time and its repair,
     assert.equal(totals(check(w.ledger, w.rc, w.rec, [rx], HOOKS)).late, 1);
 });
 
-// The previous 30-minute run's case: rx-500, rx-hang 6 s after it, rx-500 15 s after that left a
-// worker's circuit open 33 s past the last end; a reminder due 10 s past it waited for the circuit.
-test('receiver faults close together are one run: the circuit after it, on the webhook only', () => {
+// The previous 30-minute run's case: rx-500, rx-hang 6 s after it, rx-500 15 s after that are one
+// run for the rows' backoff; a worker's circuit, open 40 s after its last failed probe, is
+// allowed as tocsin logged it, on the webhook only, and only while the row was pending.
+test('receiver faults close together are one run; a circuit tocsin logged bounds the webhook rows pending while it was open', () => {
     const w = world();
     const a = { kind: 'rx-500', start: T0 + 60000, end: T0 + 72000 };
     const b = { kind: 'rx-hang', start: a.end + 6000, end: a.end + 18000 };
@@ -103,24 +105,36 @@ test('receiver faults close together are one run: the circuit after it, on the w
     const far = { kind: 'rx-hang', start: c.end + 12000 + CIRCUIT_OPEN_MS + PROBE_TIMEOUT_MS + 1, end: c.end + 60000 };
     const runs = rxRuns([far, c, b, a]);
     assert.deepEqual(runs.map((r) => r.kinds), [['rx-500', 'rx-hang', 'rx-500'], ['rx-hang']]);
-    const length = c.end - a.start;
-    // Due past the window the last fault alone opens (its length and its repair after its end),
-    // within the run's.
-    const e = entry(1, c.end + (c.end - c.start) + REPAIR_MS['rx-500'] + 1000);
+    // The circuit's opening as the replica logged it (text format), another receiver's beside it.
+    const opened = c.end - 7000;
+    const log = [
+        `${new Date(opened).toISOString()} WARN deliver: receiver w-ok failed 6 times in a row; circuit open for 40000 ms`,
+        `${new Date(opened).toISOString()} WARN deliver: receiver w-never failed 5 times in a row; circuit open for 80000 ms`,
+        `${new Date(opened).toISOString()} WARN deliver: webhook rem_1_2 of tenant 1 to receiver w-ok failed (attempt 3): HTTP 500`,
+    ].join('\n');
+    const circuits = circuitsOf(['', log], HOOKS.ok);
+    assert.deepEqual(circuits, [{ at: opened, ms: 40000 }]);
+    // Due past the run's repair, while the circuit was open.
+    const e = entry(1, c.end + REPAIR_MS['rx-500'] + 1000);
     w.ledger.observe('m1', [e], T0, 'created');
     delivered(e, w.rc, w.rec);
-    const allowed = length + REPAIR_MS['rx-500'] + BASE_MS.webhook;
+    const allowed = opened + 40000 + PROBE_TIMEOUT_MS + BASE_MS.webhook - e.fireMs;
     w.rc.webhook.set(e.key, [{ at: e.fireMs + allowed, status: 204, path: '/ok' }]);
-    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 0);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS, circuits)).late, 0);
     w.rc.webhook.set(e.key, [{ at: e.fireMs + allowed + 1, status: 204, path: '/ok' }]);
-    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 1);
-    // The last fault alone would not have excused it at all.
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS, circuits)).late, 1);
+    // Without the circuit logged, the run alone does not excuse it.
     w.rc.webhook.set(e.key, [{ at: e.fireMs + BASE_MS.webhook + 1, status: 204, path: '/ok' }]);
-    assert.equal(totals(check(w.ledger, w.rc, w.rec, [c], HOOKS)).late, 1);
-    // Nor does the run excuse the stream.
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 1);
+    // Nor a circuit that opened after the row arrived, nor one closed long before its due time.
+    const after = [{ at: e.fireMs + BASE_MS.webhook + 2, ms: 40000 }];
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS, after)).late, 1);
+    const before = [{ at: e.fireMs - LOOKAHEAD_MS - 5001, ms: 5000 }];
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS, before)).late, 1);
+    // Nor does the circuit excuse the stream.
     w.rc.webhook.set(e.key, [{ at: e.fireMs + 10, status: 204, path: '/ok' }]);
     w.rc.stream.set(e.key, [{ at: e.fireMs + BASE_MS.stream + 1 }]);
-    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS)).late, 1);
+    assert.equal(totals(check(w.ledger, w.rc, w.rec, [a, b, c], HOOKS, circuits)).late, 1);
 });
 
 test('a moved-away or deleted time that arrives, and a key of nothing, are flagged', () => {

@@ -312,6 +312,27 @@ test_idle(void)
     CHECK(deliver_policy_idle(&p, 1000), "the hold over");
 }
 
+/* Failing: open after failures, while it is open; a Retry-After hold is not (the receiver asked
+ * every worker to wait, so its rows are not passed to others). */
+static void
+test_failing(void)
+{
+    struct deliver_policy p;
+    int64_t wait;
+
+    deliver_policy_init(&p, 4, 256);
+    for (int i = 0; i < DELIVER_CIRCUIT_FAILURES - 1; i++)
+        deliver_policy_note(&p, true, 0, 0, &wait);
+    CHECK(!deliver_policy_failing(&p, 0), "closed, failures short of opening it");
+    deliver_policy_note(&p, true, 0, 0, &wait);
+    CHECK(deliver_policy_failing(&p, DELIVER_CIRCUIT_OPEN_MS - 1), "open");
+    CHECK(!deliver_policy_failing(&p, DELIVER_CIRCUIT_OPEN_MS), "half open");
+    deliver_policy_init(&p, 4, 256);
+    deliver_policy_note(&p, true, 30000, 0, &wait);
+    CHECK(!deliver_policy_failing(&p, 1), "a Retry-After hold");
+    CHECK(!deliver_policy_failing(&p, 30000), "the hold over: half open");
+}
+
 static const struct {
     int concurrency;
     size_t share, cap;
@@ -482,6 +503,7 @@ main(void)
     test_scenarios();
     test_probe_doubling();
     test_idle();
+    test_failing();
     test_hold_cap();
     test_backoff();
     test_retry();
