@@ -5,8 +5,9 @@
 //   burst:      BENCH_BURST reminders due at one instant with BENCH_REPLICAS replicas: time until
 //               all are received, and the CPU time PostgreSQL, the replicas and the receiver spent
 //               (less noisy on a shared machine than the time); next to it BullMQ with the same
-//               number of delayed jobs due at one instant, BENCH_BULLMQ_WORKERS worker processes
-//               whose processor only records receipt;
+//               number of delayed jobs due at one instant, BENCH_BULLMQ_WORKERS worker processes,
+//               twice: whose processor only records receipt (no hop), and the fair peer whose
+//               processor sends one signed webhook to a receiver like tocsin's (BullMQ + webhook);
 //   kill:       BENCH_KILL_BURST due at one instant with no kill, then with one replica SIGKILLed
 //               once a third arrived and it has requests out: max lateness and requests repeated on
 //               the wire, next to its requests in flight and how long its leased rows took to be
@@ -110,10 +111,11 @@ const fmt1 = (v) => (Number.isFinite(v) ? v.toFixed(1) : '-');
 
 // ------------------------------------------------------------------ receivers
 
-// Records each delivery's webhook-id (rem_<id>_<fire_at ms>), first receipt and count; answers 204
-// after delayMs (at once when 0). The body is drained, not parsed: the receiver stays cheap.
+// Records each delivery's webhook-id (rem_<id>_<fire_at ms>), first receipt and count, and the
+// bodies' bytes (by content-length); answers 204 after delayMs (at once when 0). The body is
+// drained, not parsed: the receiver stays cheap.
 function startReceiver(delayMs = 0) {
-    const rx = { seen: new Map(), total: 0 };
+    const rx = { seen: new Map(), total: 0, bytes: 0 };
     rx.server = http.createServer((req, res) => {
         req.resume();
         req.on('end', () => {
@@ -121,6 +123,7 @@ function startReceiver(delayMs = 0) {
             const id = req.headers['webhook-id'] ?? '';
             const m = /^rem_(\d+)_(\d+)$/.exec(id);
             rx.total++;
+            rx.bytes += Number(req.headers['content-length'] ?? 0);
             rx.lastAt = now;
             const seen = rx.seen.get(id);
             if (seen) {
@@ -364,21 +367,37 @@ async function collect(rx, b, beforeChecks = null) {
     };
 }
 
+// The CPU of a BullMQ burst from CPU_LEAD_MS before its due instant until all were done, gross.
+const peerCpu = (b) => `(gross, from ${CPU_LEAD_MS} ms before the due instant until all were done): workers ${b.cpu.workers.toFixed(2)} s, Redis ${b.cpu.redis.toFixed(2)} s, ` +
+    `this process (the receiver) ${b.cpu.self.toFixed(2)} s; ${fmt(((b.cpu.workers + b.cpu.redis + b.cpu.self) * 1e6) / b.n)} us per job in all`;
 const lat = (r) => `${fmt(quantile(r.late, 0.5))}/${fmt(quantile(r.late, 0.99))}/${fmt(r.late[r.late.length - 1])}`;
 const checks = (r) => `${r.got} of ${r.n} received, lost ${r.lost}, early ${r.early}, recorded twice ${r.dbDup}, not fired ${r.notFired}`;
 
 // ------------------------------------------------------------------ BullMQ
 
-// BULLMQ_WORKERS processes of bench/bullmq.mjs; the parent adds `n` delayed jobs all due at one
-// instant and waits until they were all processed. Returns { allAfterMs, added, late }.
-async function bullmqBurst(n) {
-    const child = fork(path.join(HERE, 'bullmq.mjs'), ['burst', String(n), String(BULLMQ_WORKERS), String(BULLMQ_CONCURRENCY)], {
+// BULLMQ_WORKERS processes of bench/bullmq.mjs; the child adds `n` delayed jobs all due at one
+// instant and waits until they were all done. With a webhook (the fair peer) each job POSTs to a
+// receiver of its own here, like tocsin's, and "all received" is its last receipt after the due
+// instant, measured as tocsin's is; this process's CPU over the child's window is the receiver's.
+// Returns bench/bullmq.mjs's answer and cpu.self; with the webhook also { got, late, repeats,
+// bodyBytes, connections }, allAfterMs the receiver's and doneAfterMs the processors' last 2xx.
+async function bullmqBurst(n, withWebhook) {
+    const rx = withWebhook ? await startReceiver() : null;
+    const hook = rx ? [`http://127.0.0.1:${rx.port}/hook`] : [];
+    const child = fork(path.join(HERE, 'bullmq.mjs'), ['burst', String(n), String(BULLMQ_WORKERS), String(BULLMQ_CONCURRENCY), ...hook], {
         env: { ...process.env, BENCH_BULLMQ_REDIS_PORT: String(BULLMQ_REDIS_PORT) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     live.add(child);
-    return new Promise((resolve, reject) => {
-        child.on('message', (m) => resolve(m));
+    let self0 = 0;
+    const m = await new Promise((resolve, reject) => {
+        child.on('message', (x) => {
+            if (x.open) {
+                self0 = cpuS(process.pid);
+            } else {
+                resolve(x);
+            }
+        });
         child.on('exit', (code) => {
             live.delete(child);
             if (code !== 0) {
@@ -386,6 +405,19 @@ async function bullmqBurst(n) {
             }
         });
     });
+    m.cpu.self = cpuS(process.pid) - self0;
+    if (rx) {
+        closeReceiver(rx);
+        const got = [...rx.seen.values()];
+        m.late = got.map((v) => v.at - v.fireAt).sort((x, y) => x - y);
+        m.got = got.length;
+        m.doneAfterMs = m.allAfterMs; // the processors' view: the last 2xx answer
+        m.repeats = got.reduce((a, v) => a + v.count - 1, 0);
+        m.allAfterMs = got.length >= n ? m.late[m.late.length - 1] : NaN;
+        m.bodyBytes = rx.bytes / rx.total;
+        m.connections = rx.connections;
+    }
+    return m;
 }
 
 // ------------------------------------------------------------------ CPU
@@ -434,13 +466,16 @@ function cpuSince(a, b) {
 async function burst(ctx) {
     const out = { tag: `burst ${BURST}, ${REPLICAS} replicas${BURST_ROUNDS > 1 ? `, round ${ctx.round} of ${BURST_ROUNDS}` : ''}` };
     if (BULLMQ_REDIS_PORT > 0 && redisMode === REDIS_MODES[0]) { // the baseline once a run
-        log(`BullMQ: ${BURST} delayed jobs due at one instant, ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY}`);
-        out.bullmq = await bullmqBurst(BURST);
+        log(`BullMQ: ${BURST} delayed jobs due at one instant, ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY}, no hop`);
+        out.bullmq = await bullmqBurst(BURST, false);
+        log(`BullMQ + webhook: the same, each job one signed webhook POST to a local receiver`);
+        out.bullmqHook = await bullmqBurst(BURST, true);
     }
     const idle = await idleOver(ctx.reps, IDLE_WINDOW_MS);
     const t0 = Date.now() + LEAD_MS + 10000;
     const seenBefore = ctx.rx.seen.size;
     const connsBefore = ctx.rx.connections;
+    const bytesBefore = { bytes: ctx.rx.bytes, total: ctx.rx.total };
     const b = { ...(await insertDue(ctx.tenant.id, BURST, t0, 0)), seenBefore };
     log(`tocsin: ${BURST} reminders due at one instant`);
     await sleep(t0 - CPU_LEAD_MS - Date.now());
@@ -454,6 +489,7 @@ async function burst(ctx) {
     r.cpu = cpuSince(cpu0, cpuSample(ctx.reps));
     r.cpuPer = cpuPerReminder(r.cpu, Date.now() - start, idle, BURST);
     r.connections = ctx.rx.connections - connsBefore;
+    r.bodyBytes = (ctx.rx.bytes - bytesBefore.bytes) / (ctx.rx.total - bytesBefore.total);
     log('burst: the CPU window closes');
     if (PG_STATEMENTS) {
         r.statements = await psql(`SELECT concat_ws(' | ', round(total_exec_time)::text || ' ms', calls || ' calls',
@@ -775,17 +811,24 @@ function report(results) {
                 `replicas ${c.replicas.toFixed(2)} s, this process (the receiver) ${c.self.toFixed(2)} s; ${fmt(((c.pg + c.replicas + c.self) * 1e6) / r.n)} us per reminder in all; ${r.connections} connections opened to the receiver`);
             console.log(`  CPU per reminder, us (gross - the idle baseline of the same processes, measured before over ${IDLE_WINDOW_MS / 1000} s, scaled to the window = net): ${cpuLine(r.cpuPer)}`);
             if (r.bullmq) {
-                console.log(`  BullMQ: all ${r.bullmq.processed} of ${r.bullmq.n} jobs processed ${fmt(r.bullmq.allAfterMs)} ms after the due instant (lateness ${r.bullmq.lat}); ${BULLMQ_WORKERS} worker processes x concurrency ${BULLMQ_CONCURRENCY} whose processor only records receipt: no HTTP request, nothing recorded durably`);
-                console.log(`  ratio tocsin / BullMQ: ${(r.allAfterMs / r.bullmq.allAfterMs).toFixed(2)}`);
+                const b = r.bullmq, h = r.bullmqHook;
+                console.log(`  tocsin's webhook bodies: ${fmt(r.bodyBytes)} bytes on average; ${BULLMQ_WORKERS} BullMQ worker processes x concurrency ${BULLMQ_CONCURRENCY}, default job options:`);
+                console.log(`  BullMQ, no hop (the processor only records when it ran: no HTTP request, nothing recorded durably): all ${b.processed} of ${b.n} jobs processed ${fmt(b.allAfterMs)} ms after the due instant (lateness ${b.lat}); ` +
+                    `CPU ${peerCpu(b)}`);
+                console.log(`  BullMQ + webhook (one signed POST of ${fmt(h.bodyBytes)} bytes per job to a receiver of its own here, done on its 2xx): ${h.processed} of ${h.n} jobs answered 2xx, the last ${fmt(h.doneAfterMs)} ms after the due instant; ` +
+                    `${h.got} received, all received ${fmt(h.allAfterMs)} ms after it (lateness ${lat(h)}, ${h.repeats} repeated on the wire, ${h.connections} connections); CPU ${peerCpu(h)}`);
+                console.log(`  ratio tocsin / BullMQ (no hop): ${(r.allAfterMs / b.allAfterMs).toFixed(2)}; tocsin / BullMQ + webhook: ${(r.allAfterMs / h.allAfterMs).toFixed(2)}`);
             }
             if (r.statements) {
                 console.log(`  PostgreSQL statements in the CPU window (pg_stat_statements, by time):\n    ${r.statements.split('\n').join('\n    ')}`);
             }
             const all = results.filter((x) => x.tag.startsWith('burst') && x.bullmq);
-            if (all.length > 1 && r === all[all.length - 1]) {
-                const ratios = all.map((x) => x.allAfterMs / x.bullmq.allAfterMs);
-                console.log(`\nburst, all ${all.length} rounds: ratio tocsin / BullMQ ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}` +
-                    `; tocsin median ${fmt(median(all.map((x) => x.allAfterMs)))} ms, BullMQ median ${fmt(median(all.map((x) => x.bullmq.allAfterMs)))} ms`);
+            if (r === all[all.length - 1]) {
+                const ratios = (peer) => all.map((x) => x.allAfterMs / x[peer].allAfterMs);
+                const line = (peer) => `${ratios(peer).map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios(peer)).toFixed(2)}`;
+                console.log(`\nburst, all ${all.length} round(s): ratio tocsin / BullMQ (no hop) ${line('bullmq')}; tocsin / BullMQ + webhook ${line('bullmqHook')}`);
+                console.log(`  medians of all received: tocsin ${fmt(median(all.map((x) => x.allAfterMs)))} ms, BullMQ (no hop) ${fmt(median(all.map((x) => x.bullmq.allAfterMs)))} ms, ` +
+                    `BullMQ + webhook ${fmt(median(all.map((x) => x.bullmqHook.allAfterMs)))} ms`);
             }
         } else if (r.tag.startsWith('kill')) {
             console.log(`\n${r.tag}: ${checks(r)}`);
@@ -849,7 +892,8 @@ function byMode(results) {
 function failed(results) {
     const bad = (r) => r.lost > 0 || r.early > 0 || r.dbDup > 0 || r.notFired > 0;
     return results.some((r) => bad(r) || (r.base && bad(r.base)) || (r.work ?? []).some((w) => bad(w.r)) ||
-        (r.slow ?? []).some((s) => s.delivered < s.n) || (r.bullmq && r.bullmq.processed < r.bullmq.n));
+        (r.slow ?? []).some((s) => s.delivered < s.n) || (r.bullmq && r.bullmq.processed < r.bullmq.n) ||
+        (r.bullmqHook && (r.bullmqHook.processed < r.bullmqHook.n || r.bullmqHook.got < r.bullmqHook.n)));
 }
 
 async function main() {

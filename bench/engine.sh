@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # bench/engine.sh -- the reminder engine and its delivery at scale (bench/engine.mjs), with BullMQ
-# as the baseline of the burst (bench/bullmq.mjs), in one run: a release build, its own PostgreSQL
-# and Redis under .local/bench-engine, a second Redis for BullMQ, replicas and local receivers.
+# as the baselines of the burst (bench/bullmq.mjs: the queue alone, and BullMQ + webhook, the same
+# hop as tocsin's), in one run: a release build, its own PostgreSQL and Redis under
+# .local/bench-engine, a second Redis for BullMQ, replicas and local receivers.
 # Environment (defaults in engine.mjs): BENCH_SCENARIOS ("steady burst kill work throughput
-# lateness"), BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BURST_ROUNDS (1: the burst and BullMQ's this
-# many times, each ratio and the median), BENCH_BULLMQ_WORKERS (3), BENCH_BULLMQ_CONCURRENCY
-# (100), BENCH_KILL_BURST (10000), BENCH_WORK_REPLICAS ("1 3 6"), BENCH_WORK_DUE (10000),
-# BENCH_SLOW_MS (100), BENCH_SLOW_WEBHOOKS ("1 16"), BENCH_SLOW_DELIVERIES (20000), BENCH_PENDING
-# (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20), BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS
-# (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
+# lateness"), BENCH_REPLICAS (3), BENCH_BURST (50000), BENCH_BURST_ROUNDS (1: the burst and
+# BullMQ's two this many times, each ratio and their medians), BENCH_BULLMQ_WORKERS (3),
+# BENCH_BULLMQ_CONCURRENCY (100), BENCH_KILL_BURST (10000), BENCH_WORK_REPLICAS ("1 3 6"),
+# BENCH_WORK_DUE (10000), BENCH_SLOW_MS (100), BENCH_SLOW_WEBHOOKS ("1 16"),
+# BENCH_SLOW_DELIVERIES (20000), BENCH_PENDING (1000000), BENCH_DUE (10000), BENCH_SPREAD_S (20),
+# BENCH_LOAD_CONNECTIONS (32), BENCH_WORKERS (TOCSIN_DELIVERY_WORKERS of the replicas). Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT,
 # TOCSIN_BENCH_BULLMQ_REDIS_PORT. BENCH_PG_STATEMENTS=1: the burst also prints PostgreSQL's
 # statements by time, the steady one per reminder, and the work scenario by blocks per fired
 # reminder (pg_stat_statements); BENCH_PG_CONF, more postgresql.conf lines.
