@@ -12,7 +12,9 @@
 // Lateness is receipt time at the receiver minus the reminder's fire_at (from its webhook-id),
 // split at the fire statement's start (reminders.fired_at): before it, the scheduler, dispatch
 // and Redis claim; after it, the fire statement, its commit and the delivery. Each phase also
-// prints how busy the machine's CPUs were (/proc/stat); BENCH_IMPORT_PROFILE=1 samples
+// prints how busy the machine's CPUs were (/proc/stat), PostgreSQL's WAL rates and sync time
+// (pg_stat_wal), and how long the replica's threads and backends waited for a CPU (schedstat,
+// BENCH_SERVE_PID the replica's process); BENCH_IMPORT_PROFILE=1 samples
 // pg_stat_activity every PROFILE_EVERY_MS during each import and prints what the active backends
 // of the replica and the import were waiting on. Exits non-zero when an import failed or a
 // reminder due in a phase was not received.
@@ -34,6 +36,7 @@ const BASELINE_S = Number(env('BENCH_BASELINE_S', '30'));
 const IMPORT_FLOW_S = Number(env('BENCH_IMPORT_FLOW_S', '400')); // must outlast the import
 const VARIANTS = env('BENCH_IMPORT_VARIANTS', `jobs=${JOBS}`).trim().split(/\s+/);
 const PROFILE = env('BENCH_IMPORT_PROFILE', '0') === '1';
+const SERVE_PID = env('BENCH_SERVE_PID');
 
 const LEAD_MS = 15000;    // a flow written by SQL falls due this long after (> the scheduler's 10 s window)
 const SETTLE_MS = 5000;   // receipts of the last due reminders may take this long
@@ -134,13 +137,52 @@ function cpuTimes() {
 }
 const busy = (a, b) => 1 - (b.idle - a.idle) / (b.total - a.total);
 
-// PostgreSQL's WAL counters (pg_stat_wal): bytes, full-page images, syncs.
+// PostgreSQL's WAL counters (pg_stat_wal; main turns track_wal_io_timing on): bytes, full-page
+// images, syncs and their time (ms).
 async function walStats() {
-    const [bytes, fpi, syncs] = (await psql('SELECT wal_bytes, wal_fpi, wal_sync FROM pg_stat_wal')).split('|').map(Number);
-    return { bytes, fpi, syncs };
+    const [bytes, fpi, syncs, syncMs] = (await psql('SELECT wal_bytes, wal_fpi, wal_sync, wal_sync_time FROM pg_stat_wal'))
+        .split('|').map(Number);
+    return { bytes, fpi, syncs, syncMs };
 }
 const walLine = (a, b, s) => `WAL ${((b.bytes - a.bytes) / 1e6 / s).toFixed(1)} MB/s ` +
-    `(${Math.round((b.fpi - a.fpi) / s)} full-page images/s, ${Math.round((b.syncs - a.syncs) / s)} syncs/s)`;
+    `(${Math.round((b.fpi - a.fpi) / s)} full-page images/s, ${Math.round((b.syncs - a.syncs) / s)} syncs/s ` +
+    `of ${((b.syncMs - a.syncMs) / Math.max(1, b.syncs - a.syncs)).toFixed(2)} ms each)`;
+
+// The replica's processes: its own and its PostgreSQL backends.
+async function replicaPids() {
+    const rows = await psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'tocsin'");
+    return [Number(SERVE_PID), ...rows.split('\n').filter(Boolean).map(Number)];
+}
+
+// pid -> the ms its threads have been runnable but waiting for a CPU (schedstat's run_delay).
+function runDelays(pids) {
+    const out = new Map();
+    for (const pid of pids) {
+        try {
+            let ns = 0;
+            for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+                ns += Number(fs.readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[1]);
+            }
+            out.set(pid, ns / 1e6);
+        } catch {
+            // gone (a backend that disconnected): left out of both readings
+        }
+    }
+    return out;
+}
+
+// How long, a second, the replica's process and its backends waited for a CPU between a and b.
+function cpuWaitLine(a, b, s) {
+    let own = 0, backends = 0;
+    for (const [pid, ms] of b) {
+        if (a.has(pid)) {
+            const d = ms - a.get(pid);
+            pid === Number(SERVE_PID) ? (own += d) : (backends += d);
+        }
+    }
+    return `the replica waited for a CPU ${Math.round(own / s)} ms a second in its threads, ` +
+        `${Math.round(backends / s)} ms a second in its PostgreSQL backends`;
+}
 
 const fmt = (v) => (Number.isFinite(v) ? String(Math.round(v)) : '-');
 const p99 = (a) => quantile(a, 0.99);
@@ -228,8 +270,8 @@ async function importPhase(rx, tenant, no, v) {
     log(`import ${v}: ${n} reminders due over ${flowS} s; ${LINES} lines imported from the first`);
     await insertFlow(tenant, i0, n);
     await sleep(i0 - Date.now());
-    const w0 = await walStats();
-    const start = Date.now(), c0 = cpuTimes();
+    const w0 = await walStats(), pids = await replicaPids();
+    const start = Date.now(), c0 = cpuTimes(), r0 = runDelays(pids);
     let finished = false;
     const sampled = PROFILE ? profile(() => finished) : null;
     let reniced = null;
@@ -238,8 +280,9 @@ async function importPhase(rx, tenant, no, v) {
     });
     finished = true;
     await reniced;
-    const end = Date.now(), c1 = cpuTimes();
+    const end = Date.now(), c1 = cpuTimes(), r1 = runDelays(pids);
     const wal = walLine(w0, await walStats(), (end - start) / 1000);
+    const cpuWait = cpuWaitLine(r0, r1, (end - start) / 1000);
     if (code !== 0) {
         die(`tocsin import exited ${code}: ${fs.readFileSync(`${FILE}.log`, 'utf8').slice(-500)}`);
     }
@@ -253,10 +296,12 @@ async function importPhase(rx, tenant, no, v) {
     if (made !== LINES) {
         die(`the import made ${made} meetings, not ${LINES}`);
     }
-    return { v, s: (end - start) / 1000, during, wal, prof: sampled ? await sampled : null };
+    return { v, s: (end - start) / 1000, during, wal, cpuWait, prof: sampled ? await sampled : null };
 }
 
 async function main() {
+    await psql('ALTER SYSTEM SET track_wal_io_timing = on');
+    await psql('SELECT pg_reload_conf()');
     const rx = await startReceiver();
     const key = await keysCreate('flow');
     const tenant = Number(await psql("SELECT id FROM tenants WHERE name = 'flow'"));
@@ -273,14 +318,16 @@ async function main() {
     log(`baseline: ${bn} reminders due over ${BASELINE_S} s, one every ${STEP_MS} ms`);
     await insertFlow(tenant, b0, bn);
     await sleep(b0 - Date.now());
-    const c0 = cpuTimes(), w0 = await walStats();
+    const c0 = cpuTimes(), w0 = await walStats(), pids = await replicaPids(), r0 = runDelays(pids);
     await sleep(bn * STEP_MS);
-    const c1 = cpuTimes(), wal = walLine(w0, await walStats(), (bn * STEP_MS) / 1000);
+    const c1 = cpuTimes(), r1 = runDelays(pids), wal = walLine(w0, await walStats(), (bn * STEP_MS) / 1000);
+    const cpuWait = cpuWaitLine(r0, r1, (bn * STEP_MS) / 1000);
     await sleep(SETTLE_MS);
     const base = { ...(await lateness(rx, tenant, b0, b0 + (bn - 1) * STEP_MS)), cpu: busy(c0, c1) };
 
     console.log(line(`\nreminders due without an import (${BASELINE_S} s)`, base));
     console.log(wal);
+    console.log(cpuWait);
     let missing = base.missing;
     for (const [i, v] of VARIANTS.entries()) {
         const ph = await importPhase(rx, tenant, i + 1, v);
@@ -288,6 +335,7 @@ async function main() {
             `${Math.round(LINES / ph.s)} meetings/s`);
         console.log(line(`reminders due during it (${ph.s.toFixed(0)} s)`, ph.during));
         console.log(ph.wal);
+        console.log(ph.cpuWait);
         console.log(`p99 ratio (during / without): ${(p99(ph.during.late) / p99(base.late)).toFixed(2)}`);
         for (const [what, n] of ph.prof?.top ?? []) {
             console.log(`  ${(n / ph.prof.samples).toFixed(2).padStart(5)} ${what}`);
