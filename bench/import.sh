@@ -4,8 +4,13 @@
 # runs next to the same flow without an import, in one run (bench/import.mjs): a release build,
 # its own PostgreSQL and Redis under .local/bench-import and one `tocsin serve` replica, which
 # fires the flow to a local webhook receiver. Environment: BENCH_IMPORT_MEETINGS, BENCH_IMPORT_JOBS
-# (4, --jobs), BENCH_FLOW_STEP_MS (5: one reminder due every 5 ms), BENCH_BASELINE_S (30),
-# BENCH_IMPORT_FLOW_S (400, the flow's length in the import phase; it must outlast the import).
+# (4, --jobs), BENCH_IMPORT_VARIANTS (the imports to run in turn, each into a tenant of its own:
+# space-separated, each a comma list of jobs=N, batch=N, rate=N (the options), nice=N (the import
+# and its PostgreSQL backends reniced: an experiment), e.g. "jobs=4 jobs=1,rate=3000"; default
+# jobs=BENCH_IMPORT_JOBS), BENCH_IMPORT_PROFILE (1: sample PostgreSQL's wait events during
+# each import), BENCH_FLOW_STEP_MS (5: one reminder due every 5 ms), BENCH_BASELINE_S (30),
+# BENCH_IMPORT_FLOW_S (400, the flow's length in an import phase at least; it must outlast the
+# import).
 # Ports: TOCSIN_BENCH_PG_PORT, TOCSIN_BENCH_REDIS_PORT, TOCSIN_BENCH_HTTP_ADDR. Not part of CI.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -36,5 +41,5 @@ import_lines "$MEETINGS" >"$BENCH/import.jsonl"
 bench_serve TOCSIN_WEBHOOK_ALLOW_PRIVATE=1
 BENCH_PSQL=$(tocsin_pg_bindir)/psql
 export BENCH_DB_URL=$TOCSIN_DATABASE_URL BENCH_PSQL TOCSIN_BIN=$BIN
-export BENCH_URL=$URL BENCH_IMPORT_FILE=$BENCH/import.jsonl BENCH_IMPORT_LINES=$MEETINGS
+export BENCH_SERVE_PID=$SERVE_PID BENCH_URL=$URL BENCH_IMPORT_FILE=$BENCH/import.jsonl BENCH_IMPORT_LINES=$MEETINGS
 node bench/import.mjs

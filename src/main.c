@@ -40,22 +40,15 @@ static const char usage_main[] =
     "  keys list                 list API keys (prefix, tenant, created, state)\n"
     "  keys revoke PREFIX        revoke the live keys whose prefix starts with PREFIX\n"
     "  import --tenant NAME FILE create the meetings of FILE (JSON lines; - for stdin), with\n"
-    "         [--jobs N]         N batches at once (1..8, default 4)\n"
+    "         [--jobs N]         N batches at once (1..8, default 4),\n"
+    "         [--batch N]        N lines a batch (1..1000, default 1000),\n"
+    "         [--rate N]         at most N lines a second (default: no bound)\n"
     "Configuration comes from TOCSIN_* environment variables; see docs/configuration.md.\n";
 
 static int
 is_help(const char *s)
 {
     return strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0 || strcmp(s, "help") == 0;
-}
-
-static void
-sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-
-    while (nanosleep(&ts, &ts) != 0)
-        ;
 }
 
 /* The next pause of a wait that started at start_ms, or -1 when the wait is over: doubling steps,
@@ -93,7 +86,7 @@ open_waiting(const struct config *cfg)
             return NULL;
         }
         LOG_WARN("%s (attempt %d; retrying in %lld ms)", err, attempt, (long long)pause);
-        sleep_ms(pause);
+        timefmt_sleep_ms(pause);
     }
 }
 
@@ -112,7 +105,7 @@ wait_migrated(const struct config *cfg, struct db *db)
         }
         LOG_WARN("waiting for tocsin migrate (TOCSIN_MIGRATE_ON_START=0); retrying in %lld ms",
                  (long long)pause);
-        sleep_ms(pause);
+        timefmt_sleep_ms(pause);
     }
     return 0;
 }
@@ -317,26 +310,54 @@ keys(const struct config *cfg, int argc, char **argv)
     return rc;
 }
 
-/* --jobs N of `tocsin import`: 1..IMPORT_JOBS_MAX, or -1. */
-static int
-import_jobs(const char *s)
+/* A number option of `tocsin import` (--jobs, --batch, --rate): 1..max, or -1. */
+static long
+import_number(const char *s, long max)
 {
     char *end;
     long n = strtol(s, &end, 10);
 
-    return *s != '\0' && *end == '\0' && n >= 1 && n <= IMPORT_JOBS_MAX ? (int)n : -1;
+    return *s != '\0' && *end == '\0' && n >= 1 && n <= max ? n : -1;
 }
 
-/* `tocsin import --tenant NAME [--jobs N] FILE`: the tenant made if new, as `keys create` makes
- * it. */
+/* One option of `tocsin import` at argv[*i] (its value taken too): false when it is not one of
+ * them or its value is out of bounds. */
+static bool
+import_option(struct import_opts *o, int argc, char **argv, int *i)
+{
+    long n;
+
+    if (*i + 1 >= argc)
+        return false;
+    if (strcmp(argv[*i], "--jobs") == 0 && (n = import_number(argv[*i + 1], IMPORT_JOBS_MAX)) > 0)
+        o->jobs = (int)n;
+    else if (strcmp(argv[*i], "--batch") == 0 &&
+             (n = import_number(argv[*i + 1], IMPORT_BATCH_MAX)) > 0)
+        o->batch = (size_t)n;
+    else if (strcmp(argv[*i], "--rate") == 0 &&
+             (n = import_number(argv[*i + 1], IMPORT_RATE_MAX)) > 0)
+        o->rate = n;
+    else
+        return false;
+    ++*i;
+    return true;
+}
+
+/* `tocsin import --tenant NAME [--jobs N] [--batch N] [--rate N] FILE`: the tenant made if new,
+ * as `keys create` makes it. */
 static int
 import(const struct config *cfg, int argc, char **argv)
 {
-    static const char usage[] = "usage: tocsin import --tenant NAME [--jobs N] FILE (JSON lines; "
-                                "- for standard input; N 1..8, default 4)\n";
-    _Static_assert(IMPORT_JOBS_MAX == 8 && IMPORT_JOBS_DEFAULT == 4, "the usage line says so");
+    static const char usage[] =
+        "usage: tocsin import --tenant NAME [--jobs N] [--batch N] [--rate N] FILE (JSON lines; - "
+        "for standard input; --jobs 1..8, default 4; --batch 1..1000 lines, default 1000; --rate "
+        "1..1000000 lines a second, default no bound)\n";
+    _Static_assert(IMPORT_JOBS_MAX == 8 && IMPORT_JOBS_DEFAULT == 4 && IMPORT_BATCH_MAX == 1000 &&
+                       IMPORT_RATE_MAX == 1000000,
+                   "the usage lines say so");
     const char *tenant = NULL, *file = NULL;
-    int jobs = IMPORT_JOBS_DEFAULT;
+    struct import_opts o = {.jobs = IMPORT_JOBS_DEFAULT, .batch = IMPORT_BATCH_MAX, .rate = 0};
+    bool ok = true;
     int64_t tenant_id;
     struct db *db;
     FILE *in;
@@ -346,17 +367,15 @@ import(const struct config *cfg, int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    for (int i = 0; i < argc && jobs > 0; i++) {
+    for (int i = 0; i < argc && ok; i++) {
         if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
             tenant = argv[++i];
-        else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
-            jobs = import_jobs(argv[++i]);
         else if (file == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
             file = argv[i];
         else
-            jobs = -1;
+            ok = import_option(&o, argc, argv, &i);
     }
-    if (jobs < 0 || tenant == NULL || file == NULL || !apikey_tenant_name_valid(tenant)) {
+    if (!ok || tenant == NULL || file == NULL || !apikey_tenant_name_valid(tenant)) {
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
@@ -372,7 +391,7 @@ import(const struct config *cfg, int argc, char **argv)
     else if (db_tenant_ensure(db, tenant, &tenant_id) != DB_ONE_RESULT)
         fprintf(stderr, "tocsin import: database: %s\n", db_errmsg(db));
     else
-        rc = import_run(cfg, db, tenant_id, jobs, in, stderr);
+        rc = import_run(cfg, db, tenant_id, &o, in, stderr);
     db_close(db);
     if (in != stdin)
         fclose(in);

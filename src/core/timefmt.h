@@ -34,5 +34,7 @@ int64_t timefmt_now_ms(void);
 int64_t timefmt_mono_ms(void);
 /* The same clock in nanoseconds (rates, durations). */
 int64_t timefmt_mono_ns(void);
+/* Sleeps ms milliseconds (none when ms <= 0), through signals. */
+void timefmt_sleep_ms(int64_t ms);
 
 #endif

@@ -96,15 +96,6 @@ giving_up(struct dispatch *d)
     return atomic_load(&d->stop) && timefmt_mono_ms() >= atomic_load(&d->drain_until_ms);
 }
 
-static void
-sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* Keeps the occurrences not yet due (an expired event from a Redis whose clock runs ahead, or a
  * bug upstream) in d->defer, so nothing is ever fired before its time. Returns the due count. */
 static size_t
@@ -329,7 +320,7 @@ fire(struct dispatch *d, const struct reminder_key *k, size_t n)
         d->db_down = true;
         if (giving_up(d))
             return;
-        sleep_ms(backoff);
+        timefmt_sleep_ms(backoff);
         backoff = backoff * 2 < DISPATCH_BACKOFF_MAX_MS ? backoff * 2 : DISPATCH_BACKOFF_MAX_MS;
     }
 }

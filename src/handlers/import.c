@@ -1,14 +1,15 @@
-/* import.c -- `tocsin import --tenant NAME [--jobs N] FILE`: JSON lines, one meeting a line,
- * written IMPORT_BATCH lines at a time through the batch of POST /v1/meetings/batch
- * (meeting_batch.c), straight to PostgreSQL. The calling thread reads and parses the lines into
- * batches; N writer threads, each with its own PostgreSQL and Redis connections, write them, at
- * most IMPORT_RING batches being in flight; the calling thread prints each batch's results in
- * the file's order once it and every batch before it are written. Every line gets an
- * idempotency key, its own idempotency_key or "import:" and the SHA-256 of the line, so a run
- * again creates nothing twice (its lines answer 200). Failed lines are reported on stderr with
- * their numbers, in order; on a terminal a progress line (rate, done, errors) is rewritten in
- * place. The Redis keys are armed after each batch when Redis answers; when it does not, the
- * reconciler of a running replica arms them. */
+/* import.c -- `tocsin import --tenant NAME [--jobs N] [--batch N] [--rate N] FILE`: JSON lines,
+ * one meeting a line, written --batch lines at a time (at most IMPORT_BATCH_MAX) through the batch
+ * of POST /v1/meetings/batch (meeting_batch.c), straight to PostgreSQL. The calling thread reads
+ * and parses the lines into batches; N writer threads, each with its own PostgreSQL and Redis
+ * connections, write them, at most IMPORT_RING batches being in flight; the calling thread prints
+ * each batch's results in the file's order once it and every batch before it are written. With
+ * --rate, the reader hands a batch over only once the lines before it are within the rate since the
+ * start. Every line gets an idempotency key, its own idempotency_key or "import:" and the SHA-256
+ * of the line, so a run again creates nothing twice (its lines answer 200). Failed lines are
+ * reported on stderr with their numbers, in order; on a terminal a progress line (rate, done,
+ * errors) is rewritten in place. The Redis keys are armed after each batch when Redis answers; when
+ * it does not, the reconciler of a running replica arms them. */
 #include "import.h"
 
 #include <pthread.h>
@@ -25,7 +26,6 @@
 #include "thread.h"
 #include "timefmt.h"
 
-#define IMPORT_BATCH MEETING_BATCH_MAX
 #define IMPORT_LINE_MAX HTTP_BODY_MAX /* a line is a POST /v1/meetings body */
 #define IMPORT_KEY_PREFIX "import:"
 #define IMPORT_PROGRESS_MS 250 /* between two progress lines */
@@ -42,11 +42,12 @@ struct import_report {
 };
 
 /* One batch: lines gathered by the reader, written by a writer, reported by the reader. A batch
- * closes at IMPORT_BATCH lines, good or failed, so that its reports are bounded too. */
+ * closes at --batch lines (at most IMPORT_BATCH_MAX), good or failed, so that its reports are
+ * bounded too. */
 struct import_batch {
-    json_t *items;              /* the good lines, parsed */
-    size_t lines[IMPORT_BATCH]; /* their line numbers */
-    struct import_report reports[IMPORT_BATCH];
+    json_t *items;                  /* the good lines, parsed */
+    size_t lines[IMPORT_BATCH_MAX]; /* their line numbers */
+    struct import_report reports[IMPORT_BATCH_MAX];
     size_t nreports, taken; /* taken: lines in this batch, good or failed */
     size_t first, last;     /* line numbers of the batch */
     size_t created, existed;
@@ -63,6 +64,9 @@ struct import_run {
     pthread_cond_t cv;
     struct import_batch *ring[IMPORT_RING];
     size_t cap;              /* IMPORT_AHEAD a writer: the batches the ring may hold */
+    size_t batch;            /* lines a batch, 1..IMPORT_BATCH_MAX */
+    int64_t rate;            /* lines a second handed over, 0 = no bound */
+    size_t handed;           /* lines handed over so far (the reader's) */
     size_t head, next, tail; /* reported < head <= next (taken by a writer) <= tail (queued) */
     bool closing, db_failed; /* db_failed: later batches are not written */
     struct import_batch *cur;
@@ -246,6 +250,18 @@ drain_locked(struct import_run *r, bool wait_all)
     }
 }
 
+/* With a rate, waits until the lines handed over so far are within it: a batch goes at the
+ * moment its first line is due. The reader's, holding nothing. */
+static void
+pace(struct import_run *r, size_t lines)
+{
+    if (r->rate > 0) {
+        int64_t due = r->start_ms + (int64_t)(r->handed * 1000 / (uint64_t)r->rate);
+        timefmt_sleep_ms(due - timefmt_mono_ms());
+    }
+    r->handed += lines;
+}
+
 /* Hands the batch being gathered to the writers once a slot is free; false when a database
  * failure stops the import (reading on would only gather lines not to be written). */
 static bool
@@ -255,6 +271,8 @@ submit(struct import_run *r)
     bool go;
 
     r->cur = NULL;
+    if (b != NULL && b->taken > 0)
+        pace(r, b->taken);
     pthread_mutex_lock(&r->mu);
     drain_locked(r, false);
     if (b != NULL && b->taken > 0) {
@@ -301,7 +319,7 @@ take_line(struct import_run *r, size_t no, char *line, size_t len)
         b->lines[json_array_size(b->items)] = no;
         json_array_append_new(b->items, v);
     }
-    return b->taken < IMPORT_BATCH || submit(r);
+    return b->taken < r->batch || submit(r);
 }
 
 static bool
@@ -363,20 +381,24 @@ read_all(struct import_run *r, FILE *in, size_t *no)
 }
 
 int
-import_run(const struct config *cfg, struct db *db, int64_t tenant_id, int jobs, FILE *in,
-           FILE *err)
+import_run(const struct config *cfg, struct db *db, int64_t tenant_id, const struct import_opts *o,
+           FILE *in, FILE *err)
 {
+    int jobs = o->jobs;
     struct import_writer w[IMPORT_JOBS_MAX] = {0};
     struct import_run r = {.cfg = cfg,
                            .tenant_id = tenant_id,
                            .err = err,
                            .progress = isatty(fileno(err)) != 0,
                            .cap = IMPORT_AHEAD * (size_t)jobs,
+                           .batch = o->batch,
+                           .rate = o->rate,
                            .start_ms = timefmt_mono_ms()};
     size_t no = 0;
     bool ok;
 
-    if (jobs < 1 || jobs > IMPORT_JOBS_MAX)
+    if (jobs < 1 || jobs > IMPORT_JOBS_MAX || o->batch < 1 || o->batch > IMPORT_BATCH_MAX ||
+        o->rate < 0 || o->rate > IMPORT_RATE_MAX)
         return 1;
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);

@@ -97,3 +97,28 @@ test('--jobs 3: batches written at once, every line created once, failures repor
     }
     assert.equal(await count(), 2597, 'a usage error writes nothing');
 });
+
+test('--batch 100 --rate 500: a transaction a hundred lines, handed over no faster than the rate', async () => {
+    const lines = [];
+    for (let no = 1; no <= 250; no++) {
+        lines.push(line(`rate ${no}`));
+    }
+    const file = path.join(dir, 'rate.jsonl');
+    fs.writeFileSync(file, lines.join('\n') + '\n');
+    const t0 = Date.now();
+    const r = await run(h.env.bin, ['import', '--batch', '100', '--rate', '500', '--tenant', 'import-a', file], { env: srv.env });
+    const took = Date.now() - t0;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /250 created, 0 already there, 0 failed/);
+    // the third batch (lines 201..250) is handed over once 200 lines are within 500 a second
+    assert.ok(took >= 400, `took ${took} ms`);
+    const txs = await h.sql("SELECT count(DISTINCT xmin::text) FROM meetings WHERE title LIKE 'rate %'");
+    assert.equal(Number(txs), 3, 'three transactions: 100, 100 and 50 lines');
+
+    for (const bad of [['--batch', '0'], ['--batch', '1001'], ['--rate', '0'], ['--rate', '1000001'], ['--rate', 'x'], ['--batch']]) {
+        const usage = await run(h.env.bin, ['import', ...bad, '--tenant', 'import-a', file], { env: srv.env });
+        assert.equal(usage.code, 2, `${bad.join(' ')}: ${usage.stderr}`);
+    }
+    const count = await h.sql("SELECT count(*) FROM meetings WHERE title LIKE 'rate %'");
+    assert.equal(Number(count), 250, 'nothing created twice, nothing by a usage error');
+});
