@@ -1919,11 +1919,31 @@ export interface components {
                 end: string;
             } | null;
             /**
-             * @description Their own reminder offsets in place of the meeting's. This version takes only null
-             *     (a valid list is refused with 422 `own_reminders_unsupported`; an invalid one, as a
-             *     meeting's `reminders` would be, with 400).
+             * @description Their own reminder offsets in place of the meeting's (null: the meeting's apply; []:
+             *     none at all). Each fires at the start of every meeting (and every occurrence of a
+             *     series) that lists them and has reminders of its own, less its minutes_before, to
+             *     them alone, with its own occurrence id; the meeting's reminders leave them out on
+             *     the stream, push and email (its webhooks go to the tenant as before). Their channels
+             *     and quiet hours apply as to any reminder. A change re-plans their pending own
+             *     reminders at once; an offset whose time has already passed is not planned for an
+             *     occurrence that has none of their own reminders yet. A bad list (as a meeting's
+             *     `reminders` would be, or naming `webhook`) is 400 and changes nothing.
              */
-            reminders?: components["schemas"]["ReminderInput"][] | null;
+            reminders?: components["schemas"]["OwnReminder"][] | null;
+        };
+        /** @description One of a participant's own reminders; the output always names its channels. */
+        OwnReminder: {
+            minutes_before: number;
+            /**
+             * @description Where it reaches them: their open streams and inbox, their Web Push subscriptions,
+             *     their email. Absent or null means stream and push. A webhook is the tenant's, never
+             *     one participant's: it cannot be named here.
+             * @default [
+             *       "stream",
+             *       "push"
+             *     ]
+             */
+            channels: ("stream" | "push" | "email")[];
         };
         /** @description RFC 9457 problem details. A `validation` problem always carries `errors`. */
         Problem: {
@@ -1932,7 +1952,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "own_reminders_unsupported" | "snooze_out_of_range" | "meeting_started" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled" | "unsubscribe_link_invalid" | "unsubscribe_body_invalid";
+            code: "bad_json" | "validation" | "bad_query" | "bad_header" | "bad_request" | "unauthorized" | "not_found" | "meeting_not_found" | "webhook_not_found" | "method_not_allowed" | "not_acceptable" | "idempotency_in_flight" | "webhook_limit" | "precondition_failed" | "body_too_large" | "batch_too_large" | "uri_too_long" | "unsupported_media_type" | "idempotency_mismatch" | "snooze_out_of_range" | "meeting_started" | "headers_too_large" | "internal" | "db_unavailable" | "invalid_token" | "insufficient_scope" | "not_organizer" | "signing_key_not_found" | "signing_key_limit" | "push_subscription_not_found" | "push_subscription_limit" | "series_override_limit" | "too_many_streams" | "too_many_tenant_streams" | "streams_unavailable" | "not_recurring" | "occurrence_not_found" | "rate_limited" | "too_many_connections" | "quota_exceeded" | "browser_email_disabled" | "delivery_not_found" | "participant_not_found" | "notification_not_found" | "delivery_pending" | "delivery_not_retriable" | "webhook_disabled" | "unsubscribe_link_invalid" | "unsubscribe_body_invalid";
             errors?: components["schemas"]["FieldError"][];
         };
         /** @description A problem with code `validation` and one entry per offending field. */
@@ -4264,20 +4284,6 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `own_reminders_unsupported`: a valid `reminders` list; this version applies only the meeting's reminders, so it takes `reminders: null` alone. Nothing is changed. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        status?: 422;
-                        /** @constant */
-                        code?: "own_reminders_unsupported";
-                    };
-                };
-            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4393,20 +4399,6 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `own_reminders_unsupported`: a valid `reminders` list; this version applies only the meeting's reminders, so it takes `reminders: null` alone. Nothing is changed. */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @constant */
-                        status?: 422;
-                        /** @constant */
-                        code?: "own_reminders_unsupported";
-                    };
-                };
-            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -159,8 +159,8 @@ enum api_error codec_snooze_decode(const json_t *doc, int *minutes, struct codec
 
 /* The body of a preferences PUT into *p: {"channels": {"email", "push"}, "quiet_hours": null |
  * {"time_zone", "start": "HH:MM", "end": "HH:MM"}, "reminders": null | [...]}, members left out
- * at their defaults. API_E_NONE; API_E_VALIDATION with errs; API_E_OWN_REMINDERS_UNSUPPORTED for
- * a valid list of own reminders (not applied by this version, so not taken). */
+ * at their defaults; an own reminder's channels are stream, push or email (none named: stream and
+ * push). API_E_NONE, or API_E_VALIDATION with errs. */
 enum api_error codec_prefs_decode(const json_t *doc, struct prefs *p, struct codec_errors *errs);
 /* The document a preferences GET or PUT answers with; NULL when out of memory. */
 json_t *codec_prefs_encode(const struct prefs *p);

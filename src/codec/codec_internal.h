@@ -33,6 +33,10 @@ void codec_opt_text(const json_t *doc, const char *key, size_t max_cp, bool mult
 void codec_reminder_list_decode(const json_t *v, struct reminder rs[MEETING_REMINDERS_MAX],
                                 size_t *n, struct codec_errors *errs);
 
+/* A reminder's channel bits as the list of their names (section 8's order). New reference, NULL
+ * when out of memory (codec_meeting.c). */
+json_t *codec_channel_list(unsigned bits);
+
 /* A reminder in the output form of a meeting's (id, minutes_before, channels, fire_at, status,
  * fired_at), for the occurrences of a series and the notification bodies. New reference, NULL
  * when out of memory (codec_meeting.c). */

@@ -342,8 +342,8 @@ load(const char *text, json_t *fallback)
     return json_loads(text, JSON_DECODE_ANY, NULL);
 }
 
-static json_t *
-channel_list(unsigned bits)
+json_t *
+codec_channel_list(unsigned bits)
 {
     json_t *a = json_array();
 
@@ -369,7 +369,7 @@ reminder_value(const struct reminder *r, bool full)
     bad |= json_object_set_new(o, "minutes_before", json_integer(r->minutes_before));
     /* Input documents name the channels only when they are not the default. */
     if (full || r->channels != CHANNELS_DEFAULT)
-        bad |= json_object_set_new(o, "channels", channel_list(r->channels));
+        bad |= json_object_set_new(o, "channels", codec_channel_list(r->channels));
     if (full) {
         bad |= json_object_set_new(o, "fire_at", codec_time(r->fire_at_ms));
         bad |=

@@ -1,6 +1,7 @@
 /* codec_prefs.c -- a participant's preferences as JSON (DESIGN section 13): the body of PUT
  * /v1/me/preferences and /v1/participants/{id}/preferences, and the document both GETs answer.
- * A PUT replaces the whole: a member left out takes its default (a channel on, no quiet hours).
+ * A PUT replaces the whole: a member left out takes its default (a channel on, no quiet hours,
+ * no own reminders: the meeting's apply).
  * Every problem is a field error and nothing is kept from a body that has one. */
 #include <stdio.h>
 #include <string.h>
@@ -110,13 +111,50 @@ decode_quiet(const json_t *doc, struct prefs *p, struct codec_errors *errs)
     p->quiet_end = end;
 }
 
+/* The channels an own reminder named (each item of v, found by its minutes_before, which the
+ * list decoder made distinct): none is PREFS_OWN_CHANNELS_DEFAULT, and a webhook is refused. */
+static void
+own_channels(const json_t *v, struct prefs *p, struct codec_errors *errs)
+{
+    char field[CODEC_FIELD_NAME_MAX];
+
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *item = json_array_get(v, i), *ch = json_object_get(item, "channels");
+        json_int_t mb = json_integer_value(json_object_get(item, "minutes_before"));
+        for (size_t k = 0; k < p->n_own; k++) {
+            struct reminder *r = &p->own[k];
+            if (r->minutes_before != mb)
+                continue;
+            if (ch == NULL || json_is_null(ch))
+                r->channels = PREFS_OWN_CHANNELS_DEFAULT;
+            else if ((r->channels & CHANNEL_WEBHOOK) != 0)
+                codec_add_error(errs, codec_item_path(field, "reminders", i, "channels"),
+                                "an own reminder reaches its participant: stream, push or email "
+                                "(webhooks are the tenant's)");
+        }
+    }
+}
+
+static void
+decode_own(const json_t *doc, struct prefs *p, struct codec_errors *errs)
+{
+    const json_t *v = json_object_get(doc, "reminders");
+    size_t before = errs->n;
+
+    if (v == NULL || json_is_null(v))
+        return;
+    codec_reminder_list_decode(v, p->own, &p->n_own, errs);
+    if (errs->n == before)
+        own_channels(v, p, errs);
+    p->has_own = errs->n == before;
+    if (!p->has_own)
+        p->n_own = 0;
+}
+
 enum api_error
 codec_prefs_decode(const json_t *doc, struct prefs *p, struct codec_errors *errs)
 {
     static const char *const known[] = {"channels", "quiet_hours", "reminders", NULL};
-    const json_t *rem;
-    struct reminder rs[MEETING_REMINDERS_MAX];
-    size_t n_rs = 0;
 
     errs->n = 0;
     *p = prefs_default();
@@ -127,12 +165,8 @@ codec_prefs_decode(const json_t *doc, struct prefs *p, struct codec_errors *errs
     codec_unknown_fields(doc, known, "", errs);
     decode_channels(doc, p, errs);
     decode_quiet(doc, p, errs);
-    rem = json_object_get(doc, "reminders");
-    if (rem != NULL && !json_is_null(rem))
-        codec_reminder_list_decode(rem, rs, &n_rs, errs);
-    if (errs->n != 0)
-        return API_E_VALIDATION;
-    return rem != NULL && !json_is_null(rem) ? API_E_OWN_REMINDERS_UNSUPPORTED : API_E_NONE;
+    decode_own(doc, p, errs);
+    return errs->n != 0 ? API_E_VALIDATION : API_E_NONE;
 }
 
 static json_t *
@@ -145,6 +179,22 @@ hhmm_text(int minutes)
     return json_string(buf);
 }
 
+/* The own reminders as the body names them: [{"minutes_before", "channels"}], or null. */
+static json_t *
+own_encode(const struct prefs *p)
+{
+    json_t *a = p->has_own ? json_array() : json_null();
+
+    for (size_t i = 0; p->has_own && a != NULL && i < p->n_own; i++)
+        if (json_array_append_new(a, json_pack("{s:i, s:o*}", "minutes_before",
+                                               p->own[i].minutes_before, "channels",
+                                               codec_channel_list(p->own[i].channels))) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 json_t *
 codec_prefs_encode(const struct prefs *p)
 {
@@ -153,6 +203,6 @@ codec_prefs_encode(const struct prefs *p)
                                     hhmm_text(p->quiet_start), "end", hhmm_text(p->quiet_end))
                         : json_null();
 
-    return json_pack("{s:{s:b, s:b}, s:o, s:n}", "channels", "email", p->email, "push", p->push,
-                     "quiet_hours", quiet, "reminders");
+    return json_pack("{s:{s:b, s:b}, s:o, s:o}", "channels", "email", p->email, "push", p->push,
+                     "quiet_hours", quiet, "reminders", own_encode(p));
 }

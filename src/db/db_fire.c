@@ -36,7 +36,15 @@
  * INSERT opens the outbox and its indexes afresh, and with one per channel a one-row fire took
  * about 0.05 ms longer (pgbench, 0.51 against 0.45 ms a transaction with its reset). The final
  * SELECT returns 'r' rows (changed reminders), 'o' rows (outbox rows to deliver) and 's' rows (per
- * tenant, the highest stream seq written). */
+ * tenant, the highest stream seq written).
+ *
+ * A participant's own reminder (a row with a participant, migrations/029) reaches that
+ * participant alone, while the meeting still lists them: its audience (stream event, push) is
+ * them, its email theirs, and it makes no webhook row (a webhook is the tenant's record of the
+ * meeting's reminders, which an own reminder does not replace: it has no webhook channel). A
+ * meeting's reminder leaves out (ex) everyone with own rows of the occurrence that are not
+ * cancelled, on the stream, push and email; its webhooks are sent as before. Finding them is one
+ * short range of reminders_own per fired row, and a meeting without own rows filters nothing. */
 
 /* Batches of up to this many occurrences run the connection's generic plan of the statement
  * (db_exec_in_order: with sequential and bitmap scans off it is the same shape of probes by key):
@@ -51,6 +59,12 @@
  * (the worker's wake-up and its handover) are the rows pending and due now, or handed (a
  * webhook's, which no preference touches): a skipped or deferred row is neither woken for nor
  * handed. */
+/* Who has own rows (not cancelled) of the fired row r's occurrence, when cond: a range of
+ * reminders_own, led by the meeting and the occurrence (a single meeting's, NULL, in a branch of
+ * its own: IS NOT DISTINCT FROM would not be an index condition). */
+#define OWN_OF(cond)                                                                               \
+    "SELECT q.participant FROM reminders q WHERE q.meeting_id = r.meeting_id AND " cond            \
+    " AND q.participant IS NOT NULL AND q.status <> 'cancelled'"
 /* A webhook row handed to its owner in memory (db_fire.h): there is an owner, the caller asked
  * for the handover ($6 > 0) and the webhook w is live and on. */
 #define HANDED(w) "($5::text IS NOT NULL AND $6::bigint > 0 AND " w ".disabled_at IS NULL)"
@@ -67,11 +81,18 @@ static const char fire_sql[] =
     "   AND " DB_FILTER("r.status = 'pending' AND r.fire_at <= now()")
     "   AND m.id = r.meeting_id AND m.deleted_at IS NULL"
     "  RETURNING r.id, r.fire_at, r.tenant_id, r.meeting_id, r.status, r.fired_at, r.channels,"
-    "   coalesce(r.starts_at, m.starts_at) AS starts_at,"
-    "   CASE WHEN m.organizer_id IS NULL OR m.organizer_id = ANY (m.participant_ids)"
+    "   coalesce(r.starts_at, m.starts_at) AS starts_at, r.participant AS own,"
+    "   CASE WHEN r.participant IS NOT NULL THEN CASE WHEN r.participant = ANY (m.participant_ids)"
+    "    THEN ARRAY[r.participant] ELSE '{}'::text[] END"
+    "    WHEN m.organizer_id IS NULL OR m.organizer_id = ANY (m.participant_ids)"
     "    THEN m.participant_ids ELSE m.participant_ids || m.organizer_id END AS audience,"
-    "   m.participants),"
-    " aud AS (SELECT * FROM upd u WHERE u.status = 'fired'),"
+    "   CASE WHEN r.participant IS NULL THEN ARRAY(" OWN_OF("q.original_start = r.original_start")
+    "    UNION ALL " OWN_OF("r.original_start IS NULL AND q.original_start IS NULL") ")"
+    "   END AS ex, m.participants),"
+    " aud AS (SELECT u.id, u.fire_at, u.tenant_id, u.meeting_id, u.channels, u.starts_at, u.own,"
+    "  u.ex, u.participants, CASE WHEN cardinality(u.ex) > 0 THEN ARRAY(SELECT x FROM"
+    "  unnest(u.audience) AS x WHERE x <> ALL (u.ex)) ELSE u.audience END AS audience"
+    "  FROM upd u WHERE u.status = 'fired'),"
     " ev AS ("
     "  SELECT a.tenant_id, a.id, a.fire_at, a.meeting_id, a.audience,"
     "   row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.id, a.fire_at) AS k,"
@@ -98,7 +119,7 @@ static const char fire_sql[] =
     "   now() + CASE WHEN " HANDED("wh") " THEN $6::bigint ELSE 0 END * interval '1 millisecond',"
     "   $5::text, NULL::text"
     "  FROM aud a JOIN webhooks wh ON wh.tenant_id = a.tenant_id AND wh.deleted_at IS NULL"
-    "  WHERE a.channels & 1 <> 0"
+    "  WHERE a.channels & 1 <> 0 AND a.own IS NULL"
     "  UNION ALL"
     "  SELECT a.tenant_id, a.meeting_id, a.id, a.fire_at, 'push', ps.id::text, ps.origin, NULL,"
     "   ps.id, ps.participant_id, NULL, " PREF_COLUMNS("now()", "$5::text")
@@ -111,6 +132,8 @@ static const char fire_sql[] =
     "  FROM aud a CROSS JOIN json_array_elements(a.participants) AS p"
     PREF_JOIN("p ->> 'id'", "email", "now()")
     "  WHERE a.channels & 8 <> 0 AND $4::bool AND p ->> 'email' IS NOT NULL"
+    "   AND (a.own IS NULL OR p ->> 'id' = a.own)"
+    "   AND (coalesce(cardinality(a.ex), 0) = 0 OR p ->> 'id' <> ALL (a.ex))"
     "  UNION ALL"
     "  SELECT s.tenant_id, s.meeting_id, s.reminder_id, s.fire_at, 'stream', 'stream', 'stream',"
     "   NULL, NULL, NULL, NULL, 'delivered', 1, now(), now(), NULL, NULL FROM sev s"

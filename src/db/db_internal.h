@@ -113,7 +113,9 @@ enum db_stmt {
     STMT_PREFS_EMAIL_OFF,
     STMT_PLAN_GENERIC, /* db.c: db_exec_generic */
     STMT_PLAN_CUSTOM,
-    STMT_SNOOZE, /* db_snooze.c */
+    STMT_SNOOZE,       /* db_snooze.c */
+    STMT_OWN_PLAN_WHO, /* db_own.c */
+    STMT_OWN_PLAN_MEETINGS,
     DB_STMT_COUNT,
     DB_STMT_UNPREPARED = -1 /* run once with PQexecParams (migrations) */
 };
@@ -201,6 +203,12 @@ void db_set_err(struct db *db, const char *fmt, ...) __attribute__((format(print
  * (db.h): the failure stays on the handle, as db_exec keeps PostgreSQL's, for the caller to
  * report. */
 enum db_status db_oom(struct db *db, const char *what);
+/* The rows ('g' or 'f', reminder id, fire_at_ms) of a statement that re-planned reminder rows:
+ * the 'g' keys appended to gone, the 'f' ones to fresh (a NULL list takes none). Clears res;
+ * what names an out-of-memory error (db_series.c). */
+struct db_series_keys;
+enum db_status db_series_keys_take(struct db *db, PGresult *res, struct db_series_keys *gone,
+                                   struct db_series_keys *fresh, const char *what);
 /* db_exec of a statement whose one parameter is the array of the valid meeting ids among
  * ids[0..n) (db_array_ids); what names it in an out-of-memory error. */
 enum db_status db_exec_ids(struct db *db, enum db_stmt id, const char *sql, const char *const *ids,

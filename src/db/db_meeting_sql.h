@@ -13,7 +13,8 @@
     "(SELECT string_agg(concat_ws(',', r.id, r.minutes_before, " DB_MS("r.fire_at") "," \
     "                              r.status, coalesce(" DB_MS("r.fired_at") ", 0), r.channels)," \
     "                    ';' ORDER BY r.minutes_before DESC)" \
-    "  FROM reminders r WHERE r.meeting_id = " m " AND r.original_start IS NULL)"
+    "  FROM reminders r WHERE r.meeting_id = " m " AND r.original_start IS NULL" \
+    "  AND r.participant IS NULL)"
 
 /* A series' reminders: its definitions, each with its next firing (the earliest pending row of
  * any occurrence; when none is pending, the latest occurrence's row; id 0 when it has no row). */
@@ -24,11 +25,13 @@
     "  FROM series s CROSS JOIN LATERAL unnest(s.reminder_minutes, s.reminder_channels) AS d(mb, ch)" \
     "  LEFT JOIN LATERAL (" \
     "   (SELECT q.id, q.fire_at, q.status, q.fired_at FROM reminders q" \
-    "    WHERE q.meeting_id = " m " AND q.original_start IS NOT NULL AND q.minutes_before = d.mb" \
+    "    WHERE q.meeting_id = " m " AND q.original_start IS NOT NULL AND q.participant IS NULL" \
+    "    AND q.minutes_before = d.mb" \
     "    AND q.status = 'pending' ORDER BY q.fire_at LIMIT 1)" \
     "   UNION ALL" \
     "   (SELECT q.id, q.fire_at, q.status, q.fired_at FROM reminders q" \
-    "    WHERE q.meeting_id = " m " AND q.original_start IS NOT NULL AND q.minutes_before = d.mb" \
+    "    WHERE q.meeting_id = " m " AND q.original_start IS NOT NULL AND q.participant IS NULL" \
+    "    AND q.minutes_before = d.mb" \
     "    ORDER BY q.original_start DESC LIMIT 1)" \
     "   LIMIT 1) x ON true" \
     "  WHERE s.meeting_id = " m ")"
@@ -60,11 +63,14 @@
     "(SELECT string_agg(concat_ws(',', q.id, q.minutes_before, " DB_MS("q.fire_at") "," \
     "                              q.status, coalesce(" DB_MS("q.fired_at") ", 0), q.channels)," \
     "                    ';' ORDER BY q.minutes_before DESC)" \
-    "  FROM reminders q WHERE q.meeting_id = m.id AND q.original_start = r.original_start)"
+    "  FROM reminders q WHERE q.meeting_id = m.id AND q.original_start = r.original_start" \
+    "  AND q.participant IS NULL)"
 
 /* The meeting a reminder's notification shows, in enum meeting_col order through
  * COL_ORIGINAL_START: a single meeting as MEETING_COLUMNS reads it, a series' occurrence as that
- * occurrence (its start, end, title and own reminders; the original start set). The aliases m,
+ * occurrence (its start, end, title and own reminders; the original start set). For a
+ * participant's own reminder (migrations/029) its reminders are that reminder alone: the one that
+ * reached them, in place of the meeting's, which they do not get. The aliases m,
  * s, r and ov are MEETING_FOR_JOINS'. */
 #define MEETING_FOR_COLUMNS \
     "m.id, m.version, " DB_MS("m.created_at") ", " DB_MS("m.updated_at") "," \
@@ -74,14 +80,15 @@
     "  WHEN ov.ends_at IS NOT NULL THEN " DB_MS("ov.ends_at") \
     "  ELSE " DB_MS("r.starts_at + (m.ends_at - m.starts_at)") " END," \
     " m.participants, m.metadata," \
-    " CASE WHEN r.id IS NOT NULL THEN " OCCURRENCE_REMINDERS \
+    " CASE WHEN own.packed IS NOT NULL THEN own.packed" \
+    "  WHEN r.id IS NOT NULL THEN " OCCURRENCE_REMINDERS \
     "  WHEN s.meeting_id IS NULL THEN " MEETING_SINGLE_REMINDERS("m.id") \
     "  ELSE " MEETING_SERIES_REMINDERS("m.id") " END," \
     " m.organizer_id, CASE WHEN s.meeting_id IS NOT NULL THEN " MEETING_RECURRENCE("m.id") " END," \
     " " DB_MS("r.original_start")
-/* The joins of MEETING_FOR_COLUMNS for the meeting mid and reminder rid, when cond; join is how
- * the live meeting is joined ("CROSS JOIN LATERAL": a row without one is gone; "LEFT JOIN
- * LATERAL" with on " ON true": its columns are NULL), the rest outer. */
+/* The joins of MEETING_FOR_COLUMNS (m, s, r, ov, own) for the meeting mid and reminder rid, when
+ * cond; join is how the live meeting is joined ("CROSS JOIN LATERAL": a row without one is gone;
+ * "LEFT JOIN LATERAL" with on " ON true": its columns are NULL), the rest outer. */
 #define MEETING_FOR_JOINS(join, mid, rid, cond, on) \
     " " join " (SELECT * FROM meetings m WHERE " cond " AND m.id = " mid \
     "  AND " DB_FILTER("m.deleted_at IS NULL") " LIMIT 1) m" on \
@@ -90,7 +97,10 @@
     " LEFT JOIN LATERAL (SELECT * FROM reminders r WHERE s.meeting_id IS NOT NULL AND r.id = " rid \
     "  AND r.meeting_id = m.id AND r.original_start IS NOT NULL LIMIT 1) r ON true" \
     " LEFT JOIN LATERAL (SELECT * FROM occurrence_overrides ov WHERE ov.meeting_id = m.id" \
-    "  AND ov.original_start = r.original_start LIMIT 1) ov ON true"
+    "  AND ov.original_start = r.original_start LIMIT 1) ov ON true" \
+    " LEFT JOIN LATERAL (SELECT concat_ws(',', o.id, o.minutes_before, " DB_MS("o.fire_at") "," \
+    "  o.status, coalesce(" DB_MS("o.fired_at") ", 0), o.channels) AS packed FROM reminders o" \
+    "  WHERE m.id IS NOT NULL AND o.id = " rid " AND o.participant IS NOT NULL LIMIT 1) own ON true"
 
 /* The bytes of a meeting's texts (m a row of meetings): what its representation grows with, and
  * what its row takes in memory once read (db_meeting_fill copies them). The json columns go

@@ -13,7 +13,7 @@ static const char occurrence_reminders_sql[] =
     "SELECT " DB_MS("q.original_start") ", q.id, q.minutes_before, " DB_MS("q.fire_at") ","
     " q.status, coalesce(" DB_MS("q.fired_at") ", 0), q.channels FROM reminders q"
     " WHERE q.meeting_id = $1::uuid AND q.original_start = ANY"
-    "  (ARRAY(SELECT " DB_TS("x") " FROM unnest($2::bigint[]) AS x))"
+    "  (ARRAY(SELECT " DB_TS("x") " FROM unnest($2::bigint[]) AS x)) AND q.participant IS NULL"
     " ORDER BY q.original_start, q.minutes_before DESC";
 
 /* clang-format on */

@@ -169,16 +169,20 @@ static const char oldest_due_sql[] =
     " FROM outbox WHERE status = 'pending' AND lease_owner IS NULL ORDER BY next_attempt_at"
     " LIMIT 1), 0)::bigint";
 /* A meeting's rows, found through its reminders (outbox_occurrence_target leads with the
- * reminder): a single meeting's along reminders_single, a series' along reminders_occurrence, one
- * partial index each, hence the two branches (migrations/013). */
+ * reminder): a single meeting's along reminders_single, a series' along reminders_occurrence, the
+ * participants' own along reminders_own, one partial index each, hence the three branches
+ * (migrations/013, 029). */
 static const char deliveries_sql[] =
     "SELECT o.id, o.reminder_id, " DB_MS("o.fire_at") ", o.webhook_id, o.status, o.attempts,"
     "  coalesce(o.last_status, 0), o.last_error, " DB_MS("o.next_attempt_at") ","
     "  coalesce(" DB_MS("o.delivered_at") ", 0), m.id, o.channel, o.recipient"
     " FROM meetings m LEFT JOIN ("
     "  (SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid AND r.original_start IS NULL"
+    "    AND r.participant IS NULL"
     "   UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
-    "    AND r.original_start IS NOT NULL) r"
+    "    AND r.original_start IS NOT NULL AND r.participant IS NULL"
+    "   UNION ALL SELECT r.id FROM reminders r WHERE r.meeting_id = $1::uuid"
+    "    AND r.participant IS NOT NULL) r"
     "  JOIN outbox o ON o.reminder_id = r.id AND o.id > $3::bigint) ON true"
     " WHERE m.id = $1::uuid AND m.tenant_id = $2::bigint AND m.deleted_at IS NULL"
     " ORDER BY o.id LIMIT $4::int + 1";

@@ -1,5 +1,6 @@
 /* db_prefs.h -- participants' preferences (migrations/028), read and replaced per (tenant,
- * participant). The fire statement (db_fire.c) reads them itself. Implemented in db_prefs.c. */
+ * participant). The fire statement (db_fire.c) reads them itself; a put re-plans the
+ * participant's own reminders (db_own.h). Implemented in db_prefs.c. */
 #ifndef TOCSIN_DB_PREFS_H
 #define TOCSIN_DB_PREFS_H
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "db_series.h"
 #include "prefs.h"
 
 /* What a put found wrong (nothing is written then). */
@@ -22,9 +24,12 @@ enum db_prefs_refusal {
 enum db_status db_prefs_get(struct db *db, int64_t tenant_id, const char *participant,
                             bool must_exist, struct prefs *out);
 /* Replaces the participant's preferences with *p, unless *refused says why not (must_exist as
- * for db_prefs_get). ONE_RESULT (*refused set) or the error. */
+ * for db_prefs_get), and re-plans their own reminders in the same transaction (db_own.h: the
+ * keys to disarm into gone, to arm into fresh, both reset first). ONE_RESULT (*refused set) or
+ * the error. */
 enum db_status db_prefs_put(struct db *db, int64_t tenant_id, const char *participant,
-                            bool must_exist, const struct prefs *p, enum db_prefs_refusal *refused);
+                            bool must_exist, const struct prefs *p, enum db_prefs_refusal *refused,
+                            struct db_series_keys *gone, struct db_series_keys *fresh);
 /* Turns the participant's email off and keeps the rest of their preferences (a one-click
  * unsubscribe: handlers/unsubscribe.c); idempotent. The participant need not be known: the
  * signed link names whom tocsin wrote to. NO_RESULTS when the tenant no longer exists;

@@ -29,17 +29,19 @@ static const char deliveries_sql[] =
     " SELECT greatest((SELECT count(*) FROM d), (SELECT count(*) FROM a))";
 
 /* A meeting takes its reminders (a single meeting's along reminders_single, a series' along
- * reminders_occurrence) and their outbox rows along; no key cascades them (migrations/013, 014).
+ * reminders_occurrence, its participants' own along reminders_own) and their outbox rows along; no key cascades them (migrations/013, 014).
  * Run in order (db_exec_in_order), so each is a probe per meeting. */
 static const char meetings_sql[] =
     "WITH p AS (SELECT id FROM meetings WHERE deleted_at IS NOT NULL AND " OLDER("deleted_at")
     "  ORDER BY deleted_at LIMIT $2::int FOR UPDATE SKIP LOCKED),"
     " rs AS (DELETE FROM reminders r USING p WHERE r.meeting_id = p.id"
-    "  AND r.original_start IS NULL RETURNING r.id),"
+    "  AND r.original_start IS NULL AND r.participant IS NULL RETURNING r.id),"
     " ro AS (DELETE FROM reminders r USING p WHERE r.meeting_id = p.id"
-    "  AND r.original_start IS NOT NULL RETURNING r.id),"
+    "  AND r.original_start IS NOT NULL AND r.participant IS NULL RETURNING r.id),"
+    " rp AS (DELETE FROM reminders r USING p WHERE r.meeting_id = p.id"
+    "  AND r.participant IS NOT NULL RETURNING r.id),"
     " o AS (DELETE FROM outbox o WHERE o.reminder_id = ANY(ARRAY("
-    "  SELECT id FROM rs UNION ALL SELECT id FROM ro))),"
+    "  SELECT id FROM rs UNION ALL SELECT id FROM ro UNION ALL SELECT id FROM rp))),"
     " d AS (DELETE FROM meetings WHERE id = ANY(ARRAY(SELECT id FROM p)) RETURNING 1)"
     " SELECT count(*) FROM d";
 

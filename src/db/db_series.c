@@ -44,6 +44,7 @@ static const char sync_sql[] =
     "                                $7::smallint[], $8::bool[]) AS w(os, mb, fa, sa, ch, cx)),"
     " o AS (SELECT r.id, r.original_start, r.minutes_before AS mb, r.fire_at, r.status"
     "       FROM reminders r WHERE r.meeting_id = $1::uuid AND r.original_start IS NOT NULL"
+    "       AND r.participant IS NULL"
     "       AND (r.original_start >= " DB_TS("$9") " OR r.starts_at >= " DB_TS("$9") ")),"
     " d AS (DELETE FROM reminders r USING o WHERE $10::bool AND r.id = o.id"
     "       AND o.status IN ('pending', 'cancelled') AND NOT EXISTS (SELECT 1 FROM w"
@@ -56,7 +57,7 @@ static const char sync_sql[] =
     "        CASE WHEN w.cx THEN 'cancelled' ELSE 'pending' END, w.ch, " DB_TS("w.os") ","
     "        " DB_TS("w.sa") " FROM w"
     "       ON CONFLICT (meeting_id, original_start, minutes_before)"
-    "        WHERE original_start IS NOT NULL DO UPDATE SET"
+    "        WHERE original_start IS NOT NULL AND participant IS NULL DO UPDATE SET"
     "        status = CASE WHEN r.fire_at <> excluded.fire_at OR r.status IN ('pending', 'cancelled')"
     "                 THEN excluded.status ELSE r.status END,"
     "        fired_at = CASE WHEN r.fire_at <> excluded.fire_at THEN NULL ELSE r.fired_at END,"
@@ -114,7 +115,7 @@ static const char extend_rows_sql[] =
     " FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[],"
     "             $7::smallint[], $8::bool[]) AS w(mid, tid, os, mb, fa, sa, ch, cx)"
     " ON CONFLICT (meeting_id, original_start, minutes_before) WHERE original_start IS NOT NULL"
-    " DO NOTHING";
+    "  AND participant IS NULL DO NOTHING";
 
 static const char extend_windows_sql[] =
     "UPDATE series s SET covered_to = " DB_TS("w.ct") ", extend_after = " DB_TS("w.ea") ","
@@ -162,6 +163,21 @@ key_add(struct db_series_keys *l, int64_t id, int64_t fire_at_ms)
     }
     l->k[l->n++] = (struct reminder_key){id, fire_at_ms};
     return 0;
+}
+
+enum db_status
+db_series_keys_take(struct db *db, PGresult *res, struct db_series_keys *gone,
+                    struct db_series_keys *fresh, const char *what)
+{
+    enum db_status st = DB_ONE_RESULT;
+
+    for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++) {
+        struct db_series_keys *l = PQgetvalue(res, row, 0)[0] == 'g' ? gone : fresh;
+        if (key_add(l, db_get_i64(res, row, 1), db_get_i64(res, row, 2)) != 0)
+            st = db_oom(db, what);
+    }
+    PQclear(res);
+    return st;
 }
 
 /* ---- the series row ----------------------------------------------------------------------- */
@@ -260,15 +276,7 @@ db_series_sync(struct db *db, int64_t tenant_id, const char *meeting_id,
     }
     st = db_exec(db, STMT_SERIES_SYNC, sync_sql, 10, params, &res);
     arrays_free(a, 6);
-    if (st != DB_ONE_RESULT)
-        return st;
-    for (int row = 0; row < PQntuples(res) && st == DB_ONE_RESULT; row++) {
-        struct db_series_keys *l = PQgetvalue(res, row, 0)[0] == 'g' ? gone : fresh;
-        if (key_add(l, db_get_i64(res, row, 1), db_get_i64(res, row, 2)) != 0)
-            st = db_oom(db, "occurrence keys");
-    }
-    PQclear(res);
-    return st;
+    return st != DB_ONE_RESULT ? st : db_series_keys_take(db, res, gone, fresh, "occurrence keys");
 }
 
 /* ---- the reconciler's batches -------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db_own.h"
 #include "log.h"
 
 #define EXPAND_RETRY_MS 3600000LL
@@ -147,10 +148,10 @@ override_array(const struct db_override_list *l)
     return ov;
 }
 
-enum db_status
-series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *written, bool was_series,
-                  const struct series_sync_params *p, int64_t now, struct db_series_keys *gone,
-                  struct db_series_keys *fresh, struct series_sync_dropped *dropped)
+static enum db_status
+sync_write(struct db *db, int64_t tenant_id, const struct meeting *written, bool was_series,
+           const struct series_sync_params *p, int64_t now, struct db_series_keys *gone,
+           struct db_series_keys *fresh, struct series_sync_dropped *dropped)
 {
     struct series_rows rows = {0};
     struct db_override_list l = {0};
@@ -200,6 +201,19 @@ done:
     series_rows_fini(&rows);
     db_override_list_fini(&l);
     return st;
+}
+
+/* The occurrence rows, then the participants' own reminders of them (db_own.h). */
+enum db_status
+series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *written, bool was_series,
+                  const struct series_sync_params *p, int64_t now, struct db_series_keys *gone,
+                  struct db_series_keys *fresh, struct series_sync_dropped *dropped)
+{
+    enum db_status st =
+        sync_write(db, tenant_id, written, was_series, p, now, gone, fresh, dropped);
+    const char *id = written->id;
+
+    return st != DB_ONE_RESULT ? st : db_own_plan_meetings(db, &id, 1, gone, fresh);
 }
 
 /* The overrides of meeting id among l (sorted by meeting id): a borrowed sub-array. */
@@ -293,6 +307,10 @@ series_sync_extend(struct db *db, const struct shard_set *shards,
             build_extension(&due[i], m, ov, n_ov, p, now, &ext[n_ext++]);
     }
     st = db_series_extend(db, ext, n_ext, rows, &skipped);
+    /* The own reminders of the new occurrences: their keys are armed as the horizon reaches
+     * them, like the occurrences' (a failure here is made good by the series' next plan). */
+    if (st == DB_ONE_RESULT && *rows > 0)
+        st = db_own_plan_meetings(db, ids, n, NULL, NULL);
     for (size_t i = 0; i < n_ext; i++)
         series_rows_fini(&ext[i].rows);
 done:

@@ -41,8 +41,8 @@ void series_sync_dropped_fini(struct series_sync_dropped *d);
  * computed from m's rule: whatever m->recurrence carries of it is not used) and brings the
  * occurrence rows from now - grace on in line;
  * for a single meeting that was a series (was_series), removes the series and its occurrences'
- * pending rows. Keys of pending rows that went away are appended to gone, new or moved ones to
- * fresh. */
+ * pending rows. Then re-plans its participants' own reminders (db_own.h). Keys of pending rows
+ * that went away are appended to gone, new or moved ones to fresh. */
 enum db_status series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *m,
                                  bool was_series, const struct series_sync_params *p, int64_t now,
                                  struct db_series_keys *gone, struct db_series_keys *fresh,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "db_own.h"
 #include "db_quota.h"
 #include "db_series.h"
 #include "engine.h"
@@ -60,6 +61,7 @@ struct meeting_batch {
     bool *locked;
     struct meeting **singles;
     struct db_idem_response *resps;
+    struct db_series_keys own; /* the single meetings' participants' own reminders (db_own.h) */
 };
 
 static void
@@ -276,6 +278,25 @@ store_keys(struct db *db, struct meeting_batch *b)
                    : db_idem_put_many(db, b->tenant_id, b->keys, b->hashes, b->resps, nk);
 }
 
+/* The own reminders of the ns single meetings just inserted, in one statement. */
+static enum db_status
+plan_own(struct db *db, struct meeting_batch *b, size_t ns)
+{
+    b->own.n = 0;
+    if (ns == 0)
+        return DB_ONE_RESULT;
+    const char **ids = calloc(ns, sizeof *ids);
+    if (ids == NULL) {
+        db_note_error(db, "batch: out of memory for %zu meeting ids", ns);
+        return DB_HARD_ERROR;
+    }
+    for (size_t i = 0; i < ns; i++)
+        ids[i] = b->singles[i]->id;
+    enum db_status st = db_own_plan_meetings(db, ids, ns, NULL, &b->own);
+    free(ids);
+    return st;
+}
+
 /* Runs inside db_tx_run, so it may run again after a soft error: every outcome it decides is
  * reset first (the validation's stay). */
 static enum db_status
@@ -299,6 +320,8 @@ batch_tx_run(struct db *db, void *arg)
         if (to_write(b, i) && b->it[i].m.recurrence == NULL)
             b->singles[ns++] = &b->it[i].m;
     if (ns > 0 && (st = db_meeting_insert_batch(db, b->tenant_id, b->singles, ns)) != DB_ONE_RESULT)
+        return st;
+    if ((st = plan_own(db, b, ns)) != DB_ONE_RESULT)
         return st;
     if ((st = write_series(db, b, timefmt_now_ms())) != DB_ONE_RESULT)
         return st;
@@ -364,6 +387,7 @@ meeting_batch_mirror(const struct meeting_batch *b, struct mirror *mi, struct en
     for (size_t i = 0; i < b->n; i++)
         if (b->it[i].state == ITEM_CREATED)
             cap += b->it[i].m.recurrence != NULL ? b->it[i].fresh.n : MEETING_REMINDERS_MAX;
+    cap += b->own.n;
     if (cap == 0)
         return 0;
     if ((k = malloc(cap * sizeof *k)) == NULL)
@@ -383,6 +407,9 @@ meeting_batch_mirror(const struct meeting_batch *b, struct mirror *mi, struct en
         memcpy(k + nk, one.k, one.n * sizeof *k);
         nk += one.n;
     }
+    if (b->own.n > 0)
+        memcpy(k + nk, b->own.k, b->own.n * sizeof *k);
+    nk += b->own.n;
     if (nk > 0) {
         engine_reminders_changed(e, k, nk);
         rc = mirror_arm(mi, k, nk, timefmt_now_ms(), 0);
@@ -416,6 +443,7 @@ meeting_batch_free(struct meeting_batch *b)
     free(b->locked);
     free(b->singles);
     free(b->resps);
+    db_series_keys_fini(&b->own);
     free(b);
 }
 

@@ -14,6 +14,7 @@
 
 #include "browser_writes.h"
 #include "crypto.h"
+#include "db_own.h"
 #include "db_quota.h"
 #include "db_series.h"
 #include "handler.h"
@@ -85,6 +86,16 @@ check_quota(struct db *db, struct post_tx *t)
     return DB_NO_RESULTS;
 }
 
+/* A single meeting's own reminders of its participants (db_own.h), and its body. */
+static enum db_status
+insert_single_own(struct db *db, struct post_tx *t)
+{
+    const char *id = t->m->id;
+    enum db_status st = db_own_plan_meetings(db, &id, 1, NULL, &t->fresh);
+
+    return st != DB_ONE_RESULT ? st : handler_meeting_body_st(db, t->m, &t->body, t->etag);
+}
+
 /* The insert and its body, within the quota. A series also gets its series row and its first
  * window of occurrence rows, and its body is read back (its reminders show their next firing). */
 static enum db_status
@@ -101,9 +112,9 @@ insert(struct db *db, struct post_tx *t)
     }
     if (st != DB_ONE_RESULT)
         return st;
-    if (t->m->recurrence == NULL)
-        return handler_meeting_body_st(db, t->m, &t->body, t->etag);
     t->fresh.n = 0;
+    if (t->m->recurrence == NULL)
+        return insert_single_own(db, t);
     st = series_sync_write(db, t->tenant_id, t->m, false, &t->series, timefmt_now_ms(), NULL,
                            &t->fresh, NULL);
     return st != DB_ONE_RESULT ? st
@@ -215,9 +226,11 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
 
     snprintf(t.location, sizeof(t.location), "/v1/meetings/%s", m->id);
     if (key == NULL && m->recurrence == NULL && t.quota == 0) {
+        /* Two statements, not one transaction: a meeting committed without its participants'
+         * own rows (a lost connection between them) reminds them with its own reminders. */
         st = db_meeting_insert(db, rq->tenant_id, m);
         if (st == DB_ONE_RESULT)
-            st = handler_meeting_body_st(db, m, &t.body, t.etag);
+            st = insert_single_own(db, &t);
         t.outcome = POST_CREATED;
     } else {
         crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);

@@ -9,6 +9,10 @@
 // checked here against Python's zoneinfo at instants on both sides of DST changes (spring gap,
 // autumn overlap, a half-hour change), since a live fire can only happen now. A snooze of an
 // inbox item brings its reminder again, once, to that participant alone, as a new occurrence.
+// Own reminder offsets replace the meeting's for the participant who set them: fired at their own
+// time to them alone (the others get the meeting's, they do not), re-planned when they change
+// (the new time fires, the old one never), for a series' occurrences too, and gone with the
+// participant when a meeting no longer lists them.
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -191,19 +195,18 @@ test('every malformed body is a 4xx problem and changes nothing', async () => {
         [{ reminders: [{ minutes_before: 5, channels: ['sms'] }] }, 400, 'reminders[0].channels'],
         [{ reminders: [{ minutes_before: 5, when: 'soon' }] }, 400, 'reminders[0].when'],
         [{ reminders: six }, 400, 'reminders'],
-        [{ reminders: [{ minutes_before: 1440 }] }, 422, null],
+        [{ reminders: [{ minutes_before: 1440, channels: ['webhook', 'email'] }] }, 400, 'reminders[0].channels'],
+        [{ reminders: [{ minutes_before: 60 }, { minutes_before: 5, channels: ['webhook'] }] }, 400, 'reminders[1].channels'],
+        [{ reminders: [{ minutes_before: 5, channels: [] }] }, 400, 'reminders[0].channels'],
+        [{ reminders: { minutes_before: 5 } }, 400, 'reminders'],
         [[], 400, ''],
     ];
     for (const [body, status, field] of cases) {
         const r = await putMine(tok, body);
         assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.text}`);
         assert.match(r.header('content-type'), /^application\/problem\+json/);
-        if (status === 400) {
-            assert.equal(r.json.code, 'validation', r.text);
-            assert.ok(r.json.errors.some((e) => e.field === field), `${JSON.stringify(body)} names ${field}: ${r.text}`);
-        } else {
-            assert.equal(r.json.code, 'own_reminders_unsupported', r.text);
-        }
+        assert.equal(r.json.code, 'validation', r.text);
+        assert.ok(r.json.errors.some((e) => e.field === field), `${JSON.stringify(body)} names ${field}: ${r.text}`);
         assert.deepEqual(await getMine(tok), kept, `${JSON.stringify(body)} changed nothing`);
     }
     const notJson = await srv.req('PUT', '/v1/me/preferences', { key: tok, body: '{"channels":', headers: { 'Content-Type': 'application/json' } });
@@ -388,4 +391,133 @@ test('a snooze brings the reminder again once, to that participant alone, as a n
     // The inbox keeps the one item it had.
     const after = await srv.req('GET', '/v1/me/notifications', { key: samTok });
     assert.equal(after.json.items.filter((x) => x.data.meeting.id === m.id).length, 1, after.text);
+});
+
+// A start on a whole second, ms from now.
+function startIn(ms) {
+    const s = new Date(Date.now() + ms);
+    s.setUTCMilliseconds(0);
+    return s.toISOString();
+}
+
+async function createMeeting(json) {
+    const r = await srv.req('POST', '/v1/meetings', { key, json: { title: 'Own', ...json } });
+    assert.equal(r.status, 201, r.text);
+    return r.json;
+}
+
+async function putFor(id, json) {
+    const r = await srv.req('PUT', `/v1/participants/${encodeURIComponent(id)}/preferences`, { key, json });
+    assert.equal(r.status, 200, r.text);
+    return r.json;
+}
+
+async function untilTrue(what, pred, bound) {
+    const end = Date.now() + bound;
+    while (!(await pred())) {
+        assert.ok(Date.now() < end, `within ${bound} ms: ${what}`);
+        await sleep(200);
+    }
+}
+
+const person = (id) => ({ id, email: `${id}@example.com` });
+const emailsOf = async (m) => (await srv.req('GET', `/v1/meetings/${m.id}/deliveries`, { key })).json.items
+    .filter((d) => d.channel === 'email');
+
+test('own reminders fire at their own time to that participant alone, re-planned on every change; the others get the meeting\'s', async () => {
+    // Every meeting starts a minute and a bit from now: each own offset of one minute fires in a
+    // few seconds, each meeting's reminder (0 minutes before) at the start.
+    const own1 = [{ minutes_before: 1, channels: ['stream', 'email'] }]; // in section 8's order
+    // ann set hers before the meeting existed: planned at its create.
+    const annTok = await tokenOf('own-ann');
+    const put = await putMine(annTok, { reminders: own1 });
+    assert.equal(put.status, 200, put.text);
+    assert.deepEqual(put.json.reminders, own1);
+    assert.deepEqual((await getMine(annTok)).reminders, own1);
+    // gus too (with his browser token: the tenant does not know him yet), for a daily series.
+    assert.equal((await putMine(await tokenOf('own-gus'), { reminders: [{ minutes_before: 1, channels: ['email'] }] })).status, 200);
+    const starts = startIn(MIN + 2 * LEAD_MS);
+    const meetingOnes = [{ minutes_before: 0, channels: ['email', 'stream'] }];
+    const single = await createMeeting({ starts_at: starts, participants: [person('own-ann'), person('own-ben')], reminders: meetingOnes });
+    const series = await createMeeting({ starts_at: starts, time_zone: 'UTC', participants: [person('own-gus'), person('own-hal')],
+        reminders: meetingOnes, recurrence: { rrule: 'FREQ=DAILY;COUNT=3' } });
+    // dan's change re-plans: his first offset (at the start) is replaced by an earlier one.
+    const replan = await createMeeting({ starts_at: starts, participants: [person('own-dan'), person('own-eli')], reminders: meetingOnes });
+    await putFor('own-dan', { reminders: [{ minutes_before: 0, channels: ['email'] }] });
+    await putFor('own-dan', { reminders: [{ minutes_before: 1, channels: ['email'] }] });
+    // fay is removed from the meeting before her own reminder's time: it goes with her.
+    const removal = await createMeeting({ starts_at: starts, participants: [person('own-fay'), person('own-gil')], reminders: meetingOnes });
+    await putFor('own-fay', { reminders: [{ minutes_before: 1, channels: ['email'] }] });
+    const pendingOf = async (id) => Number(await h.sql(`SELECT count(*) FROM reminders WHERE participant = '${id}' AND status = 'pending'`));
+    assert.equal(await pendingOf('own-fay'), 1, 'planned at the put');
+    const patched = await srv.req('PATCH', `/v1/meetings/${removal.id}`, { key, json: { participants: [person('own-gil')] } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(await pendingOf('own-fay'), 0, 'gone with her');
+    assert.equal(await pendingOf('own-dan'), 1, 'one own reminder of dan\'s is left, the new one');
+    assert.equal(await pendingOf('own-gus'), 3, 'one per occurrence of the series');
+    for (const m of [single, series, replan]) {
+        const got = await srv.req('GET', `/v1/meetings/${m.id}`, { key });
+        assert.deepEqual(got.json.reminders.map((r) => r.minutes_before), [0], 'a meeting shows its own reminders alone');
+    }
+
+    // The own offsets fire first, each to its participant alone.
+    const early = ['own-ann', 'own-gus', 'own-dan'];
+    await untilTrue('the own reminders\' email', () => early.every((id) => mailTo(`${id}@example.com`).length === 1),
+        Date.parse(starts) - MIN - Date.now() + BOUND_MS);
+    assert.ok(Date.now() < Date.parse(starts) - 10000, 'well before the meetings\' own reminders are due');
+    for (const id of ['own-ben', 'own-hal', 'own-eli', 'own-gil', 'own-fay']) {
+        assert.equal(mailTo(`${id}@example.com`).length, 0, `${id} gets nothing yet`);
+    }
+    // The meetings' reminders reach the others, never those with own reminders.
+    const late = ['own-ben', 'own-hal', 'own-eli', 'own-gil'];
+    await untilTrue('the meetings\' email', () => late.every((id) => mailTo(`${id}@example.com`).length === 1),
+        Date.parse(starts) - Date.now() + BOUND_MS);
+    await sleep(1500); // nothing late, nothing twice
+    for (const id of [...early, ...late]) {
+        assert.equal(mailTo(`${id}@example.com`).length, 1, `${id}: one email`);
+    }
+    assert.equal(mailTo('own-fay@example.com').length, 0, 'fay: removed, nothing');
+
+    // Each own fire is an occurrence of its own: its own row, its own Message-ID.
+    const single_ = await emailsOf(single);
+    const ann = single_.find((d) => d.recipient === 'own-ann');
+    const ben = single_.find((d) => d.recipient === 'own-ben');
+    assert.equal(single_.length, 2, JSON.stringify(single_));
+    assert.notEqual(ann.reminder_id, ben.reminder_id);
+    assert.ok(Date.parse(ann.delivered_at) < Date.parse(starts) - 10000, JSON.stringify(ann));
+    assert.notEqual(header(mailTo('own-ann@example.com')[0], 'Message-ID'), header(mailTo('own-ben@example.com')[0], 'Message-ID'));
+    assert.deepEqual((await emailsOf(replan)).map((d) => d.recipient).sort(), ['own-dan', 'own-eli']);
+    // The inbox: ann has her own item alone (its reminder hers), ben the meeting's.
+    const inboxOf = async (tok, m) => (await srv.req('GET', '/v1/me/notifications', { key: tok })).json.items
+        .filter((x) => x.data.meeting.id === m.id);
+    const annItems = await inboxOf(annTok, single);
+    assert.equal(annItems.length, 1, JSON.stringify(annItems));
+    assert.equal(annItems[0].data.reminder.minutes_before, 1, JSON.stringify(annItems[0]));
+    const benItems = await inboxOf(await tokenOf('own-ben'), single);
+    assert.equal(benItems.length, 1, JSON.stringify(benItems));
+    assert.equal(benItems[0].data.reminder.minutes_before, 0);
+    // The series' later occurrences keep gus's own reminders pending.
+    assert.equal(await pendingOf('own-gus'), 2);
+
+    // Own reminders set back to none: the meeting's apply to him again (the series' next ones).
+    await putFor('own-gus', { reminders: null });
+    assert.equal(await pendingOf('own-gus'), 0);
+});
+
+test('bad own reminders change nothing: neither the preferences nor the planned rows', async () => {
+    const m = await createMeeting({ starts_at: startIn(HOUR), participants: [person('own-ivy')] });
+    const kept = await putFor('own-ivy', { reminders: [{ minutes_before: 30, channels: ['push'] }] });
+    const rows = () => h.sql("SELECT string_agg(minutes_before || ':' || channels || ':' || status, ',' ORDER BY id) FROM reminders WHERE participant = 'own-ivy'");
+    const before = await rows();
+    assert.equal(before, '30:4:pending');
+    for (const body of [{ reminders: [{ minutes_before: 10, channels: ['webhook'] }] },
+        { reminders: [{ minutes_before: 10 }, { minutes_before: 10 }] }, { reminders: [{ minutes_before: 10 }], extra: 1 }]) {
+        const r = await srv.req('PUT', '/v1/participants/own-ivy/preferences', { key, json: body });
+        assert.equal(r.status, 400, r.text);
+        assert.deepEqual((await srv.req('GET', '/v1/participants/own-ivy/preferences', { key })).json, kept);
+        assert.equal(await rows(), before);
+    }
+    const del = await srv.req('DELETE', `/v1/meetings/${m.id}`, { key });
+    assert.equal(del.status, 204, del.text);
+    assert.equal(await rows(), '30:4:cancelled', 'a deleted meeting cancels them');
 });

@@ -11,10 +11,29 @@
 #include "codec.h"
 #include "tz.h"
 
+/* The own reminders agree, and hold what the decoder promises: distinct offsets in range, by
+ * minutes_before descending, channels that reach a person. */
+static bool
+same_own(const struct prefs *a, const struct prefs *b)
+{
+    if (a->has_own != b->has_own || a->n_own != b->n_own || a->n_own > PREFS_OWN_REMINDERS_MAX)
+        return false;
+    for (size_t i = 0; i < a->n_own; i++) {
+        const struct reminder *x = &a->own[i];
+        if (x->minutes_before != b->own[i].minutes_before || x->channels != b->own[i].channels ||
+            x->channels == 0 || (x->channels & CHANNEL_WEBHOOK) != 0 || x->minutes_before < 0 ||
+            x->minutes_before > MEETING_MINUTES_BEFORE_MAX ||
+            (i > 0 && a->own[i - 1].minutes_before <= x->minutes_before))
+            return false;
+    }
+    return true;
+}
+
 static bool
 same(const struct prefs *a, const struct prefs *b)
 {
-    return a->email == b->email && a->push == b->push && a->has_quiet == b->has_quiet &&
+    return same_own(a, b) && a->email == b->email && a->push == b->push &&
+           a->has_quiet == b->has_quiet &&
            (!a->has_quiet || (strcmp(a->quiet_zone, b->quiet_zone) == 0 &&
                               a->quiet_start == b->quiet_start && a->quiet_end == b->quiet_end));
 }
