@@ -22,7 +22,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
 
-import { cpuMsOf, statFields } from './proc.mjs';
+import { cpuSecondsOf as cpuS } from './proc.mjs';
 
 const QUEUE = 'bench-burst';
 const LEAD_MS = 15000;   // the jobs fall due this long after the first is added (> the time to add them)
@@ -102,14 +102,6 @@ function reminderBody(j, due) {
         },
     };
 }
-
-const cpuS = (pid) => {
-    try {
-        return cpuMsOf(statFields(pid)) / 1000;
-    } catch {
-        return 0;
-    }
-};
 
 async function burst(n, workers, concurrency, hookUrl) {
     process.env[SECRET_ENV] = `whsec_${randomBytes(32).toString('base64')}`;

@@ -31,7 +31,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { cpuMsOf, statFields } from './proc.mjs';
+import { cpuSecondsOf as cpuS, statFields } from './proc.mjs';
 import { freePort } from './serve.mjs';
 
 const env = (name, def) => process.env[name] ?? def;
@@ -421,15 +421,6 @@ async function bullmqBurst(n, withWebhook) {
 }
 
 // ------------------------------------------------------------------ CPU
-
-// CPU seconds (user + system) of a process so far; 0 once it is gone.
-function cpuS(pid) {
-    try {
-        return cpuMsOf(statFields(pid)) / 1000;
-    } catch {
-        return 0;
-    }
-}
 
 // The processes of the bench's PostgreSQL: the postmaster and its children (backends of the
 // replicas' connections, background workers). A backend that exits between two samples takes

@@ -1,6 +1,6 @@
 // bench/proc.mjs -- what the benches read from /proc about a process: its stat fields, its CPU
-// time and resident set. Shared by bench/stream_rig.mjs and bench/engine.mjs, and by
-// tests/api/deliver_faults.test.mjs (no dependencies: the tests import it as it is).
+// time and resident set. Shared by bench/stream_rig.mjs, bench/engine.mjs and bench/bullmq.mjs,
+// and by tests/api/deliver_faults.test.mjs (no dependencies: the tests import it as it is).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -15,6 +15,15 @@ export function statFields(pid) {
 
 // CPU time so far (user + system, ms) of a stat's fields.
 export const cpuMsOf = (f) => ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+
+// CPU seconds (user + system) of a process so far; 0 once it is gone.
+export function cpuSecondsOf(pid) {
+    try {
+        return cpuMsOf(statFields(pid)) / 1000;
+    } catch {
+        return 0;
+    }
+}
 
 // The process's CPU time (user + system, ms) and resident set (KiB).
 export function procStat(pid) {
