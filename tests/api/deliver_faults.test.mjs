@@ -276,9 +276,10 @@ const OPEN_LONG_MS = 40000;
 const OPEN_WAIT_MS = 90000;   // the 5 + 10 + 20 s of failing and the probes, generously
 const RETRY_FAST_MS = 200;
 const PASS_N = 4;
-// Rows fired meanwhile must be delivered within this of the circuit's opening: generous, and
-// half of the 40 s they waited for that circuit (they were its worker's until it half-opened).
-const PASS_BOUND_MS = OPEN_LONG_MS / 2;
+// Rows fired meanwhile must be delivered within this of the circuit's opening: generous (a
+// replica started and the rows fired in it), yet 10 s short of the 40 s they waited for that
+// circuit (they were its worker's until it half-opened, which no machine's load can make sooner).
+const PASS_BOUND_MS = OPEN_LONG_MS * 3 / 4;
 
 test('rows fired to a worker whose circuit for their receiver is open go to another replica\'s worker once due, each sent once', async (t) => {
     let failing = true;

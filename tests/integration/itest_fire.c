@@ -6,7 +6,8 @@
  * release with a delay, delivered, failed and retried, the backlog, a dead replica's rows taken
  * first, and owners: rows the fire statement gives a worker, read once without a write and kept
  * from the others while its lease lives, anyone's once it lapsed or its backend is gone, given
- * back when it leaves. */
+ * back when it leaves, and passed on to anyone once due when its circuits for their receivers are
+ * open. */
 #include <pthread.h>
 
 #include "db.h"
@@ -573,6 +574,70 @@ test_handover(struct db *db)
     meeting_fini(&m);
 }
 
+/* The handed webhook rows of a fire, passed on for their receivers (a worker whose circuits for
+ * them are open): none before they are due (a handover may still be taken), never the one the
+ * owner holds, the rest due for anyone, no attempt spent; another worker's lease takes them. */
+static void
+test_pass_on(struct db *db)
+{
+    struct meeting m;
+    int minutes = 5;
+    struct reminder_key k;
+    struct db_fire_result res = {0};
+    struct db_outbox_item it[8];
+    char rcv[8][MEETING_ID_LEN + 1], other[MEETING_ID_LEN + 1], t[32]; /* webhook ids */
+    const char *receivers[8];
+    int64_t held = 0, passed = -1;
+    size_t n = 0, handed = 0;
+
+    empty_backlog();
+    meeting_new_id(other); /* a second webhook at least: one row held, the others passed on */
+    CHECK(fixture_sql("INSERT INTO webhooks (id, tenant_id, url, secret) VALUES ($1, $2, "
+                      "'http://127.0.0.1:9/', 'whsec_dGVzdA==')",
+                      other, fixture_i64(t, tenant), NULL) == 1,
+          "webhook");
+    CHECK(db_outbox_owner_register(db, "p/0/1", 60000) == DB_ONE_RESULT &&
+              db_outbox_owner_register(db, "p/1/1", 60000) == DB_ONE_RESULT,
+          "owners");
+    fixture_meeting(&m, "passed", timefmt_now_ms() + 5 * FIXTURE_MIN_MS, &minutes, 1);
+    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
+    CHECK(db_fire_batch(db, &k, 1, GRACE_MS, false, "p/0/1", DB_FIRE_HANDOVER_GRACE_MS, &res) ==
+                  DB_ONE_RESULT &&
+              res.handover != NULL && res.handover->n >= 2,
+          "handed %zu rows", res.handover ? res.handover->n : 0);
+    for (size_t i = 0; res.handover != NULL && i < res.handover->n && i < 8; i++) {
+        snprintf(rcv[i], sizeof rcv[i], "%s", res.handover->items[i].receiver);
+        receivers[i] = rcv[i];
+        handed++;
+    }
+    if (handed > 0)
+        held = res.handover->items[0].id;
+    db_fire_result_fini(&res);
+    CHECK(db_outbox_pass_on(db, "p/0/1", receivers, handed, &held, 1, &passed) == DB_ONE_RESULT &&
+              passed == 0,
+          "none passed on before due: %lld", (long long)passed);
+    CHECK(fixture_sql("UPDATE outbox SET next_attempt_at = now() WHERE lease_owner = 'p/0/1'", NULL,
+                      NULL, NULL) >= (long long)handed,
+          "the grace over");
+    CHECK(db_outbox_pass_on(db, "p/1/1", receivers, handed, NULL, 0, &passed) == DB_ONE_RESULT &&
+              passed == 0,
+          "another owner passes on none of them: %lld", (long long)passed);
+    CHECK(db_outbox_pass_on(db, "p/0/1", receivers, handed, &held, 1, &passed) == DB_ONE_RESULT &&
+              passed == (int64_t)handed - 1,
+          "passed on %lld of %zu, all but the held one", (long long)passed, handed);
+    CHECK(count("SELECT count(*) FROM outbox WHERE id = $1 AND lease_owner = 'p/0/1'", held) == 1,
+          "the held row stays its owner's");
+    CHECK(claim_rows(db, "p/1/1", NULL, 0, NULL, 0, it, 8, &n) == DB_ONE_RESULT &&
+              n == handed - 1 && n > 0 && !it[0].given && it[0].attempts == 0,
+          "another worker's lease takes them: %zu", n);
+    items_fini(it, n);
+    CHECK(db_outbox_owner_leave(db, "p/0/1") == DB_ONE_RESULT &&
+              db_outbox_owner_leave(db, "p/1/1") == DB_ONE_RESULT,
+          "leave");
+    meeting_fini(&m);
+}
+
 /* On a direct connection a lease names its backend (migrations/015): only that connection
  * renews it, and once it is closed the owner's rows are orphans, long before the lease would
  * lapse: a killed replica's rows wait for the next look, not for the lease. */
@@ -738,6 +803,7 @@ run(const char *url)
     test_owners(a);
     test_owner_backend(url, a);
     test_handover(a);
+    test_pass_on(a);
     test_missing_webhook(a);
     test_removed_reminder(a);
     test_deleted_meeting(a);
