@@ -113,21 +113,27 @@ trap cleanup EXIT
 trap 'INTERRUPTED=INT; exit 130' INT
 trap 'INTERRUPTED=TERM; exit 143' TERM
 
+# counted NAME RC START [NOTE]: counts one suite's result (exit RC, started at SECONDS = START).
+counted()
+{
+    local name=$1 rc=$2 took=$((SECONDS - $3)) note=${4:+, $4}
+    if [ "$rc" -eq 0 ]; then
+        PASSED=$((PASSED + 1))
+        RESULTS+=("$name: ok ($took s$note)")
+    else
+        FAILED=$((FAILED + 1))
+        RESULTS+=("$name: FAILED (exit $rc, $took s$note)")
+    fi
+}
+
 # record NAME CMD...: runs one suite, counts it, and keeps going after a failure.
 record()
 {
-    local name=$1 start rc=0
+    local name=$1 start=$SECONDS rc=0
     shift
-    start=$SECONDS
     tocsin_log "suite $name: $*"
     "$@" || rc=$?
-    if [ "$rc" -eq 0 ]; then
-        PASSED=$((PASSED + 1))
-        RESULTS+=("$name: ok ($((SECONDS - start)) s)")
-    else
-        FAILED=$((FAILED + 1))
-        RESULTS+=("$name: FAILED (exit $rc, $((SECONDS - start)) s)")
-    fi
+    counted "$name" "$rc" "$start"
 }
 
 # record_start NAME CMD...: runs one suite in the background, its output kept in a log of its own
@@ -149,13 +155,7 @@ record_wait()
     wait "${BG_PID[$name]}" || rc=$?
     tocsin_log "suite $name ended (exit $rc); its output:"
     cat "$TEST_DIR/$name.log"
-    if [ "$rc" -eq 0 ]; then
-        PASSED=$((PASSED + 1))
-        RESULTS+=("$name: ok ($((SECONDS - BG_START[$name])) s, in the background)")
-    else
-        FAILED=$((FAILED + 1))
-        RESULTS+=("$name: FAILED (exit $rc, $((SECONDS - BG_START[$name])) s, in the background)")
-    fi
+    counted "$name" "$rc" "${BG_START[$name]}" "in the background"
 }
 
 # Every suite starts from an empty test database and an empty Redis.
