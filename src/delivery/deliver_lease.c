@@ -98,6 +98,38 @@ deliver_lease_renew(struct worker *w, int64_t now)
     drop_queued(w);
 }
 
+/* A test of one receiver's policy at now. */
+typedef bool (*receiver_test)(const struct deliver_policy *p, int64_t now);
+
+/* Appends to out[*n..max) the keys of w's receivers that pass test, in bucket order. */
+static void
+keys_where(const struct worker *w, receiver_test test, int64_t now, const char **out, size_t max,
+           size_t *n)
+{
+    for (size_t b = 0; b < RECEIVER_BUCKETS && *n < max; b++)
+        for (struct receiver *r = w->receivers[b]; r != NULL && *n < max; r = r->next)
+            if (test(&r->pol, now))
+                out[(*n)++] = r->key;
+}
+
+/* Left out of a lease (open, half open with a probe at hand, or a full share) but below the hold
+ * cap: the receivers excluded() names after those at their cap. */
+static bool
+left_out_below_cap(const struct deliver_policy *p, int64_t now)
+{
+    return !deliver_policy_at_cap(p) && deliver_policy_left_out(p, now);
+}
+
+/* w->ids[0..n): the rows w holds (its requests out and queued), which no statement may take from
+ * it. Returns n, w->n_held. */
+static size_t
+held_ids(struct worker *w)
+{
+    for (size_t i = 0; i < w->n_held; i++)
+        w->ids[i] = w->held[i]->it.id;
+    return w->n_held;
+}
+
 /* Receivers whose rows must not be leased now: a full share, an open circuit, a probe out. Those
  * holding their hold cap come first: past DB_OUTBOX_EXCLUDE_MAX the others may be leased again,
  * never they. Sets *beyond to the rows held beyond the receivers' caps (they take no slot). */
@@ -116,10 +148,7 @@ excluded(const struct worker *w, int64_t now, const char **out, size_t max, size
         }
     /* Between rounds every row held is queued or sending for its receiver, and nothing else is. */
     TOCSIN_ASSERT(held == w->n_held);
-    for (size_t b = 0; b < RECEIVER_BUCKETS && n < max; b++)
-        for (struct receiver *r = w->receivers[b]; r != NULL && n < max; r = r->next)
-            if (!deliver_policy_at_cap(&r->pol) && deliver_policy_left_out(&r->pol, now))
-                out[n++] = r->key; /* open, half open with a probe at hand, or a full share */
+    keys_where(w, left_out_below_cap, now, out, max, &n);
     return n;
 }
 
@@ -171,8 +200,7 @@ deliver_lease_claim(struct worker *w, int64_t now, bool *more)
         room = DB_OUTBOX_CLAIM_MAX;
     if (room == 0 || !w->registered)
         return 0;
-    for (size_t i = 0; i < w->n_held; i++)
-        w->ids[i] = w->held[i]->it.id;
+    size_t n_held = held_ids(w);
     /* Orphans at most once a poll: a dead replica's rows wait DELIVER_POLL_MS at most for some
      * worker's look, and a worker that leases often does not probe every owner each time. */
     bool orphans = now - w->orphans_ms >= DELIVER_POLL_MS;
@@ -185,7 +213,7 @@ deliver_lease_claim(struct worker *w, int64_t now, bool *more)
                                      .tenants = tenants,
                                      .n_tenants = n_ten,
                                      .held = w->ids,
-                                     .n_held = w->n_held};
+                                     .n_held = n_held};
     if (db_outbox_claim(w->db, &a, w->claimed, room, &n) != DB_ONE_RESULT) {
         deliver_db_lost(w, "cannot lease outbox rows");
         return 0;
@@ -210,17 +238,11 @@ deliver_lease_pass_on(struct worker *w, int64_t now)
     if (!w->registered || now - w->passed_ms < DELIVER_POLL_MS)
         return;
     w->passed_ms = now;
-    for (size_t b = 0; b < RECEIVER_BUCKETS && n < DB_OUTBOX_EXCLUDE_MAX; b++)
-        for (struct receiver *r = w->receivers[b]; r != NULL && n < DB_OUTBOX_EXCLUDE_MAX;
-             r = r->next)
-            if (deliver_policy_failing(&r->pol, now))
-                failing[n++] = r->key;
+    keys_where(w, deliver_policy_failing, now, failing, DB_OUTBOX_EXCLUDE_MAX, &n);
     if (n == 0)
         return;
-    for (size_t i = 0; i < w->n_held; i++)
-        w->ids[i] = w->held[i]->it.id;
-    if (db_outbox_pass_on(w->db, w->owner, failing, n, w->ids, w->n_held, &passed) !=
-        DB_ONE_RESULT) {
+    size_t n_held = held_ids(w);
+    if (db_outbox_pass_on(w->db, w->owner, failing, n, w->ids, n_held, &passed) != DB_ONE_RESULT) {
         deliver_db_lost(w, "cannot pass on the rows of receivers whose circuit is open");
         return;
     }
