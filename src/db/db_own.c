@@ -99,3 +99,10 @@ db_own_plan_meetings(struct db *db, const char *const *ids, size_t n, struct db_
     return st != DB_ONE_RESULT ? st
                                : db_series_keys_take(db, res, gone, fresh, "own reminder keys");
 }
+
+enum db_status
+db_own_plan_meeting(struct db *db, const char *id, struct db_series_keys *gone,
+                    struct db_series_keys *fresh)
+{
+    return db_own_plan_meetings(db, &id, 1, gone, fresh);
+}

@@ -22,5 +22,8 @@ enum db_status db_own_plan_participant(struct db *db, int64_t tenant_id, const c
  * their own rows of it), after a write of their times, participants or occurrences. */
 enum db_status db_own_plan_meetings(struct db *db, const char *const *ids, size_t n,
                                     struct db_series_keys *gone, struct db_series_keys *fresh);
+/* db_own_plan_meetings of the one meeting id. */
+enum db_status db_own_plan_meeting(struct db *db, const char *id, struct db_series_keys *gone,
+                                   struct db_series_keys *fresh);
 
 #endif

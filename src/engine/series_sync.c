@@ -211,9 +211,8 @@ series_sync_write(struct db *db, int64_t tenant_id, const struct meeting *writte
 {
     enum db_status st =
         sync_write(db, tenant_id, written, was_series, p, now, gone, fresh, dropped);
-    const char *id = written->id;
 
-    return st != DB_ONE_RESULT ? st : db_own_plan_meetings(db, &id, 1, gone, fresh);
+    return st != DB_ONE_RESULT ? st : db_own_plan_meeting(db, written->id, gone, fresh);
 }
 
 /* The overrides of meeting id among l (sorted by meeting id): a borrowed sub-array. */

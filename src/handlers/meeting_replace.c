@@ -129,8 +129,7 @@ write_next(struct db *db, struct replace_tx *t)
     if (st != DB_ONE_RESULT)
         return st;
     if (t->next.recurrence == NULL && t->cur.recurrence == NULL) {
-        const char *id = t->next.id;
-        st = db_own_plan_meetings(db, &id, 1, &t->series_gone, &t->series_fresh);
+        st = db_own_plan_meeting(db, t->next.id, &t->series_gone, &t->series_fresh);
         return st != DB_ONE_RESULT ? st : handler_meeting_body_st(db, &t->next, &t->body, t->etag);
     }
     st = series_sync_write(db, t->tenant_id, &t->next, t->cur.recurrence != NULL, &t->series,

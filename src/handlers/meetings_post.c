@@ -90,8 +90,7 @@ check_quota(struct db *db, struct post_tx *t)
 static enum db_status
 insert_single_own(struct db *db, struct post_tx *t)
 {
-    const char *id = t->m->id;
-    enum db_status st = db_own_plan_meetings(db, &id, 1, NULL, &t->fresh);
+    enum db_status st = db_own_plan_meeting(db, t->m->id, NULL, &t->fresh);
 
     return st != DB_ONE_RESULT ? st : handler_meeting_body_st(db, t->m, &t->body, t->etag);
 }
