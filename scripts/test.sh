@@ -6,7 +6,8 @@
 # puppeteer-core), a 2-minute soak under faults (bench/soak.sh), the deployment checks
 # (tests/deploy: Kubernetes manifests, alert rules), then
 # the integration tests, the stream suites and the connection limits again under ThreadSanitizer
-# (build-tsan/; TOCSIN_TEST_TSAN=0 skips that).
+# (build-tsan/; TOCSIN_TEST_TSAN=0 skips that). The node files that mostly wait, then the TSan
+# stream files, run in a second lane beside the other node files (LANE_TESTS below).
 # A missing server is a failure, never a skip. Ends with the line "N passed, N failed" (suites).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,6 +28,15 @@ tests/api/mirror.test.mjs"}
 TSAN_NODE_TESTS=${TOCSIN_TEST_TSAN_NODE:-"tests/api/limits.test.mjs tests/api/stream.test.mjs
 tests/api/stream_load.test.mjs tests/api/stream_replicas.test.mjs tests/api/stream_hub.test.mjs
 tests/api/stream_tenants.test.mjs"}
+# The node files that mostly wait (a minute boundary, a circuit's open time, a failover's timeouts)
+# run in a second lane, in the background beside the others, on a PostgreSQL and a Redis of their
+# own (PG_PORT + 6, REDIS_PORT + 6), so that their waits overlap the other files' work. Only in a
+# whole run on plain Redis: a selected run (below), or one over TLS or on a Cluster, runs every
+# file in one lane.
+LANE_TESTS="tests/api/preferences.test.mjs tests/api/deliver_faults.test.mjs
+tests/api/redis_cluster.test.mjs tests/api/redis_sentinel.test.mjs tests/api/pg_failover.test.mjs"
+LANE_PG_PORT=$((PG_PORT + 6))
+LANE_REDIS_PORT=$((REDIS_PORT + 6))
 # For working on one part, the switches run exactly what they name: TOCSIN_TEST_NODE="files" runs
 # those node files, TOCSIN_TEST_CTEST_REGEX=hub the ctest tests whose names match (ctest -R), in the
 # ASan and the TSan stage; set either (or both) and nothing else runs (no type check, no deploy
@@ -51,6 +61,13 @@ fi
 NODE_TESTS=${TOCSIN_TEST_NODE:-}
 if [ -z "$SELECTED" ]; then
     NODE_TESTS="tests/api/ tests/browser/"
+fi
+LANE=
+if [ -z "$SELECTED" ] && [ "$REDIS_TLS" = 0 ] && [ "$REDIS_CLUSTER" = 0 ]; then
+    # Every test file node --test would find in the two folders, less the second lane's.
+    NODE_TESTS=$(find tests/api tests/browser -name node_modules -prune -o -name '*.test.mjs' -print |
+        sort | grep -vxF -f <(printf '%s\n' $LANE_TESTS) | tr '\n' ' ')
+    LANE=1
 fi
 CTEST_DEFAULT=1
 if [ -n "$SELECTED" ] && [ -z "$CTEST_REGEX" ]; then
@@ -95,6 +112,8 @@ cleanup()
         wait "$pid" 2>/dev/null || true
     done
     tocsin_redis_stop "$TEST_DIR/redis" || true
+    tocsin_redis_stop "$TEST_DIR/lane-redis" || true
+    tocsin_pg_stop "$TEST_DIR/lane-pg" || true
     tocsin_cluster_stop "$TEST_DIR/cluster" || true
     tocsin_pgbouncer_stop "$TEST_DIR/pgbouncer" || true
     tocsin_pg_stop "$TEST_DIR/pg" || true
@@ -178,15 +197,15 @@ run_ctest()
         --timeout "$CTEST_TIMEOUT_S" ${CTEST_REGEX:+-R "$CTEST_REGEX"} "$@"
 }
 
+# node_files FILES NAME: node --test of FILES, its output kept in NAME.tap too.
 # node's runner reports "tests 0" and exits 0 when it found no test file: that is a failure here.
 # Each test has a timeout (tests/api/harness.mjs: Node 18, Debian 12's, has no --test-timeout)
 # and the whole run NODE_RUN_TIMEOUT_S, so that a file whose process stays alive (a server left
 # open) fails the run instead of hanging CI.
 NODE_RUN_TIMEOUT_S=1500
-run_node()
+node_files()
 {
-    local log=$TEST_DIR/node.log rc=0 wrap files=${1:-$NODE_TESTS}
-    reset_state
+    local files=$1 log=$TEST_DIR/$2.tap rc=0 wrap
     wrap=$(tocsin_sanitizer_wrap "$TOCSIN_BIN" --help)
     # shellcheck disable=SC2086
     $wrap timeout -k 10 "$NODE_RUN_TIMEOUT_S" node --test --test-concurrency=1 $files 2>&1 |
@@ -196,6 +215,31 @@ run_node()
         echo "node --test found no tests in $files" >&2
         return 1
     fi
+}
+
+run_node()
+{
+    reset_state
+    node_files "${1:-$NODE_TESTS}" node
+}
+
+# The second lane: FILES against the lane's own PostgreSQL and Redis (the tests that restart
+# PostgreSQL restart that one), their output in NAME.tap.
+run_lane()
+{
+    redis-cli -h 127.0.0.1 -p "$LANE_REDIS_PORT" flushall >/dev/null
+    TOCSIN_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:$LANE_PG_PORT/$TEST_DB \
+        TOCSIN_TEST_REDIS_URL=redis://127.0.0.1:$LANE_REDIS_PORT/0 \
+        TOCSIN_TEST_PG_DATA=$(readlink -f "$TEST_DIR/lane-pg") node_files "$1" "$2"
+}
+
+# The TSan stream files, in the second lane once its own files are done (PID, the lane's suite).
+run_lane_tsan()
+{
+    while kill -0 "$1" 2>/dev/null; do
+        sleep 1
+    done
+    TOCSIN_BIN=$TSAN_BIN TSAN_OPTIONS=$TSAN_RUN_OPTIONS run_lane "$TSAN_NODE_TESTS" tsan-streams
 }
 
 # The same tests with every server's PostgreSQL connections through PgBouncer in transaction
@@ -236,11 +280,31 @@ tocsin_log "building the service in build-release"
 cmake -S "$TOCSIN_ROOT" -B "$TOCSIN_ROOT/build-release" --log-level=WARNING -DCMAKE_BUILD_TYPE=Release \
     -DTOCSIN_WERROR=ON >/dev/null
 cmake --build "$TOCSIN_ROOT/build-release" -j "$(nproc)" --target tocsin
+# The TSan build too, before any suite: in a whole run its stream files run in the second lane.
+TSAN_BIN=$TOCSIN_ROOT/build-tsan/tocsin
+TSAN_RUN_OPTIONS=halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}
+if [ -f tests/tsan.supp ]; then
+    TSAN_RUN_OPTIONS=$TSAN_RUN_OPTIONS:suppressions=$TOCSIN_ROOT/tests/tsan.supp
+fi
+# The stream hub's threads (its own, every HTTP thread's opens and reads, the wake queue) are only
+# exercised by a server with streams, and the acceptor's bounds (counted by it, given back by both
+# pools' threads) by connections coming and going: those suites again, against the TSan build.
+TSAN_STREAMS=
+if [ "$TSAN" != 0 ]; then
+    tocsin_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=OFF \
+        -DTOCSIN_TSAN=ON
+    if [ -d tests/api ] && { [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_TSAN_NODE:-}" ]; }; then
+        TSAN_STREAMS=1
+    fi
+fi
 
 tocsin_log "starting PostgreSQL on 127.0.0.1:$PG_PORT and Redis on 127.0.0.1:$REDIS_PORT"
 tocsin_redis_stop "$TEST_DIR/redis"
+tocsin_redis_stop "$TEST_DIR/lane-redis"
 tocsin_pg_stop "$TEST_DIR/pg"
 tocsin_pg_wipe "$TEST_DIR/pg"
+tocsin_pg_stop "$TEST_DIR/lane-pg"
+tocsin_pg_wipe "$TEST_DIR/lane-pg"
 rm -rf "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 # Throwaway data: durability settings off make the suite faster and change no behaviour tested.
@@ -263,6 +327,13 @@ if [ "$REDIS_CLUSTER" = 1 ]; then
     export TOCSIN_TEST_REDIS_CLUSTER_URL
 fi
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
+if [ -n "$LANE" ]; then
+    tocsin_log "the second lane's PostgreSQL on 127.0.0.1:$LANE_PG_PORT and Redis on 127.0.0.1:$LANE_REDIS_PORT"
+    tocsin_pg_start "$TEST_DIR/lane-pg" "$LANE_PG_PORT" "fsync = off" "synchronous_commit = off" \
+        "full_page_writes = off" "max_connections = 300"
+    tocsin_redis_start "$TEST_DIR/lane-redis" "$LANE_REDIS_PORT"
+    tocsin_pg_createdb "$LANE_PG_PORT" "$TEST_DB"
+fi
 tocsin_pgbouncer_start "$TEST_DIR/pgbouncer" "$POOLER_PORT" "$PG_PORT"
 
 export TOCSIN_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/$TEST_DB
@@ -289,8 +360,17 @@ fi
 if [ "$CTEST" != 0 ]; then
     record ctest run_ctest build-asan
 fi
+if [ -n "$LANE" ]; then
+    record_start lane run_lane "$LANE_TESTS" lane
+    if [ -n "$TSAN_STREAMS" ]; then
+        record_start tsan-streams run_lane_tsan "${BG_PID[lane]}"
+    fi
+fi
 if [ -d tests/api ] && [ -n "$NODE_TESTS" ]; then
     record node run_node
+fi
+if [ -n "$LANE" ]; then
+    record_wait lane
 fi
 # The soak under faults (bench/soak.sh, docs/soak.md), SOAK_MINUTES of load against the ASan
 # build on servers of its own; its seed is printed (TOCSIN_TEST_SOAK_SEED replays one).
@@ -316,24 +396,16 @@ if [ -d tests/deploy ] && [ -z "$SELECTED" ]; then
 fi
 
 if [ "$TSAN" != 0 ]; then
-    tocsin_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DTOCSIN_WERROR=ON -DTOCSIN_SANITIZE=OFF \
-        -DTOCSIN_TSAN=ON
-    export TOCSIN_BIN=$TOCSIN_ROOT/build-tsan/tocsin
-    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}
-    if [ -f tests/tsan.supp ]; then
-        TSAN_OPTIONS=$TSAN_OPTIONS:suppressions=$TOCSIN_ROOT/tests/tsan.supp
-    fi
     # A regex that names only unit tests matches nothing labelled integration: under TSan that is
     # nothing to run, not a failure (the ASan stage above failed if it matched nothing at all).
     if [ "$CTEST" != 0 ]; then
-        record tsan run_ctest build-tsan -L integration ${CTEST_REGEX:+--no-tests=ignore}
+        TOCSIN_BIN=$TSAN_BIN TSAN_OPTIONS=$TSAN_RUN_OPTIONS \
+            record tsan run_ctest build-tsan -L integration ${CTEST_REGEX:+--no-tests=ignore}
     fi
-    # The stream hub's threads (its own, every HTTP thread's opens and reads, the wake queue) are
-    # only exercised by a server with streams, and the acceptor's bounds (counted by it, given back
-    # by both pools' threads) by connections coming and going: those suites again, against the
-    # TSan build.
-    if [ -d tests/api ] && { [ -z "$SELECTED" ] || [ -n "${TOCSIN_TEST_TSAN_NODE:-}" ]; }; then
-        record tsan-streams run_node "$TSAN_NODE_TESTS"
+    if [ -n "$TSAN_STREAMS" ] && [ -n "$LANE" ]; then
+        record_wait tsan-streams
+    elif [ -n "$TSAN_STREAMS" ]; then
+        TOCSIN_BIN=$TSAN_BIN TSAN_OPTIONS=$TSAN_RUN_OPTIONS record tsan-streams run_node "$TSAN_NODE_TESTS"
     fi
 fi
 
