@@ -1,12 +1,40 @@
-/* mirror_internal.h -- what mirror.c lends to mirror_claim.c, mirror_stream.c and expiry.c (the
- * other Redis users): the connection with its lazy connect and reconnect backoff, and the key
- * prefix. Only those files include this; the caller uses the connection through redis_conn.h. */
+/* mirror_internal.h -- what mirror.c lends to its own parts (mirror_key.c, mirror_checks.c) and to
+ * mirror_claim.c, mirror_stream.c and expiry.c (the other Redis users): the connection with its
+ * lazy connect and reconnect backoff, one command on it, and the key prefix. Only those files
+ * include this; the other users use the connection through redis_conn.h. */
 #ifndef TOCSIN_MIRROR_INTERNAL_H
 #define TOCSIN_MIRROR_INTERNAL_H
 
 #include "mirror.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct redis_conn;
+struct redisReply;
+
+#define MIRROR_NUM_MAX 24 /* decimal int64 and NUL */
+
+/* Inspects one reply (error replies included); the caller frees it. Returns 0 or -1. */
+typedef int (*mirror_reply_fn)(const struct redisReply *r, void *arg);
+/* Makes sure the connection is usable (with Cluster: that a master was picked). Fails at once
+ * while the backoff after the last failure runs. 0 or -1. */
+int mirror_connect(struct mirror *mi);
+/* One command on the current connection; the reply is freed here, after fn looked at it. An I/O
+ * error drops the connection. fn's result, or -1. */
+int mirror_exec(struct mirror *mi, int argc, const char **argv, mirror_reply_fn fn, void *arg);
+/* One command on the master of key's slot with Cluster, else connecting first. */
+int mirror_call_key(struct mirror *mi, const char *key, int argc, const char **argv,
+                    mirror_reply_fn fn, void *arg);
+/* Runs fn on every master in turn (the connection at it): the checks about Redis as a whole. -1
+ * when one failed; mirror_conn_error names the last master that did. */
+typedef int (*mirror_node_fn)(struct mirror *mi, size_t i, void *arg);
+int mirror_each_master(struct mirror *mi, mirror_node_fn fn, void *arg);
+/* A reply fn: the reply is +OK. */
+int mirror_reply_ok(const struct redisReply *r, void *arg);
+/* The address last connected to, or being connected to (with Sentinel the master's as last
+ * asked, with Cluster the master last picked); its port in *port. */
+const char *mirror_addr(const struct mirror *mi, int *port);
 
 /* The connected connection (connecting first unless the reconnect backoff is running), or NULL.
  * Borrowed: valid until mirror_conn_lost or mirror_free. */
