@@ -3,10 +3,10 @@
 # scripts/containers.sh, run in a container of its own on the compose network so that the load
 # balancer sees each such container as a client address of its own: opens COUNT connections,
 # sends GET /v1/stream with the browser token on each, and waits up to WAIT_S seconds in all for
-# every one to answer 200 and its `hello` event. Prints "hello N of COUNT", keeps the streams
-# open HOLD_S seconds more (the script counts them open on the replicas meanwhile), and exits 0
-# only when all had their hello. Plain perl-base (IO::Socket::INET, IO::Select): the minimal Debian image has nothing
-# else.
+# every one to answer 200 and its `hello` event (a connect that fails is tried again until then).
+# Prints "hello N of COUNT", keeps the streams open HOLD_S seconds more (the script counts them
+# open on the replicas meanwhile), and exits 0 only when all had their hello. Plain perl-base
+# (IO::Socket::INET, IO::Select): the minimal Debian image has nothing else.
 use strict;
 use warnings;
 use IO::Select;
@@ -22,9 +22,14 @@ my $request = "GET /v1/stream HTTP/1.1\r\nHost: $host\r\nAccept: text/event-stre
 
 my (%seen, %ok);
 my $select = IO::Select->new;
+my $RETRY_S = 0.5; # between connects that failed: a container just started on the network
+                  # may not have its name server answering for the balancer's name yet
 for my $i (1 .. $count) {
-    my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Timeout => $wait_s)
-        or die "connect $i: $!\n";
+    my $s;
+    until ($s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Timeout => $wait_s)) {
+        die "connect $i: $! ($@)\n" if time >= $deadline;
+        select(undef, undef, undef, $RETRY_S);
+    }
     syswrite($s, $request) == length($request) or die "write $i: $!\n";
     $seen{$s} = '';
     $select->add($s);
