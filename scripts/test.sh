@@ -132,10 +132,11 @@ trap cleanup EXIT
 trap 'INTERRUPTED=INT; exit 130' INT
 trap 'INTERRUPTED=TERM; exit 143' TERM
 
-# counted NAME RC START [NOTE]: counts one suite's result (exit RC, started at SECONDS = START).
+# counted NAME RC START [NOTE [END]]: counts one suite's result (exit RC, started at SECONDS = START,
+# ended at END, default now).
 counted()
 {
-    local name=$1 rc=$2 took=$((SECONDS - $3)) note=${4:+, $4}
+    local name=$1 rc=$2 took=$((${5:-$SECONDS} - $3)) note=${4:+, $4}
     if [ "$rc" -eq 0 ]; then
         PASSED=$((PASSED + 1))
         RESULTS+=("$name: ok ($took s$note)")
@@ -156,15 +157,20 @@ record()
 }
 
 # record_start NAME CMD...: runs one suite in the background, its output kept in a log of its own
-# until record_wait NAME shows it and counts it (a suite that runs beside another, on servers of its
-# own).
+# until record_wait NAME shows it and counts it with the time it took (a suite that runs beside
+# another, on servers of its own).
 record_start()
 {
     local name=$1
     shift
     tocsin_log "suite $name (in the background): $*"
     BG_START[$name]=$SECONDS
-    "$@" >"$TEST_DIR/$name.log" 2>&1 &
+    (
+        rc=0
+        "$@" || rc=$?
+        echo "$SECONDS" >"$TEST_DIR/$name.end"
+        exit "$rc"
+    ) >"$TEST_DIR/$name.log" 2>&1 &
     BG_PID[$name]=$!
 }
 
@@ -174,7 +180,9 @@ record_wait()
     wait "${BG_PID[$name]}" || rc=$?
     tocsin_log "suite $name ended (exit $rc); its output:"
     cat "$TEST_DIR/$name.log"
-    counted "$name" "$rc" "${BG_START[$name]}" "in the background"
+    # A suite that waited for another first says when it began in NAME.start.
+    counted "$name" "$rc" "$(cat "$TEST_DIR/$name.start" 2>/dev/null || echo "${BG_START[$name]}")" \
+        "in the background" "$(cat "$TEST_DIR/$name.end" 2>/dev/null || echo "$SECONDS")"
 }
 
 # Every suite starts from an empty test database and an empty Redis.
@@ -239,6 +247,7 @@ run_lane_tsan()
     while kill -0 "$1" 2>/dev/null; do
         sleep 1
     done
+    echo "$SECONDS" >"$TEST_DIR/tsan-streams.start"
     TOCSIN_BIN=$TSAN_BIN TSAN_OPTIONS=$TSAN_RUN_OPTIONS run_lane "$TSAN_NODE_TESTS" tsan-streams
 }
 
