@@ -125,8 +125,10 @@ enum db_status db_keys_revoke(struct db *db, const char *prefix, int *n_revoked)
 /* ---- meetings: writes (db_meeting.c), reads by id (db_meeting_get.c), lists
  * (db_meeting_list.c). tenant_id scopes every statement but the delivery's batched read. ---- */
 /* Inserts m (m->id, created/updated and organizer set by the caller; m->version is set to 1) and
- * its reminders (status pending, or as the caller set them); fills each reminder's id. */
-enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m);
+ * its reminders (status pending, or as the caller set them); fills each reminder's id. *own (when
+ * not NULL) says whether some participant m lists has own reminders (db_own.h), so that planning
+ * them can change anything: never for a meeting without reminders. */
+enum db_status db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m, bool *own);
 /* Loads a live (not deleted) meeting with its reminders. for_update locks the row (use inside
  * db_tx_run). m must be fresh from meeting_init. */
 enum db_status db_meeting_get(struct db *db, int64_t tenant_id, const char *id, struct meeting *m,

@@ -23,7 +23,9 @@
 
 /* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays
  * $14..$17 and $19 (minutes_before, fire_at_ms, status, fired_at_ms with 0 = never, channels).
- * $18: organizer. */
+ * $18: organizer. Each row also says whether a participant the meeting lists has own reminders
+ * (the same on every row), which spares the create the planning statement (db_own.c) when none
+ * has: planned anew at every call, it cost single creates three quarters of their rate. */
 static const char insert_sql[] =
     "WITH m AS ("
     "  INSERT INTO meetings (id, tenant_id, title, description, starts_at, ends_at, time_zone,"
@@ -31,13 +33,15 @@ static const char insert_sql[] =
     "                        organizer_id)"
     "  VALUES ($1::uuid, $2::bigint, " MEETING_WRITE_PARAMS ", " DB_TS("$12") ", " DB_TS("$13") ","
     "          $18)"
-    "  RETURNING id, tenant_id)"
+    "  RETURNING id, tenant_id, participant_ids)"
     " INSERT INTO reminders (meeting_id, tenant_id, minutes_before, fire_at, status, fired_at,"
     "                        channels)"
     " SELECT m.id, m.tenant_id, r.mb, " DB_TS("r.fa") ", r.st, " DB_TS("nullif(r.fd, 0)") ", r.ch"
     " FROM m, unnest($14::int[], $15::bigint[], $16::text[], $17::bigint[], $19::smallint[])"
     "         AS r(mb, fa, st, fd, ch)"
-    " RETURNING id, minutes_before";
+    " RETURNING id, minutes_before, EXISTS (SELECT 1 FROM m JOIN participant_prefs pp"
+    "  ON pp.tenant_id = m.tenant_id AND pp.participant = ANY (m.participant_ids)"
+    "  WHERE pp.own_minutes IS NOT NULL)";
 
 /* Reconciles the reminders by minutes_before in the same statement. Every CTE sees the rows as
  * they were before the statement (o), which is what the gone keys need: the old fire time of a
@@ -334,7 +338,7 @@ meeting_params(struct meeting_params *p, int64_t tenant_id, const struct meeting
 
 /* One round trip: the CTE inserts the meeting, the outer INSERT its reminders from the arrays. */
 enum db_status
-db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
+db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m, bool *own)
 {
     struct meeting_params p;
     PGresult *res;
@@ -352,6 +356,8 @@ db_meeting_insert(struct db *db, int64_t tenant_id, struct meeting *m)
     enum db_status st = db_exec_generic(db, STMT_MEETING_INSERT, insert_sql, 19, p.v, &res);
     if (st != DB_ONE_RESULT)
         return st;
+    if (own != NULL)
+        *own = PQntuples(res) > 0 && PQgetvalue(res, 0, 2)[0] == 't';
     for (int row = 0; row < PQntuples(res); row++) {
         struct reminder *r = reminder_by_minutes(m, (int)db_get_i64(res, row, 1));
         if (r != NULL)

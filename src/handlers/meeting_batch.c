@@ -239,7 +239,7 @@ write_series(struct db *db, struct meeting_batch *b, int64_t now)
         struct item *t = &b->it[i];
         if (!to_write(b, i) || t->m.recurrence == NULL)
             continue;
-        if ((st = db_meeting_insert(db, b->tenant_id, &t->m)) == DB_NO_RESULTS) {
+        if ((st = db_meeting_insert(db, b->tenant_id, &t->m, NULL)) == DB_NO_RESULTS) {
             db_note_error(db, "meeting %s: its insert returned no row", t->m.id);
             return DB_HARD_ERROR;
         }

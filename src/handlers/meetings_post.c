@@ -86,11 +86,12 @@ check_quota(struct db *db, struct post_tx *t)
     return DB_NO_RESULTS;
 }
 
-/* A single meeting's own reminders of its participants (db_own.h), and its body. */
+/* A single meeting's own reminders of its participants (db_own.h) when one of them has some
+ * (own, from the insert), and its body. */
 static enum db_status
-insert_single_own(struct db *db, struct post_tx *t)
+insert_single_own(struct db *db, struct post_tx *t, bool own)
 {
-    enum db_status st = db_own_plan_meeting(db, t->m->id, NULL, &t->fresh);
+    enum db_status st = own ? db_own_plan_meeting(db, t->m->id, NULL, &t->fresh) : DB_ONE_RESULT;
 
     return st != DB_ONE_RESULT ? st : handler_meeting_body_st(db, t->m, &t->body, t->etag);
 }
@@ -104,7 +105,8 @@ insert(struct db *db, struct post_tx *t)
 
     if (st != DB_ONE_RESULT)
         return st;
-    st = db_meeting_insert(db, t->tenant_id, t->m);
+    bool own = false;
+    st = db_meeting_insert(db, t->tenant_id, t->m, &own);
     if (st == DB_NO_RESULTS) {
         db_note_error(db, "meeting %s: its insert returned no row", t->m->id);
         return DB_HARD_ERROR;
@@ -113,7 +115,7 @@ insert(struct db *db, struct post_tx *t)
         return st;
     t->fresh.n = 0;
     if (t->m->recurrence == NULL)
-        return insert_single_own(db, t);
+        return insert_single_own(db, t, own);
     st = series_sync_write(db, t->tenant_id, t->m, false, &t->series, timefmt_now_ms(), NULL,
                            &t->fresh, NULL);
     return st != DB_ONE_RESULT ? st
@@ -227,9 +229,10 @@ create(struct request *rq, struct db *db, struct meeting *m, const char *key)
     if (key == NULL && m->recurrence == NULL && t.quota == 0) {
         /* Two statements, not one transaction: a meeting committed without its participants'
          * own rows (a lost connection between them) reminds them with its own reminders. */
-        st = db_meeting_insert(db, rq->tenant_id, m);
+        bool own = false;
+        st = db_meeting_insert(db, rq->tenant_id, m, &own);
         if (st == DB_ONE_RESULT)
-            st = insert_single_own(db, &t);
+            st = insert_single_own(db, &t, own);
         t.outcome = POST_CREATED;
     } else {
         crypto_sha256_hex(rq->body, rq->body_len, t.request_hash);

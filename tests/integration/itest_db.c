@@ -192,7 +192,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
     m.has_ends_at = true;
     m.ends_at_ms = m.starts_at_ms + 30 * MIN_MS;
     m.metadata_json = strdup("{\"z\":1,\"a\":[true,null]}");
-    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    CHECK(db_meeting_insert(db, t1, &m, NULL) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
     CHECK(m.version == 1, "version after insert %" PRId64, m.version);
     for (size_t i = 0; i < m.n_reminders; i++)
         CHECK(m.reminders[i].id > 0, "reminder %zu has no id", i);
@@ -211,7 +211,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
 
     /* No reminders, no optional fields; a reminder inserted as already fired keeps its state. */
     fixture_meeting(&bare, "bare", BASE_MS + 2 * 86400000, NULL, 0);
-    CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert bare");
+    CHECK(db_meeting_insert(db, t1, &bare, NULL) == DB_ONE_RESULT, "insert bare");
     CHECK(db_meeting_get(db, t1, bare.id, &got, false) == DB_ONE_RESULT && got.n_reminders == 0 &&
               got.metadata_json == NULL && got.description == NULL && !got.has_ends_at,
           "bare meeting read back wrong");
@@ -222,7 +222,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
     fixture_meeting(&bare, "fired", BASE_MS + 3 * 86400000, one, 1);
     bare.reminders[0].status = REMINDER_FIRED;
     bare.reminders[0].fired_at_ms = BASE_MS + 123;
-    CHECK(db_meeting_insert(db, t1, &bare) == DB_ONE_RESULT, "insert fired");
+    CHECK(db_meeting_insert(db, t1, &bare, NULL) == DB_ONE_RESULT, "insert fired");
     CHECK(db_meeting_get(db, t1, bare.id, &got, true) == DB_ONE_RESULT,
           "get for_update outside tx");
     check_same(&bare, &got);
@@ -230,7 +230,7 @@ test_insert_get(struct db *db, int64_t t1, int64_t t2)
     meeting_fini(&bare);
 
     /* Duplicate ids are a hard error, not a silent overwrite. */
-    CHECK(db_meeting_insert(db, t1, &m) == DB_HARD_ERROR, "duplicate id accepted");
+    CHECK(db_meeting_insert(db, t1, &m, NULL) == DB_HARD_ERROR, "duplicate id accepted");
     meeting_fini(&m);
 }
 
@@ -265,7 +265,7 @@ test_update_delete(struct db *db, int64_t t1, int64_t t2)
     char idbuf[32];
 
     fixture_meeting(&m, "update me", BASE_MS + 5 * 86400000, before, 3);
-    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT, "insert");
+    CHECK(db_meeting_insert(db, t1, &m, NULL) == DB_ONE_RESULT, "insert");
     struct reminder r60 = m.reminders[0], r10 = m.reminders[1], r0 = m.reminders[2];
     CHECK(fixture_sql("UPDATE reminders SET status = 'fired', fired_at = now() WHERE id = $1",
                       fixture_i64(idbuf, r10.id), NULL, NULL) == 1,
@@ -366,10 +366,10 @@ test_list(struct db *db, int64_t t1)
     for (int i = 0; i < LIST_N; i++) {
         /* Two meetings share a start so the id has to break the tie. */
         fixture_meeting(&all[i], "listed", BASE_MS + (i == 4 ? 3 : i) * MIN_MS, one, 1);
-        CHECK(db_meeting_insert(db, tenant, &all[i]) == DB_ONE_RESULT, "insert %d", i);
+        CHECK(db_meeting_insert(db, tenant, &all[i], NULL) == DB_ONE_RESULT, "insert %d", i);
     }
     fixture_meeting(&gone_m, "deleted", BASE_MS + 2 * MIN_MS, one, 1);
-    CHECK(db_meeting_insert(db, tenant, &gone_m) == DB_ONE_RESULT &&
+    CHECK(db_meeting_insert(db, tenant, &gone_m, NULL) == DB_ONE_RESULT &&
               db_meeting_delete(db, tenant, gone_m.id, &gone) == DB_ONE_RESULT,
           "deleted meeting");
     meeting_fini(&gone_m);
@@ -493,8 +493,8 @@ test_batch(struct db *db)
     CHECK(db_tenant_ensure(db, "batcher", &tenant) == DB_ONE_RESULT, "tenant");
     fixture_meeting(&m, "batched", start, three, 3);
     fixture_meeting(&dead, "dead", start, three, 3);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT &&
-              db_meeting_insert(db, tenant, &dead) == DB_ONE_RESULT &&
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT &&
+              db_meeting_insert(db, tenant, &dead, NULL) == DB_ONE_RESULT &&
               db_meeting_delete(db, tenant, dead.id, &gone) == DB_ONE_RESULT,
           "fixtures");
     fixture_sql("UPDATE reminders SET status = 'fired' WHERE id = $1",
@@ -591,7 +591,7 @@ test_shard_slices(struct db *db)
 
     CHECK(db_tenant_ensure(db, "slicer", &tenant) == DB_ONE_RESULT, "tenant");
     fixture_meeting(&m, "sliced", far + 86400000, one, 1);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "meeting");
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "meeting");
     CHECK(fixture_sql("INSERT INTO reminders (id, meeting_id, tenant_id, minutes_before, fire_at,"
                       " status) OVERRIDING SYSTEM VALUE"
                       " SELECT 9011200 + 256 * k + s, $1::uuid, $2::bigint, 1000 + 3 * k + s - 5,"
@@ -643,8 +643,8 @@ test_fire_deleted(struct db *db)
     CHECK(db_tenant_ensure(db, "fire-deleted", &tenant) == DB_ONE_RESULT, "tenant");
     fixture_meeting(&live, "live", start, one, 1);
     fixture_meeting(&dead, "dead", start, one, 1);
-    CHECK(db_meeting_insert(db, tenant, &live) == DB_ONE_RESULT &&
-              db_meeting_insert(db, tenant, &dead) == DB_ONE_RESULT,
+    CHECK(db_meeting_insert(db, tenant, &live, NULL) == DB_ONE_RESULT &&
+              db_meeting_insert(db, tenant, &dead, NULL) == DB_ONE_RESULT,
           "fixtures");
     CHECK(fixture_sql("UPDATE meetings SET deleted_at = now() WHERE id = $1", dead.id, NULL,
                       NULL) == 1,
@@ -674,7 +674,7 @@ test_errors(struct db *db)
 
     CHECK(db_tenant_ensure(db, "errors", &tenant) == DB_ONE_RESULT, "tenant");
     fixture_meeting(&m, "", BASE_MS, NULL, 0); /* an empty title violates a CHECK constraint */
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_HARD_ERROR, "empty title inserted");
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_HARD_ERROR, "empty title inserted");
     CHECK(db_err(db) == DB_HARD_ERROR && strstr(db_errmsg(db), "23514") != NULL &&
               strchr(db_errmsg(db), '\n') == NULL,
           "error on the handle: %d \"%s\"", db_err(db), db_errmsg(db));
@@ -721,7 +721,7 @@ swallow(struct db *db, void *arg)
     (void)arg;
     db_tenant_ensure(db, "swallowed", &id);
     fixture_meeting(&m, "", BASE_MS, NULL, 0); /* empty title violates a CHECK */
-    db_meeting_insert(db, id, &m);
+    db_meeting_insert(db, id, &m, NULL);
     meeting_fini(&m);
     return DB_ONE_RESULT;
 }
@@ -836,7 +836,7 @@ static enum db_status
 insert_then_read(struct db *db, void *arg)
 {
     struct generic_tx *g = arg;
-    enum db_status st = db_meeting_insert(db, g->tenant, g->m);
+    enum db_status st = db_meeting_insert(db, g->tenant, g->m, NULL);
 
     return st != DB_ONE_RESULT ? st : plan_read(db, &g->after);
 }
@@ -853,7 +853,7 @@ test_generic(struct db *db, int64_t t1)
 
     CHECK(plan_read(db, &before) == DB_ONE_RESULT, "read plans: %s", db_errmsg(db));
     fixture_meeting(&m, "generic", BASE_MS + 5 * 86400000, minutes, 2);
-    CHECK(db_meeting_insert(db, t1, &m) == DB_ONE_RESULT && m.reminders[0].id > 0 &&
+    CHECK(db_meeting_insert(db, t1, &m, NULL) == DB_ONE_RESULT && m.reminders[0].id > 0 &&
               m.reminders[1].id > 0,
           "insert: %s", db_errmsg(db));
     CHECK(plan_read(db, &after) == DB_ONE_RESULT, "read plans: %s", db_errmsg(db));
@@ -864,7 +864,7 @@ test_generic(struct db *db, int64_t t1)
               2,
           "the insert did not commit its reminders");
 
-    CHECK(db_meeting_insert(db, t1, &m) == DB_HARD_ERROR, "a second insert of one id passed");
+    CHECK(db_meeting_insert(db, t1, &m, NULL) == DB_HARD_ERROR, "a second insert of one id passed");
     CHECK(plan_read(db, &after) == DB_ONE_RESULT && strcmp(after.mode, "force_custom_plan") == 0,
           "after a failed insert: %s %s", after.mode, db_errmsg(db));
 

@@ -40,7 +40,7 @@ meeting_due(struct db *db, struct meeting *m, int64_t start_ms, int minutes_befo
             struct reminder_key *k)
 {
     fixture_meeting(m, "fire", start_ms, &minutes_before, 1);
-    CHECK(db_meeting_insert(db, tenant, m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    CHECK(db_meeting_insert(db, tenant, m, NULL) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
     k->reminder_id = m->reminders[0].id;
     k->fire_at_ms = m->reminders[0].fire_at_ms;
 }
@@ -134,7 +134,7 @@ test_channels(struct db *db)
         int minutes = 5;
         fixture_meeting(&m, "channels", now + 5 * FIXTURE_MIN_MS - (int64_t)c, &minutes, 1);
         m.reminders[0].channels = cases[c];
-        CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
+        CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert");
         k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
         CHECK(db_fire_batch(db, &k, 1, GRACE_MS, true, NULL, 0, &res) == DB_ONE_RESULT &&
                   res.n == 1,
@@ -525,7 +525,7 @@ test_handover(struct db *db)
     empty_backlog();
     CHECK(db_outbox_owner_register(db, "h/0/1", 60000) == DB_ONE_RESULT, "owner");
     fixture_meeting(&m, "handed", timefmt_now_ms() + 5 * FIXTURE_MIN_MS, minutes, 2);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
     k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
     char t[32];
     long long hooks = fixture_sql("SELECT count(*) FROM webhooks WHERE tenant_id = $1 AND "
@@ -600,7 +600,7 @@ test_pass_on(struct db *db)
               db_outbox_owner_register(db, "p/1/1", 60000) == DB_ONE_RESULT,
           "owners");
     fixture_meeting(&m, "passed", timefmt_now_ms() + 5 * FIXTURE_MIN_MS, &minutes, 1);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert: %s", db_errmsg(db));
     k = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
     CHECK(db_fire_batch(db, &k, 1, GRACE_MS, false, "p/0/1", DB_FIRE_HANDOVER_GRACE_MS, &res) ==
                   DB_ONE_RESULT &&

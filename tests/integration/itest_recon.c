@@ -191,7 +191,7 @@ seed(struct db *db)
         for (size_t i = 0; i < nr; i++)
             m.reminders[i] = (struct reminder){.minutes_before = minutes[i]};
         meeting_derive_fire_times(&m);
-        st = db_meeting_insert(db, tenant, &m);
+        st = db_meeting_insert(db, tenant, &m, NULL);
         for (size_t i = 0; i < nr; i++) {
             struct reminder_key rk = {m.reminders[i].id, m.reminders[i].fire_at_ms};
             if (k == 0)
@@ -228,7 +228,7 @@ insert_due_soon(struct db *db, int64_t lead_ms, struct reminder_key *out)
     m.n_reminders = 1;
     m.reminders[0] = (struct reminder){.minutes_before = 5};
     meeting_derive_fire_times(&m);
-    st = db_meeting_insert(db, tenant, &m);
+    st = db_meeting_insert(db, tenant, &m, NULL);
     *out = (struct reminder_key){m.reminders[0].id, m.reminders[0].fire_at_ms};
     meeting_fini(&m);
     CHECK(st == DB_ONE_RESULT, "db_meeting_insert: %s", db_errmsg(db));

@@ -158,7 +158,7 @@ check_count_reads(struct db *db, int64_t tenant, int64_t now)
     make_series(&m, now);
     free(m.recurrence->rrule);
     m.recurrence->rrule = strdup("FREQ=DAILY;COUNT=10000");
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert the COUNT series");
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert the COUNT series");
     CHECK(sync_write(db, tenant, &m, false, now, NULL, NULL) == DB_ONE_RESULT, "write it");
     CHECK(count("SELECT count(*) FROM series s JOIN meetings m ON m.id = s.meeting_id"
                 " WHERE s.meeting_id = $1 AND s.count_until = m.starts_at + interval '9999 days'",
@@ -228,7 +228,7 @@ run(const char *url)
     CHECK(db != NULL && db_migrate(db, err, sizeof err) == 0, "migrate: %s", err);
     CHECK(db_tenant_ensure(db, "series", &tenant) == DB_ONE_RESULT, "tenant");
     make_series(&m, now);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert");
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert");
 
     /* The first window: 3 days ahead (the occurrence at the next hour and the two after), two
      * rows each, all fresh. */
@@ -332,7 +332,7 @@ run(const char *url)
 
     /* A deleted series' row is dropped when it comes due, and nothing is extended. */
     make_series(&m, now);
-    CHECK(db_meeting_insert(db, tenant, &m) == DB_ONE_RESULT, "insert 2");
+    CHECK(db_meeting_insert(db, tenant, &m, NULL) == DB_ONE_RESULT, "insert 2");
     gone.n = fresh.n = 0;
     CHECK(sync_write(db, tenant, &m, false, now, &gone, &fresh) == DB_ONE_RESULT, "write 2");
     struct reminder_keys del = {0};
