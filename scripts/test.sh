@@ -316,9 +316,11 @@ tocsin_pg_stop "$TEST_DIR/lane-pg"
 tocsin_pg_wipe "$TEST_DIR/lane-pg"
 rm -rf "$TEST_DIR"
 mkdir -p "$TEST_DIR"
-# Throwaway data: durability settings off make the suite faster and change no behaviour tested.
-tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "fsync = off" "synchronous_commit = off" \
-    "full_page_writes = off" "max_connections = 300"
+# Throwaway data: durability settings off make the suite faster and change no behaviour tested
+# (the suite's PostgreSQL and the second lane's).
+PG_TEST_SETTINGS=("fsync = off" "synchronous_commit = off" "full_page_writes = off"
+    "max_connections = 300")
+tocsin_pg_start "$TEST_DIR/pg" "$PG_PORT" "${PG_TEST_SETTINGS[@]}"
 REDIS_ARGS=()
 if [ "$REDIS_TLS" = 1 ]; then
     tocsin_tls_files "$TEST_DIR/tls"
@@ -338,8 +340,7 @@ fi
 tocsin_pg_createdb "$PG_PORT" "$TEST_DB"
 if [ -n "$LANE" ]; then
     tocsin_log "the second lane's PostgreSQL on 127.0.0.1:$LANE_PG_PORT and Redis on 127.0.0.1:$LANE_REDIS_PORT"
-    tocsin_pg_start "$TEST_DIR/lane-pg" "$LANE_PG_PORT" "fsync = off" "synchronous_commit = off" \
-        "full_page_writes = off" "max_connections = 300"
+    tocsin_pg_start "$TEST_DIR/lane-pg" "$LANE_PG_PORT" "${PG_TEST_SETTINGS[@]}"
     tocsin_redis_start "$TEST_DIR/lane-redis" "$LANE_REDIS_PORT"
     tocsin_pg_createdb "$LANE_PG_PORT" "$TEST_DB"
 fi
